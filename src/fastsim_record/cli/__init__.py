@@ -1,0 +1,66 @@
+"""The ``fsr`` command: one dispatcher, one module per subcommand.
+
+Each subcommand lives in ``fastsim_record.cli.<name>`` and exposes
+``add_arguments(parser)`` and ``run(args) -> int``.  Exit codes are shared:
+0 success, 1 invalid input or failed run, 2 usage or config error, 3 partial
+recovery.  No subcommand lets a traceback reach the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+__all__ = ["COMMANDS", "main"]
+
+#: subcommand name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("fastsim_record.cli.info", "summarise an FSR file"),
+    "validate": ("fastsim_record.cli.validate", "validate an FSR file and print its receipt"),
+    "cat": ("fastsim_record.cli.cat", "print records as JSON lines"),
+    "recover": ("fastsim_record.cli.recover", "recover an unsealed .incomplete file"),
+    "synth": ("fastsim_record.cli.synth", "write a synthetic FSR file"),
+    "check": ("fastsim_record.cli.check", "compile a Run and print the effective Record config"),
+    "record": ("fastsim_record.cli.record", "record a Run on the embedded host"),
+    "frames": ("fastsim_record.cli.frames", "write a camera's decoded frames as PNG files"),
+    "replay": ("fastsim_record.cli.replay", "render a recorded render.state into a new FSR"),
+}
+
+
+def _load(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(COMMANDS[name][0])
+    except ModuleNotFoundError as exc:
+        if exc.name == COMMANDS[name][0]:
+            return None
+        raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fsr`` console script."""
+    parser = argparse.ArgumentParser(prog="fsr", description="FSR 1.2 recordings: record, inspect, validate.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    modules: dict[str, ModuleType] = {}
+    for name, (_, help_text) in COMMANDS.items():
+        module = _load(name)
+        if module is None:
+            continue
+        modules[name] = module
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        code: int = modules[args.command].run(args)
+    except KeyboardInterrupt:
+        print("fsr: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

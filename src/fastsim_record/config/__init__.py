@@ -1,0 +1,1 @@
+"""fastsim_record.config."""

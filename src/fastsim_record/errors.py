@@ -1,0 +1,88 @@
+"""The plugin's one error hierarchy.
+
+Every error carries structured fields, and ``str(error)`` is one line a person can act
+on.  Errors from the self-contained ``fastsim_record.fsr`` package (``FormatError``) and
+from the host are translated into this hierarchy at the boundary that meets them.
+
+    RecordError
+    +-- ConfigError            authored Run/config is invalid (one or more ``path: message``)
+    +-- RecordingFailed        a latched fatal recording error (lane, pump, worker, fence)
+    |   +-- RequiredLossError  a required stream lost data
+    |   +-- CalibrationError   a calibration contract was violated
+    |   +-- DescriptorDrift    a stream's descriptor changed mid-stream
+    +-- OutputError            the output transaction could not validate or commit
+    +-- ContractError          the host broke the Core contract (wrong lease, bad envelope)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+__all__ = [
+    "CalibrationError",
+    "ConfigError",
+    "ConfigIssue",
+    "ContractError",
+    "DescriptorDrift",
+    "OutputError",
+    "RecordError",
+    "RecordingFailed",
+    "RequiredLossError",
+]
+
+
+class RecordError(Exception):
+    """Base of every error the plugin raises on purpose."""
+
+    def __init__(self, reason: str, **fields: object) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fields: dict[str, object] = dict(fields)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@attrs.frozen
+class ConfigIssue:
+    """One authored-config problem: a dotted path and what is wrong there."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ConfigError(RecordError):
+    """The authored Run or Record config is invalid; carries every issue found."""
+
+    def __init__(self, issues: Sequence[ConfigIssue]) -> None:
+        self.issues: tuple[ConfigIssue, ...] = tuple(issues)
+        super().__init__("\n".join(str(i) for i in self.issues), issues=self.issues)
+
+
+class RecordingFailed(RecordError):
+    """A latched fatal recording error; the artifact must not be committed."""
+
+
+class RequiredLossError(RecordingFailed):
+    """A required stream lost data."""
+
+
+class CalibrationError(RecordingFailed):
+    """A camera's calibration contract was violated."""
+
+
+class DescriptorDrift(RecordingFailed):
+    """A stream's shape, dtype or codec description changed mid-stream."""
+
+
+class OutputError(RecordError):
+    """The output transaction failed: validation, confirmation or commit."""
+
+
+class ContractError(RecordError):
+    """The host violated the Core contract (wrong lease identity, malformed envelope)."""
