@@ -1,0 +1,186 @@
+"""Core-owned values that cross the Core/Record boundary.
+
+Everything here is immutable.  Envelopes arrive already stamped by Core: the global
+recording sequence, the Runtime generation, the tick and the simulation time are
+Core's facts, never the plugin's.
+
+Global recording sequence
+    Core allocates one contiguous sequence, starting at 1, over exactly the items
+    Record captures (Record is the sole ordered capture owner declared by its
+    manifest's ``recording_sources``): lifecycle, plugin events, control audit and
+    results, the selected observation ticks, generation barriers, camera samples and
+    the optional render-state / geometry / fluid items.  A hole in it is therefore
+    either a declared loss (a gap) or a failure.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+import attrs
+
+__all__ = [
+    "SERVICE_CEILING_BYTES",
+    "CameraSample",
+    "ChannelDescriptor",
+    "ChannelSample",
+    "CompletionKind",
+    "CompletionRequest",
+    "Envelope",
+    "FinalizerRegistrationRequest",
+    "FinalizerResult",
+    "ObservationTick",
+    "SourceKind",
+    "TerminalSemanticCut",
+]
+
+#: The conservative per-envelope charge for critical-lane admission when the producer
+#: did not compute the portable byte size (older Core releases): 1 MiB.
+SERVICE_CEILING_BYTES = 1 << 20
+
+
+class SourceKind(enum.Enum):
+    """The capture sources Core can deliver to Record."""
+
+    LIFECYCLE = "lifecycle"
+    PLUGIN_EVENT = "events"
+    CONTROL_AUDIT = "control.audit"
+    CONTROL_RESULT = "control.result"
+    OBSERVATION = "observations"
+    GENERATION_BARRIER = "generation"
+    CAMERA = "cameras"
+    RENDER_STATE = "render.state"
+    GEOMETRY = "geometry"
+    FLUID_EMISSION = "fluid.emissions"
+
+
+@attrs.frozen
+class ChannelDescriptor:
+    """A scene channel as the backend declares it before the run starts.
+
+    ``kind`` is ``numeric`` (joint vectors, poses, depth...), ``rgb`` (packed HxWx3
+    uint8), ``intrinsics`` (3x3 float64 K), ``translation`` (float64[3]) or
+    ``quaternion_xyzw`` (float64[4]).  ``shape``/``dtype``/``units`` describe one sample;
+    ``layout`` is the byte layout (``C``-contiguous little-endian).
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+    units: tuple[str, ...] = ()
+    entity: str = ""
+    layout: str = "C<"
+    attributes: Mapping[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ChannelSample:
+    """One channel's value in one tick; ``channel_sequence`` is diagnostic only."""
+
+    channel: str
+    value: object  # an immutable (read-only) numpy array in practice
+    channel_sequence: int
+
+
+@attrs.frozen
+class ObservationTick:
+    """All selected numeric channels of one tick: one atomic record."""
+
+    capture_sequence: int
+    samples: tuple[ChannelSample, ...]
+
+
+@attrs.frozen
+class CameraSample:
+    """One camera channel sample (RGB frame, K, translation or quaternion).
+
+    ``calibration_digest`` names the calibration epoch the sample belongs to; RGB and
+    extrinsics may forward-reference a digest that the matching intrinsics sample
+    declares later in the same tick.  ``profile`` is the complete bounded calibration
+    profile and is present on intrinsics samples.
+    """
+
+    camera: str
+    channel: str
+    role: str  # "rgb" | "intrinsics" | "translation" | "quaternion_xyzw"
+    value: object  # read-only numpy array
+    calibration_digest: str
+    channel_sequence: int
+    profile: Mapping[str, object] | None = None
+
+
+@attrs.frozen
+class Envelope:
+    """An immutable, already stamped item from one capture source.
+
+    ``payload`` is a JSON-able mapping for lifecycle, events, control, geometry and fluid
+    items, an :class:`ObservationTick` for observations, a :class:`CameraSample` for
+    cameras, and a mapping of read-only arrays for render state.  ``portable_size`` is
+    the producer-computed portable byte size (lifecycle and plugin events, Core
+    >=0.1.0a33); ``None`` means "charge the service ceiling".
+    """
+
+    global_sequence: int
+    source: SourceKind
+    generation: int
+    tick: int
+    sim_time_ns: int
+    payload: object
+    portable_size: int | None = None
+    source_sequence: int = 0  # per-source sequence (capture_sequence for observations)
+
+
+class CompletionKind(enum.Enum):
+    """Why a Run completes.  The first completion request wins."""
+
+    NORMAL = "normal"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"
+
+
+@attrs.frozen
+class CompletionRequest:
+    """A request to complete the Run; ``requested_by`` names the component."""
+
+    kind: CompletionKind
+    reason: str
+    requested_by: str
+
+
+@attrs.frozen
+class FinalizerRegistrationRequest:
+    """How a component asks the terminal coordinator to run its finalizer."""
+
+    component: str
+    required: bool
+    requested_timeout_s: float
+    sources: tuple[str, ...]  # source names the finalizer consumes through the cut
+
+
+@attrs.frozen
+class TerminalSemanticCut:
+    """Core's terminal cut: the last global sequence and each source's last sequence.
+
+    ``source_final_sequences`` maps a source name (``SourceKind.value``, or
+    ``cameras.<alias>.<role>`` for camera channels) to the last per-source sequence
+    published before the cut (0 when the source published nothing).
+    """
+
+    final_global_sequence: int
+    source_final_sequences: Mapping[str, int]
+    completion: CompletionRequest
+    final_generation: int
+
+
+@attrs.frozen
+class FinalizerResult:
+    """A finalizer's answer to the terminal coordinator."""
+
+    component: str
+    ok: bool
+    reason: str | None
+    committed_name: str | None = None
+    summary: Mapping[str, object] = attrs.field(factory=dict)
