@@ -1,0 +1,47 @@
+"""Backends by name.  ``synthetic`` is built in; ``mujoco`` is imported only when chosen.
+
+Entries are either factories or ``"module:attribute"`` strings resolved on first use, so
+choosing ``synthetic`` never imports a simulator SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from fastsim_embedded.backends.base import Backend, BackendFactory, BackendSpec
+
+__all__ = ["UnknownBackend", "backend_names", "create_backend", "register_backend"]
+
+_REGISTRY: dict[str, BackendFactory | str] = {
+    "synthetic": "fastsim_embedded.backends.synthetic:create_backend",
+    "mujoco": "fastsim_embedded.backends.mujoco_scene:create_backend",
+}
+
+
+class UnknownBackend(LookupError):
+    """No backend is registered under the requested name."""
+
+
+def register_backend(name: str, factory: BackendFactory | str) -> None:
+    """Register (or replace) a backend factory under ``name``."""
+    _REGISTRY[name] = factory
+
+
+def backend_names() -> tuple[str, ...]:
+    """The registered backend names, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def create_backend(name: str, spec: BackendSpec) -> Backend:
+    """Build the backend registered as ``name`` for one Run."""
+    try:
+        entry = _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(backend_names())
+        raise UnknownBackend(f"backend: unknown backend {name!r} (known: {known})") from None
+    if isinstance(entry, str):
+        module_name, _, attribute = entry.partition(":")
+        factory: BackendFactory = getattr(importlib.import_module(module_name), attribute)
+    else:
+        factory = entry
+    return factory(spec)

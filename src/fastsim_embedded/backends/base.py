@@ -1,0 +1,137 @@
+"""The backend protocol: what the embedded host needs from a simulated scene.
+
+A backend owns the simulation state; the host owns time, sequencing and publication.
+The host drives one backend per Run on the simulation thread, one *tick* per sensor
+sample (``runtime.sensor_hz``), each tick advancing physics by ``substeps`` steps of
+``1 / physics_hz``:
+
+    1. ``script(tick)``          what the scene scripts for this tick (reset, commands, events)
+    2. ``reset(generation)``     when the script asks for it: a new Runtime generation
+    3. ``apply_control(cmd)``    for each scripted command, after Core audits it
+    4. ``step(substeps)``        advance physics
+    5. ``sample_numeric()``      every declared numeric channel, as read-only arrays
+    6. ``sample_cameras()``      every declared camera channel (``()`` when none)
+
+Backends are deterministic for a given :class:`BackendSpec` (same seed, same samples),
+never publish anything themselves, and never see the Record plugin.  Register one
+with :func:`fastsim_embedded.backends.register_backend`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+import numpy.typing as npt
+
+from fastsim_contract.values import ChannelDescriptor
+
+__all__ = [
+    "Backend",
+    "BackendFactory",
+    "BackendSpec",
+    "CameraReading",
+    "ControlCommand",
+    "ControlOutcome",
+    "ScenePluginEvent",
+    "TickScript",
+]
+
+Array = npt.NDArray[Any]
+
+
+@attrs.frozen
+class BackendSpec:
+    """Everything a backend factory gets: the authored scene and the runtime rates."""
+
+    scene: Mapping[str, object] = attrs.field(factory=dict)  # the Run's scenario.scene
+    options: Mapping[str, object] = attrs.field(factory=dict)  # backend-specific knobs
+    sensor_hz: float = 120.0
+    physics_hz: float = 120.0  # an integer multiple of sensor_hz
+    seed: int = 0
+
+
+@attrs.frozen
+class ControlCommand:
+    """A control command the scene scripts; Core audits it before the backend applies it."""
+
+    command_id: str
+    name: str
+    target: str
+    args: Mapping[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ControlOutcome:
+    """What applying a command did; published as the control result."""
+
+    accepted: bool
+    detail: Mapping[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ScenePluginEvent:
+    """An event a scene component emits; published on the plugin-event source."""
+
+    name: str
+    data: Mapping[str, object] = attrs.field(factory=dict)
+    emitter: str = "scene"
+
+
+@attrs.frozen
+class TickScript:
+    """What the scene scripts for one tick, before it is stepped."""
+
+    reset: bool = False
+    commands: tuple[ControlCommand, ...] = ()
+    events: tuple[ScenePluginEvent, ...] = ()
+
+
+@attrs.frozen
+class CameraReading:
+    """One camera channel's sample in one tick (RGB, K, translation or quaternion)."""
+
+    camera: str
+    channel: str
+    role: str  # "rgb" | "intrinsics" | "translation" | "quaternion_xyzw"
+    value: Array  # read-only
+    calibration_digest: str
+    profile: Mapping[str, object] | None = None  # present on intrinsics samples
+
+
+class Backend(Protocol):
+    """A deterministic scene the host steps on the simulation thread."""
+
+    @property
+    def name(self) -> str: ...
+
+    def channels(self) -> Sequence[ChannelDescriptor]:
+        """Every channel the scene exposes, declared before the run starts."""
+        ...
+
+    def reset(self, generation: int) -> None:
+        """Start Runtime generation ``generation`` (0 before the first tick)."""
+        ...
+
+    def script(self, tick: int) -> TickScript:
+        """The reset, commands and events scripted for ``tick`` (1-based)."""
+        ...
+
+    def apply_control(self, command: ControlCommand) -> ControlOutcome: ...
+
+    def step(self, substeps: int) -> None:
+        """Advance physics by ``substeps`` steps of ``1 / physics_hz``."""
+        ...
+
+    def sample_numeric(self) -> Mapping[str, Array]:
+        """Every declared numeric channel as a read-only array."""
+        ...
+
+    def sample_cameras(self) -> Sequence[CameraReading]: ...
+
+    def close(self) -> None: ...
+
+
+#: A backend registry entry: builds a backend for one Run.
+BackendFactory = Callable[[BackendSpec], Backend]
