@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from fastsim_contract.values import (
+    CapturePlan,
     ChannelDescriptor,
     CompletionRequest,
     Envelope,
@@ -69,6 +70,14 @@ class RunContext(Protocol):
     def channels(self) -> Sequence[ChannelDescriptor]: ...
     @property
     def services(self) -> frozenset[str]: ...  # optional services, e.g. "fluid.audit"
+    @property
+    def capture(self) -> CapturePlan: ...  # the compiled global capture source mask
+    @property
+    def generation(self) -> int: ...  # the current Runtime generation (0 first)
+    @property
+    def tick(self) -> int: ...  # the last published tick (0 before the first)
+    @property
+    def sim_time_ns(self) -> int: ...  # simulation time of that tick
 
 
 class Subscription(Protocol):

@@ -22,7 +22,10 @@ import attrs
 
 __all__ = [
     "SERVICE_CEILING_BYTES",
+    "RECEIPT_REQUIRED_KEYS",
+    "CameraCapture",
     "CameraSample",
+    "CapturePlan",
     "ChannelDescriptor",
     "ChannelSample",
     "CompletionKind",
@@ -30,6 +33,7 @@ __all__ = [
     "Envelope",
     "FinalizerRegistrationRequest",
     "FinalizerResult",
+    "GenerationBarrier",
     "ObservationTick",
     "SourceKind",
     "TerminalSemanticCut",
@@ -184,3 +188,69 @@ class FinalizerResult:
     reason: str | None
     committed_name: str | None = None
     summary: Mapping[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class GenerationBarrier:
+    """Payload of a ``GENERATION_BARRIER`` envelope: Runtime generation ``generation`` starts.
+
+    Barriers travel in the ordered observation subscription and take the next
+    ``capture_sequence`` (``Envelope.source_sequence``), so observation continuity is
+    contiguous over ticks and barriers.  ``previous`` is the generation that ended.
+    """
+
+    generation: int
+    previous: int
+    reason: str = "reset"
+
+
+@attrs.frozen
+class CameraCapture:
+    """One selected camera: an alias and its four channel names."""
+
+    alias: str
+    rgb: str
+    intrinsics: str
+    translation: str
+    quaternion_xyzw: str
+
+    def channels(self) -> dict[str, str]:
+        """Role -> channel name."""
+        return {
+            "rgb": self.rgb,
+            "intrinsics": self.intrinsics,
+            "translation": self.translation,
+            "quaternion_xyzw": self.quaternion_xyzw,
+        }
+
+
+@attrs.frozen
+class CapturePlan:
+    """The global capture source mask, compiled before any plugin starts.
+
+    Core allocates global recording sequences only for items in this plan, so a hole
+    Record sees is a loss or a failure, never "something Record did not ask for".
+    ``sources`` holds ``SourceKind`` values; ``generation`` is implied by
+    ``observations``.  ``observation_channels`` is the ordered selected numeric channel
+    set (empty means no observation source, no grant, no polling).
+    """
+
+    sources: frozenset[str]
+    observation_channels: tuple[str, ...] = ()
+    cameras: tuple[CameraCapture, ...] = ()
+    render_state_hz: float | None = None
+    geometry_hz: float | None = None
+
+    def captures(self, source: str) -> bool:
+        """Whether ``source`` (a ``SourceKind`` value) is in the mask."""
+        if source == SourceKind.GENERATION_BARRIER.value:
+            return SourceKind.OBSERVATION.value in self.sources
+        return source in self.sources
+
+
+#: Keys every validation receipt handed to ``OutputService.confirm_validation`` carries:
+#: ``validator`` (schema/profile name), ``validated_bytes`` (== the sealed size),
+#: ``integrity`` (``structural``/``fast``/``strong``), ``content_sha256`` (hex or
+#: ``None``; required under ``RunOutputPolicy(integrity="sha256")``), ``footer`` (FSR
+#: footer identity) and ``completion_id`` (== ``RunContext.completion_id``).
+RECEIPT_REQUIRED_KEYS = ("validator", "validated_bytes", "integrity", "completion_id")
