@@ -1,1 +1,1 @@
-"""fastsim_record.ports."""
+"""Protocols owned by the core side: sources, encoders, sinks, leases."""

@@ -1,0 +1,141 @@
+"""Payload encoders for lifecycle, events and control (JSON) and numeric ticks.
+
+Both run only in the writer worker; the capture path hands over immutable values.
+
+Numeric tick layout (one record per tick, all selected channels):
+
+    | # | rule                                                                  |
+    |---|-----------------------------------------------------------------------|
+    | 1 | channels appear in the stream's declared order (``attributes.channels``)|
+    | 2 | each channel is ``prod(shape) * itemsize`` bytes, C order, little-endian |
+    | 3 | a channel's ``offset`` is the sum of the sizes before it; no padding   |
+    | 4 | a sample whose dtype or shape differs from its descriptor is drift     |
+    | 5 | a tick missing a channel, or carrying an unselected one, is drift      |
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from fastsim_contract.values import ChannelDescriptor, ObservationTick
+from fastsim_record.errors import DescriptorDrift, RecordingFailed
+
+__all__ = ["JSON_CODEC", "JsonEncoder", "NumericTickEncoder"]
+
+JSON_CODEC: Final[Mapping[str, object]] = {
+    "payload_codec": "json",
+    "media_type": "application/json",
+    "canonical": True,
+}
+
+
+class JsonEncoder:
+    """Canonical JSON (sorted keys, UTF-8, no NaN/Infinity) for mapping payloads."""
+
+    codec: Mapping[str, object] = JSON_CODEC
+
+    def __init__(self, stream: str) -> None:
+        self._stream = stream
+
+    def encode(self, payload: object) -> bytes:
+        """Encode one JSON-able mapping; anything else is a recording failure."""
+        try:
+            text = json.dumps(
+                payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                allow_nan=False, default=_jsonable,
+            )
+        except (TypeError, ValueError) as exc:
+            raise RecordingFailed(
+                f"{self._stream}: payload is not canonical JSON ({exc})", stream=self._stream
+            ) from None
+        return text.encode("utf-8")
+
+
+def _jsonable(value: object) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, tuple | frozenset | set):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+class NumericTickEncoder:
+    """All selected numeric channels of one tick -> one atomic record payload."""
+
+    def __init__(self, stream: str, channels: Sequence[ChannelDescriptor]) -> None:
+        self._stream = stream
+        self._order = tuple(c.name for c in channels)
+        self._dtypes: dict[str, np.dtype[Any]] = {}
+        self._shapes: dict[str, tuple[int, ...]] = {}
+        layout: list[dict[str, object]] = []
+        offset = 0
+        for channel in channels:
+            dtype = np.dtype(channel.dtype).newbyteorder("<")
+            shape = tuple(int(d) for d in channel.shape)
+            nbytes = math.prod(shape) * dtype.itemsize
+            self._dtypes[channel.name] = dtype
+            self._shapes[channel.name] = shape
+            layout.append({
+                "name": channel.name,
+                "dtype": dtype.str,
+                "shape": list(shape),
+                "units": list(channel.units),
+                "entity": channel.entity,
+                "layout": "C-contiguous little-endian",
+                "offset": offset,
+                "nbytes": nbytes,
+            })
+            offset += nbytes
+        self.record_bytes = offset
+        self.codec: Mapping[str, object] = {
+            "payload_codec": "numeric-tick/1",
+            "media_type": "application/octet-stream",
+            "record_bytes": offset,
+        }
+        self.attributes: Mapping[str, object] = {"channels": layout}
+
+    def encode(self, payload: object) -> bytes:
+        """Pack one :class:`ObservationTick` in the declared channel order."""
+        if not isinstance(payload, ObservationTick):
+            raise DescriptorDrift(
+                f"{self._stream}: expected an ObservationTick, got {type(payload).__name__}",
+                stream=self._stream,
+            )
+        by_name = {s.channel: s.value for s in payload.samples}
+        if len(by_name) != len(self._order) or len(payload.samples) != len(self._order):
+            extra = sorted(set(by_name) - set(self._order))
+            missing = [n for n in self._order if n not in by_name]
+            raise DescriptorDrift(
+                f"{self._stream}: tick {payload.capture_sequence} channels differ from the "
+                f"declared set (missing {missing}, unexpected {extra})",
+                stream=self._stream,
+            )
+        parts: list[bytes] = []
+        for name in self._order:
+            value = by_name.get(name)
+            if value is None:
+                raise DescriptorDrift(
+                    f"{self._stream}: tick {payload.capture_sequence} lacks channel {name!r}",
+                    stream=self._stream, channel=name,
+                )
+            array = np.asarray(value)
+            dtype = self._dtypes[name]
+            if array.shape != self._shapes[name] or array.dtype.kind != dtype.kind or (
+                array.dtype.itemsize != dtype.itemsize
+            ):
+                raise DescriptorDrift(
+                    f"{self._stream}.{name}: expected {dtype.name}{list(self._shapes[name])}, "
+                    f"got {array.dtype.name}{list(array.shape)}",
+                    stream=self._stream, channel=name,
+                )
+            parts.append(np.ascontiguousarray(array, dtype=dtype).tobytes())
+        return b"".join(parts)
