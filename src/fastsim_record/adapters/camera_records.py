@@ -1,0 +1,251 @@
+"""Camera records in FSR: four streams per camera alias, encoded only in the worker.
+
+A camera alias ``A`` creates these streams (``camera_streams``):
+
+    | # | stream                                 | kind                                 | payload                        |
+    |---|----------------------------------------|--------------------------------------|--------------------------------|
+    | 1 | ``cameras.A.rgb``                      | ``camera.rgb``                       | JPEG / PNG image (descriptor)  |
+    | 2 | ``cameras.A.intrinsics``               | ``camera.intrinsics``                | 3x3 K, float64 LE, row-major   |
+    | 3 | ``cameras.A.extrinsics.translation``   | ``camera.extrinsics.translation``    | float64[3] LE, metres          |
+    | 4 | ``cameras.A.extrinsics.quaternion_xyzw`` | ``camera.extrinsics.quaternion_xyzw`` | float64[4] LE, unit, x y z w |
+
+Stream 1's codec is the encoder's complete :class:`ImageDescriptor` (media type,
+payload codec, width, height, colour space, lossy flag, quality, JPEG chroma policy,
+PNG compression level), so offline readers never infer the representation.
+
+Record metadata (``CameraRecordEncoder.encode``):
+
+    | # | role            | metadata keys                                                   |
+    |---|-----------------|-----------------------------------------------------------------|
+    | 1 | every role      | ``calibration_digest`` (the epoch's digest), ``channel_sequence``|
+    | 2 | intrinsics      | also ``calibration_profile``: the complete bounded profile       |
+
+Sample checks (each failure is a fatal recording error, so the run fails closed):
+
+    | # | check                                                               | error             |
+    |---|---------------------------------------------------------------------|-------------------|
+    | 1 | RGB is uint8 ``(H, W, 3)`` of the declared size                     | DescriptorDrift   |
+    | 2 | K / translation / quaternion are float64 of shape (3,3) / (3,) / (4,) | DescriptorDrift |
+    | 3 | values are finite; the quaternion has unit norm (1e-6)              | CalibrationError  |
+    | 4 | an intrinsics sample carries a valid profile whose digest is the sample's | CalibrationError |
+    | 5 | K equals the profile's K, and the profile's size equals the RGB size | CalibrationError |
+
+The capture path never calls this module: frames stay untouched immutable buffers
+until the worker encodes them, exactly once, after queue admission.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+import numpy as np
+
+from fastsim_contract.calibration import (
+    CalibrationContractError,
+    calibration_digest,
+    check_profile,
+    intrinsic_matrix,
+)
+from fastsim_contract.values import CameraSample
+from fastsim_record.errors import CalibrationError, DescriptorDrift
+from fastsim_record.ports.encoders import FrameEncoder, ImageDescriptor, check_rgb_frame
+from fastsim_record.ports.sinks import StreamDecl
+
+__all__ = [
+    "ARRAY_SHAPES",
+    "ROLES",
+    "CameraRecordEncoder",
+    "EncodedCameraRecord",
+    "array_codec",
+    "camera_stream_name",
+    "camera_streams",
+]
+
+ROLES: Final = ("rgb", "intrinsics", "translation", "quaternion_xyzw")
+
+_STREAM_SUFFIX: Final = {
+    "rgb": "rgb",
+    "intrinsics": "intrinsics",
+    "translation": "extrinsics.translation",
+    "quaternion_xyzw": "extrinsics.quaternion_xyzw",
+}
+
+#: role -> exact float64 shape of its payload
+ARRAY_SHAPES: Final[Mapping[str, tuple[int, ...]]] = {
+    "intrinsics": (3, 3),
+    "translation": (3,),
+    "quaternion_xyzw": (4,),
+}
+
+_UNITS: Final[Mapping[str, list[str]]] = {
+    "intrinsics": ["px"],
+    "translation": ["m"],
+    "quaternion_xyzw": ["1"],
+}
+
+_QUATERNION_TOLERANCE: Final = 1e-6
+
+
+def camera_stream_name(alias: str, role: str) -> str:
+    """The FSR stream name of one camera role, e.g. ``cameras.wrist.extrinsics.translation``."""
+    return f"cameras.{alias}.{_STREAM_SUFFIX[role]}"
+
+
+def array_codec(role: str) -> dict[str, object]:
+    """The codec description of a calibration stream's float64 payload."""
+    return {
+        "payload_codec": "ndarray",
+        "media_type": "application/octet-stream",
+        "dtype": "<f8",
+        "shape": list(ARRAY_SHAPES[role]),
+        "layout": "C-contiguous little-endian",
+        "units": list(_UNITS[role]),
+    }
+
+
+def camera_streams(
+    alias: str,
+    channels: Mapping[str, str],
+    descriptor: ImageDescriptor,
+    *,
+    required: bool,
+) -> tuple[StreamDecl, ...]:
+    """The four stream declarations of one camera alias (rgb, intrinsics, translation, quaternion).
+
+    ``channels`` maps each role to the scene channel it records.
+    """
+    decls: list[StreamDecl] = []
+    for role in ROLES:
+        codec: Mapping[str, object] = (
+            descriptor.to_dict() if role == "rgb" else array_codec(role)
+        )
+        attributes = {
+            "camera": alias,
+            "role": role,
+            "channel": channels[role],
+            "calibration": "per-record calibration_digest; profile on intrinsics records",
+        }
+        kind = "camera." + _STREAM_SUFFIX[role]
+        decls.append(
+            StreamDecl(
+                name=camera_stream_name(alias, role),
+                kind=kind,
+                codec=codec,
+                attributes=attributes,
+                required=required,
+            )
+        )
+    return tuple(decls)
+
+
+@attrs.frozen
+class EncodedCameraRecord:
+    """One camera sample encoded for the container."""
+
+    stream: str
+    role: str
+    payload: bytes
+    metadata: Mapping[str, object]
+
+
+@attrs.define(eq=False)
+class CameraRecordEncoder:
+    """Encodes one camera alias's samples in the writer worker (module table rules)."""
+
+    alias: str
+    encoder: FrameEncoder
+    _descriptor: ImageDescriptor = attrs.field(init=False)
+    _streams: dict[str, str] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._descriptor = self.encoder.descriptor
+        self._streams = {role: camera_stream_name(self.alias, role) for role in ROLES}
+
+    @property
+    def descriptor(self) -> ImageDescriptor:
+        """The RGB stream's recorded descriptor."""
+        return self._descriptor
+
+    def stream_for(self, role: str) -> str:
+        """The stream a role is written to."""
+        return self._streams[role]
+
+    def encode(self, sample: CameraSample) -> EncodedCameraRecord:
+        """Check and encode one sample; raise DescriptorDrift or CalibrationError on violation."""
+        role = sample.role
+        stream = self._streams.get(role)
+        if stream is None or sample.camera != self.alias:
+            raise DescriptorDrift(
+                f"cameras.{self.alias}: unexpected sample {sample.camera!r}/{role!r}",
+                stream=f"cameras.{self.alias}",
+            )
+        metadata: dict[str, object] = {
+            "calibration_digest": sample.calibration_digest,
+            "channel_sequence": sample.channel_sequence,
+        }
+        if role == "rgb":
+            frame = _check_frame(sample.value, self._descriptor, stream)
+            payload = self.encoder.encode(frame)
+        else:
+            array = _check_array(sample.value, role, stream)
+            if role == "intrinsics":
+                metadata["calibration_profile"] = self._check_intrinsics(sample, array, stream)
+            payload = array.astype("<f8", copy=False).tobytes()
+        return EncodedCameraRecord(stream, role, payload, metadata)
+
+    def _check_intrinsics(
+        self, sample: CameraSample, k: np.ndarray[Any, Any], stream: str
+    ) -> dict[str, object]:
+        try:
+            profile = check_profile(sample.profile)
+            digest = calibration_digest(profile)
+        except CalibrationContractError as exc:
+            raise CalibrationError(f"{stream}: {exc}", stream=stream) from None
+        if digest != sample.calibration_digest:
+            raise CalibrationError(
+                f"{stream}: calibration_digest {sample.calibration_digest!r} is not the "
+                f"digest of the attached profile ({digest!r})",
+                stream=stream,
+            )
+        if not np.array_equal(k, np.asarray(intrinsic_matrix(profile), dtype=np.float64)):
+            raise CalibrationError(f"{stream}: K does not match the calibration profile", stream=stream)
+        size = (profile["width"], profile["height"])
+        if size != (self._descriptor.width, self._descriptor.height):
+            raise CalibrationError(
+                f"{stream}: profile size {size[0]}x{size[1]} differs from the RGB stream's "
+                f"{self._descriptor.width}x{self._descriptor.height}",
+                stream=stream,
+            )
+        return dict(profile)
+
+
+def _check_frame(value: object, descriptor: ImageDescriptor, stream: str) -> Any:
+    try:
+        return check_rgb_frame(value, descriptor)
+    except DescriptorDrift as exc:
+        raise DescriptorDrift(f"{stream}: {exc}", stream=stream) from None
+
+
+def _check_array(value: object, role: str, stream: str) -> np.ndarray[Any, Any]:
+    shape = ARRAY_SHAPES[role]
+    if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.shape != shape:
+        got = (
+            f"{value.dtype}{list(value.shape)}"
+            if isinstance(value, np.ndarray)
+            else type(value).__name__
+        )
+        raise DescriptorDrift(
+            f"{stream}: expected float64{list(shape)}, got {got}", stream=stream
+        )
+    if not bool(np.isfinite(value).all()):
+        raise CalibrationError(f"{stream}: non-finite value", stream=stream)
+    if role == "quaternion_xyzw":
+        norm = math.sqrt(float(np.dot(value, value)))
+        if abs(norm - 1.0) > _QUATERNION_TOLERANCE:
+            raise CalibrationError(
+                f"{stream}: quaternion norm {norm:.9f} is not 1", stream=stream
+            )
+    return value
