@@ -1,0 +1,204 @@
+"""The capture bus: global recording sequence, per-source sequences, history, delivery.
+
+One lock orders everything.  ``publish`` allocates the next global sequence, stamps an
+immutable :class:`Envelope`, appends it to the source's history and delivers it to the
+source's live subscribers, all under the lock; ``subscribe`` replays the history from
+``from_sequence`` and registers the sink under the same lock, so a subscriber sees every
+item exactly once and in order, whenever it subscribes before the history is closed.
+
+Rules:
+
+    | # | rule                                                                          |
+    |---|-------------------------------------------------------------------------------|
+    | 1 | only sources in the CapturePlan get a global sequence; others are not built   |
+    | 2 | global sequences are contiguous from 1 over every captured item               |
+    | 3 | observation ticks and generation barriers share one capture_sequence counter  |
+    | 4 | camera channels have one sequence each (``cameras.<alias>.<role>``)           |
+    | 5 | control sources refuse subscriptions once control producers started           |
+    | 6 | after ``close_history`` a subscription from an already-published sequence is  |
+    |   | refused (history is bounded by the prepare boundary)                          |
+    | 7 | after ``seal`` (the terminal cut) publishing raises TerminalError             |
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from fastsim_contract.errors import SubscriptionRefused, TerminalError
+from fastsim_contract.values import CapturePlan, Envelope, SourceKind
+
+__all__ = ["SUBSCRIBABLE", "CaptureBus", "SinkError"]
+
+#: Source names a plugin can subscribe to.
+SUBSCRIBABLE = (
+    SourceKind.LIFECYCLE.value,
+    SourceKind.PLUGIN_EVENT.value,
+    SourceKind.CONTROL_AUDIT.value,
+    SourceKind.CONTROL_RESULT.value,
+    SourceKind.OBSERVATION.value,
+    SourceKind.CAMERA.value,
+    SourceKind.RENDER_STATE.value,
+    SourceKind.GEOMETRY.value,
+    SourceKind.FLUID_EMISSION.value,
+)
+_CONTROL = (SourceKind.CONTROL_AUDIT.value, SourceKind.CONTROL_RESULT.value)
+
+Sink = Callable[[Envelope], None]
+
+
+class SinkError(Exception):
+    """A subscriber's sink raised; the bus keeps delivering to the others."""
+
+
+@attrs.define(eq=False)
+class _Subscription:
+    bus: CaptureBus
+    stream: str
+    sink: Sink
+    closed: bool = False
+
+    def close(self) -> None:
+        """Stop live delivery (idempotent)."""
+        self.bus._unsubscribe(self)
+
+
+def _stream_of(source: SourceKind) -> str:
+    if source is SourceKind.GENERATION_BARRIER:
+        return SourceKind.OBSERVATION.value
+    name: str = source.value
+    return name
+
+
+@attrs.define(eq=False)
+class CaptureBus:
+    """Sequencing and delivery for one Run."""
+
+    plan: CapturePlan
+    on_sink_error: Callable[[str, BaseException], None] = attrs.field(default=lambda _s, _e: None)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+    _global: int = 0
+    _source_seq: dict[str, int] = attrs.field(factory=dict)
+    _history: dict[str, list[Envelope]] = attrs.field(factory=dict)
+    _subscribers: dict[str, list[_Subscription]] = attrs.field(factory=dict)
+    _history_open: bool = True
+    _control_started: bool = False
+    _sealed: bool = False
+
+    # -- producers ---------------------------------------------------------------
+    def captures(self, source: SourceKind) -> bool:
+        """Whether items of ``source`` are captured (cheap; check before building payloads)."""
+        return self.plan.captures(source.value)
+
+    def publish(
+        self,
+        source: SourceKind,
+        *,
+        generation: int,
+        tick: int,
+        sim_time_ns: int,
+        payload: object,
+        portable_size: int | None = None,
+        sequence_key: str | None = None,
+    ) -> Envelope | None:
+        """Stamp and deliver one item; ``None`` when the source is not captured."""
+        if not self.plan.captures(source.value):
+            return None
+        stream = _stream_of(source)
+        key = sequence_key or stream
+        with self._lock:
+            if self._sealed:
+                raise TerminalError(f"publish on {key!r} after the terminal cut")
+            self._global += 1
+            seq = self._source_seq.get(key, 0) + 1
+            self._source_seq[key] = seq
+            envelope = Envelope(
+                global_sequence=self._global,
+                source=source,
+                generation=generation,
+                tick=tick,
+                sim_time_ns=sim_time_ns,
+                payload=payload,
+                portable_size=portable_size,
+                source_sequence=seq,
+            )
+            if self._history_open:
+                self._history.setdefault(stream, []).append(envelope)
+            for sub in self._subscribers.get(stream, ()):
+                self._deliver(sub, envelope)
+        return envelope
+
+    def next_source_sequence(self, key: str) -> int:
+        """The sequence the next item on ``key`` will get (for payloads that embed it)."""
+        with self._lock:
+            return self._source_seq.get(key, 0) + 1
+
+    def _deliver(self, sub: _Subscription, envelope: Envelope) -> None:
+        try:
+            sub.sink(envelope)
+        except Exception as exc:  # a broken sink must not break the simulation thread
+            self.on_sink_error(sub.stream, exc)
+
+    def control_producers_started(self) -> None:
+        """From now on control subscriptions are refused (rule 5)."""
+        with self._lock:
+            self._control_started = True
+
+    def close_history(self) -> None:
+        """Drop the startup history; later subscriptions see only live items (rule 6)."""
+        with self._lock:
+            self._history_open = False
+            self._history.clear()
+
+    def seal(self) -> tuple[int, dict[str, int]]:
+        """Take the terminal cut: the last global sequence and every source's last sequence."""
+        with self._lock:
+            self._sealed = True
+            return self._global, dict(self._source_seq)
+
+    @property
+    def last_global_sequence(self) -> int:
+        """The last allocated global sequence (0 before the first)."""
+        with self._lock:
+            return self._global
+
+    # -- consumers ---------------------------------------------------------------
+    def subscribe(self, stream: str, sink: Sink, *, from_sequence: int = 1) -> _Subscription:
+        """Atomic history-plus-live subscription to one stream."""
+        if stream not in SUBSCRIBABLE:
+            raise SubscriptionRefused(f"subscribe: unknown source {stream!r}")
+        if not self.plan.captures(stream):
+            raise SubscriptionRefused(f"subscribe: source {stream!r} is not in the capture plan")
+        if from_sequence < 1:
+            raise SubscriptionRefused(f"subscribe: from_sequence must be >= 1 (got {from_sequence})")
+        with self._lock:
+            if self._sealed:
+                raise SubscriptionRefused(f"subscribe: {stream!r} after the terminal cut")
+            if stream in _CONTROL and self._control_started:
+                raise SubscriptionRefused(
+                    f"subscribe: control source {stream!r} after control producers started"
+                )
+            if not self._history_open and from_sequence <= self._global:
+                raise SubscriptionRefused(
+                    f"subscribe: history of {stream!r} is closed; sequence {from_sequence} is gone"
+                )
+            sub = _Subscription(self, stream, sink)
+            for envelope in self._history.get(stream, ()):
+                if envelope.global_sequence >= from_sequence:
+                    self._deliver(sub, envelope)
+            self._subscribers.setdefault(stream, []).append(sub)
+        return sub
+
+    def _unsubscribe(self, sub: _Subscription) -> None:
+        with self._lock:
+            if sub.closed:
+                return
+            sub.closed = True
+            self._subscribers[sub.stream].remove(sub)
+
+    def history(self, stream: str) -> Sequence[Envelope]:
+        """A copy of the retained history of ``stream`` (tests, diagnostics)."""
+        with self._lock:
+            return tuple(self._history.get(stream, ()))

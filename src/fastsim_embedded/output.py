@@ -1,0 +1,301 @@
+"""The output service: one real-file transaction per artifact name, leases by identity.
+
+    open_write(name)              stage <dir>/<name>.incomplete (O_EXCL after cleanup)
+    write / flush                 through the opaque write lease (no path, no fd exposed)
+    seal(write)                   flush + fsync file, close; the size is now fixed
+    open_readback(write)          a new exact readback lease bound to this sealed write
+    confirm_validation(rb, r)     rb must be the latest readback lease of that write
+    commit(write)                 fsync, atomic rename to <dir>/<name>, fsync the dir
+    abort(write)                  never publishes; disposes the staging file per policy
+
+Transaction states and what each call accepts:
+
+    | # | state      | write | seal | open_readback | confirm | commit | abort        |
+    |---|------------|-------|------|---------------|---------|--------|--------------|
+    | 1 | open       | yes   | yes  | no            | no      | no     | yes          |
+    | 2 | sealed     | no    | no   | yes           | yes*    | no     | yes          |
+    | 3 | confirmed  | no    | no   | no            | no      | yes    | yes          |
+    | 4 | committed  | no    | no   | no            | no      | no     | LeaseError   |
+    | 5 | aborted    | no    | no   | no            | no      | no     | no-op        |
+    | 6 | revoked    | no    | no   | no            | no      | no     | no-op        |
+
+    * with the exact readback lease and a receipt that matches (``RECEIPT_REQUIRED_KEYS``;
+      ``validated_bytes`` == sealed size; ``completion_id`` == the Run's; under
+      ``integrity="sha256"`` a ``content_sha256`` equal to the file's digest, and without
+      it no digest claim at all).
+
+Disposal of an unpublished staging file (abort, revocation), by ``RunOutputPolicy``:
+
+    | # | publish_incomplete | preserve_incomplete | result                                   |
+    |---|--------------------|---------------------|------------------------------------------|
+    | 1 | true               | any                 | kept as <dir>/<name>.incomplete          |
+    | 2 | false              | true                | quarantined: <dir>/.quarantine/<cid>/... |
+    | 3 | false              | false               | deleted                                  |
+
+``revoke_open`` is Core's deadline-bounded cleanup after a finalizer overran: it runs on
+a helper thread and the caller waits at most until the deadline, so a stalled
+filesystem cannot turn terminal cleanup into an unbounded wait.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from fastsim_contract.errors import LeaseError
+from fastsim_contract.protocols import OutputPolicy
+from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
+
+__all__ = ["FileOutputService", "FileReadbackLease", "FileWriteLease", "Transaction"]
+
+QUARANTINE_DIR = ".quarantine"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@attrs.define(eq=False)
+class Transaction:
+    """The host-side record of one artifact transaction."""
+
+    name: str
+    final: Path
+    staging: Path
+    state: str = "open"
+    size: int = 0
+    fd: int | None = None
+    readback: FileReadbackLease | None = None
+    disposed_to: Path | None = None
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+
+@attrs.define(eq=False)
+class FileWriteLease:
+    """Opaque write lease: bytes go in, nothing about the file comes out."""
+
+    _service: FileOutputService
+    _tx: Transaction
+
+    def write(self, data: bytes | memoryview) -> int:
+        """Write every byte of ``data``; refused unless the transaction is open."""
+        tx = self._tx
+        if tx.state != "open" or tx.fd is None:
+            raise LeaseError(f"write: the lease for {tx.name!r} is {tx.state}")
+        view = memoryview(data).cast("B")
+        written = 0
+        while written < len(view):
+            written += os.write(tx.fd, view[written:])
+        tx.size += written
+        return written
+
+    def flush(self) -> None:
+        """Nothing is buffered in user space; kept for the protocol."""
+        if self._tx.state != "open":
+            raise LeaseError(f"flush: the lease for {self._tx.name!r} is {self._tx.state}")
+
+    def close(self) -> None:
+        """Closing a write lease is a no-op; ``seal`` ends writing."""
+
+
+@attrs.define(eq=False)
+class FileReadbackLease:
+    """Exact readback lease of one sealed write."""
+
+    _tx: Transaction
+    _file: object = None
+    closed: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        self._file = open(self._tx.staging, "rb")  # noqa: SIM115 - closed by close()
+
+    def _handle(self) -> object:
+        if self.closed or self._tx.state not in ("sealed", "confirmed"):
+            raise LeaseError(f"readback of {self._tx.name!r} is closed or revoked")
+        return self._file
+
+    def read(self, n: int = -1) -> bytes:
+        """Read up to ``n`` bytes (all with -1)."""
+        data: bytes = self._handle().read(n)  # type: ignore[attr-defined]
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Seek like a binary file."""
+        pos: int = self._handle().seek(offset, whence)  # type: ignore[attr-defined]
+        return pos
+
+    def tell(self) -> int:
+        """The current offset."""
+        pos: int = self._handle().tell()  # type: ignore[attr-defined]
+        return pos
+
+    def close(self) -> None:
+        """Close the readback (idempotent); the lease stays valid for confirm_validation."""
+        if not self.closed:
+            self.closed = True
+            self._file.close()  # type: ignore[attr-defined]
+
+
+@attrs.define(eq=False)
+class FileOutputService:
+    """Real files under ``output_dir``; the plugin only ever sees leases."""
+
+    output_dir: Path
+    policy: OutputPolicy
+    completion_id: str
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+    _by_lease: dict[int, tuple[FileWriteLease, Transaction]] = attrs.field(factory=dict)
+    _by_name: dict[str, Transaction] = attrs.field(factory=dict)
+
+    # -- the plugin-facing transaction --------------------------------------------
+    def open_write(self, name: str) -> FileWriteLease:
+        """Stage ``<dir>/<name>.incomplete`` and return its opaque write lease."""
+        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise LeaseError(f"open_write: {name!r} is not a bare file name")
+        with self._lock:
+            if name in self._by_name:
+                raise LeaseError(f"open_write: {name!r} already has a transaction in this Run")
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            staging = self.output_dir / f"{name}.incomplete"
+            staging.unlink(missing_ok=True)
+            fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            tx = Transaction(name=name, final=self.output_dir / name, staging=staging, fd=fd)
+            lease = FileWriteLease(self, tx)
+            self._by_lease[id(lease)] = (lease, tx)
+            self._by_name[name] = tx
+        return lease
+
+    def _tx_of(self, lease: object, call: str) -> Transaction:
+        entry = self._by_lease.get(id(lease))
+        if entry is None or entry[0] is not lease:
+            raise LeaseError(f"{call}: not a write lease issued by this output service")
+        return entry[1]
+
+    def seal(self, lease: object) -> None:
+        """Fsync and close the staging file; its size is final."""
+        tx = self._tx_of(lease, "seal")
+        with tx.lock:
+            if tx.state != "open" or tx.fd is None:
+                raise LeaseError(f"seal: the transaction for {tx.name!r} is {tx.state}")
+            os.fsync(tx.fd)
+            os.close(tx.fd)
+            tx.fd = None
+            tx.state = "sealed"
+
+    def open_readback(self, lease: object) -> FileReadbackLease:
+        """A new exact readback lease of the sealed write (it replaces any earlier one)."""
+        tx = self._tx_of(lease, "open_readback")
+        with tx.lock:
+            if tx.state != "sealed":
+                raise LeaseError(f"open_readback: the transaction for {tx.name!r} is {tx.state}")
+            if tx.readback is not None:
+                tx.readback.close()
+            tx.readback = FileReadbackLease(tx)
+            return tx.readback
+
+    def confirm_validation(self, lease: object, receipt: Mapping[str, object]) -> None:
+        """Accept the receipt only with the exact readback lease of a sealed write."""
+        tx = next((t for _, t in self._by_lease.values() if t.readback is lease), None)
+        if tx is None:
+            raise LeaseError("confirm_validation: not the current readback lease of any sealed write")
+        with tx.lock:
+            if tx.state != "sealed":
+                raise LeaseError(f"confirm_validation: the transaction for {tx.name!r} is {tx.state}")
+            self._check_receipt(tx, receipt)
+            tx.state = "confirmed"
+
+    def _check_receipt(self, tx: Transaction, receipt: Mapping[str, object]) -> None:
+        missing = [k for k in RECEIPT_REQUIRED_KEYS if k not in receipt]
+        if missing:
+            raise LeaseError(f"confirm_validation: receipt lacks {', '.join(missing)}")
+        size = tx.staging.stat().st_size
+        if receipt["validated_bytes"] != size:
+            raise LeaseError(
+                f"confirm_validation: receipt validated {receipt['validated_bytes']} bytes, sealed size is {size}"
+            )
+        if receipt["completion_id"] != self.completion_id:
+            raise LeaseError("confirm_validation: receipt names another completion")
+        digest = receipt.get("content_sha256")
+        if self.policy.integrity == "sha256":
+            if not isinstance(digest, str):
+                raise LeaseError("confirm_validation: integrity sha256 requires content_sha256")
+            actual = hashlib.sha256(tx.staging.read_bytes()).hexdigest()
+            if digest != actual:
+                raise LeaseError("confirm_validation: content_sha256 does not match the sealed file")
+        elif digest is not None:
+            raise LeaseError(
+                "confirm_validation: a content digest needs RunOutputPolicy(integrity='sha256')"
+            )
+
+    def commit(self, lease: object) -> str:
+        """Atomically publish the confirmed file under its final name."""
+        tx = self._tx_of(lease, "commit")
+        with tx.lock:
+            if tx.state != "confirmed":
+                raise LeaseError(f"commit: the transaction for {tx.name!r} is {tx.state}")
+            os.replace(tx.staging, tx.final)
+            _fsync_dir(self.output_dir)
+            tx.state = "committed"
+        return tx.name
+
+    def abort(self, lease: object) -> None:
+        """Abandon the transaction; never publishes (idempotent; refused after commit)."""
+        tx = self._tx_of(lease, "abort")
+        with tx.lock:
+            if tx.state == "committed":
+                raise LeaseError(f"abort: {tx.name!r} is already committed")
+            if tx.state in ("aborted", "revoked"):
+                return
+            self._dispose(tx, "aborted")
+
+    # -- Core-only ------------------------------------------------------------------
+    def _dispose(self, tx: Transaction, state: str) -> None:
+        tx.state = state
+        if tx.readback is not None:
+            tx.readback.close()
+        if tx.fd is not None:
+            os.close(tx.fd)
+            tx.fd = None
+        if not tx.staging.exists():
+            return
+        if self.policy.publish_incomplete:
+            tx.disposed_to = tx.staging
+        elif self.policy.preserve_incomplete:
+            target = self.output_dir / QUARANTINE_DIR / self.completion_id / tx.staging.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tx.staging, target)
+            tx.disposed_to = target
+        else:
+            tx.staging.unlink()
+        _fsync_dir(self.output_dir)
+
+    def revoke_open(self, deadline_monotonic: float) -> bool:
+        """Revoke every unfinished transaction, waiting at most until the deadline.
+
+        Returns whether the cleanup finished in time (it continues in the background
+        otherwise).
+        """
+        def work() -> None:
+            for _, tx in list(self._by_lease.values()):
+                if tx.state in ("open", "sealed", "confirmed"):
+                    self._dispose(tx, "revoked")
+
+        helper = threading.Thread(target=work, name="fastsim-output-revoke", daemon=True)
+        helper.start()
+        helper.join(max(0.0, deadline_monotonic - time.monotonic()))
+        return not helper.is_alive()
+
+    def transactions(self) -> tuple[Transaction, ...]:
+        """Every transaction of this Run (the outcome report)."""
+        with self._lock:
+            return tuple(self._by_name.values())
