@@ -1,0 +1,216 @@
+"""The ``synthetic`` backend: a deterministic scene with no simulator SDK.
+
+Scene (``scenario.scene``) and options (``BackendSpec.options``):
+
+    | # | key                 | default | meaning                                            |
+    |---|---------------------|---------|----------------------------------------------------|
+    | 1 | scene.robots        | {robot} | entity names, used first                           |
+    | 2 | numeric_channels    | 3/robot | total numeric channels: <entity>.joint_position,   |
+    |   |                     |         | .joint_velocity, .base_pose for each entity, then  |
+    |   |                     |         | extra entities robot_1, robot_2 ... as needed      |
+    | 3 | dof                 | 7       | joint vector length                                |
+    | 4 | command_every_s     | 0.5     | a scripted ``set_joint_offset`` command period     |
+    | 5 | event_every_s       | 1.0     | a scripted ``scene.marker`` plugin event period    |
+    | 6 | reset_every_s       | none    | a reset (new Runtime generation) period            |
+
+Joint positions follow seeded sinusoids of the simulation time plus the last commanded
+offset; velocities are their exact derivative; poses circle the origin.  Everything is a
+pure function of (seed, tick, generation, commands), so two runs with the same spec
+produce identical samples.  Numbers in the scene may also be given under
+``scenario.scene.synthetic``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from fastsim_contract.values import ChannelDescriptor
+from fastsim_embedded.backends.base import (
+    Array,
+    BackendSpec,
+    CameraReading,
+    ControlCommand,
+    ControlOutcome,
+    ScenePluginEvent,
+    TickScript,
+)
+
+__all__ = ["SyntheticBackend", "create_backend"]
+
+_FAMILIES = ("joint_position", "joint_velocity", "base_pose")
+
+
+def _period_ticks(value: object, sensor_hz: float) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"synthetic: periods must be positive seconds (got {value!r})")
+    return max(1, round(float(value) * sensor_hz))
+
+
+def _frozen(array: Array) -> Array:
+    array.flags.writeable = False
+    return array
+
+
+@attrs.define(eq=False)
+class SyntheticBackend:
+    """A seeded, SDK-free scene."""
+
+    spec: BackendSpec
+    entities: tuple[str, ...]
+    n_channels: int
+    dof: int
+    command_every: int | None
+    event_every: int | None
+    reset_every: int | None
+    _declared: tuple[ChannelDescriptor, ...] = ()
+    _amp: Array = attrs.field(factory=lambda: np.zeros(0))
+    _omega: Array = attrs.field(factory=lambda: np.zeros(0))
+    _phase: Array = attrs.field(factory=lambda: np.zeros(0))
+    _offset: float = 0.0
+    _steps: int = 0
+    _generation: int = 0
+    _commands: int = 0
+    _events: int = 0
+
+    @property
+    def name(self) -> str:
+        """The registry name."""
+        return "synthetic"
+
+    def __attrs_post_init__(self) -> None:
+        rng = np.random.default_rng(self.spec.seed)
+        n_entities = len(self.entities)
+        self._amp = rng.uniform(0.1, 1.0, size=(n_entities, self.dof))
+        self._omega = rng.uniform(0.5, 3.0, size=(n_entities, self.dof))
+        self._phase = rng.uniform(0.0, 2 * math.pi, size=(n_entities, self.dof))
+        declared: list[ChannelDescriptor] = []
+        for index in range(self.n_channels):
+            entity = self.entities[index // len(_FAMILIES)]
+            family = _FAMILIES[index % len(_FAMILIES)]
+            if family == "base_pose":
+                shape: tuple[int, ...] = (7,)
+                units: tuple[str, ...] = ("m", "m", "m", "1", "1", "1", "1")
+            else:
+                shape = (self.dof,)
+                units = ("rad" if family == "joint_position" else "rad/s",) * self.dof
+            declared.append(
+                ChannelDescriptor(
+                    name=f"{entity}.{family}", kind="numeric", dtype="float64",
+                    shape=shape, units=units, entity=entity,
+                )
+            )
+        self._declared = tuple(declared)
+
+    def channels(self) -> Sequence[ChannelDescriptor]:
+        """The declared numeric channels (no cameras)."""
+        return self._declared
+
+    def reset(self, generation: int) -> None:
+        """Start a generation: time restarts from the same seeded state, offsets clear."""
+        self._generation = generation
+        self._steps = 0
+        self._offset = 0.0
+
+    def script(self, tick: int) -> TickScript:
+        """Resets, commands and events on their fixed tick periods."""
+        reset = self.reset_every is not None and tick > 1 and (tick - 1) % self.reset_every == 0
+        commands: tuple[ControlCommand, ...] = ()
+        events: tuple[ScenePluginEvent, ...] = ()
+        if self.command_every is not None and tick % self.command_every == 0:
+            self._commands += 1
+            offset = round(0.05 * ((self._commands % 7) - 3), 6)
+            commands = (
+                ControlCommand(
+                    command_id=f"cmd-{self._commands}", name="set_joint_offset",
+                    target=self.entities[0], args={"offset": offset},
+                ),
+            )
+        if self.event_every is not None and tick % self.event_every == 0:
+            self._events += 1
+            events = (ScenePluginEvent("scene.marker", {"index": self._events, "tick": tick}),)
+        return TickScript(reset=reset, commands=commands, events=events)
+
+    def apply_control(self, command: ControlCommand) -> ControlOutcome:
+        """``set_joint_offset`` shifts every joint target; anything else is rejected."""
+        offset = command.args.get("offset")
+        if command.name != "set_joint_offset" or not isinstance(offset, int | float):
+            return ControlOutcome(False, {"error": f"unsupported command {command.name!r}"})
+        self._offset = float(offset)
+        return ControlOutcome(True, {"offset": self._offset})
+
+    def step(self, substeps: int) -> None:
+        """Advance physics; the state is a closed-form function of the step count."""
+        self._steps += substeps
+
+    def _time(self) -> float:
+        return self._steps / self.spec.physics_hz
+
+    def sample_numeric(self) -> Mapping[str, Array]:
+        """Every declared channel at the current time, as fresh read-only arrays."""
+        t = self._time()
+        angle = self._omega * t + self._phase
+        position = self._amp * np.sin(angle) + self._offset
+        velocity = self._amp * self._omega * np.cos(angle)
+        out: dict[str, Array] = {}
+        for index, descriptor in enumerate(self._declared):
+            row = index // len(_FAMILIES)
+            family = _FAMILIES[index % len(_FAMILIES)]
+            if family == "joint_position":
+                value = position[row].copy()
+            elif family == "joint_velocity":
+                value = velocity[row].copy()
+            else:
+                yaw = 0.5 * t + row
+                value = np.array(
+                    [math.cos(yaw), math.sin(yaw), 0.1 * row,
+                     0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)]
+                )
+            out[descriptor.name] = _frozen(value)
+        return out
+
+    def sample_cameras(self) -> Sequence[CameraReading]:
+        """The synthetic scene has no cameras."""
+        return ()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def create_backend(spec: BackendSpec) -> SyntheticBackend:
+    """Build the synthetic scene from the Run's scene and the backend options."""
+    scene = dict(spec.scene)
+    knobs: dict[str, Any] = {}
+    nested = scene.get("synthetic")
+    if isinstance(nested, Mapping):
+        knobs.update(nested)
+    knobs.update(spec.options)
+    robots = scene.get("robots")
+    entities = [str(k) for k in robots] if isinstance(robots, Mapping) and robots else ["robot"]
+    n_channels = int(knobs.get("numeric_channels", 3 * len(entities)))
+    if n_channels < 0:
+        raise ValueError(f"synthetic: numeric_channels must be >= 0 (got {n_channels})")
+    needed = max(1, math.ceil(n_channels / len(_FAMILIES)))
+    k = 1
+    while len(entities) < needed:
+        if f"robot_{k}" not in entities:
+            entities.append(f"robot_{k}")
+        k += 1
+    dof = int(knobs.get("dof", 7))
+    if dof < 1:
+        raise ValueError(f"synthetic: dof must be >= 1 (got {dof})")
+    return SyntheticBackend(
+        spec=spec,
+        entities=tuple(entities),
+        n_channels=n_channels,
+        dof=dof,
+        command_every=_period_ticks(knobs.get("command_every_s", 0.5), spec.sensor_hz),
+        event_every=_period_ticks(knobs.get("event_every_s", 1.0), spec.sensor_hz),
+        reset_every=_period_ticks(knobs.get("reset_every_s"), spec.sensor_hz),
+    )
