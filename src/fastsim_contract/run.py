@@ -1,0 +1,271 @@
+"""The FastSim v2 Run document: what a user authors, as frozen values.
+
+A Run is YAML::
+
+    schema: fastsim/2             # required, exactly this
+    name: recorded-run            # required, non-empty
+    backend: synthetic            # required, non-empty (e.g. synthetic, mujoco, isaaclab)
+    scenario: {...}               # free-form mapping, interpreted by the host and backend
+    runtime:
+      sensor_hz: 30.0             # capture cadence of sensors, > 0
+      rate_policy: exact          # exact | nearest_tick (see RATE_POLICIES)
+      output:                     # the trusted Core RunOutputPolicy
+        integrity: none           # none | sha256
+        preserve_incomplete: true
+        publish_incomplete: false
+    plugins:
+      record:                     # alias
+        use: plugin://fastsim/record
+        config: {...}             # the component's config; defaults merged by the compiler
+    lock:                         # optional: pins component versions
+      components:
+        plugin://fastsim/record: 0.3.8
+
+The output policy is authored at ``runtime.output``: it belongs to the Run (to Core),
+not to any plugin, so a plugin cannot select a host path or override preservation.
+
+``load_run(path)`` / ``parse_run(text)`` read YAML (syntax errors name the line and
+column; duplicate keys are rejected) and return a ``RunDocument``, or raise
+``RunConfigError`` listing every ``path: message`` issue.  Compilation against the
+installed component catalogs lives in ``fastsim_contract.run_compiler``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import yaml
+
+from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.run_structure import describe, strict_converter, structure_issues
+
+__all__ = [
+    "INTEGRITY_POLICIES",
+    "RATE_POLICIES",
+    "RUN_SCHEMA",
+    "PluginEntry",
+    "RunDocument",
+    "RunLock",
+    "RunOutputPolicy",
+    "RuntimeSpec",
+    "load_run",
+    "parse_run",
+    "run_from_mapping",
+    "run_to_mapping",
+]
+
+RUN_SCHEMA = "fastsim/2"
+
+#: ``runtime.rate_policy`` values:
+#:   exact        the sensor period must be a whole number of physics steps; the host
+#:                rejects the Run at prepare otherwise
+#:   nearest_tick each sensor sample is taken on the physics tick nearest its period
+RATE_POLICIES = ("exact", "nearest_tick")
+
+#: ``runtime.output.integrity`` values of the Core RunOutputPolicy.
+INTEGRITY_POLICIES = ("none", "sha256")
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    listed = ", ".join(f"'{c}'" for c in choices)
+
+    def check(_: object, __: attrs.Attribute[Any], value: str) -> None:
+        if value not in choices:
+            raise ValueError(f"must be one of {listed} (got {describe(value)})")
+
+    return check
+
+
+def _non_empty(_: object, __: attrs.Attribute[Any], value: str) -> None:
+    if not value.strip():
+        raise ValueError("must not be empty")
+
+
+def _positive(_: object, __: attrs.Attribute[Any], value: float) -> None:
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a positive number (got {describe(value)})")
+
+
+def _schema(_: object, __: attrs.Attribute[Any], value: str) -> None:
+    if value != RUN_SCHEMA:
+        raise ValueError(f"must be '{RUN_SCHEMA}' (got {describe(value)})")
+
+
+def _component_uri(_: object, __: attrs.Attribute[Any], value: str) -> None:
+    scheme, sep, rest = value.partition("://")
+    if not sep or not scheme or not rest:
+        raise ValueError(f"must be a component URI such as 'plugin://fastsim/record' (got {describe(value)})")
+
+
+@attrs.frozen
+class RunOutputPolicy:
+    """Core's trusted output policy for the Run's artifacts."""
+
+    integrity: str = attrs.field(default="none", validator=_one_of(INTEGRITY_POLICIES))
+    preserve_incomplete: bool = True
+    publish_incomplete: bool = False
+
+
+@attrs.frozen
+class RuntimeSpec:
+    """Core runtime settings: sensor capture cadence and the output policy."""
+
+    sensor_hz: float = attrs.field(default=30.0, validator=_positive)
+    rate_policy: str = attrs.field(default="exact", validator=_one_of(RATE_POLICIES))
+    output: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
+
+
+@attrs.frozen
+class _PluginSpec:
+    use: str = attrs.field(validator=_component_uri)
+    config: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class PluginEntry:
+    """One selected plugin: its alias in the Run, component URI and raw authored config."""
+
+    alias: str
+    use: str
+    config: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class RunLock:
+    """Pinned component versions: component URI -> version."""
+
+    components: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class _RunSpec:
+    schema: str = attrs.field(validator=_schema)
+    name: str = attrs.field(validator=_non_empty)
+    backend: str = attrs.field(validator=_non_empty)
+    scenario: Mapping[str, Any] = attrs.field(factory=dict)
+    runtime: RuntimeSpec = attrs.field(factory=RuntimeSpec)
+    plugins: Mapping[str, _PluginSpec] = attrs.field(factory=dict)
+    lock: RunLock = attrs.field(factory=RunLock)
+
+
+@attrs.frozen
+class RunDocument:
+    """A parsed FastSim v2 Run (schema ``fastsim/2``)."""
+
+    name: str
+    backend: str
+    scenario: Mapping[str, Any] = attrs.field(factory=dict)
+    runtime: RuntimeSpec = attrs.field(factory=RuntimeSpec)
+    plugins: tuple[PluginEntry, ...] = ()
+    lock: RunLock = attrs.field(factory=RunLock)
+    source: str = "<run>"
+    schema: str = RUN_SCHEMA
+
+    def plugin(self, alias: str) -> PluginEntry:
+        """The plugin entry with this alias (``KeyError`` if absent)."""
+        for entry in self.plugins:
+            if entry.alias == alias:
+                return entry
+        raise KeyError(alias)
+
+    def with_backend(self, backend: str) -> RunDocument:
+        """The same Run on another backend (``fsr record --backend``)."""
+        return attrs.evolve(self, backend=backend)
+
+
+_CONVERTER = strict_converter()
+
+
+def run_from_mapping(data: object, *, source: str = "<run>") -> RunDocument:
+    """Structure an already-loaded Run mapping; ``RunConfigError`` lists every issue."""
+    spec, issues = structure_issues(_CONVERTER, data, _RunSpec)
+    if spec is None:
+        raise RunConfigError(issues)
+    return RunDocument(
+        schema=spec.schema,
+        name=spec.name,
+        backend=spec.backend,
+        scenario=spec.scenario,
+        runtime=spec.runtime,
+        plugins=tuple(PluginEntry(alias, p.use, p.config) for alias, p in spec.plugins.items()),
+        lock=spec.lock,
+        source=source,
+    )
+
+
+def run_to_mapping(run: RunDocument) -> dict[str, Any]:
+    """The Run as plain YAML-ready data (inverse of ``run_from_mapping``)."""
+    data: dict[str, Any] = {
+        "schema": run.schema,
+        "name": run.name,
+        "backend": run.backend,
+        "scenario": dict(run.scenario),
+        "runtime": attrs.asdict(run.runtime),
+        "plugins": {p.alias: {"use": p.use, "config": dict(p.config)} for p in run.plugins},
+    }
+    if run.lock.components:
+        data["lock"] = {"components": dict(run.lock.components)}
+    return data
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys instead of keeping the last."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue
+        if duplicate:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
+)
+
+
+def parse_yaml(text: str, *, source: str = "<run>") -> object:
+    """Load YAML; a syntax error becomes one issue naming the line and column."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise RunConfigError([RunIssue(source, f"YAML syntax error at {where}{problem}")]) from None
+    except yaml.YAMLError as exc:
+        raise RunConfigError([RunIssue(source, f"YAML syntax error: {exc}")]) from None
+
+
+def parse_run(text: str, *, source: str = "<run>") -> RunDocument:
+    """Parse a Run from YAML text."""
+    data = parse_yaml(text, source=source)
+    if not isinstance(data, Mapping):
+        raise RunConfigError([RunIssue(source, f"a Run must be a YAML mapping (got {describe(data)})")])
+    return run_from_mapping(data, source=source)
+
+
+def load_run(path: str | os.PathLike[str]) -> RunDocument:
+    """Read and parse a Run file; an unreadable file is one issue, never a traceback."""
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise RunConfigError([RunIssue(source, f"cannot read the Run file: {reason}")]) from None
+    return parse_run(text, source=source)

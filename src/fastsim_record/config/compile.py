@@ -1,0 +1,100 @@
+"""Compile an authored Record config into the effective ``RecordConfig``.
+
+The only place authored data becomes typed values (a private cattrs converter with
+``forbid_extra_keys``).  Steps, each collecting issues rather than stopping:
+
+    1. the config must be a mapping (absent or ``null`` means ``{}``); a partially
+       authored lane gets that lane's default sizes
+    2. keys the selected version does not have yet  (rules 1-3)
+    3. structure: unknown keys (nearest key suggested), types, field validators
+    4. cross-field, Run-level and version rules     (rules 4-12), only if 3 passed
+    5. compiler defaults: JPEG quality 92; legacy (< 0.3.6) cameras record raw RGB
+
+Every issue is one ``path: message`` line with the full dotted path from the Run root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from fastsim_contract.run import RunDocument
+from fastsim_contract.run_structure import describe, strict_converter, structure_issues
+from fastsim_record.config.model import (
+    DEFAULT_JPEG_QUALITY,
+    LEGACY_RAW_ENCODING,
+    CameraConfig,
+    QueuesConfig,
+    RecordConfig,
+)
+from fastsim_record.config.rules import check_available_keys, check_rules
+from fastsim_record.config.versions import LATEST, SchemaProfile, profile
+from fastsim_record.errors import ConfigError, ConfigIssue
+
+__all__ = ["compile_record_config"]
+
+_CONVERTER = strict_converter()
+_DEFAULT_QUEUES = QueuesConfig()
+
+
+def _with_lane_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Merge each lane's own default sizes into a partially authored lane."""
+    queues = raw.get("queues")
+    if not isinstance(queues, Mapping):
+        return raw
+    merged: dict[str, Any] = dict(queues)
+    for lane in attrs.fields(QueuesConfig):
+        authored = queues.get(lane.name)
+        if isinstance(authored, Mapping):
+            default = getattr(_DEFAULT_QUEUES, lane.name)
+            merged[lane.name] = {
+                "max_items": default.max_items,
+                "max_bytes": default.max_bytes,
+                **authored,
+            }
+    return {**raw, "queues": merged}
+
+
+def _prefixed(prefix: str, issue: ConfigIssue) -> ConfigIssue:
+    if not prefix:
+        return issue
+    return ConfigIssue(f"{prefix}.{issue.path}" if issue.path else prefix, issue.message)
+
+
+def _effective_camera(camera: CameraConfig, schema: SchemaProfile) -> CameraConfig:
+    if not schema.camera_codecs:
+        return attrs.evolve(camera, encoding=LEGACY_RAW_ENCODING, quality=None)
+    if camera.encoding == "jpeg" and camera.quality is None:
+        return attrs.evolve(camera, quality=DEFAULT_JPEG_QUALITY)
+    return camera
+
+
+def _effective(config: RecordConfig, schema: SchemaProfile) -> RecordConfig:
+    cameras = {alias: _effective_camera(cam, schema) for alias, cam in config.streams.cameras.items()}
+    return attrs.evolve(config, streams=attrs.evolve(config.streams, cameras=cameras))
+
+
+def compile_record_config(
+    raw: Mapping[str, Any] | None,
+    *,
+    run: RunDocument,
+    version: str = LATEST,
+    path_prefix: str = "plugins.record.config",
+) -> RecordConfig:
+    """The effective config of one Record plugin entry, or ``ConfigError`` with every issue."""
+    schema = profile(version)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError([ConfigIssue(path_prefix, f"must be a mapping (got {describe(raw)})")])
+    issues = list(check_available_keys(raw, schema))
+    structured, problems = structure_issues(_CONVERTER, _with_lane_defaults(raw), RecordConfig)
+    issues.extend(ConfigIssue(p.path, p.message) for p in problems)
+    if structured is not None:
+        issues.extend(check_rules(structured, run=run, profile=schema))
+    if issues:
+        raise ConfigError([_prefixed(path_prefix, issue) for issue in issues])
+    assert structured is not None  # noqa: S101 - narrowed: no issues means structured
+    return _effective(structured, schema)

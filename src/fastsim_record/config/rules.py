@@ -1,0 +1,158 @@
+"""Rules of the Record config that span fields, involve the Run, or differ by version.
+
+Paths are relative to the component config (the compiler prefixes
+``plugins.<alias>.config``).  Key availability is checked on the authored mapping
+before structuring; the other rules on the structured ``RecordConfig``.
+
+    | # | since  | path                           | rule                                       |
+    |---|--------|--------------------------------|--------------------------------------------|
+    | 1 | -      | streams.render_state           | key exists only from 0.3.2                 |
+    | 2 | -      | streams.cameras.*.encoding     | keys exist only from 0.3.6                 |
+    |   |        | streams.cameras.*.quality      |                                            |
+    | 3 | -      | streams.geometry               | key exists only from 0.3.12                |
+    | 4 | 0.3.8  | streams.lifecycle/events/control | must be true                             |
+    | 5 | 0.3.8  | finalize.preserve_incomplete   | must be true                               |
+    | 6 | 0.3.8  | finalize.postprocessors        | must be empty                              |
+    | 7 | 0.3.0  | streams.observations.include   | only with mode explicit; explicit needs one|
+    | 8 | 0.3.6  | streams.cameras.*.encoding     | 'raw' is not authorable                    |
+    | 9 | 0.3.6  | streams.cameras.*.quality      | PNG rejects quality                        |
+    |10 | 0.3.0  | integrity                      | fast/strong need runtime.output sha256     |
+    |11 | 0.3.0  | queues.critical.overload       | fail_run only                              |
+    |12 | 0.3.0  | queues.numeric|media.overload  | lossy only if every stream in lane optional|
+
+Lane contents: numeric = selected observations (``all_numeric`` channels count as
+required), plus render.state and geometry when enabled (both required); media =
+camera RGB.  A lane with no stream accepts any overload policy (it is not created).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from fastsim_contract.run import RunDocument
+from fastsim_contract.run_structure import describe
+from fastsim_record.config.model import CAMERA_ENCODINGS, LEGACY_RAW_ENCODING, RecordConfig
+from fastsim_record.config.versions import SchemaProfile
+from fastsim_record.errors import ConfigIssue
+
+__all__ = ["check_available_keys", "check_rules", "lane_required_streams"]
+
+_COMPONENT = "plugin://fastsim/record"
+
+
+def _unavailable(key: str, since: str, profile: SchemaProfile) -> str:
+    return (
+        f"not available in {_COMPONENT} {profile.version} (added in {since}); "
+        "remove it or update the Run's lock"
+    )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def check_available_keys(raw: Mapping[str, Any], profile: SchemaProfile) -> Iterator[ConfigIssue]:
+    """Rules 1-3: keys that the locked version's schema does not have yet."""
+    streams = _mapping(raw.get("streams"))
+    if not profile.render_state and "render_state" in streams:
+        yield ConfigIssue("streams.render_state", _unavailable("render_state", "0.3.2", profile))
+    if not profile.camera_codecs:
+        for alias, camera in _mapping(streams.get("cameras")).items():
+            for key in ("encoding", "quality"):
+                if key in _mapping(camera):
+                    yield ConfigIssue(
+                        f"streams.cameras.{alias}.{key}", _unavailable(key, "0.3.6", profile)
+                    )
+    if not profile.geometry and "geometry" in streams:
+        yield ConfigIssue("streams.geometry", _unavailable("geometry", "0.3.12", profile))
+
+
+def lane_required_streams(config: RecordConfig) -> dict[str, list[str]]:
+    """Paths of the required streams in the numeric and media lanes."""
+    streams = config.streams
+    numeric: list[str] = []
+    observations = streams.observations
+    if observations.mode == "all_numeric":
+        numeric.append("streams.observations (all_numeric channels are required)")
+    elif observations.mode == "explicit":
+        numeric.extend(
+            f"streams.observations.include.{alias}"
+            for alias, channel in observations.include.items()
+            if channel.required
+        )
+    if streams.render_state.enabled:
+        numeric.append("streams.render_state")
+    if streams.geometry.enabled:
+        numeric.append("streams.geometry")
+    media = [f"streams.cameras.{alias}" for alias, cam in streams.cameras.items() if cam.required]
+    return {"numeric": numeric, "media": media}
+
+
+def check_rules(
+    config: RecordConfig, *, run: RunDocument, profile: SchemaProfile
+) -> Iterator[ConfigIssue]:
+    """Rules 4-12 on the structured config."""
+    streams = config.streams
+    if profile.strict_prepare_contract:
+        for name in ("lifecycle", "events", "control"):
+            if not getattr(streams, name):
+                yield ConfigIssue(
+                    f"streams.{name}",
+                    "must be true: the global capture source mask is compiled before plugin startup (got false)",
+                )
+        if not config.finalize.preserve_incomplete:
+            yield ConfigIssue(
+                "finalize.preserve_incomplete",
+                "must be true: Core's RunOutputPolicy decides incomplete preservation (got false)",
+            )
+        if config.finalize.postprocessors:
+            count = len(config.finalize.postprocessors)
+            yield ConfigIssue(
+                "finalize.postprocessors",
+                "must be empty: Record produces only the primary FSR artifact"
+                f" (got {count} entr{'y' if count == 1 else 'ies'})",
+            )
+    observations = streams.observations
+    if observations.mode != "explicit" and observations.include:
+        yield ConfigIssue(
+            "streams.observations.include",
+            f"must be empty unless mode is 'explicit' (mode is '{observations.mode}')",
+        )
+    if observations.mode == "explicit" and not observations.include:
+        yield ConfigIssue(
+            "streams.observations.include",
+            "must select at least one channel when mode is 'explicit' (use mode 'none' to record no observations)",
+        )
+    if profile.camera_codecs:
+        for alias, camera in streams.cameras.items():
+            if camera.encoding == LEGACY_RAW_ENCODING:
+                choices = ", ".join(f"'{c}'" for c in CAMERA_ENCODINGS)
+                yield ConfigIssue(
+                    f"streams.cameras.{alias}.encoding",
+                    f"must be one of {choices} (got {describe(camera.encoding)})",
+                )
+            if camera.encoding == "png" and camera.quality is not None:
+                yield ConfigIssue(
+                    f"streams.cameras.{alias}.quality",
+                    "is not accepted with encoding 'png', which is always lossless",
+                )
+    if config.integrity in ("fast", "strong") and run.runtime.output.integrity != "sha256":
+        yield ConfigIssue(
+            "integrity",
+            f"'{config.integrity}' requires the Run's output policy integrity 'sha256'"
+            f" (runtime.output.integrity is '{run.runtime.output.integrity}')",
+        )
+    if config.queues.critical.overload != "fail_run":
+        yield ConfigIssue(
+            "queues.critical.overload",
+            f"must be 'fail_run': the critical lane is lossless (got '{config.queues.critical.overload}')",
+        )
+    for lane, required in lane_required_streams(config).items():
+        overload = getattr(config.queues, lane).overload
+        if overload != "fail_run" and required:
+            yield ConfigIssue(
+                f"queues.{lane}.overload",
+                f"must be 'fail_run' because the {lane} lane carries required stream"
+                f" {required[0]}; '{overload}' is valid only when every stream in the lane is optional",
+            )
