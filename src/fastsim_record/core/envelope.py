@@ -1,0 +1,80 @@
+"""The core's view of one captured item: an immutable, already stamped envelope.
+
+Core (the host) stamps every captured item before Record sees it.  The domain core
+needs only these facts; the payload is opaque and never inspected here.
+
+| field              | meaning                                                           |
+|--------------------|-------------------------------------------------------------------|
+| global_sequence    | global recording sequence, contiguous across all selected sources |
+| source             | the selected source that published it (as named in the cut)       |
+| capture_sequence   | persistence-continuity sequence, contiguous per source from 1     |
+| stream             | the FSR stream key the record is written to                       |
+| lane               | the bounded lane that carries it (critical, numeric, media)       |
+| generation         | Runtime generation; a reset barrier starts the next one           |
+| tick               | committed simulation tick                                         |
+| sim_time_ns        | simulation time of the record                                     |
+| required           | loss on this stream is fatal                                      |
+| size               | producer-computed portable byte size, or ``None`` if unknown      |
+| kind               | an ordinary record or a generation (reset) barrier                |
+| channel_sequence   | the live per-channel sequence: diagnostic metadata only           |
+| payload            | opaque; excluded from equality                                    |
+
+An envelope whose ``size`` is ``None`` is charged at the conservative service ceiling
+(``SIZE_CEILING`` = 1 MiB) by lane byte admission.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+__all__ = ["SIZE_CEILING", "Envelope", "EnvelopeKind", "LaneName"]
+
+#: Bytes charged for an envelope that carries no producer-computed size (1 MiB).
+SIZE_CEILING = 1 << 20
+
+
+class LaneName(enum.Enum):
+    """The three bounded lanes."""
+
+    CRITICAL = "critical"  # lifecycle, control audit, control results, plugin events
+    NUMERIC = "numeric"  # selected non-media observations
+    MEDIA = "media"  # selected camera envelopes
+
+
+class EnvelopeKind(enum.Enum):
+    """What an envelope is: an ordinary record or a generation barrier (Runtime reset)."""
+
+    RECORD = "record"
+    BARRIER = "barrier"
+
+
+@attrs.frozen(kw_only=True)
+class Envelope:
+    """One immutable, stamped capture item as the core sees it."""
+
+    global_sequence: int
+    source: str
+    capture_sequence: int
+    stream: str
+    lane: LaneName
+    generation: int = 0
+    tick: int = 0
+    sim_time_ns: int = 0
+    required: bool = True
+    size: int | None = None
+    kind: EnvelopeKind = EnvelopeKind.RECORD
+    channel_sequence: int | None = None
+    payload: object = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def is_barrier(self) -> bool:
+        """True for a generation (reset) barrier."""
+        return self.kind is EnvelopeKind.BARRIER
+
+    @property
+    def admission_size(self) -> int:
+        """Bytes charged by lane admission: the producer size, else the 1 MiB ceiling."""
+        size = self.size
+        return SIZE_CEILING if size is None else size

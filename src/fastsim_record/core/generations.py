@@ -1,0 +1,147 @@
+"""Source continuity, generations and reset barriers.
+
+``capture_sequence`` is the persistence-continuity sequence: Core assigns it
+contiguously per selected source, barriers included.  ``channel_sequence`` is
+diagnostic metadata only and is never checked here.  A pump runs one
+``SourceContinuity.check`` per envelope before ``try_publish``.
+
+Pump validation rules (``SourceContinuity.check``):
+
+| #  | rule                                                                              |
+|----|-----------------------------------------------------------------------------------|
+| S1 | the envelope belongs to this source                                               |
+| S2 | ``capture_sequence`` is exactly the previous one + 1 (the first is 1)             |
+| S3 | ``global_sequence`` is strictly greater than the source's previous one            |
+| S4 | on a barrier-carrying source, a record carries the current generation and a       |
+|    | barrier opens exactly the next one; on other sources the generation never falls  |
+
+A violation is returned as a ``Discontinuity`` value (the pump latches it as fatal);
+the tracker then resynchronises on the offending envelope so one fault is one report.
+
+Per-stream index rules (``StreamIndexer``, worker side, after the merge):
+
+| #  | rule                                                                              |
+|----|-----------------------------------------------------------------------------------|
+| P1 | each stream's record index restarts at 0 in every generation                      |
+| P2 | a barrier closes the current batch (see ``batching``) and is not a stream record  |
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from fastsim_record.core.envelope import Envelope, EnvelopeKind
+
+__all__ = ["Discontinuity", "SourceContinuity", "StreamIndexer"]
+
+_RECORD = EnvelopeKind.RECORD
+
+
+@attrs.frozen
+class Discontinuity:
+    """A pump-validation failure (rules S1-S4): fatal for the recording."""
+
+    rule: str
+    source: str
+    global_sequence: int
+    expected: int
+    actual: int
+    reason: str
+
+
+@attrs.define(eq=False)
+class SourceContinuity:
+    """Pump-side validator for one selected source (rules S1-S4)."""
+
+    source: str
+    carries_barriers: bool = True
+    first_capture: int = 1
+    generation: int = 0
+    _next_capture: int = attrs.field(init=False)
+    _last_global: int = attrs.field(init=False, default=0)
+    _count: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self) -> None:
+        self._next_capture = self.first_capture
+
+    def check(self, envelope: Envelope) -> Discontinuity | None:
+        """Validate one stamped envelope; ``None`` when it continues the source."""
+        if (
+            envelope.capture_sequence == self._next_capture
+            and envelope.global_sequence > self._last_global
+            and envelope.generation == self.generation
+            and envelope.kind is _RECORD
+            and envelope.source == self.source
+        ):
+            self._next_capture += 1
+            self._last_global = envelope.global_sequence
+            self._count += 1
+            return None
+        return self._check_slow(envelope)
+
+    def _check_slow(self, envelope: Envelope) -> Discontinuity | None:
+        problem = self._problem(envelope)
+        self._next_capture = envelope.capture_sequence + 1
+        self._last_global = max(self._last_global, envelope.global_sequence)
+        self._count += 1
+        self.generation = max(self.generation, envelope.generation)
+        return problem
+
+    def _problem(self, envelope: Envelope) -> Discontinuity | None:
+        seq = envelope.global_sequence
+        if envelope.source != self.source:
+            return Discontinuity(
+                "S1", self.source, seq, 0, 0,
+                f"source {self.source!r} received an envelope of source {envelope.source!r}",
+            )
+        if envelope.capture_sequence != self._next_capture:
+            return Discontinuity(
+                "S2", self.source, seq, self._next_capture, envelope.capture_sequence,
+                f"source {self.source!r}: capture_sequence {envelope.capture_sequence} "
+                f"does not continue {self._next_capture - 1} (global sequence {seq})",
+            )
+        if seq <= self._last_global:
+            return Discontinuity(
+                "S3", self.source, seq, self._last_global + 1, seq,
+                f"source {self.source!r}: global sequence {seq} does not follow "
+                f"{self._last_global}",
+            )
+        gen = envelope.generation
+        if self.carries_barriers:
+            want = self.generation + 1 if envelope.kind is EnvelopeKind.BARRIER else self.generation
+            ok = gen == want
+        else:
+            want = self.generation
+            ok = gen >= want
+        if not ok:
+            what = "barrier" if envelope.kind is EnvelopeKind.BARRIER else "record"
+            return Discontinuity(
+                "S4", self.source, seq, want, gen,
+                f"source {self.source!r}: {what} at global sequence {seq} carries generation "
+                f"{gen}, expected {want}",
+            )
+        return None
+
+    @property
+    def last_capture(self) -> int:
+        """The last capture sequence accepted (``first_capture - 1`` before any)."""
+        return self._next_capture - 1
+
+    @property
+    def checked(self) -> int:
+        """Envelopes checked so far."""
+        return self._count
+
+
+@attrs.define(eq=False)
+class StreamIndexer:
+    """Per-stream record index that restarts at 0 in every generation (rule P1)."""
+
+    _state: dict[str, tuple[int, int]] = attrs.field(init=False, factory=dict)
+
+    def next_index(self, stream: str, generation: int) -> int:
+        """The index of the next record of ``stream`` in ``generation``."""
+        state = self._state.get(stream)
+        index = state[1] + 1 if state is not None and state[0] == generation else 0
+        self._state[stream] = (generation, index)
+        return index

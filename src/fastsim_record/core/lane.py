@@ -1,0 +1,341 @@
+"""Bounded lanes with non-waiting admission and exact loss accounting.
+
+A lane holds admitted envelopes until the writer worker drains them.  ``try_publish``
+answers at once with an ``Admission`` value and never waits.  The pipeline wraps a lane
+in a lock; the lane itself is single-threaded state.
+
+Configuration rules (``overload_problem``; ``Lane`` raises ``LanePolicyError``):
+
+| #  | rule                                                                           |
+|----|--------------------------------------------------------------------------------|
+| L1 | the critical lane is always ``fail_run``                                       |
+| L2 | a lossy policy (drop_oldest, drop_newest, degrade_recording) is legal only     |
+|    | when every stream in the lane is optional                                      |
+| L3 | ``max_items`` and ``max_bytes`` are positive integers                          |
+
+Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceiling:
+
+| #  | state / condition                          | outcome   | accounting                  |
+|----|--------------------------------------------|-----------|-----------------------------|
+| A1 | open, depth < max_items, bytes+size <= max | ACCEPTED  | enqueued+1                  |
+| A2 | fatal latched                              | FATAL     | failures+1                  |
+| A3 | degraded                                   | DROPPED   | enqueued+1 lost+1 degr.+1   |
+| A4 | full, fail_run                             | FATAL     | latch fatal, failures+1     |
+| A5 | full, drop_newest                          | DROPPED   | enqueued+1 lost+1, gap      |
+| A6 | full, drop_oldest, fits once evicted       | EVICTED   | evict oldest until it fits; |
+|    |                                            |           | enqueued+1, lost+n, n gaps  |
+| A7 | full, drop_oldest, never fits (size > max) | DROPPED   | as A5                       |
+| A8 | full, degrade_recording                    | DROPPED   | latch degraded, then A3     |
+| A9 | a lossy rule would lose a required envelope| FATAL     | latch fatal, failures+1     |
+
+Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
+envelope leaves exactly one single-sequence ``GapRecord`` for the worker
+(``take_gaps``), so the lane's ``lost`` counter and the gap records agree.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Iterable
+
+import attrs
+
+from fastsim_record.core.envelope import SIZE_CEILING, Envelope, LaneName
+from fastsim_record.core.errors import InvalidLimits, LanePolicyError
+from fastsim_record.core.gaps import GapReason, GapRecord
+
+__all__ = [
+    "ACCEPTED",
+    "Admission",
+    "AdmissionOutcome",
+    "Lane",
+    "LaneCounters",
+    "LaneSpec",
+    "OverloadPolicy",
+    "overload_problem",
+]
+
+
+class OverloadPolicy(enum.Enum):
+    """What a full lane does with the next envelope."""
+
+    FAIL_RUN = "fail_run"
+    DROP_OLDEST = "drop_oldest"
+    DROP_NEWEST = "drop_newest"
+    DEGRADE_RECORDING = "degrade_recording"
+
+    @property
+    def lossy(self) -> bool:
+        """True for the policies that lose data instead of failing the run."""
+        return self is not OverloadPolicy.FAIL_RUN
+
+
+class AdmissionOutcome(enum.Enum):
+    """The answer of ``try_publish``."""
+
+    ACCEPTED = "accepted"  # admitted, nothing lost
+    EVICTED = "evicted"  # admitted after dropping the oldest envelope(s)
+    DROPPED = "dropped"  # not admitted; lost as an exact gap
+    FATAL = "fatal"  # not admitted; a fatal error is latched
+
+
+@attrs.frozen
+class Admission:
+    """Decision for one ``try_publish``: outcome, gaps it created, and a reason."""
+
+    outcome: AdmissionOutcome
+    gaps: tuple[GapRecord, ...] = ()
+    reason: str = ""
+
+    @property
+    def admitted(self) -> bool:
+        """True when the envelope entered the lane."""
+        return self.outcome is AdmissionOutcome.ACCEPTED or self.outcome is AdmissionOutcome.EVICTED
+
+    @property
+    def fatal(self) -> bool:
+        """True when the lane has latched a fatal error."""
+        return self.outcome is AdmissionOutcome.FATAL
+
+
+#: The one pre-allocated answer for the common case (rule A1).
+ACCEPTED = Admission(AdmissionOutcome.ACCEPTED)
+
+
+@attrs.frozen(kw_only=True)
+class LaneSpec:
+    """A lane's configured limits and overload policy."""
+
+    name: LaneName
+    max_items: int
+    max_bytes: int
+    overload: OverloadPolicy = OverloadPolicy.FAIL_RUN
+
+
+def overload_problem(spec: LaneSpec, stream_required: Iterable[bool]) -> str | None:
+    """Rules L1-L3: a one-line problem with ``spec`` for its streams, or ``None``."""
+    if spec.max_items <= 0 or spec.max_bytes <= 0:
+        return f"queues.{spec.name.value}: max_items and max_bytes must be positive"
+    if not spec.overload.lossy:
+        return None
+    if spec.name is LaneName.CRITICAL:
+        return f"queues.critical.overload: the critical lane is always fail_run, not {spec.overload.value}"
+    if any(stream_required):
+        return (
+            f"queues.{spec.name.value}.overload: {spec.overload.value} is legal only when every "
+            f"stream in the {spec.name.value} lane is optional; use fail_run"
+        )
+    return None
+
+
+@attrs.frozen
+class LaneCounters:
+    """A snapshot of one lane's counters for the finalizer summary."""
+
+    lane: LaneName
+    capacity_items: int
+    capacity_bytes: int
+    depth: int
+    depth_bytes: int
+    high_water: int
+    enqueued: int
+    dequeued: int
+    lost: int
+    failures: int
+    degradations: int
+    degraded: bool
+    fatal: str | None
+
+
+@attrs.define(eq=False)
+class Lane:
+    """One bounded lane for ``spec`` whose streams carry ``stream_required`` flags.
+
+    Raises ``InvalidLimits`` or ``LanePolicyError`` when rules L1-L3 fail.
+    """
+
+    spec: LaneSpec
+    stream_required: tuple[bool, ...] = attrs.field(default=(), converter=tuple)
+    _max_items: int = attrs.field(init=False)
+    _max_bytes: int = attrs.field(init=False)
+    _policy: OverloadPolicy = attrs.field(init=False)
+    _items: deque[Envelope] = attrs.field(init=False, factory=deque)
+    _bytes: int = attrs.field(init=False, default=0)
+    _open: bool = attrs.field(init=False, default=True)
+    _high_water: int = attrs.field(init=False, default=0)
+    _enqueued: int = attrs.field(init=False, default=0)
+    _dequeued: int = attrs.field(init=False, default=0)
+    _lost: int = attrs.field(init=False, default=0)
+    _failures: int = attrs.field(init=False, default=0)
+    _degradations: int = attrs.field(init=False, default=0)
+    _degraded: bool = attrs.field(init=False, default=False)
+    _fatal: str | None = attrs.field(init=False, default=None)
+    _gaps: list[GapRecord] = attrs.field(init=False, factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        spec = self.spec
+        problem = overload_problem(spec, self.stream_required)
+        if spec.max_items <= 0 or spec.max_bytes <= 0:
+            raise InvalidLimits(
+                problem or "invalid limits",
+                lane=spec.name.value,
+                max_items=spec.max_items,
+                max_bytes=spec.max_bytes,
+            )
+        if problem is not None:
+            raise LanePolicyError(problem, lane=spec.name.value, overload=spec.overload.value)
+        self._max_items = spec.max_items
+        self._max_bytes = spec.max_bytes
+        self._policy = spec.overload
+
+    # -- capture side ---------------------------------------------------------------
+
+    def try_publish(self, envelope: Envelope) -> Admission:
+        """Admit ``envelope`` at once or answer why not (rules A1-A9); never waits."""
+        size = envelope.size
+        if size is None:
+            size = SIZE_CEILING
+        items = self._items
+        if self._open and len(items) < self._max_items and self._bytes + size <= self._max_bytes:
+            items.append(envelope)
+            self._bytes += size
+            self._enqueued += 1
+            if len(items) > self._high_water:
+                self._high_water = len(items)
+            return ACCEPTED
+        return self._overload(envelope, size)
+
+    def _overload(self, envelope: Envelope, size: int) -> Admission:
+        if self._fatal is not None:  # A2
+            self._failures += 1
+            return Admission(AdmissionOutcome.FATAL, (), self._fatal)
+        if self._degraded:  # A3
+            return self._drop_new(envelope, GapReason.DEGRADED)
+        policy = self._policy
+        name = self.spec.name.value
+        if policy is OverloadPolicy.FAIL_RUN:  # A4
+            return self._latch(
+                f"{name} lane overflow under fail_run: {len(self._items)}/{self._max_items} items, "
+                f"{self._bytes}+{size}/{self._max_bytes} bytes (stream {envelope.stream!r}, "
+                f"global sequence {envelope.global_sequence})"
+            )
+        if policy is OverloadPolicy.DROP_NEWEST:  # A5
+            return self._drop_new(envelope, GapReason.DROP_NEWEST)
+        if policy is OverloadPolicy.DEGRADE_RECORDING:  # A8
+            self._degraded = True
+            self._open = False
+            return self._drop_new(envelope, GapReason.DEGRADED)
+        # DROP_OLDEST
+        if size > self._max_bytes:  # A7
+            return self._drop_new(envelope, GapReason.DROP_OLDEST)
+        items = self._items
+        evict = 0
+        freed = 0
+        while len(items) - evict >= self._max_items or self._bytes - freed + size > self._max_bytes:
+            victim = items[evict]
+            if victim.required:  # A9
+                return self._required_loss(victim)
+            freed += victim.admission_size
+            evict += 1
+        gaps = []
+        for _ in range(evict):
+            victim = items.popleft()
+            gaps.append(GapRecord.for_envelope(victim, GapReason.DROP_OLDEST))
+        self._bytes -= freed
+        self._lost += evict
+        self._gaps.extend(gaps)
+        items.append(envelope)
+        self._bytes += size
+        self._enqueued += 1
+        if len(items) > self._high_water:
+            self._high_water = len(items)
+        return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest")
+
+    def _drop_new(self, envelope: Envelope, reason: GapReason) -> Admission:
+        if envelope.required:  # A9
+            return self._required_loss(envelope)
+        gap = GapRecord.for_envelope(envelope, reason)
+        self._gaps.append(gap)
+        self._enqueued += 1
+        self._lost += 1
+        if reason is GapReason.DEGRADED:
+            self._degradations += 1
+        return Admission(AdmissionOutcome.DROPPED, (gap,), f"{self.spec.name.value} lane {reason.value}")
+
+    def _required_loss(self, envelope: Envelope) -> Admission:
+        return self._latch(
+            f"{self.spec.name.value} lane overflow would lose required stream "
+            f"{envelope.stream!r} at global sequence {envelope.global_sequence}"
+        )
+
+    def _latch(self, reason: str) -> Admission:
+        self._fatal = reason
+        self._open = False
+        self._failures += 1
+        return Admission(AdmissionOutcome.FATAL, (), reason)
+
+    # -- worker side ----------------------------------------------------------------
+
+    def pop(self) -> Envelope | None:
+        """Remove and return the oldest admitted envelope, or ``None`` when empty."""
+        if not self._items:
+            return None
+        envelope = self._items.popleft()
+        self._bytes -= envelope.admission_size
+        self._dequeued += 1
+        return envelope
+
+    def drain(self, limit: int | None = None) -> list[Envelope]:
+        """Remove and return up to ``limit`` (default: all) oldest envelopes in order."""
+        items = self._items
+        n = len(items) if limit is None else min(limit, len(items))
+        out = [items.popleft() for _ in range(n)]
+        freed = 0
+        for envelope in out:
+            size = envelope.size
+            freed += SIZE_CEILING if size is None else size
+        self._bytes -= freed
+        self._dequeued += n
+        return out
+
+    def take_gaps(self) -> list[GapRecord]:
+        """Remove and return the gaps of every envelope lost since the last call."""
+        gaps = self._gaps
+        self._gaps = []
+        return gaps
+
+    # -- observation ----------------------------------------------------------------
+
+    @property
+    def depth(self) -> int:
+        """Envelopes currently held."""
+        return len(self._items)
+
+    @property
+    def fatal(self) -> str | None:
+        """The latched fatal reason, if any."""
+        return self._fatal
+
+    @property
+    def degraded(self) -> bool:
+        """True once degrade_recording has stopped admission."""
+        return self._degraded
+
+    def counters(self) -> LaneCounters:
+        """A consistent snapshot of the counters."""
+        return LaneCounters(
+            lane=self.spec.name,
+            capacity_items=self._max_items,
+            capacity_bytes=self._max_bytes,
+            depth=len(self._items),
+            depth_bytes=self._bytes,
+            high_water=self._high_water,
+            enqueued=self._enqueued,
+            dequeued=self._dequeued,
+            lost=self._lost,
+            failures=self._failures,
+            degradations=self._degradations,
+            degraded=self._degraded,
+            fatal=self._fatal,
+        )
