@@ -1,0 +1,469 @@
+"""The DROID-like MuJoCo scene: a 7-DoF arm with a parallel gripper on a table.
+
+A standalone, simulator-facing object the embedded host's ``mujoco`` backend adapts.
+It is authored in MJCF (``assets/droid_like.xml``) and owns one ``MjModel``/``MjData``.
+Nothing in ``fastsim_record`` imports this module.
+
+Joint vector (``JOINT_NAMES``, 13 entries, float64, every unit ``rad``): the arm's
+``joint1..joint7`` then the gripper's six linkage joints.  ``finger_joint`` is driven; the
+other five follow it through MJCF equality constraints (0 open, 0.8 closed).
+
+Command vector (``COMMAND_NAMES``, 8 entries, float64): seven arm joint position targets
+in rad, then the gripper closure in [0, 1] (0 open, 1 closed; unit ``1``).  The scripted
+pick is :meth:`MujocoDroidScene.scripted_command`, a pure function of the tick, applied
+through :meth:`MujocoDroidScene.apply_command` by the host's control path.
+
+Cameras (``CAMERA_NAMES``): ``exterior_left``, ``exterior_right`` (fixed, aimed at the
+workspace) and ``wrist`` (mounted on the gripper, moving with it).
+
+Camera conventions:
+
+    | # | quantity        | convention                                                      |
+    |---|-----------------|-----------------------------------------------------------------|
+    | 1 | K (intrinsics)  | 3x3 float64; fy = (H/2) / tan(fovy/2), fx = fy (square pixels); |
+    |   |                 | cx = (W-1)/2, cy = (H-1)/2: pixel centres at integer (u, v),    |
+    |   |                 | (0, 0) the centre of the top-left pixel (OpenCV convention)     |
+    | 2 | camera frame    | OpenCV: x right, y down, z forward (optical axis)               |
+    | 3 | MuJoCo -> OpenCV| MuJoCo cameras look along -z with y up: R_cv = R_mj @ diag(1,-1,-1) |
+    |   |                 | (a 180 degree turn about the camera's x axis)                    |
+    | 4 | translation     | float64[3], camera centre in world coordinates (m)              |
+    | 5 | quaternion_xyzw | float64[4], unit, rotation camera(OpenCV) -> world, w >= 0      |
+
+A world point ``p`` projects as ``K @ R_cv.T @ (p - t)`` (then divide by z).
+
+Rendering is off-screen through ``mujoco.Renderer``; one renderer per resolution is
+reused.  ``MUJOCO_GL`` defaults to ``egl`` when unset; if no GL context can be made,
+:class:`RenderUnavailable` names the variable to set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any, Final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+# MUJOCO_GL must be set before mujoco picks a GL backend (at its first Renderer).
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import mujoco
+
+__all__ = [
+    "ARM_JOINT_NAMES",
+    "CAMERA_NAMES",
+    "COMMAND_NAMES",
+    "COMMAND_UNITS",
+    "GRIPPER_JOINT_NAMES",
+    "JOINT_NAMES",
+    "JOINT_UNITS",
+    "BodyState",
+    "CameraPose",
+    "GeomInfo",
+    "JointState",
+    "MujocoDroidScene",
+    "RenderUnavailable",
+    "intrinsics_from_fovy",
+    "mujoco_to_opencv_quaternion",
+]
+
+F64 = npt.NDArray[np.float64]
+U8 = npt.NDArray[np.uint8]
+
+ARM_JOINT_NAMES: Final = tuple(f"joint{i}" for i in range(1, 8))
+GRIPPER_JOINT_NAMES: Final = (
+    "finger_joint",
+    "right_outer_knuckle_joint",
+    "left_inner_knuckle_joint",
+    "right_inner_knuckle_joint",
+    "left_inner_finger_joint",
+    "right_inner_finger_joint",
+)
+JOINT_NAMES: Final = ARM_JOINT_NAMES + GRIPPER_JOINT_NAMES
+JOINT_UNITS: Final = ("rad",) * len(JOINT_NAMES)
+COMMAND_NAMES: Final = (*ARM_JOINT_NAMES, "gripper")
+COMMAND_UNITS: Final = ("rad",) * 7 + ("1",)
+CAMERA_NAMES: Final = ("exterior_left", "exterior_right", "wrist")
+OBJECT_NAMES: Final = ("cube", "can", "block")
+
+GRIPPER_CLOSED_RAD: Final = 0.8
+DEFAULT_WIDTH: Final = 320
+DEFAULT_HEIGHT: Final = 240
+ASSET: Final = "droid_like.xml"
+
+# The scripted pick: (start_s, end_s, from_waypoint, to_waypoint, gripper_from, gripper_to).
+_PICK_PHASES: Final = (
+    (0.0, 1.0, "home", "pregrasp", 0.0, 0.0),
+    (1.0, 1.8, "pregrasp", "grasp", 0.0, 0.0),
+    (1.8, 2.3, "grasp", "grasp", 0.0, 1.0),
+    (2.3, 2.5, "grasp", "grasp", 1.0, 1.0),
+    (2.5, 3.4, "grasp", "lift", 1.0, 1.0),
+)
+PICK_DURATION_S: Final = _PICK_PHASES[-1][1]
+# Grasp-site offsets from the target object's initial centre, world frame (m).
+_WAYPOINT_OFFSETS: Final = {"pregrasp": 0.12, "grasp": 0.0, "lift": 0.15}
+# Hand orientation while picking: approach axis down, fingers closing along world y.
+_PICK_ROTATION: Final = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+_CV_FROM_MJ: Final = np.diag([1.0, -1.0, -1.0])
+
+
+class RenderUnavailable(RuntimeError):
+    """MuJoCo could not create an off-screen OpenGL context."""
+
+
+@attrs.frozen
+class CameraPose:
+    """A camera's world pose in the OpenCV camera convention."""
+
+    translation: F64  # (3,) m
+    quaternion_xyzw: F64  # (4,) unit, camera -> world
+
+
+@attrs.frozen
+class BodyState:
+    """One body's world pose and velocity (velocities at the body origin, world axes)."""
+
+    name: str
+    position: F64  # (3,) m
+    quaternion_xyzw: F64  # (4,)
+    linear_velocity: F64  # (3,) m/s
+    angular_velocity: F64  # (3,) rad/s
+
+
+@attrs.frozen
+class JointState:
+    """One joint's generalized position and velocity (free joints: 7 and 6 entries)."""
+
+    name: str
+    kind: str  # "free" | "ball" | "slide" | "hinge"
+    qpos: F64
+    qvel: F64
+
+
+@attrs.frozen
+class GeomInfo:
+    """One geom of the model: primitive or mesh, placed relative to its body."""
+
+    name: str
+    body: str
+    kind: str  # "plane" | "sphere" | "capsule" | "ellipsoid" | "cylinder" | "box" | "mesh"
+    size: F64  # (3,) MuJoCo size parameters
+    local_position: F64  # (3,) in the body frame
+    local_quaternion_xyzw: F64  # (4,) in the body frame
+    rgba: F64  # (4,)
+    static: bool  # welded to the world: its pose never changes
+    visual_only: bool  # takes part in no collision
+    mesh_vertices: F64 | None = None  # (n, 3) in the mesh frame, for mesh geoms
+    mesh_faces: npt.NDArray[np.int32] | None = None  # (m, 3)
+
+
+def intrinsics_from_fovy(fovy_deg: float, width: int, height: int) -> F64:
+    """K for a MuJoCo camera with vertical field of view ``fovy_deg`` (see table row 1)."""
+    f = (height / 2.0) / math.tan(math.radians(fovy_deg) / 2.0)
+    return np.array(
+        [[f, 0.0, (width - 1) / 2.0], [0.0, f, (height - 1) / 2.0], [0.0, 0.0, 1.0]],
+        dtype=np.float64,
+    )
+
+
+def mujoco_to_opencv_quaternion(xmat_mj: F64) -> F64:
+    """The xyzw quaternion of ``R_mj @ diag(1, -1, -1)``, with w >= 0."""
+    r_cv = np.asarray(xmat_mj, dtype=np.float64).reshape(3, 3) @ _CV_FROM_MJ
+    return _quat_xyzw(r_cv)
+
+
+def _quat_xyzw(rot: F64) -> F64:
+    wxyz = np.empty(4)
+    mujoco.mju_mat2Quat(wxyz, np.ascontiguousarray(rot, dtype=np.float64).reshape(9))
+    if wxyz[0] < 0:
+        wxyz = -wxyz
+    wxyz /= np.linalg.norm(wxyz)
+    return np.array([wxyz[1], wxyz[2], wxyz[3], wxyz[0]], dtype=np.float64)
+
+
+def _readonly(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    array.flags.writeable = False
+    return array
+
+
+def _smoothstep(s: float) -> float:
+    s = min(1.0, max(0.0, s))
+    return s * s * (3.0 - 2.0 * s)
+
+
+@attrs.define(eq=False)
+class MujocoDroidScene:
+    """The DROID-like scene: state, control, cameras, render-state and geometry access."""
+
+    width: int = DEFAULT_WIDTH
+    height: int = DEFAULT_HEIGHT
+    model: Any = attrs.field(init=False, repr=False)  # mujoco.MjModel
+    data: Any = attrs.field(init=False, repr=False)  # mujoco.MjData
+    _renderers: dict[tuple[int, int], Any] = attrs.field(init=False, factory=dict, repr=False)
+    _qposadr: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
+    _dofadr: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
+    _arm_dofs: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
+    _home_key: int = attrs.field(init=False, repr=False)
+    _waypoints: dict[str, F64] = attrs.field(init=False, factory=dict, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.width < 1 or self.height < 1:
+            raise ValueError(f"render size must be positive, got {self.width}x{self.height}")
+        xml = resources.files("fastsim_embedded.backends").joinpath("assets", ASSET)
+        self.model = mujoco.MjModel.from_xml_string(xml.read_text(encoding="utf-8"))
+        self.data = mujoco.MjData(self.model)
+        joints = [self.model.joint(name) for name in JOINT_NAMES]
+        self._qposadr = np.array([int(j.qposadr[0]) for j in joints], dtype=np.intp)
+        self._dofadr = np.array([int(j.dofadr[0]) for j in joints], dtype=np.intp)
+        self._arm_dofs = self._dofadr[:7]
+        self._home_key = int(self.model.key("home").id)
+        self.reset()
+        self._waypoints = self._plan_pick("cube")
+
+    # -- time and state -------------------------------------------------------------
+
+    @property
+    def timestep(self) -> float:
+        """MuJoCo's physics step (s)."""
+        return float(self.model.opt.timestep)
+
+    @property
+    def sim_time(self) -> float:
+        """Simulated time since the last reset (s)."""
+        return float(self.data.time)
+
+    def reset(self) -> None:
+        """Restore the initial state (home keyframe: arm at home, gripper open, objects placed)."""
+        mujoco.mj_resetDataKeyframe(self.model, self.data, self._home_key)
+        mujoco.mj_forward(self.model, self.data)
+
+    def step(self, n: int = 1) -> None:
+        """Advance physics by ``n`` MuJoCo steps."""
+        if n < 0:
+            raise ValueError(f"step count must be >= 0, got {n}")
+        if n:
+            mujoco.mj_step(self.model, self.data, nstep=n)
+
+    def advance(self, seconds: float) -> int:
+        """Advance physics by ``seconds`` (rounded to whole steps); returns the step count."""
+        n = round(seconds / self.timestep)
+        self.step(n)
+        return n
+
+    def joint_position(self) -> F64:
+        """``robot.joint_position``: the 13-entry joint vector (rad), a new read-only array."""
+        return _readonly(self.data.qpos[self._qposadr].astype(np.float64))
+
+    def joint_velocity(self) -> F64:
+        """``robot.joint_velocity``: the 13 joint velocities (rad/s), a new read-only array."""
+        return _readonly(self.data.qvel[self._dofadr].astype(np.float64))
+
+    # -- control --------------------------------------------------------------------
+
+    def apply_command(self, command: Sequence[float] | F64) -> None:
+        """Set the actuator targets from an 8-entry command (see ``COMMAND_NAMES``)."""
+        cmd = np.asarray(command, dtype=np.float64)
+        if cmd.shape != (len(COMMAND_NAMES),) or not np.all(np.isfinite(cmd)):
+            raise ValueError(
+                f"command: expected {len(COMMAND_NAMES)} finite floats "
+                f"({', '.join(COMMAND_NAMES)}), got shape {cmd.shape}"
+            )
+        ctrl = cmd.copy()
+        ctrl[7] = min(1.0, max(0.0, float(cmd[7]))) * GRIPPER_CLOSED_RAD
+        lo, hi = self.model.actuator_ctrlrange[:, 0], self.model.actuator_ctrlrange[:, 1]
+        self.data.ctrl[:] = np.clip(ctrl, lo, hi)
+
+    def scripted_command(self, tick: int, tick_dt: float) -> F64:
+        """The scripted pick's command at ``tick`` (0-based; tick ``k`` is at ``k * tick_dt`` s)."""
+        t = tick * tick_dt
+        phase = _PICK_PHASES[-1]
+        for candidate in _PICK_PHASES:
+            if t < candidate[1]:
+                phase = candidate
+                break
+        start, end, q_from, q_to, g_from, g_to = phase
+        s = _smoothstep((t - start) / (end - start))
+        a, b = self._waypoints[q_from], self._waypoints[q_to]
+        arm = a + (b - a) * s
+        grip = g_from + (g_to - g_from) * s
+        return _readonly(np.append(arm, grip).astype(np.float64))
+
+    def waypoint(self, name: str) -> F64:
+        """A planned arm configuration (``home``, ``pregrasp``, ``grasp``, ``lift``), rad."""
+        return self._waypoints[name].copy()
+
+    # -- cameras --------------------------------------------------------------------
+
+    def intrinsics(self, camera: str, width: int | None = None, height: int | None = None) -> F64:
+        """K of ``camera`` at the given (default: the scene's) render size; read-only."""
+        fovy = float(self.model.camera(camera).fovy[0])
+        return _readonly(intrinsics_from_fovy(fovy, width or self.width, height or self.height))
+
+    def extrinsics(self, camera: str) -> CameraPose:
+        """The camera's current world pose in the OpenCV convention (module table rows 2-5)."""
+        cam = self.data.camera(camera)
+        translation = _readonly(np.array(cam.xpos, dtype=np.float64))
+        quaternion = _readonly(mujoco_to_opencv_quaternion(np.asarray(cam.xmat)))
+        return CameraPose(translation, quaternion)
+
+    def render(self, camera: str, width: int | None = None, height: int | None = None) -> U8:
+        """A new read-only ``(height, width, 3)`` uint8 RGB image of ``camera`` now."""
+        renderer = self._renderer(width or self.width, height or self.height)
+        renderer.update_scene(self.data, camera=camera)
+        image = np.ascontiguousarray(renderer.render(), dtype=np.uint8)
+        return _readonly(image)
+
+    def _renderer(self, width: int, height: int) -> Any:
+        key = (width, height)
+        renderer = self._renderers.get(key)
+        if renderer is None:
+            vis = self.model.vis.global_
+            vis.offwidth, vis.offheight = max(vis.offwidth, width), max(vis.offheight, height)
+            try:
+                renderer = mujoco.Renderer(self.model, height=height, width=width)
+            except Exception as exc:
+                gl = os.environ.get("MUJOCO_GL", "<unset>")
+                raise RenderUnavailable(
+                    f"MuJoCo could not create an off-screen OpenGL context with "
+                    f"MUJOCO_GL={gl} ({type(exc).__name__}: {exc}); set MUJOCO_GL=egl "
+                    "(GPU/EGL) or MUJOCO_GL=osmesa (software) before starting"
+                ) from exc
+            self._renderers[key] = renderer
+        return renderer
+
+    # -- render-state and geometry (for render.state / scene.geometry) -------------
+
+    def body_names(self) -> tuple[str, ...]:
+        """Every body except the world, in model order."""
+        return tuple(self.model.body(i).name for i in range(1, self.model.nbody))
+
+    def body_states(self) -> tuple[BodyState, ...]:
+        """World pose and velocity of every body except the world."""
+        out = []
+        vel = np.empty(6)
+        for i in range(1, self.model.nbody):
+            body = self.data.body(i)
+            mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, i, vel, 0)
+            w, x, y, z = (float(v) for v in body.xquat)
+            out.append(
+                BodyState(
+                    name=self.model.body(i).name,
+                    position=_readonly(np.array(body.xpos, dtype=np.float64)),
+                    quaternion_xyzw=_readonly(np.array([x, y, z, w])),
+                    linear_velocity=_readonly(vel[3:].copy()),
+                    angular_velocity=_readonly(vel[:3].copy()),
+                )
+            )
+        return tuple(out)
+
+    def joint_states(self) -> tuple[JointState, ...]:
+        """qpos/qvel of every joint in the model (arm, gripper and the objects' free joints)."""
+        kinds = {0: ("free", 7, 6), 1: ("ball", 4, 3), 2: ("slide", 1, 1), 3: ("hinge", 1, 1)}
+        out = []
+        for i in range(self.model.njnt):
+            kind, nq, nv = kinds[int(self.model.jnt_type[i])]
+            qa, da = int(self.model.jnt_qposadr[i]), int(self.model.jnt_dofadr[i])
+            out.append(
+                JointState(
+                    name=self.model.joint(i).name,
+                    kind=kind,
+                    qpos=_readonly(self.data.qpos[qa : qa + nq].astype(np.float64)),
+                    qvel=_readonly(self.data.qvel[da : da + nv].astype(np.float64)),
+                )
+            )
+        return tuple(out)
+
+    def geometry(self) -> tuple[GeomInfo, ...]:
+        """Every geom (primitives and meshes) with its body and body-relative placement."""
+        kinds = {int(v): v.name.removeprefix("mjGEOM_").lower() for v in mujoco.mjtGeom}
+        m = self.model
+        out = []
+        for i in range(m.ngeom):
+            body = int(m.geom_bodyid[i])
+            kind = kinds.get(int(m.geom_type[i]), "unknown")
+            w, x, y, z = (float(v) for v in m.geom_quat[i])
+            verts = faces = None
+            if kind == "mesh":
+                mesh = int(m.geom_dataid[i])
+                va, vn = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
+                fa, fn = int(m.mesh_faceadr[mesh]), int(m.mesh_facenum[mesh])
+                verts = _readonly(m.mesh_vert[va : va + vn].astype(np.float64))
+                faces = _readonly(m.mesh_face[fa : fa + fn].astype(np.int32))
+            out.append(
+                GeomInfo(
+                    name=m.geom(i).name or f"geom{i}",
+                    body=m.body(body).name or "world",
+                    kind=kind,
+                    size=_readonly(m.geom_size[i].astype(np.float64)),
+                    local_position=_readonly(m.geom_pos[i].astype(np.float64)),
+                    local_quaternion_xyzw=_readonly(np.array([x, y, z, w])),
+                    rgba=_readonly(m.geom_rgba[i].astype(np.float64)),
+                    static=int(m.body_weldid[body]) == 0,
+                    visual_only=int(m.geom_contype[i]) == 0 and int(m.geom_conaffinity[i]) == 0,
+                    mesh_vertices=verts,
+                    mesh_faces=faces,
+                )
+            )
+        return tuple(out)
+
+    def object_position(self, name: str) -> F64:
+        """World position of an object body (``cube``, ``can``, ``block``), m."""
+        return np.array(self.data.body(name).xpos, dtype=np.float64)
+
+    def gripper_closure(self) -> float:
+        """``finger_joint`` as a fraction of its closed angle (0 open, ~1 closed)."""
+        return float(self.data.qpos[self._qposadr[7]]) / GRIPPER_CLOSED_RAD
+
+    def close(self) -> None:
+        """Release the renderers' GL resources."""
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers.clear()
+
+    # -- planning -------------------------------------------------------------------
+
+    def _plan_pick(self, target: str) -> dict[str, F64]:
+        """Solve IK once for the pick's waypoints from the target's initial position."""
+        scratch = mujoco.MjData(self.model)
+        mujoco.mj_resetDataKeyframe(self.model, scratch, self._home_key)
+        mujoco.mj_forward(self.model, scratch)
+        home = scratch.qpos[self._qposadr[:7]].copy()
+        centre = np.array(scratch.body(target).xpos)
+        waypoints = {"home": home}
+        seed = home
+        for name in ("pregrasp", "grasp", "lift"):
+            goal = centre + np.array([0.0, 0.0, _WAYPOINT_OFFSETS[name]])
+            seed = self._solve_ik(scratch, seed, goal, _PICK_ROTATION)
+            waypoints[name] = seed
+        return waypoints
+
+    def _solve_ik(self, scratch: Any, seed: F64, goal: F64, rot: F64) -> F64:
+        """Damped least squares on the grasp site's position and orientation."""
+        m = self.model
+        site = int(m.site("grasp_site").id)
+        qadr = self._qposadr[:7]
+        lo, hi = m.jnt_range[:7, 0], m.jnt_range[:7, 1]
+        jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        scratch.qpos[qadr] = seed
+        target_quat = np.empty(4)
+        mujoco.mju_mat2Quat(target_quat, rot.reshape(9))
+        site_quat, err_rot = np.empty(4), np.empty(3)
+        for _ in range(300):
+            mujoco.mj_kinematics(m, scratch)
+            mujoco.mj_comPos(m, scratch)
+            err_pos = goal - scratch.site_xpos[site]
+            mujoco.mju_mat2Quat(site_quat, scratch.site_xmat[site])
+            mujoco.mju_subQuat(err_rot, target_quat, site_quat)  # in the site's frame
+            err_rot_world = scratch.site_xmat[site].reshape(3, 3) @ err_rot
+            err = np.concatenate([err_pos, err_rot_world])
+            if np.linalg.norm(err_pos) < 1e-4 and np.linalg.norm(err_rot) < 1e-3:
+                break
+            mujoco.mj_jacSite(m, scratch, jacp, jacr, site)
+            jac = np.vstack([jacp, jacr])[:, self._arm_dofs]
+            dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(6), err)
+            scratch.qpos[qadr] = np.clip(scratch.qpos[qadr] + dq, lo, hi)
+        return np.array(scratch.qpos[qadr], dtype=np.float64)
