@@ -1,0 +1,165 @@
+"""Optional render-side services and the payloads Core publishes for them.
+
+Three optional capture sources serve "record once, render later" (README):
+
+``render.state`` (``SourceKind.RENDER_STATE``)
+    Captured only when ``CapturePlan.render_state_hz`` is set: Core samples the scene at
+    that rate, *before* it reads backend state or allocates a global sequence.  The
+    payload is a mapping ``"<group>/<entity>/<field>" -> read-only array`` (see
+    ``fastsim_record.adapters.render_state`` for the key table).
+
+``geometry`` (``SourceKind.GEOMETRY``), read through the ``scene.geometry@2`` service
+    Captured only when ``CapturePlan.geometry_hz`` is set.  Core then reads the scene's
+    catalog once (:func:`select_catalog`: visual preferred, collision or planning only
+    without a visual catalog), reads each referenced mesh resource, and publishes one
+    :class:`GeometryAssets` envelope first; afterwards one :class:`GeometryTransforms`
+    envelope per ``1 / geometry_hz`` with the world poses of the dynamic and kinematic
+    bodies only.  Without the source in the plan there is no catalog or resource read
+    and no transform query.
+
+``fluid.emissions`` (``SourceKind.FLUID_EMISSION``), when the ``fluid.audit`` service exists
+    ``RunContext.services`` contains ``"fluid.audit"`` when the scene has a particle
+    emitter.  Core then publishes one compact :class:`FluidEmissionBatch` per tick that
+    accepted emissions.  Runs without the service have no such source.
+
+Poses are ``(x, y, z, qx, qy, qz, qw)`` in the world frame, metres.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final, Protocol
+
+import attrs
+
+__all__ = [
+    "CATALOG_KINDS",
+    "FLUID_AUDIT_SERVICE",
+    "GEOMETRY_SERVICE",
+    "MOTIONS",
+    "SHAPES",
+    "FluidEmissionBatch",
+    "GeometryAssets",
+    "GeometryBody",
+    "GeometryCatalog",
+    "GeometryItem",
+    "GeometryTransforms",
+    "MeshResource",
+    "SceneGeometryService",
+    "select_catalog",
+]
+
+GEOMETRY_SERVICE: Final = "scene.geometry@2"
+FLUID_AUDIT_SERVICE: Final = "fluid.audit"
+
+#: Catalog kinds in order of preference.
+CATALOG_KINDS: Final = ("visual", "collision", "planning")
+#: How a body moves: static bodies are posed once, the others sampled at ``geometry_hz``.
+MOTIONS: Final = ("static", "kinematic", "dynamic")
+#: Geometry shapes; ``size`` is the shape's MuJoCo-style size vector (half extents, radii).
+SHAPES: Final = ("mesh", "box", "sphere", "capsule", "cylinder", "ellipsoid", "plane")
+
+
+def select_catalog(available: frozenset[str] | Sequence[str]) -> str | None:
+    """The catalog Record captures: visual if present, else collision, else planning."""
+    for kind in CATALOG_KINDS:
+        if kind in available:
+            return kind
+    return None
+
+
+@attrs.frozen
+class GeometryBody:
+    """A body that carries geometry, with its motion class and world pose at read time."""
+
+    name: str
+    motion: str  # one of MOTIONS
+    pose: tuple[float, ...]  # 7 values
+
+
+@attrs.frozen
+class GeometryItem:
+    """One geometry element attached to a body.
+
+    ``material`` is whatever the backend knows about appearance; Record excludes it.
+    ``particles`` marks particle-fluid visuals, which never enter the asset set.
+    """
+
+    name: str
+    body: str
+    shape: str  # one of SHAPES
+    size: tuple[float, ...]
+    local_pose: tuple[float, ...]  # 7 values, relative to the body
+    resource: str | None = None  # mesh resource id for shape == "mesh"
+    material: Mapping[str, object] | None = None
+    particles: bool = False
+
+
+@attrs.frozen
+class GeometryCatalog:
+    """One catalog (visual, collision or planning) of a scene."""
+
+    kind: str
+    bodies: tuple[GeometryBody, ...]
+    items: tuple[GeometryItem, ...]
+
+
+@attrs.frozen
+class MeshResource:
+    """A triangle mesh: read-only ``float32 (V, 3)`` vertices, ``uint32 (F, 3)`` faces."""
+
+    resource_id: str
+    vertices: object
+    faces: object
+
+
+@attrs.frozen
+class GeometryAssets:
+    """The first ``geometry`` envelope: the selected catalog and its mesh resources."""
+
+    available: frozenset[str]
+    catalog: GeometryCatalog
+    resources: tuple[MeshResource, ...]
+
+
+@attrs.frozen
+class GeometryTransforms:
+    """World poses of the dynamic and kinematic bodies: read-only ``float64 (N, 7)``."""
+
+    bodies: tuple[str, ...]
+    poses: object
+
+
+@attrs.frozen
+class FluidEmissionBatch:
+    """Particles one emitter accepted in one tick, in compact form.
+
+    Particles ``first_particle .. first_particle + accepted - 1`` were emitted at
+    ``origin`` with ``velocity`` (world frame, m and m/s) and a uniform ``spread`` (m);
+    ``rejected`` counts particles refused by the emitter's capacity.
+    """
+
+    emitter: str
+    batch: int
+    first_particle: int
+    accepted: int
+    rejected: int
+    origin: tuple[float, float, float]
+    velocity: tuple[float, float, float]
+    spread: float
+
+
+class SceneGeometryService(Protocol):
+    """``scene.geometry@2``: what a backend exposes about its geometry."""
+
+    def catalog_kinds(self) -> frozenset[str]:
+        """The catalogs this scene has (a subset of ``CATALOG_KINDS``)."""
+        ...
+
+    def catalog(self, kind: str) -> GeometryCatalog: ...
+
+    def read_resource(self, resource_id: str) -> MeshResource: ...
+
+    def transforms(self, bodies: Sequence[str]) -> object:
+        """Current world poses of ``bodies`` as a read-only ``float64 (N, 7)`` array."""
+        ...
