@@ -12,7 +12,20 @@ import numpy as np
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-__all__ = ["render_states"]
+from fastsim_record.core.batching import BatchLimits
+from fastsim_record.core.envelope import Envelope, LaneName
+from fastsim_record.core.fence import FenceEvidence, TerminalCut
+from fastsim_record.core.lane import LaneSpec, OverloadPolicy
+from fastsim_record.testing.envelopes import EnvelopeFactory
+
+__all__ = [
+    "render_states",
+    "envelope_scripts",
+    "lane_specs",
+    "fence_cases",
+    "batch_limits",
+    "batch_records",
+]
 
 
 # --- render ---
@@ -63,3 +76,109 @@ def render_states(draw: st.DrawFn, max_particles: int = 64) -> Mapping[str, NDAr
         state["rigid/only/linear_velocity"] = _readonly([0.0] * 3, "<f8", (3,))
         state["rigid/only/angular_velocity"] = _readonly([0.0] * 3, "<f8", (3,))
     return state
+
+
+# --- core ---
+
+_CORE_SOURCES = ("lifecycle", "observations", "cameras")
+
+
+@st.composite
+def envelope_scripts(
+    draw: st.DrawFn,
+    *,
+    min_size: int = 0,
+    max_size: int = 40,
+    required: bool | None = None,
+    barriers: bool = True,
+) -> list[Envelope]:
+    """Envelopes in publication order, stamped as Core would (global 1..n, contiguous
+    capture sequence per source, barriers on ``observations`` opening generations).
+
+    ``required`` forces every record's required flag; ``None`` draws it per stream.
+    """
+    factory = EnvelopeFactory()
+    streams = {
+        "lifecycle": ["lifecycle"],
+        "observations": ["numeric.tick"],
+        "cameras": ["cameras.a.rgb", "cameras.b.rgb"],
+    }
+    flags = {
+        s: (required if required is not None else draw(st.booleans()))
+        for ss in streams.values()
+        for s in ss
+    }
+    out: list[Envelope] = []
+    for _ in range(draw(st.integers(min_size, max_size))):
+        step = draw(st.integers(0, 19))
+        if step == 0:
+            factory.next_tick()
+        if step == 1 and barriers:
+            out.append(factory.barrier())
+            continue
+        source = draw(st.sampled_from(_CORE_SOURCES))
+        stream = draw(st.sampled_from(streams[source]))
+        size = draw(st.one_of(st.none(), st.integers(0, 4096))) if source == "lifecycle" else draw(
+            st.integers(0, 4096)
+        )
+        out.append(factory.record(stream, source=source, required=flags[stream], size=size))
+    return out
+
+
+def lane_specs(
+    name: LaneName | None = None, *, lossy: bool | None = None, max_items: int = 8
+) -> st.SearchStrategy[LaneSpec]:
+    """Lane specs with small limits (``lossy`` picks the policy family)."""
+    policies = list(OverloadPolicy)
+    if lossy is True:
+        policies = [p for p in policies if p.lossy]
+    elif lossy is False:
+        policies = [OverloadPolicy.FAIL_RUN]
+    names = [name] if name is not None else [LaneName.NUMERIC, LaneName.MEDIA]
+    return st.builds(
+        LaneSpec,
+        name=st.sampled_from(names),
+        max_items=st.integers(1, max_items),
+        max_bytes=st.integers(1, 16_384),
+        overload=st.sampled_from(policies),
+    )
+
+
+@st.composite
+def fence_cases(draw: st.DrawFn) -> tuple[TerminalCut | None, FenceEvidence]:
+    """A terminal cut (or none) and fence evidence that may or may not match it."""
+    sources = draw(st.dictionaries(st.sampled_from(_CORE_SOURCES), st.integers(0, 50), max_size=3))
+    final = draw(st.integers(0, 200))
+    cut = None if draw(st.integers(0, 9)) == 0 else TerminalCut(final, sources)
+    exact = draw(st.booleans())
+    progress = dict(sources) if exact else draw(
+        st.dictionaries(st.sampled_from(_CORE_SOURCES), st.integers(0, 50), max_size=3)
+    )
+    released = final if exact else draw(st.integers(0, 210))
+    evidence = FenceEvidence(
+        released_through=released,
+        source_progress=progress,
+        held=draw(st.integers(0, 3)),
+        required_losses=tuple(draw(st.lists(st.sampled_from(["numeric.tick", "lifecycle"]), max_size=1))),
+        calibration_violations=tuple(draw(st.lists(st.just("camera 'a' missing intrinsics"), max_size=1))),
+        fatal_errors=tuple(draw(st.lists(st.just("numeric lane overflow"), max_size=1))),
+        gaps=draw(st.integers(0, 2)),
+    )
+    return cut, evidence
+
+
+def batch_limits() -> st.SearchStrategy[BatchLimits]:
+    """Small positive batch limits so every flush path is reachable."""
+    return st.builds(
+        BatchLimits,
+        max_items=st.integers(1, 8),
+        max_bytes=st.integers(1, 4096),
+        max_sim_span_ns=st.integers(1, 50),
+    )
+
+
+def batch_records(max_size: int = 40) -> st.SearchStrategy[list[tuple[int, int, int]]]:
+    """(generation, sim_time_ns, payload_bytes) triples with non-decreasing generation."""
+    return st.lists(
+        st.tuples(st.integers(0, 1), st.integers(0, 100), st.integers(0, 1500)), max_size=max_size
+    ).map(lambda rs: sorted(rs, key=lambda r: r[0]))
