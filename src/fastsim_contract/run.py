@@ -7,8 +7,10 @@ A Run is YAML::
     backend: synthetic            # required, non-empty (e.g. synthetic, mujoco, isaaclab)
     scenario: {...}               # free-form mapping, interpreted by the host and backend
     runtime:
-      sensor_hz: 30.0             # capture cadence of sensors, > 0
+      sensor_hz: 120.0            # capture cadence: one published tick per sensor sample, > 0
       rate_policy: exact          # exact | nearest_tick (see RATE_POLICIES)
+      physics_hz: null            # optional physics rate, > 0 (null: the host's default)
+      duration_s: null            # optional episode length in simulation seconds, > 0
       output:                     # the trusted Core RunOutputPolicy
         integrity: none           # none | sha256
         preserve_incomplete: true
@@ -109,12 +111,19 @@ class RunOutputPolicy:
     publish_incomplete: bool = False
 
 
+def _optional_positive(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None:
+        _positive(_, attribute, value)
+
+
 @attrs.frozen
 class RuntimeSpec:
-    """Core runtime settings: sensor capture cadence and the output policy."""
+    """Core runtime settings: capture cadence, optional physics rate and length, output policy."""
 
-    sensor_hz: float = attrs.field(default=30.0, validator=_positive)
+    sensor_hz: float = attrs.field(default=120.0, validator=_positive)
     rate_policy: str = attrs.field(default="exact", validator=_one_of(RATE_POLICIES))
+    physics_hz: float | None = attrs.field(default=None, validator=_optional_positive)
+    duration_s: float | None = attrs.field(default=None, validator=_optional_positive)
     output: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
 
 
