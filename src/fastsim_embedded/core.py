@@ -1,0 +1,456 @@
+"""The embedded Core: run context, the per-component Core services, and the publishers.
+
+:class:`EmbeddedHost` is one Run's Core.  Producers (the run loop, tests) publish through
+its ``publish_*`` methods on the simulation thread; each plugin gets its own
+:class:`EmbeddedCore` view (``core_for(component)``) implementing
+``fastsim_contract.protocols.CoreServices``.
+
+Subscriptions a plugin may make (``EmbeddedCore.subscribe``):
+
+    | # | source          | needs                                 | channels argument            |
+    |---|-----------------|---------------------------------------|------------------------------|
+    | 1 | lifecycle       | -                                     | must be empty                |
+    | 2 | events          | -                                     | must be empty                |
+    | 3 | control.audit   | before control producers start        | must be empty                |
+    | 4 | control.result  | before control producers start        | must be empty                |
+    | 5 | observations    | the ``observation`` grant             | empty or the planned set     |
+    | 6 | cameras         | the ``camera`` grant                  | empty or planned channels    |
+
+Grants (``request_grant``): ``observation`` only when the plan selects numeric channels,
+``camera`` only when it selects cameras; anything else is refused.
+
+Terminal sequence (``terminate``): publish ``run.stopping`` -> seal the bus and take the
+:class:`TerminalSemanticCut` -> run finalizers to their absolute deadline -> revoke the
+late ones' leases (bounded) -> status by required-finalizer precedence.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from fastsim_contract.errors import GrantRefused, SubscriptionRefused
+from fastsim_contract.protocols import EnvelopeSink, Finalizer, OutputPolicy, Subscription
+from fastsim_contract.values import (
+    CameraSample,
+    CapturePlan,
+    ChannelDescriptor,
+    ChannelSample,
+    CompletionKind,
+    CompletionRequest,
+    Envelope,
+    FinalizerRegistrationRequest,
+    GenerationBarrier,
+    ObservationTick,
+    SourceKind,
+    TerminalSemanticCut,
+)
+from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
+from fastsim_embedded.bus import CaptureBus
+from fastsim_embedded.output import FileOutputService
+from fastsim_embedded.payloads import freeze, portable_size
+from fastsim_embedded.terminal import (
+    FinalizerOutcome,
+    Registration,
+    TerminalCoordinator,
+    run_status,
+)
+
+__all__ = ["DefaultOutputPolicy", "EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
+
+_KNOWN_GRANTS = ("observation", "camera")
+
+
+@attrs.frozen
+class DefaultOutputPolicy:
+    """The deployment default ``RunOutputPolicy``."""
+
+    integrity: str = "none"
+    preserve_incomplete: bool = True
+    publish_incomplete: bool = False
+
+
+@attrs.define(eq=False)
+class EmbeddedRunContext:
+    """Run identity, rates, policy, declared channels and the live tick/generation facts."""
+
+    run_id: str
+    completion_id: str
+    sensor_hz: float
+    rate_policy: str
+    physics_hz: float
+    output_policy: OutputPolicy
+    channels: Sequence[ChannelDescriptor]
+    capture: CapturePlan
+    services: frozenset[str] = frozenset()
+    generation: int = 0
+    tick: int = 0
+    sim_time_ns: int = 0
+
+
+@attrs.frozen
+class RunOutcome:
+    """How the Run ended."""
+
+    status: str  # succeeded | failed | cancelled | stopped
+    reason: str | None
+    completion: CompletionRequest
+    cut: TerminalSemanticCut | None
+    finalizers: tuple[FinalizerOutcome, ...] = ()
+    committed: tuple[Path, ...] = ()
+    disposed: tuple[Path, ...] = ()  # published-incomplete or quarantined staging files
+
+    @property
+    def ok(self) -> bool:
+        """Succeeded (normal completion, every required finalizer ok)."""
+        return self.status == "succeeded"
+
+
+def _read_only(value: object) -> object:
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.copy()
+        value.flags.writeable = False
+    return value
+
+
+@attrs.define(eq=False)
+class EmbeddedCore:
+    """``CoreServices`` for one component."""
+
+    host: EmbeddedHost
+    component: str
+    grants: set[str] = attrs.field(factory=set)
+    registrations: list[Registration] = attrs.field(factory=list)
+
+    @property
+    def run(self) -> EmbeddedRunContext:
+        """The Run context."""
+        return self.host.context
+
+    @property
+    def outputs(self) -> FileOutputService:
+        """The output service."""
+        return self.host.outputs
+
+    def subscribe(
+        self,
+        source: str,
+        sink: EnvelopeSink,
+        *,
+        from_sequence: int = 1,
+        channels: Sequence[str] = (),
+    ) -> Subscription:
+        """Atomic history-plus-live subscription (the module table)."""
+        plan = self.host.context.capture
+        if source == SourceKind.OBSERVATION.value:
+            if "observation" not in self.grants:
+                raise SubscriptionRefused("subscribe: observations need the 'observation' grant")
+            if channels and tuple(channels) != plan.observation_channels:
+                raise SubscriptionRefused(
+                    "subscribe: observation channels differ from the compiled capture plan "
+                    f"({list(channels)} != {list(plan.observation_channels)})"
+                )
+        elif source == SourceKind.CAMERA.value:
+            if "camera" not in self.grants:
+                raise SubscriptionRefused("subscribe: cameras need the 'camera' grant")
+            planned = {c for cam in plan.cameras for c in cam.channels().values()}
+            unknown = sorted(set(channels) - planned)
+            if unknown:
+                raise SubscriptionRefused(f"subscribe: camera channels not in the capture plan: {unknown}")
+        elif channels:
+            raise SubscriptionRefused(f"subscribe: {source!r} takes no channel selection")
+        return self.host.bus.subscribe(source, sink, from_sequence=from_sequence)
+
+    def request_grant(self, grant: str) -> None:
+        """Grant ``observation``/``camera`` only when the capture plan selects them."""
+        plan = self.host.context.capture
+        if grant not in _KNOWN_GRANTS:
+            raise GrantRefused(f"request_grant: unknown grant {grant!r}")
+        if grant == "observation" and not plan.observation_channels:
+            raise GrantRefused("request_grant: no numeric channels are selected; no observation grant")
+        if grant == "camera" and not plan.cameras:
+            raise GrantRefused("request_grant: no cameras are selected; no camera grant")
+        self.grants.add(grant)
+        self.host.grants.append((self.component, grant))
+
+    def register_finalizer(
+        self, request: FinalizerRegistrationRequest, finalizer: Finalizer
+    ) -> Registration:
+        """Register with the terminal coordinator."""
+        registration = self.host.terminal.register(request, finalizer)
+        self.registrations.append(registration)
+        return registration
+
+    def request_completion(self, request: CompletionRequest) -> bool:
+        """Ask to complete the Run; ``True`` when this request won."""
+        return self.host.terminal.request_completion(request)
+
+
+@attrs.define(eq=False)
+class EmbeddedHost:
+    """One Run's in-process Core."""
+
+    context: EmbeddedRunContext
+    output_dir: Path
+    portable_sizes: bool = True  # off: envelopes carry no portable_size (older Core)
+    max_finalizer_timeout_s: float = 300.0
+    revoke_grace_s: float = 5.0
+    bus: CaptureBus = attrs.field(init=False)
+    terminal: TerminalCoordinator = attrs.field(init=False)
+    outputs: FileOutputService = attrs.field(init=False)
+    grants: list[tuple[str, str]] = attrs.field(factory=list)
+    sink_errors: list[tuple[str, str]] = attrs.field(factory=list)
+    _cores: dict[str, EmbeddedCore] = attrs.field(factory=dict)
+    _channel_seq: dict[str, int] = attrs.field(factory=dict)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def __attrs_post_init__(self) -> None:
+        self.bus = CaptureBus(self.context.capture, on_sink_error=self._sink_error)
+        self.terminal = TerminalCoordinator(
+            max_timeout_s=self.max_finalizer_timeout_s, revoke_grace_s=self.revoke_grace_s
+        )
+        self.outputs = FileOutputService(
+            self.output_dir, self.context.output_policy, self.context.completion_id
+        )
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        capture: CapturePlan,
+        channels: Sequence[ChannelDescriptor] = (),
+        output_dir: Path,
+        sensor_hz: float = 120.0,
+        physics_hz: float | None = None,
+        rate_policy: str = "exact",
+        output_policy: OutputPolicy | None = None,
+        run_id: str | None = None,
+        **options: Any,
+    ) -> EmbeddedHost:
+        """A host with fresh run and completion identities."""
+        run = run_id or uuid.uuid4().hex
+        context = EmbeddedRunContext(
+            run_id=run,
+            completion_id=f"{run}/completion/{uuid.uuid4().hex[:12]}",
+            sensor_hz=sensor_hz,
+            rate_policy=rate_policy,
+            physics_hz=physics_hz or sensor_hz,
+            output_policy=output_policy or DefaultOutputPolicy(),
+            channels=tuple(channels),
+            capture=capture,
+        )
+        return cls(context=context, output_dir=output_dir, **options)
+
+    def _sink_error(self, stream: str, exc: BaseException) -> None:
+        self.sink_errors.append((stream, f"{type(exc).__name__}: {exc}"))
+
+    def core_for(self, component: str) -> EmbeddedCore:
+        """The ``CoreServices`` view for ``component`` (one per component)."""
+        with self._lock:
+            core = self._cores.get(component)
+            if core is None:
+                core = self._cores[component] = EmbeddedCore(self, component)
+        return core
+
+    # -- clock -------------------------------------------------------------------------
+    def advance(self, tick: int, sim_time_ns: int) -> None:
+        """The simulation reached ``tick`` at ``sim_time_ns``."""
+        self.context.tick = tick
+        self.context.sim_time_ns = sim_time_ns
+
+    # -- publishers --------------------------------------------------------------------
+    def _publish_event(self, source: SourceKind, data: Mapping[str, object]) -> Envelope | None:
+        if not self.bus.captures(source):
+            return None
+        payload = freeze(data)
+        ctx = self.context
+        return self.bus.publish(
+            source,
+            generation=ctx.generation,
+            tick=ctx.tick,
+            sim_time_ns=ctx.sim_time_ns,
+            payload=payload,
+            portable_size=portable_size(payload) if self.portable_sizes else None,
+        )
+
+    def publish_lifecycle(self, event: str, **data: object) -> Envelope | None:
+        """A lifecycle event (``run.created``, ``generation.started``, ``run.stopping``...)."""
+        return self._publish_event(SourceKind.LIFECYCLE, {"event": event, **data})
+
+    def publish_plugin_event(
+        self, name: str, data: Mapping[str, object] | None = None, emitter: str = "scene"
+    ) -> Envelope | None:
+        """A plugin/scene event."""
+        return self._publish_event(
+            SourceKind.PLUGIN_EVENT, {"event": name, "emitter": emitter, "data": dict(data or {})}
+        )
+
+    def control_producers_started(self) -> None:
+        """Control producers start now; later control subscriptions are refused."""
+        self.bus.control_producers_started()
+
+    def publish_control_issued(self, command: ControlCommand) -> Envelope | None:
+        """Control audit: the command was issued."""
+        return self._publish_event(
+            SourceKind.CONTROL_AUDIT,
+            {
+                "event": "command.issued",
+                "command_id": command.command_id,
+                "command": command.name,
+                "target": command.target,
+                "args": dict(command.args),
+            },
+        )
+
+    def publish_control_applied(self, command: ControlCommand, outcome: ControlOutcome) -> Envelope | None:
+        """Control result: the command was applied (or rejected)."""
+        return self._publish_event(
+            SourceKind.CONTROL_RESULT,
+            {
+                "event": "command.applied",
+                "command_id": command.command_id,
+                "accepted": outcome.accepted,
+                "detail": dict(outcome.detail),
+            },
+        )
+
+    def wants_observations(self) -> bool:
+        """Whether the plan selects numeric channels (else: no polling at all)."""
+        return bool(self.context.capture.observation_channels)
+
+    def publish_observation(self, values: Mapping[str, object]) -> Envelope | None:
+        """One ObservationTick with every selected channel, in plan order."""
+        plan = self.context.capture
+        if not plan.observation_channels:
+            return None
+        samples = []
+        for name in plan.observation_channels:
+            value = values[name]  # KeyError: the backend broke its declaration
+            seq = self._channel_seq.get(name, 0) + 1
+            self._channel_seq[name] = seq
+            samples.append(ChannelSample(name, _read_only(value), seq))
+        ctx = self.context
+        capture_sequence = self.bus.next_source_sequence(SourceKind.OBSERVATION.value)
+        return self.bus.publish(
+            SourceKind.OBSERVATION,
+            generation=ctx.generation,
+            tick=ctx.tick,
+            sim_time_ns=ctx.sim_time_ns,
+            payload=ObservationTick(capture_sequence, tuple(samples)),
+        )
+
+    def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
+        """Camera samples of the planned cameras, one envelope each."""
+        cameras = {cam.alias: cam for cam in self.context.capture.cameras}
+        if not cameras:
+            return
+        by_channel = {
+            channel: (alias, role)
+            for alias, cam in cameras.items()
+            for role, channel in cam.channels().items()
+        }
+        ctx = self.context
+        for reading in readings:
+            where = by_channel.get(reading.channel)
+            if where is None:
+                continue
+            alias, role = where
+            seq = self._channel_seq.get(reading.channel, 0) + 1
+            self._channel_seq[reading.channel] = seq
+            sample = CameraSample(
+                camera=alias,
+                channel=reading.channel,
+                role=role,
+                value=_read_only(reading.value),
+                calibration_digest=reading.calibration_digest,
+                channel_sequence=seq,
+                profile=freeze(reading.profile) if reading.profile is not None else None,
+            )
+            self.bus.publish(
+                SourceKind.CAMERA,
+                generation=ctx.generation,
+                tick=ctx.tick,
+                sim_time_ns=ctx.sim_time_ns,
+                payload=sample,
+                sequence_key=f"cameras.{alias}.{role}",
+            )
+
+    def begin_generation(self, reason: str = "reset") -> int:
+        """A new Runtime generation: the barrier, then ``generation.started``."""
+        previous = self.context.generation
+        self.context.generation = previous + 1
+        ctx = self.context
+        self.bus.publish(
+            SourceKind.GENERATION_BARRIER,
+            generation=ctx.generation,
+            tick=ctx.tick,
+            sim_time_ns=ctx.sim_time_ns,
+            payload=GenerationBarrier(ctx.generation, previous, reason),
+        )
+        self.publish_lifecycle("generation.started", generation=ctx.generation, previous=previous, reason=reason)
+        return ctx.generation
+
+    # -- terminal ------------------------------------------------------------------------
+    def request_completion(self, kind: CompletionKind, reason: str, requested_by: str = "host") -> bool:
+        """The host's own completion request (duration reached, interrupt, failure)."""
+        return self.terminal.request_completion(CompletionRequest(kind, reason, requested_by))
+
+    def take_cut(self) -> TerminalSemanticCut:
+        """Publish ``run.stopping``, seal the bus and return the exact cut."""
+        completion = self.terminal.completion
+        if completion is None:
+            self.request_completion(CompletionKind.NORMAL, "run ended")
+            completion = self.terminal.completion
+        assert completion is not None  # noqa: S101 - set just above
+        self.publish_lifecycle(
+            "run.stopping",
+            completion=completion.kind.value,
+            reason=completion.reason,
+            requested_by=completion.requested_by,
+        )
+        final, per_source = self.bus.seal()
+        self.terminal.mark_cut()
+        return TerminalSemanticCut(
+            final_global_sequence=final,
+            source_final_sequences=freeze(per_source),
+            completion=completion,
+            final_generation=self.context.generation,
+        )
+
+    def finalize(self, cut: TerminalSemanticCut) -> tuple[FinalizerOutcome, ...]:
+        """Run every registered finalizer against ``cut`` (late ones are cancelled+revoked)."""
+        return self.terminal.run_finalizers(cut, self._revoke)
+
+    def _revoke(self, _component: str, deadline: float) -> bool:
+        return self.outputs.revoke_open(deadline)
+
+    def cleanup(self, deadline: float) -> bool:
+        """Core's end-of-run cleanup: revoke whatever no one committed or aborted."""
+        return self.outputs.revoke_open(deadline)
+
+    def outcome(
+        self,
+        cut: TerminalSemanticCut | None,
+        finalizers: tuple[FinalizerOutcome, ...],
+        *,
+        failure: str | None = None,
+    ) -> RunOutcome:
+        """Summarise the Run (the terminal table in ``fastsim_embedded.terminal``)."""
+        completion = self.terminal.completion or CompletionRequest(CompletionKind.FAILED, failure or "", "host")
+        status, reason = run_status(completion, finalizers)
+        if failure is not None:
+            status, reason = "failed", failure
+        committed = tuple(t.final for t in self.outputs.transactions() if t.state == "committed")
+        disposed = tuple(t.disposed_to for t in self.outputs.transactions() if t.disposed_to is not None)
+        return RunOutcome(status, reason, completion, cut, finalizers, committed, disposed)
+
+    def terminate(self) -> RunOutcome:
+        """Cut, finalize, and summarise (without plugin stop/close; see the run loop)."""
+        cut = self.take_cut()
+        return self.outcome(cut, self.finalize(cut))

@@ -1,0 +1,85 @@
+"""The run loop: ticks at the sensor rate for a simulated duration, as fast as possible.
+
+Per tick, on the calling (simulation) thread:
+
+    | # | step                                                                         |
+    |---|------------------------------------------------------------------------------|
+    | 1 | stop if a completion request arrived                                         |
+    | 2 | stamp the tick (``advance``): every item of this tick carries tick/sim time   |
+    | 3 | ``script(tick)``; a reset starts a generation (barrier + generation.started) |
+    | 4 | each scripted command: audit (issued) -> ``apply_control`` -> result         |
+    | 5 | ``step(substeps)``                                                           |
+    | 6 | observations (only when the plan selects numeric channels), then cameras     |
+    | 7 | scripted plugin events                                                       |
+    | 8 | the optional host-work callback, then progress                               |
+
+After the last tick the host requests a normal completion (it loses if anything else
+already won).  A backend exception becomes a failed completion; KeyboardInterrupt a
+stopped one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from fastsim_contract.values import CompletionKind
+from fastsim_embedded.backends.base import Backend
+from fastsim_embedded.core import EmbeddedHost
+
+__all__ = ["HostWork", "Progress", "run_loop", "tick_count"]
+
+HostWork = Callable[[int], None]
+Progress = Callable[[int, int], None]
+
+
+def tick_count(duration_s: float, sensor_hz: float) -> int:
+    """Ticks in ``duration_s`` simulated seconds at ``sensor_hz``."""
+    return max(0, math.floor(duration_s * sensor_hz + 1e-9))
+
+
+def run_loop(
+    host: EmbeddedHost,
+    backend: Backend,
+    *,
+    ticks: int,
+    substeps: int = 1,
+    host_work: HostWork | None = None,
+    progress: Progress | None = None,
+) -> int:
+    """Run up to ``ticks`` ticks; returns the number of ticks completed."""
+    dt_ns = 1e9 / host.context.sensor_hz
+    observe = host.wants_observations()
+    cameras = bool(host.context.capture.cameras)
+    terminal = host.terminal
+    done = 0
+    try:
+        for tick in range(1, ticks + 1):
+            if terminal.completion_requested():
+                break
+            host.advance(tick, round(tick * dt_ns))
+            script = backend.script(tick)
+            if script.reset:
+                backend.reset(host.context.generation + 1)
+                host.begin_generation("reset")
+            for command in script.commands:
+                host.publish_control_issued(command)
+                host.publish_control_applied(command, backend.apply_control(command))
+            backend.step(substeps)
+            if observe:
+                host.publish_observation(backend.sample_numeric())
+            if cameras:
+                host.publish_cameras(backend.sample_cameras())
+            for event in script.events:
+                host.publish_plugin_event(event.name, event.data, event.emitter)
+            if host_work is not None:
+                host_work(tick)
+            done = tick
+            if progress is not None:
+                progress(tick, ticks)
+    except KeyboardInterrupt:
+        host.request_completion(CompletionKind.STOPPED, "interrupted by the operator")
+    except Exception as exc:  # the backend or a publisher broke: fail the Run, never hang
+        host.request_completion(CompletionKind.FAILED, f"simulation failed at tick {done + 1}: {exc}")
+    host.request_completion(CompletionKind.NORMAL, f"duration reached after {done} ticks")
+    return done
