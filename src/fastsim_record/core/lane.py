@@ -148,6 +148,10 @@ class LaneCounters:
     fatal: str | None
 
 
+def _flags(value: Iterable[bool]) -> tuple[bool, ...]:
+    return tuple(bool(v) for v in value)
+
+
 @attrs.define(eq=False)
 class Lane:
     """One bounded lane for ``spec`` whose streams carry ``stream_required`` flags.
@@ -156,7 +160,7 @@ class Lane:
     """
 
     spec: LaneSpec
-    stream_required: tuple[bool, ...] = attrs.field(default=(), converter=tuple)
+    stream_required: tuple[bool, ...] = attrs.field(default=(), converter=_flags)
     _max_items: int = attrs.field(init=False)
     _max_bytes: int = attrs.field(init=False)
     _policy: OverloadPolicy = attrs.field(init=False)
