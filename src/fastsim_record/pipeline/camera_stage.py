@@ -1,0 +1,151 @@
+"""The worker's camera stage: calibration enforcement and encoding, after queue admission.
+
+The writer worker hands every released media envelope (in global order) to
+:meth:`CameraStage.encode`, every reset barrier to :meth:`barrier`, and asks
+:meth:`at_cut` at the terminal cut.  Per camera envelope:
+
+    | # | step                                                       | violation -> raises          |
+    |---|------------------------------------------------------------|------------------------------|
+    | 1 | descriptor drift: the channel's (dtype, shape) is the one  | DescriptorDrift (core D1-D2)  |
+    |   | declared when the stream opened                            |                              |
+    | 2 | calibration epochs (core ``CalibrationTracker`` C1-C7):     | CalibrationError             |
+    |   | per camera and generation, forward references only within  |                              |
+    |   | the same tick, intrinsics before the next tick/barrier/cut |                              |
+    | 3 | record checks and encoding (``CameraRecordEncoder``):       | DescriptorDrift /            |
+    |   | JPEG/PNG for RGB (the only place a frame is converted),    | CalibrationError             |
+    |   | exact float64 bytes for K, translation and quaternion      |                              |
+
+Every violation is also kept, so :meth:`at_cut` hands the fence (rule F5) the complete
+list; a stage that raised once is failed for good (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+import numpy as np
+
+from fastsim_contract.values import CameraSample, ChannelDescriptor
+from fastsim_record.adapters.camera_records import (
+    ARRAY_SHAPES,
+    CameraRecordEncoder,
+    EncodedCameraRecord,
+    camera_stream_name,
+    camera_streams,
+)
+from fastsim_record.core.descriptors import DescriptorTracker
+from fastsim_record.core.envelope import Envelope as CoreEnvelope
+from fastsim_record.core.epochs import CalibrationTracker, CameraRole
+from fastsim_record.errors import CalibrationError, DescriptorDrift
+from fastsim_record.ports.encoders import FrameEncoder
+from fastsim_record.ports.sinks import StreamDecl
+
+__all__ = ["CameraSetup", "CameraStage", "rgb_size"]
+
+
+@attrs.frozen
+class CameraSetup:
+    """One selected camera alias as the worker needs it."""
+
+    alias: str
+    channels: Mapping[str, str]  # role -> scene channel
+    required: bool
+    encoder: FrameEncoder = attrs.field(eq=False)
+
+
+def rgb_size(descriptor: ChannelDescriptor) -> tuple[int, int]:
+    """(width, height) of an RGB channel declared as ``(H, W, 3)`` uint8."""
+    shape = tuple(descriptor.shape)
+    if len(shape) != 3 or shape[2] != 3 or min(shape) < 1 or np.dtype(descriptor.dtype) != np.uint8:
+        raise DescriptorDrift(
+            f"{descriptor.name}: an RGB channel must be uint8 (H, W, 3), declared "
+            f"{descriptor.dtype}{list(shape)}",
+            stream=descriptor.name,
+        )
+    return int(shape[1]), int(shape[0])
+
+
+def _declared(setup: CameraSetup, role: str) -> tuple[str, tuple[int, ...]]:
+    if role == "rgb":
+        return "uint8", setup.encoder.descriptor.shape
+    return "float64", ARRAY_SHAPES[role]
+
+
+@attrs.define(eq=False)
+class CameraStage:
+    """Worker-side calibration enforcement and encoding for every selected camera."""
+
+    setups: tuple[CameraSetup, ...]
+    _encoders: dict[str, CameraRecordEncoder] = attrs.field(init=False)
+    _calibration: CalibrationTracker = attrs.field(init=False)
+    _descriptors: DescriptorTracker = attrs.field(init=False, factory=DescriptorTracker)
+    _failures: list[str] = attrs.field(init=False, factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        self._encoders = {s.alias: CameraRecordEncoder(s.alias, s.encoder) for s in self.setups}
+        self._calibration = CalibrationTracker({s.alias: s.required for s in self.setups})
+        for setup in self.setups:
+            for role in ("rgb", "intrinsics", "translation", "quaternion_xyzw"):
+                self._descriptors.observe(camera_stream_name(setup.alias, role), _declared(setup, role))
+
+    def streams(self) -> tuple[StreamDecl, ...]:
+        """The four stream declarations of every camera, in selection order."""
+        out: list[StreamDecl] = []
+        for setup in self.setups:
+            out += camera_streams(
+                setup.alias, setup.channels, setup.encoder.descriptor, required=setup.required
+            )
+        return tuple(out)
+
+    def encode(self, envelope: CoreEnvelope) -> EncodedCameraRecord:
+        """Enforce the rules on one released camera envelope and encode it (module table)."""
+        if self._failures:
+            raise CalibrationError(f"cameras: already failed: {self._failures[0]}")
+        sample = envelope.payload
+        if not isinstance(sample, CameraSample) or sample.camera not in self._encoders:
+            raise self._latch(DescriptorDrift(f"{envelope.stream}: not a selected camera sample"))
+        stream = camera_stream_name(sample.camera, sample.role)
+        value = sample.value
+        shape = tuple(value.shape) if isinstance(value, np.ndarray) else ()
+        dtype = str(value.dtype) if isinstance(value, np.ndarray) else type(value).__name__
+        drift = self._descriptors.observe(stream, (dtype, shape))
+        if drift is not None:
+            raise self._latch(DescriptorDrift(f"{stream}: descriptor drift: {drift.reason}", stream=stream))
+        violation = self._calibration.observe(
+            sample.camera, CameraRole(sample.role), sample.calibration_digest,
+            tick=envelope.tick, generation=envelope.generation,
+        )
+        if violation is not None:
+            raise self._latch(
+                CalibrationError(
+                    f"calibration rule C{int(violation.rule)}: {violation.reason}",
+                    camera=violation.camera, rule=int(violation.rule),
+                )
+            )
+        try:
+            return self._encoders[sample.camera].encode(sample)
+        except (DescriptorDrift, CalibrationError) as exc:
+            raise self._latch(exc) from None
+
+    def barrier(self, generation: int) -> None:
+        """A reset barrier: a pending forward reference or incomplete tick raises (fail closed)."""
+        before = len(self._calibration.violations)
+        self._calibration.barrier(generation)
+        new = self._calibration.violations[before:]
+        if new:
+            reason = f"calibration rule C{int(new[0].rule)}: {new[0].reason}"
+            raise self._latch(CalibrationError(reason, camera=new[0].camera, rule=int(new[0].rule)))
+
+    def at_cut(self) -> tuple[str, ...]:
+        """The terminal cut: every calibration and descriptor violation, in detection order."""
+        reasons = list(self._failures)
+        for violation in self._calibration.at_cut():
+            reason = f"calibration rule C{int(violation.rule)}: {violation.reason}"
+            if reason not in reasons:
+                reasons.append(reason)
+        return tuple(reasons)
+
+    def _latch(self, error: DescriptorDrift | CalibrationError) -> DescriptorDrift | CalibrationError:
+        self._failures.append(str(error))
+        return error
