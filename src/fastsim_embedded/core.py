@@ -16,8 +16,9 @@ Subscriptions a plugin may make (``EmbeddedCore.subscribe``):
     | 5 | observations    | the ``observation`` grant             | empty or the planned set     |
     | 6 | cameras         | the ``camera`` grant                  | empty or planned channels    |
 
-Grants (``request_grant``): ``observation`` only when the plan selects numeric channels,
-``camera`` only when it selects cameras; anything else is refused.
+Grants (``request_grant``): ``output.write_lease`` always; ``observation`` only when the
+plan selects numeric channels; ``camera`` only with cameras; ``render.state`` and
+``scene.geometry@2`` only when enabled; anything else is refused.
 
 Terminal sequence (``terminate``): publish ``run.stopping`` -> seal the bus and take the
 :class:`TerminalSemanticCut` -> run finalizers to their absolute deadline -> revoke the
@@ -63,8 +64,6 @@ from fastsim_embedded.terminal import (
 )
 
 __all__ = ["DefaultOutputPolicy", "EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
-
-_KNOWN_GRANTS = ("observation", "camera")
 
 
 @attrs.frozen
@@ -168,14 +167,19 @@ class EmbeddedCore:
         return self.host.bus.subscribe(source, sink, from_sequence=from_sequence)
 
     def request_grant(self, grant: str) -> None:
-        """Grant ``observation``/``camera`` only when the capture plan selects them."""
+        """Grant only what the capture plan justifies (the module's grant table)."""
         plan = self.host.context.capture
-        if grant not in _KNOWN_GRANTS:
+        justified = {
+            "output.write_lease": True,
+            "observation": bool(plan.observation_channels),
+            "camera": bool(plan.cameras),
+            "render.state": plan.render_state_hz is not None,
+            "scene.geometry@2": plan.geometry_hz is not None,
+        }
+        if grant not in justified:
             raise GrantRefused(f"request_grant: unknown grant {grant!r}")
-        if grant == "observation" and not plan.observation_channels:
-            raise GrantRefused("request_grant: no numeric channels are selected; no observation grant")
-        if grant == "camera" and not plan.cameras:
-            raise GrantRefused("request_grant: no cameras are selected; no camera grant")
+        if not justified[grant]:
+            raise GrantRefused(f"request_grant: the capture plan selects nothing that needs {grant!r}")
         self.grants.add(grant)
         self.host.grants.append((self.component, grant))
 

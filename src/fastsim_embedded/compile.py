@@ -1,0 +1,220 @@
+"""From a Run file to everything the host needs before any plugin starts.
+
+    load_run (fastsim_contract.run)  ->  compile_run with the installed catalogs
+    ->  build the backend (its declared channels)  ->  the CapturePlan
+
+The capture plan (the global capture source mask) comes from the one component whose
+manifest declares itself the sole ordered capture owner (``recording_sources``), from
+its effective config and the scene's numeric channels:
+
+    | # | source                       | captured when                                     |
+    |---|------------------------------|---------------------------------------------------|
+    | 1 | lifecycle, events, control.* | mandatory sources of the manifest (always)        |
+    | 2 | observations (+ barriers)    | the config selects >= 1 numeric channel           |
+    | 3 | cameras                      | ``streams.cameras`` names >= 1 camera             |
+    | 4 | render.state / geometry      | enabled in config (rate from config)              |
+    | 5 | fluid.emissions              | never here: the embedded host has no fluid.audit  |
+
+No capture owner selected: the plan is empty and nothing is sequenced (a Run pays the
+recording cost only when Record is selected).  Every problem is a ``RunConfigError``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from fastsim_contract.run import RunDocument, load_run
+from fastsim_contract.run_compiler import CompiledComponent, CompiledRun, compile_run
+from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescriptor, SourceKind
+from fastsim_embedded.backends import UnknownBackend, create_backend
+from fastsim_embedded.backends.base import Backend, BackendSpec
+
+__all__ = ["PreparedRun", "capture_plan", "prepare_run"]
+
+_MANDATORY = frozenset(
+    {
+        SourceKind.LIFECYCLE.value,
+        SourceKind.PLUGIN_EVENT.value,
+        SourceKind.CONTROL_AUDIT.value,
+        SourceKind.CONTROL_RESULT.value,
+    }
+)
+
+
+@attrs.frozen
+class PreparedRun:
+    """A compiled Run with its backend built and its capture plan fixed."""
+
+    compiled: CompiledRun
+    backend_name: str
+    backend: Backend
+    channels: tuple[ChannelDescriptor, ...]
+    capture: CapturePlan
+    capture_owner: str | None  # alias of the capture-owning component
+    sensor_hz: float
+    physics_hz: float
+    substeps: int
+    rate_policy: str
+    duration_s: float
+
+    @property
+    def run(self) -> RunDocument:
+        """The Run document."""
+        return self.compiled.run
+
+
+def _get(mapping: object, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(mapping, Mapping):
+            return None
+        mapping = mapping.get(key)
+    return mapping
+
+
+def capture_plan(component: CompiledComponent, channels: Sequence[ChannelDescriptor]) -> CapturePlan:
+    """The capture mask of the capture-owning component (the module table)."""
+    numeric = [c.name for c in channels if c.kind == "numeric"]
+    effective = component.config.to_mapping()
+    selector = getattr(component.config, "selected_numeric_channels", None)
+    if callable(selector):
+        selected = tuple(selector(numeric))
+    else:
+        mode = _get(effective, "streams", "observations", "mode") or "all_numeric"
+        include = _get(effective, "streams", "observations", "include") or {}
+        selected = (
+            tuple(numeric) if mode == "all_numeric"
+            else tuple(str(v["channel"]) for v in include.values()) if mode == "explicit"
+            else ()
+        )
+    sources = set(_MANDATORY)
+    if selected:
+        sources.add(SourceKind.OBSERVATION.value)
+    cameras = tuple(
+        CameraCapture(
+            alias=str(alias),
+            rgb=str(cam["rgb"]),
+            intrinsics=str(cam["intrinsics"]),
+            translation=str(cam["translation"]),
+            quaternion_xyzw=str(cam["quaternion_xyzw"]),
+        )
+        for alias, cam in (_get(effective, "streams", "cameras") or {}).items()
+    )
+    if cameras:
+        sources.add(SourceKind.CAMERA.value)
+    render_hz = geometry_hz = None
+    if _get(effective, "streams", "render_state", "enabled"):
+        sources.add(SourceKind.RENDER_STATE.value)
+        render_hz = float(_get(effective, "streams", "render_state", "rate_hz"))
+    if _get(effective, "streams", "geometry", "enabled"):
+        sources.add(SourceKind.GEOMETRY.value)
+        geometry_hz = float(_get(effective, "streams", "geometry", "rate_hz"))
+    return CapturePlan(
+        sources=frozenset(sources),
+        observation_channels=selected,
+        cameras=cameras,
+        render_state_hz=render_hz,
+        geometry_hz=geometry_hz,
+    )
+
+
+def _check_channels(alias: str, plan: CapturePlan, channels: Sequence[ChannelDescriptor]) -> list[RunIssue]:
+    declared = {c.name: c for c in channels}
+    issues = [
+        RunIssue(f"plugins.{alias}.config.streams.observations", f"channel {name!r} is not a numeric channel of the scene")
+        for name in plan.observation_channels
+        if name not in declared or declared[name].kind != "numeric"
+    ]
+    for camera in plan.cameras:
+        for role, name in camera.channels().items():
+            if name not in declared:
+                issues.append(
+                    RunIssue(f"plugins.{alias}.config.streams.cameras.{camera.alias}.{role}", f"channel {name!r} is not declared by the scene")
+                )
+    return issues
+
+
+def _rates(run: RunDocument) -> tuple[float, float, int]:
+    sensor = float(run.runtime.sensor_hz)
+    physics = float(run.runtime.physics_hz or sensor)
+    ratio = physics / sensor
+    if run.runtime.rate_policy == "exact":
+        substeps = round(ratio)
+        if substeps < 1 or abs(ratio - substeps) > 1e-9:
+            raise RunConfigError(
+                [RunIssue("runtime.physics_hz", f"with rate_policy exact, physics_hz ({physics:g}) must be a whole multiple of sensor_hz ({sensor:g})")]
+            )
+    else:
+        substeps = max(1, round(ratio))
+    return sensor, physics, substeps
+
+
+def prepare_run(
+    path: str | os.PathLike[str],
+    *,
+    backend: str | None = None,
+    duration_s: float | None = None,
+    backend_options: Mapping[str, object] | None = None,
+    seed: int = 0,
+) -> PreparedRun:
+    """Load, compile and plan a Run; ``RunConfigError`` for anything authored wrong."""
+    document = load_run(path)
+    if backend is not None:
+        document = document.with_backend(backend)
+    compiled = compile_run(document)
+    sensor, physics, substeps = _rates(document)
+    duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
+    if duration <= 0:
+        raise RunConfigError([RunIssue("--duration", f"must be positive seconds (got {duration:g})")])
+    scene = _get(document.scenario, "scene")
+    spec = BackendSpec(
+        scene=scene if isinstance(scene, Mapping) else {},
+        options=dict(backend_options or {}),
+        sensor_hz=sensor,
+        physics_hz=physics,
+        seed=seed,
+    )
+    try:
+        built = create_backend(document.backend, spec)
+    except UnknownBackend as exc:
+        raise RunConfigError([RunIssue("backend", str(exc).removeprefix("backend: "))]) from None
+    except (ValueError, TypeError) as exc:
+        raise RunConfigError([RunIssue("scenario.scene", str(exc))]) from None
+    except ImportError as exc:
+        raise RunConfigError([RunIssue("backend", f"backend {document.backend!r} is not installed: {exc}")]) from None
+    channels = tuple(built.channels())
+    owners = [
+        c for c in compiled.components
+        if c.manifest.recording_sources is not None and c.manifest.recording_sources.sole_ordered_capture_owner
+    ]
+    if len(owners) > 1:
+        built.close()
+        raise RunConfigError(
+            [RunIssue(f"plugins.{owners[1].alias}", f"only one sole ordered capture owner per Run (also {owners[0].alias!r})")]
+        )
+    plan = CapturePlan(sources=frozenset())
+    owner = None
+    if owners:
+        owner = owners[0].alias
+        plan = capture_plan(owners[0], channels)
+        issues = _check_channels(owner, plan, channels)
+        if issues:
+            built.close()
+            raise RunConfigError(issues)
+    return PreparedRun(
+        compiled=compiled,
+        backend_name=document.backend,
+        backend=built,
+        channels=channels,
+        capture=plan,
+        capture_owner=owner,
+        sensor_hz=sensor,
+        physics_hz=physics,
+        substeps=substeps,
+        rate_policy=document.runtime.rate_policy,
+        duration_s=duration,
+    )

@@ -1,0 +1,160 @@
+"""One Run on the embedded host, start to finish.
+
+    | # | phase     | what happens                                                            |
+    |---|-----------|-------------------------------------------------------------------------|
+    | 1 | boot      | backend.reset(0); lifecycle run.created, generation.started (gen 0)      |
+    | 2 | prepare   | each plugin: factory(context) -> prepare() (subscribe, grants, register) |
+    | 3 | start     | lifecycle run.prepared; plugins start(); history closes; control        |
+    |   |           | producers start; lifecycle run.started                                 |
+    | 4 | run       | the run loop until the duration or a completion request                 |
+    | 5 | terminal  | run.stopping -> cut -> finalizers (deadline, cancel, revoke)             |
+    | 6 | teardown  | plugins stop() then close(); Core revokes anything left open (bounded)  |
+
+A failure in phases 2-3 fails the Run: completion ``failed``, every created plugin is
+closed (close before finalization aborts its output), nothing is finalized, and Core
+revokes leftovers.  Plugins are found through the ``fastsim.plugins`` entry points:
+the component ``plugin://<ns>/<name>`` is the entry point named ``<name>``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import attrs
+
+from fastsim_contract.protocols import OutputPolicy, Plugin, PluginFactory
+from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.values import CompletionKind
+from fastsim_embedded.compile import PreparedRun
+from fastsim_embedded.core import EmbeddedCore, EmbeddedHost, RunOutcome
+from fastsim_embedded.loop import HostWork, Progress, run_loop, tick_count
+
+__all__ = ["PLUGINS_ENTRY_POINT_GROUP", "EmbeddedPluginContext", "SessionResult", "discover_plugin", "run_session"]
+
+PLUGINS_ENTRY_POINT_GROUP = "fastsim.plugins"
+
+
+@attrs.frozen
+class EmbeddedPluginContext:
+    """What the host hands a plugin factory (``PluginContext``)."""
+
+    component_id: str
+    config: object
+    core: EmbeddedCore
+    alias: str = ""
+
+
+@attrs.frozen
+class SessionResult:
+    """The Run's outcome plus what the session observed."""
+
+    outcome: RunOutcome
+    ticks: int
+    teardown_errors: tuple[str, ...] = ()
+
+
+def discover_plugin(component_id: str) -> PluginFactory:
+    """The installed factory for ``component_id`` (``RunConfigError`` if none)."""
+    name = component_id.rstrip("/").rsplit("/", 1)[-1]
+    for ep in entry_points(group=PLUGINS_ENTRY_POINT_GROUP):
+        if ep.name == name:
+            factory: PluginFactory = ep.load()
+            return factory
+    raise RunConfigError([RunIssue("plugins", f"no installed plugin factory for {component_id}")])
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def run_session(
+    prepared: PreparedRun,
+    output_dir: Path,
+    *,
+    output_policy: OutputPolicy | None = None,
+    portable_sizes: bool = True,
+    host_work: HostWork | None = None,
+    progress: Progress | None = None,
+    factories: Mapping[str, PluginFactory] | None = None,
+    max_finalizer_timeout_s: float = 300.0,
+    on_host: Callable[[EmbeddedHost], None] | None = None,
+) -> SessionResult:
+    """Run ``prepared`` to its outcome.  ``factories`` overrides discovery (tests)."""
+    run = prepared.run
+    host = EmbeddedHost.create(
+        capture=prepared.capture,
+        channels=prepared.channels,
+        output_dir=output_dir,
+        sensor_hz=prepared.sensor_hz,
+        physics_hz=prepared.physics_hz,
+        rate_policy=prepared.rate_policy,
+        output_policy=output_policy or run.runtime.output,
+        portable_sizes=portable_sizes,
+        max_finalizer_timeout_s=max_finalizer_timeout_s,
+    )
+    if on_host is not None:
+        on_host(host)
+    backend = prepared.backend
+    backend.reset(0)
+    host.publish_lifecycle("run.created", run_id=host.context.run_id, name=run.name, backend=prepared.backend_name)
+    host.publish_lifecycle("generation.started", generation=0, previous=None, reason="start")
+
+    plugins: list[tuple[str, Plugin]] = []
+    failure: str | None = None
+    try:
+        for component in prepared.compiled.components:
+            factory = (factories or {}).get(component.component_id) or discover_plugin(component.component_id)
+            context = EmbeddedPluginContext(
+                component.component_id, component.config, host.core_for(component.alias), component.alias
+            )
+            plugin = factory(context)
+            plugins.append((component.alias, plugin))
+            plugin.prepare()
+        host.publish_lifecycle("run.prepared", plugins=[alias for alias, _ in plugins])
+        for _, plugin in plugins:
+            plugin.start()
+    except RunConfigError:
+        _teardown(plugins)
+        backend.close()
+        raise
+    except Exception as exc:
+        failure = f"prepare failed: {_one_line(exc)}"
+    ticks = 0
+    if failure is None:
+        host.bus.close_history()
+        host.control_producers_started()
+        host.publish_lifecycle("run.started", sensor_hz=prepared.sensor_hz, physics_hz=prepared.physics_hz)
+        ticks = run_loop(
+            host,
+            backend,
+            ticks=tick_count(prepared.duration_s, prepared.sensor_hz),
+            substeps=prepared.substeps,
+            host_work=host_work,
+            progress=progress,
+        )
+        cut = host.take_cut()
+        finalizers = host.finalize(cut)
+        errors = _teardown(plugins)
+        host.cleanup(time.monotonic() + host.revoke_grace_s)
+        backend.close()
+        return SessionResult(host.outcome(cut, finalizers), ticks, errors)
+    host.request_completion(CompletionKind.FAILED, failure)
+    errors = _teardown(plugins)
+    host.cleanup(time.monotonic() + host.revoke_grace_s)
+    backend.close()
+    return SessionResult(host.outcome(None, (), failure=failure), ticks, errors)
+
+
+def _teardown(plugins: list[tuple[str, Plugin]]) -> tuple[str, ...]:
+    errors: list[str] = []
+    for alias, plugin in plugins:
+        for step in (plugin.stop, plugin.close):
+            try:
+                step()
+            except Exception as exc:
+                errors.append(f"{alias}.{step.__name__}: {_one_line(exc)}")
+    return tuple(errors)
