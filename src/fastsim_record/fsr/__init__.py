@@ -1,1 +1,61 @@
-"""fastsim_record.fsr."""
+"""FSR binary 1.2: the recording container, its validator, recovery and output transaction.
+
+Self-contained: imports only the standard library, numpy, attrs and crc32c.  The byte
+layout is specified in ``docs/fsr-format.md``.
+"""
+
+from fastsim_record.fsr.errors import FormatError, IntegrityPolicyError
+from fastsim_record.fsr.model import (
+    INTEGRITY_PROFILES,
+    MODES,
+    Record,
+    RecordIn,
+    RecordKind,
+    RunMetadata,
+    SealResult,
+    StreamSpec,
+)
+from fastsim_record.fsr.reader import FsrReader
+from fastsim_record.fsr.recover import RecoveryReport, recover
+from fastsim_record.fsr.transaction import (
+    FilesystemLeases,
+    LeaseError,
+    OutputLeases,
+    ReadbackLease,
+    WriteLease,
+    finish_output,
+)
+from fastsim_record.fsr.validate import (
+    POLICY_INTEGRITIES,
+    RECEIPT_SCHEMA,
+    ValidationReceipt,
+    validate,
+)
+from fastsim_record.fsr.writer import FsrWriter
+
+__all__ = [
+    "FormatError",
+    "IntegrityPolicyError",
+    "INTEGRITY_PROFILES",
+    "MODES",
+    "POLICY_INTEGRITIES",
+    "RECEIPT_SCHEMA",
+    "RecordKind",
+    "StreamSpec",
+    "RunMetadata",
+    "RecordIn",
+    "Record",
+    "SealResult",
+    "FsrWriter",
+    "FsrReader",
+    "ValidationReceipt",
+    "validate",
+    "RecoveryReport",
+    "recover",
+    "OutputLeases",
+    "WriteLease",
+    "ReadbackLease",
+    "LeaseError",
+    "FilesystemLeases",
+    "finish_output",
+]

@@ -1,0 +1,52 @@
+"""Bounded random access over a binary file: every read is checked against the file size."""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+import attrs
+
+from fastsim_record.fsr.errors import FormatError
+
+__all__ = ["Source", "open_source"]
+
+
+@attrs.define(eq=False)
+class Source:
+    """A seekable binary file of known size; reads past the end raise ``FormatError``."""
+
+    file: BinaryIO
+    size: int
+    owned: bool
+
+    def read_at(self, offset: int, length: int, what: str) -> bytes:
+        """Exactly ``length`` bytes at ``offset``, or a truncation ``FormatError``."""
+        if length < 0 or offset < 0 or offset + length > self.size:
+            raise FormatError(offset, f"truncated: {what} needs {length} bytes")
+        self.file.seek(offset)
+        data = self.file.read(length)
+        if len(data) != length:
+            raise FormatError(offset, f"truncated: {what} needs {length} bytes")
+        return data
+
+    def close(self) -> None:
+        """Close the file if this source opened it."""
+        if self.owned:
+            self.file.close()
+
+
+def open_source(target: str | os.PathLike[str] | BinaryIO) -> Source:
+    """Open a path unbuffered (so reads are exact), or wrap a seekable binary file."""
+    if isinstance(target, (str, os.PathLike)):
+        file: BinaryIO = open(target, "rb", buffering=0)  # noqa: SIM115 - owned by Source
+        owned = True
+    else:
+        file, owned = target, False
+    try:
+        size = file.seek(0, os.SEEK_END)
+    except Exception:
+        if owned:
+            file.close()
+        raise
+    return Source(file, int(size), owned)

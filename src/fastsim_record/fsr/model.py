@@ -1,0 +1,197 @@
+"""Values of the FSR model: record kinds, streams, run metadata, records in and out.
+
+Decision table: what a record's ranges mean
+
+| # | kind    | global range                    | stream range                    | payload |
+|---|---------|---------------------------------|---------------------------------|---------|
+| 1 | DATA    | exactly ``global_sequence``     | exactly ``stream_sequence``     | any     |
+| 2 | BARRIER | exactly ``global_sequence``     | exactly ``stream_sequence``     | any     |
+| 3 | GAP     | ``[global_sequence, global_last]`` | ``[stream_sequence, stream_last]`` | empty |
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "INTEGRITY_PROFILES",
+    "MODES",
+    "Record",
+    "RecordIn",
+    "RecordKind",
+    "RunMetadata",
+    "SealResult",
+    "StreamSpec",
+]
+
+INTEGRITY_PROFILES = ("structural", "fast", "strong")
+MODES = ("record", "render")
+
+
+class RecordKind(enum.IntEnum):
+    """What a record is: data, an exact stand-in for lost records, or a generation barrier."""
+
+    DATA = 0
+    GAP = 1
+    BARRIER = 2
+
+
+def _as_dict(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    return dict(value) if value else {}
+
+
+@attrs.frozen
+class StreamSpec:
+    """One entry of the stream table: id, unique name, kind, codec description, attributes."""
+
+    stream_id: int
+    name: str
+    kind: str
+    codec: dict[str, Any] = attrs.field(factory=dict, converter=_as_dict, hash=False)
+    attributes: dict[str, Any] = attrs.field(factory=dict, converter=_as_dict, hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stream table entry as stored in the run metadata."""
+        return {
+            "stream_id": self.stream_id,
+            "name": self.name,
+            "kind": self.kind,
+            "codec": self.codec,
+            "attributes": self.attributes,
+        }
+
+
+@attrs.frozen
+class RunMetadata:
+    """Who produced the file and for which run and completion; written once at open."""
+
+    run_id: str
+    completion_id: str
+    producer: dict[str, Any] = attrs.field(factory=dict, converter=_as_dict, hash=False)
+    mode: str = "record"
+    source_sha256: str | None = None
+    attributes: dict[str, Any] = attrs.field(factory=dict, converter=_as_dict, hash=False)
+
+
+def _default_global_last(self: RecordIn) -> int:
+    return self.global_sequence
+
+
+def _default_stream_last(self: RecordIn) -> int:
+    return self.stream_sequence
+
+
+@attrs.frozen
+class RecordIn:
+    """A record handed to the writer.  ``global_last``/``stream_last`` default to the firsts."""
+
+    stream_id: int
+    kind: RecordKind
+    global_sequence: int
+    stream_sequence: int
+    generation: int
+    sim_time_ns: int
+    payload: bytes = b""
+    metadata: dict[str, Any] = attrs.field(factory=dict, hash=False)
+    global_last: int = attrs.field(
+        default=attrs.Factory(_default_global_last, takes_self=True)
+    )
+    stream_last: int = attrs.field(
+        default=attrs.Factory(_default_stream_last, takes_self=True)
+    )
+
+    @classmethod
+    def data(
+        cls,
+        stream_id: int,
+        global_sequence: int,
+        stream_sequence: int,
+        generation: int,
+        sim_time_ns: int,
+        payload: bytes,
+        metadata: dict[str, Any] | None = None,
+    ) -> RecordIn:
+        """A DATA record."""
+        return cls(
+            stream_id, RecordKind.DATA, global_sequence, stream_sequence, generation,
+            sim_time_ns, payload, metadata or {},
+        )
+
+    @classmethod
+    def gap(
+        cls,
+        stream_id: int,
+        global_range: tuple[int, int],
+        stream_range: tuple[int, int],
+        generation: int,
+        sim_time_ns: int,
+        metadata: dict[str, Any] | None = None,
+    ) -> RecordIn:
+        """A GAP record explaining inclusive global and stream sequence ranges."""
+        return cls(
+            stream_id, RecordKind.GAP, global_range[0], stream_range[0], generation,
+            sim_time_ns, b"", metadata or {}, global_range[1], stream_range[1],
+        )
+
+    @classmethod
+    def barrier(
+        cls,
+        stream_id: int,
+        global_sequence: int,
+        stream_sequence: int,
+        generation: int,
+        sim_time_ns: int,
+        metadata: dict[str, Any] | None = None,
+        payload: bytes = b"",
+    ) -> RecordIn:
+        """A generation BARRIER record carrying the new generation."""
+        return cls(
+            stream_id, RecordKind.BARRIER, global_sequence, stream_sequence, generation,
+            sim_time_ns, payload, metadata or {},
+        )
+
+
+@attrs.frozen
+class Record:
+    """A record read back from a file; ``payload`` is read from the file on first access."""
+
+    stream_id: int
+    kind: RecordKind
+    global_sequence: int
+    global_last: int
+    stream_sequence: int
+    stream_last: int
+    generation: int
+    sim_time_ns: int
+    metadata: dict[str, Any] = attrs.field(hash=False)
+    payload_length: int
+    batch_ordinal: int
+    _load: Callable[[], bytes] = attrs.field(eq=False, repr=False, hash=False)
+
+    @property
+    def payload(self) -> bytes:
+        """The payload bytes (read lazily, on every access)."""
+        return self._load()
+
+    def as_record_in(self) -> RecordIn:
+        """This record as writer input (reads the payload)."""
+        return RecordIn(
+            self.stream_id, self.kind, self.global_sequence, self.stream_sequence,
+            self.generation, self.sim_time_ns, self.payload, dict(self.metadata),
+            self.global_last, self.stream_last,
+        )
+
+
+@attrs.frozen
+class SealResult:
+    """What ``FsrWriter.seal`` wrote."""
+
+    size: int
+    batches: int
+    records: int
+    degraded: bool
+    footer_identity: str

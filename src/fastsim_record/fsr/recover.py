@@ -1,0 +1,127 @@
+"""Recovery of an unsealed (``.incomplete``) file up to its last complete batch.
+
+Decision table: what recovery reports
+
+| # | file state                                   | result                         |
+|---|----------------------------------------------|--------------------------------|
+| 1 | header or run metadata unreadable            | ``FormatError`` (nothing kept) |
+| 2 | ends exactly after a complete batch          | complete, nothing dropped      |
+| 3 | is a valid sealed file                       | complete, nothing dropped      |
+| 4 | anything after the last complete batch       | torn tail dropped and counted  |
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from fastsim_record.fsr._batch import Accumulator, parse_batch
+from fastsim_record.fsr._layout import BATCH_HEADER, BATCH_MAGIC, crc
+from fastsim_record.fsr._sections import Head, encode_tail, read_head, read_tail
+from fastsim_record.fsr._source import Source, open_source
+from fastsim_record.fsr.errors import FormatError
+from fastsim_record.fsr.validate import check_payload_digest, check_record_metadata
+
+__all__ = ["RecoveryReport", "recover"]
+
+_COPY = 1 << 20
+
+
+@attrs.frozen
+class RecoveryReport:
+    """What recovery kept and what it dropped."""
+
+    batches_kept: int
+    records_kept: int
+    records_dropped: int
+    bytes_dropped: int
+    size: int
+    reason: str | None  # why the tail was dropped, or None
+
+    @property
+    def lossless(self) -> bool:
+        """Nothing was dropped."""
+        return self.records_dropped == 0 and self.bytes_dropped == 0
+
+
+def _torn_records(src: Source, offset: int) -> int:
+    """Record count of a torn batch whose header survived, else 0."""
+    if src.size - offset < BATCH_HEADER.size:
+        return 0
+    raw = src.read_at(offset, BATCH_HEADER.size, "batch header")
+    fields = BATCH_HEADER.unpack(raw)
+    if fields[0] != BATCH_MAGIC or crc(raw[:116]) != fields[-1]:
+        return 0
+    return int(fields[3])
+
+
+def _sealed_at(src: Source, head: Head, end: int) -> bool:
+    try:
+        tail = read_tail(src, head)
+    except FormatError:
+        return False
+    return tail.index_offset == end
+
+
+def recover(incomplete: str | os.PathLike[str], out: str | os.PathLike[str]) -> RecoveryReport:
+    """Rebuild index, projections and footer from the complete batches of ``incomplete``.
+
+    The result is marked ``recovered`` and ``degraded``.  Raises ``FormatError`` when not
+    even the header and run metadata are intact.
+    """
+    if os.path.abspath(incomplete) == os.path.abspath(out):
+        raise ValueError("recovery output must differ from its input")
+    src = open_source(incomplete)
+    try:
+        head = read_head(src)
+        strong = head.integrity == "strong"
+        acc = Accumulator(head.stream_ids)
+        pos, reason = head.data_start, None
+        seen: set[bytes] = set()
+        while pos < src.size:
+            try:
+                batch = parse_batch(src, pos, acc.batches, src.size, head.stream_ids, strong)
+                check_record_metadata(batch, seen)
+                acc.check(batch.table, batch.facts, batch.offset)
+                if strong:
+                    check_payload_digest(src, batch)
+            except FormatError as exc:
+                reason = str(exc)
+                break
+            acc.add(batch.offset, batch.length, batch.flags, batch.table, batch.facts)
+            pos += batch.length
+        dropped_records = dropped_bytes = 0
+        if pos < src.size and not _sealed_at(src, head, pos):
+            dropped_records = _torn_records(src, pos)
+            dropped_bytes = src.size - pos
+        else:
+            reason = None
+        footer = acc.footer_totals()
+        footer.update(
+            integrity=head.integrity, mode=head.run.mode, source_sha256=head.run.source_sha256,
+            completion_id=head.run.completion_id, degraded=True, recovered=True, terminal_fence=None,
+        )
+        tail = encode_tail(pos, acc.index_array(), acc.projection_array(), footer)
+        size = _write(src, pos, tail, out)
+    finally:
+        src.close()
+    return RecoveryReport(
+        acc.batches, int(acc.kind_counts.sum()), dropped_records, dropped_bytes, size, reason
+    )
+
+
+def _write(src: Source, end: int, tail: bytes, out: str | os.PathLike[str]) -> int:
+    """Copy bytes ``[0, end)`` then ``tail`` into ``out`` atomically (temp file + replace)."""
+    tmp = f"{os.fspath(out)}.recovering"
+    with open(tmp, "wb") as dst:
+        pos = 0
+        while pos < end:
+            n = min(_COPY, end - pos)
+            dst.write(src.read_at(pos, n, "batch bytes"))
+            pos += n
+        dst.write(tail)
+        dst.flush()
+        os.fsync(dst.fileno())
+    os.replace(tmp, out)
+    return end + len(tail)
