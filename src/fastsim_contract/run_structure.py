@@ -65,9 +65,15 @@ def join_path(prefix: str, key: object) -> str:
 
 
 def unknown_key_message(key: str, valid: Iterable[str]) -> str:
-    """``unknown key`` plus the nearest valid key (difflib), or the list of valid keys."""
+    """``unknown key`` plus the nearest valid key, or the list of valid keys.
+
+    Nearest: difflib's closest match (ratio >= 0.6), else a valid key containing the
+    authored one (``timeout`` -> ``requested_timeout_s``).
+    """
     names = sorted(valid)
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if not close and len(key) >= 3:
+        close = [n for n in names if key.lower() in n.lower()][:1]
     if close:
         return f"unknown key; did you mean '{close[0]}'?"
     if not names:
