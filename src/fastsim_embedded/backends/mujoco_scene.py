@@ -48,10 +48,26 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-# MUJOCO_GL must be set before mujoco picks a GL backend (at its first Renderer).
-os.environ.setdefault("MUJOCO_GL", "egl")
 
-import mujoco
+class RenderUnavailable(RuntimeError):
+    """MuJoCo could not create an off-screen OpenGL context."""
+
+
+def _gl_message(exc: BaseException) -> str:
+    gl = os.environ.get("MUJOCO_GL", "<unset>")
+    return (
+        f"MuJoCo could not create an off-screen OpenGL context with MUJOCO_GL={gl} "
+        f"({type(exc).__name__}: {exc}); set MUJOCO_GL=egl (GPU/EGL) or "
+        "MUJOCO_GL=osmesa (software rendering) before starting"
+    )
+
+
+# MUJOCO_GL must be set before mujoco is imported: it binds its GL backend then.
+os.environ.setdefault("MUJOCO_GL", "egl")
+try:
+    import mujoco
+except RuntimeError as _exc:  # an invalid MUJOCO_GL value fails the import itself
+    raise RenderUnavailable(_gl_message(_exc)) from _exc
 
 __all__ = [
     "ARM_JOINT_NAMES",
@@ -109,10 +125,6 @@ _WAYPOINT_OFFSETS: Final = {"pregrasp": 0.12, "grasp": 0.0, "lift": 0.15}
 # Hand orientation while picking: approach axis down, fingers closing along world y.
 _PICK_ROTATION: Final = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
 _CV_FROM_MJ: Final = np.diag([1.0, -1.0, -1.0])
-
-
-class RenderUnavailable(RuntimeError):
-    """MuJoCo could not create an off-screen OpenGL context."""
 
 
 @attrs.frozen
@@ -325,13 +337,8 @@ class MujocoDroidScene:
             vis.offwidth, vis.offheight = max(vis.offwidth, width), max(vis.offheight, height)
             try:
                 renderer = mujoco.Renderer(self.model, height=height, width=width)
-            except Exception as exc:
-                gl = os.environ.get("MUJOCO_GL", "<unset>")
-                raise RenderUnavailable(
-                    f"MuJoCo could not create an off-screen OpenGL context with "
-                    f"MUJOCO_GL={gl} ({type(exc).__name__}: {exc}); set MUJOCO_GL=egl "
-                    "(GPU/EGL) or MUJOCO_GL=osmesa (software) before starting"
-                ) from exc
+            except Exception as exc:  # EGL/OSMesa/GLX failures surface as many types
+                raise RenderUnavailable(_gl_message(exc)) from exc
             self._renderers[key] = renderer
         return renderer
 
@@ -379,12 +386,11 @@ class MujocoDroidScene:
 
     def geometry(self) -> tuple[GeomInfo, ...]:
         """Every geom (primitives and meshes) with its body and body-relative placement."""
-        kinds = {int(v): v.name.removeprefix("mjGEOM_").lower() for v in mujoco.mjtGeom}
         m = self.model
         out = []
         for i in range(m.ngeom):
             body = int(m.geom_bodyid[i])
-            kind = kinds.get(int(m.geom_type[i]), "unknown")
+            kind = mujoco.mjtGeom(int(m.geom_type[i])).name.removeprefix("mjGEOM_").lower()
             w, x, y, z = (float(v) for v in m.geom_quat[i])
             verts = faces = None
             if kind == "mesh":
