@@ -78,14 +78,14 @@ class CaptureBus:
 
     plan: CapturePlan
     on_sink_error: Callable[[str, BaseException], None] = attrs.field(default=lambda _s, _e: None)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock)
-    _global: int = 0
-    _source_seq: dict[str, int] = attrs.field(factory=dict)
-    _history: dict[str, list[Envelope]] = attrs.field(factory=dict)
-    _subscribers: dict[str, list[_Subscription]] = attrs.field(factory=dict)
-    _history_open: bool = True
-    _control_started: bool = False
-    _sealed: bool = False
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _global: int = attrs.field(init=False, default=0)
+    _source_seq: dict[str, int] = attrs.field(init=False, factory=dict)
+    _history: dict[str, list[Envelope]] = attrs.field(init=False, factory=dict)
+    _subscribers: dict[str, list[_Subscription]] = attrs.field(init=False, factory=dict)
+    _history_open: bool = attrs.field(init=False, default=True)
+    _control_started: bool = attrs.field(init=False, default=False)
+    _sealed: bool = attrs.field(init=False, default=False)
 
     # -- producers ---------------------------------------------------------------
     def captures(self, source: SourceKind) -> bool:

@@ -210,9 +210,9 @@ class EmbeddedHost:
     outputs: FileOutputService = attrs.field(init=False)
     grants: list[tuple[str, str]] = attrs.field(factory=list)
     sink_errors: list[tuple[str, str]] = attrs.field(factory=list)
-    _cores: dict[str, EmbeddedCore] = attrs.field(factory=dict)
-    _channel_seq: dict[str, int] = attrs.field(factory=dict)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+    _cores: dict[str, EmbeddedCore] = attrs.field(init=False, factory=dict)
+    _channel_seq: dict[str, int] = attrs.field(init=False, factory=dict)
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
     def __attrs_post_init__(self) -> None:
         self.bus = CaptureBus(self.context.capture, on_sink_error=self._sink_error)

@@ -113,7 +113,7 @@ class FileReadbackLease:
     """Exact readback lease of one sealed write."""
 
     _tx: Transaction
-    _file: object = None
+    _file: object = attrs.field(init=False, default=None)
     closed: bool = False
 
     def __attrs_post_init__(self) -> None:
@@ -153,9 +153,9 @@ class FileOutputService:
     output_dir: Path
     policy: OutputPolicy
     completion_id: str
-    _lock: threading.Lock = attrs.field(factory=threading.Lock)
-    _by_lease: dict[int, tuple[FileWriteLease, Transaction]] = attrs.field(factory=dict)
-    _by_name: dict[str, Transaction] = attrs.field(factory=dict)
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _by_lease: dict[int, tuple[FileWriteLease, Transaction]] = attrs.field(init=False, factory=dict)
+    _by_name: dict[str, Transaction] = attrs.field(init=False, factory=dict)
 
     # -- the plugin-facing transaction --------------------------------------------
     def open_write(self, name: str) -> FileWriteLease:

@@ -93,11 +93,11 @@ class TerminalCoordinator:
     max_timeout_s: float = 300.0
     revoke_grace_s: float = 5.0  # bound on Core's lease revocation after a late finalizer
     clock: Callable[[], float] = time.monotonic
-    _lock: threading.Lock = attrs.field(factory=threading.Lock)
-    _completion: CompletionRequest | None = None
-    _completed: threading.Event = attrs.field(factory=threading.Event)
-    _registrations: list[Registration] = attrs.field(factory=list)
-    _cut_taken: bool = False
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _completion: CompletionRequest | None = attrs.field(init=False, default=None)
+    _completed: threading.Event = attrs.field(init=False, factory=threading.Event)
+    _registrations: list[Registration] = attrs.field(init=False, factory=list)
+    _cut_taken: bool = attrs.field(init=False, default=False)
 
     # -- completion -----------------------------------------------------------------
     def request_completion(self, request: CompletionRequest) -> bool:

@@ -18,10 +18,19 @@ HOSTS_GROUP = "fastsim.hosts"
 PREFERRED = "embedded"
 
 
+_BROKEN: list[str] = []
+
+
 def _host() -> Any | None:
     found = {ep.name: ep for ep in entry_points(group=HOSTS_GROUP)}
     ep = found.get(PREFERRED) or next(iter(found.values()), None)
-    return None if ep is None else ep.load()
+    if ep is None:
+        return None
+    try:
+        return ep.load()
+    except Exception as exc:  # a broken host install is one line, not a traceback
+        _BROKEN.append(f"{ep.value}: {type(exc).__name__}: {exc}".splitlines()[0])
+        return None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     """Record on the host; exit codes are the host's (0 committed, 1 failed, 2 config)."""
     host = _host()
     if host is None:
-        print(f"fsr record: no FastSim host is installed (entry point group {HOSTS_GROUP})", file=sys.stderr)
+        why = _BROKEN[0] if _BROKEN else f"no FastSim host is installed (entry point group {HOSTS_GROUP})"
+        print(f"fsr record: {why}", file=sys.stderr)
         return 2
     code: int = host.run(args)
     return code
