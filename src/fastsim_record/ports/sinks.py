@@ -38,6 +38,8 @@ class OutRecord:
     sim_time_ns: int
     payload: bytes
     metadata: Mapping[str, object] = attrs.field(factory=dict)
+    global_last: int = 0  # gaps: last global sequence covered (0: same as first)
+    stream_last: int = 0  # gaps: last stream sequence covered (0: same as first)
 
 
 class PayloadEncoder(Protocol):

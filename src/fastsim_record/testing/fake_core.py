@@ -282,14 +282,12 @@ class FakeCore:
     def publish(
         self, source: str, payload: Mapping[str, object], *, portable_size: int | None = -1
     ) -> Envelope:
-        """Publish a lifecycle/events/control item; ``portable_size=-1`` computes it."""
+        """Publish a lifecycle/events/control item; ``portable_size=-1`` computes it, None omits it."""
         kind = {
             "lifecycle": SourceKind.LIFECYCLE, "events": SourceKind.PLUGIN_EVENT,
             "control.audit": SourceKind.CONTROL_AUDIT, "control.result": SourceKind.CONTROL_RESULT,
         }[source]
         size = len(repr(payload)) + 16 if portable_size == -1 else portable_size
-        if source.startswith("control"):
-            size = None if portable_size == -1 else portable_size
         return self._publish(source, kind, dict(payload), size)
 
     def publish_tick(self, values: Mapping[str, np.ndarray] | None = None) -> Envelope | None:

@@ -30,7 +30,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from fastsim_record.errors import ContractError, OutputError
+from fastsim_contract.errors import LeaseError
+from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
 
 __all__ = ["FakeOutputService", "FakeReadbackLease", "FakeWriteLease", "OutputFaults"]
 
@@ -67,7 +68,7 @@ class FakeWriteLease:
             self.service.stalled.set()
             self.service.unstall.wait()
         if self.state not in ("open",):
-            raise OutputError(f"write on a {self.state} lease")
+            raise LeaseError(f"write on a {self.state} lease")
         self.writes += 1
         if faults.fail_write_after is not None and self.writes >= faults.fail_write_after:
             raise OSError(5, "injected write failure")
@@ -160,7 +161,7 @@ class FakeOutputService:
 
     def _own(self, lease: object) -> FakeWriteLease:
         if not isinstance(lease, FakeWriteLease) or lease not in self.leases:
-            raise ContractError("lease was not issued by this output service")
+            raise LeaseError("lease was not issued by this output service")
         return lease
 
     def seal(self, lease: object) -> None:
@@ -168,7 +169,7 @@ class FakeOutputService:
         own = self._own(lease)
         self._log("seal", own.name)
         if own.state not in ("open", "closed"):
-            raise OutputError(f"seal on a {own.state} lease")
+            raise LeaseError(f"seal on a {own.state} lease")
         own.state = "sealed"
 
     def open_readback(self, lease: object) -> FakeReadbackLease:
@@ -176,7 +177,7 @@ class FakeOutputService:
         own = self._own(lease)
         self._log("open_readback", own.name)
         if own.state != "sealed":
-            raise OutputError(f"readback of a {own.state} lease")
+            raise LeaseError(f"readback of a {own.state} lease")
         data = bytearray(own.data())
         if self.faults.corrupt_readback and data:
             data[len(data) // 2] ^= 0xFF
@@ -190,7 +191,11 @@ class FakeOutputService:
         """Accept a receipt for exactly the readback lease of a sealed write (rule 2)."""
         if not isinstance(lease, FakeReadbackLease) or lease.write not in self.leases:
             self._log("confirm_refused", "")
-            raise ContractError("readback lease is not bound to a write of this service")
+            raise LeaseError("readback lease is not bound to a write of this service")
+        missing = [k for k in RECEIPT_REQUIRED_KEYS if k not in receipt]
+        if missing or receipt.get("validated_bytes") != len(lease.write.data()):
+            self._log("confirm_refused", lease.write.name)
+            raise LeaseError(f"receipt lacks {missing} or names the wrong byte count")
         self._log("confirm_validation", lease.write.name)
         lease.write.confirmed = True
         self.receipts.append(dict(receipt))
@@ -202,7 +207,7 @@ class FakeOutputService:
         if own.state == "committed":
             return own.name
         if own.state != "sealed" or not own.confirmed:
-            raise OutputError(f"commit refused: lease is {own.state}, confirmed={own.confirmed}")
+            raise LeaseError(f"commit refused: lease is {own.state}, confirmed={own.confirmed}")
         own.state = "committed"
         self.committed[own.name] = own.data()
         return own.name
@@ -212,5 +217,5 @@ class FakeOutputService:
         own = self._own(lease)
         self._log("abort", own.name)
         if own.state == "committed":
-            raise OutputError("abort after commit")
+            raise LeaseError("abort after commit")
         own.state = "aborted"

@@ -1,0 +1,155 @@
+"""The Core binding: contract envelopes in, core envelopes out; Core errors translated.
+
+The pipeline talks to Core only through this module.  A :class:`EnvelopeConverter`
+runs on the publishing thread inside a pump, so it does only cheap checks and builds
+one frozen :class:`fastsim_record.core.envelope.Envelope`; it never encodes.
+
+Envelope validation (``EnvelopeConverter.__call__``):
+
+    | # | check                                                  | failure            |
+    |---|--------------------------------------------------------|--------------------|
+    | 1 | the item is a contract ``Envelope`` (immutable, stamped)| ContractError      |
+    | 2 | its ``source`` kind is one this subscription carries    | ContractError      |
+    | 3 | global sequence and source sequence are integers >= 1  | ContractError      |
+    | 4 | the payload type fits the kind (tick, barrier, mapping)| ContractError      |
+
+Size charged by lane admission: the producer-computed portable size when present, the
+fixed record size for numeric ticks (known from the channel descriptors), otherwise
+``None`` (the core charges the 1 MiB service ceiling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import attrs
+
+from fastsim_contract.errors import CoreError
+from fastsim_contract.protocols import CoreServices, Finalizer, FinalizerRegistration
+from fastsim_contract.values import (
+    CompletionKind,
+    CompletionRequest,
+    Envelope,
+    FinalizerRegistrationRequest,
+    GenerationBarrier,
+    ObservationTick,
+    SourceKind,
+)
+from fastsim_record.core.envelope import Envelope as CoreEnvelope
+from fastsim_record.core.envelope import EnvelopeKind, LaneName
+from fastsim_record.errors import ContractError, RecordError
+from fastsim_record.ports.sources import Closeable, EnvelopeSink, SourceSpec
+
+__all__ = ["CoreBinding", "EnvelopeConverter", "translate"]
+
+_BARRIER = SourceKind.GENERATION_BARRIER
+
+
+def translate(exc: BaseException, what: str) -> RecordError:
+    """A Core (or unexpected) error as one ``fastsim_record.errors`` line."""
+    if isinstance(exc, RecordError):
+        return exc
+    if isinstance(exc, CoreError):
+        return ContractError(f"{what}: Core refused: {exc}", cause=type(exc).__name__)
+    return ContractError(f"{what}: {type(exc).__name__}: {exc}", cause=type(exc).__name__)
+
+
+@attrs.define(eq=False, slots=True)
+class EnvelopeConverter:
+    """Contract envelope of one subscription -> core envelope (rules 1-4)."""
+
+    source: str
+    stream: str
+    lane: LaneName
+    required: bool
+    kinds: frozenset[SourceKind]
+    fixed_size: int | None = None
+
+    def __call__(self, item: object) -> CoreEnvelope:
+        """Validate and convert; raises ContractError naming the field."""
+        if item.__class__ is not Envelope:
+            raise ContractError(
+                f"{self.source}: expected a stamped contract Envelope, got {type(item).__name__}"
+            )
+        envelope = item
+        kind = envelope.source
+        if kind not in self.kinds:
+            raise ContractError(f"{self.source}: envelope of source {kind!r} on this subscription")
+        seq = envelope.global_sequence
+        cap = envelope.source_sequence
+        if seq.__class__ is not int or seq < 1 or cap.__class__ is not int or cap < 1:
+            raise ContractError(
+                f"{self.source}: global_sequence/source_sequence must be integers >= 1 "
+                f"(got {seq!r}/{cap!r})"
+            )
+        payload = envelope.payload
+        if kind is _BARRIER:
+            if payload.__class__ is not GenerationBarrier:
+                raise ContractError(f"{self.source}: barrier payload must be a GenerationBarrier")
+            return CoreEnvelope(
+                global_sequence=seq, source=self.source, capture_sequence=cap, stream=self.stream,
+                lane=self.lane, generation=envelope.generation, tick=envelope.tick,
+                sim_time_ns=envelope.sim_time_ns, required=self.required, size=0,
+                kind=EnvelopeKind.BARRIER, payload=payload,
+            )
+        if kind is SourceKind.OBSERVATION:
+            if payload.__class__ is not ObservationTick:
+                raise ContractError(f"{self.source}: observation payload must be an ObservationTick")
+            size = self.fixed_size
+        else:
+            if not isinstance(payload, Mapping):
+                raise ContractError(f"{self.source}: payload must be a mapping")
+            size = envelope.portable_size
+        return CoreEnvelope(
+            global_sequence=seq, source=self.source, capture_sequence=cap, stream=self.stream,
+            lane=self.lane, generation=envelope.generation, tick=envelope.tick,
+            sim_time_ns=envelope.sim_time_ns, required=self.required, size=size,
+            payload=payload,
+        )
+
+
+@attrs.define(eq=False)
+class CoreBinding:
+    """The pipeline's only handle on Core; every failure is a ``RecordError``."""
+
+    core: CoreServices
+    component: str
+
+    def subscribe(self, spec: SourceSpec, sink: EnvelopeSink) -> Closeable:
+        """Atomic history-plus-live subscription for ``spec``."""
+        try:
+            return self.core.subscribe(
+                spec.name, sink, from_sequence=spec.from_sequence, channels=spec.channels
+            )
+        except Exception as exc:
+            raise translate(exc, f"subscribe {spec.name}") from exc
+
+    def request_grant(self, grant: str) -> None:
+        """Ask for a capability grant."""
+        try:
+            self.core.request_grant(grant)
+        except Exception as exc:
+            raise translate(exc, f"grant {grant}") from exc
+
+    def register_finalizer(
+        self, timeout_s: float, sources: Sequence[str], finalizer: Finalizer
+    ) -> FinalizerRegistration:
+        """Register Record's required finalizer."""
+        request = FinalizerRegistrationRequest(self.component, True, timeout_s, tuple(sources))
+        try:
+            return self.core.register_finalizer(request, finalizer)
+        except Exception as exc:
+            raise translate(exc, "register_finalizer") from exc
+
+    def completion_requester(self) -> Callable[[str], bool]:
+        """A callable that asks Core for a failed completion with a reason."""
+
+        def request(reason: str) -> bool:
+            try:
+                return bool(self.core.request_completion(
+                    CompletionRequest(CompletionKind.FAILED, reason, self.component)
+                ))
+            except Exception:  # Core refused; the finalizer still reports the failure
+                return False
+
+        return request

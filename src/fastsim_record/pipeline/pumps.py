@@ -1,0 +1,135 @@
+"""Pumps: one per selected source, running on Core's publishing thread.
+
+A pump validates one immutable, stamped envelope and calls its lane's non-waiting
+``try_publish``.  It does no encoding, compression, hashing, file access or worker
+join; the only shared state it touches is its lane (under the lane's lock) and the
+worker's wake-up event.
+
+Per envelope (``Pump.__call__``):
+
+    | # | step                                              | on failure              |
+    |---|---------------------------------------------------|-------------------------|
+    | 1 | cancelled? drop silently                          |                         |
+    | 2 | convert (Core binding rules 1-4)                  | latch ContractError     |
+    | 3 | continuity (core ``SourceContinuity`` S1-S4)      | latch ContractError     |
+    | 4 | ``lane.try_publish`` under the lane lock          | FATAL -> latch failure  |
+    | 5 | wake the worker (only if it is not already woken) |                         |
+
+Pump table (``PUMP_KINDS``): which contract source kinds each pump kind accepts, and
+whether the source carries generation barriers.  Camera, render-state, geometry and
+fluid pumps are extension points: the table has their rows, the plugin selects them
+only when a later step builds their payload encoders.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Final
+
+import attrs
+
+from fastsim_contract.values import SourceKind
+from fastsim_record.adapters.core_binding import EnvelopeConverter
+from fastsim_record.core.generations import SourceContinuity
+from fastsim_record.core.lane import ACCEPTED, Lane
+from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossError
+from fastsim_record.pipeline.monitor import Monitor
+from fastsim_record.ports.sources import Closeable
+
+__all__ = ["PUMP_KINDS", "LaneHandle", "Pump"]
+
+#: pump kind -> (contract source kinds it accepts, carries generation barriers)
+PUMP_KINDS: Final[dict[str, tuple[frozenset[SourceKind], bool]]] = {
+    "lifecycle": (frozenset({SourceKind.LIFECYCLE}), False),
+    "events": (frozenset({SourceKind.PLUGIN_EVENT}), False),
+    "control.audit": (frozenset({SourceKind.CONTROL_AUDIT}), False),
+    "control.result": (frozenset({SourceKind.CONTROL_RESULT}), False),
+    "observations": (
+        frozenset({SourceKind.OBSERVATION, SourceKind.GENERATION_BARRIER}), True,
+    ),
+    # extension points (later steps): media lane and optional numeric captures
+    "cameras": (frozenset({SourceKind.CAMERA}), False),
+    "render.state": (frozenset({SourceKind.RENDER_STATE}), False),
+    "geometry": (frozenset({SourceKind.GEOMETRY}), False),
+    "fluid.emissions": (frozenset({SourceKind.FLUID_EMISSION}), False),
+}
+
+
+@attrs.define(eq=False)
+class LaneHandle:
+    """A core lane shared by pumps (publishing threads) and the worker, with its lock."""
+
+    lane: Lane
+    wake: threading.Event
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+
+class Pump:
+    """The sink Core calls for one selected source (rules 1-5)."""
+
+    __slots__ = (
+        "_cancelled", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_wake",
+        "delivered", "name", "subscription",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        convert: EnvelopeConverter,
+        handle: LaneHandle,
+        monitor: Monitor,
+        *,
+        carries_barriers: bool = False,
+    ) -> None:
+        self.name = name
+        self._convert = convert
+        self._continuity = SourceContinuity(name, carries_barriers=carries_barriers)
+        self._lane = handle.lane
+        self._lock = handle.lock
+        self._wake = handle.wake
+        self._monitor = monitor
+        self._cancelled = False
+        self.delivered = 0
+        self.subscription: Closeable | None = None
+
+    def __call__(self, item: object) -> None:
+        """Validate and admit one envelope; never waits, never raises into Core."""
+        if self._cancelled:
+            return
+        try:
+            envelope = self._convert(item)
+        except ContractError as exc:
+            self._monitor.latch(exc)
+            return
+        except Exception as exc:  # capture failure: never propagate into Core's thread
+            self._monitor.latch(RecordingFailed(f"{self.name}: capture failed: {exc!r}"))
+            return
+        problem = self._continuity.check(envelope)
+        if problem is not None:
+            self._monitor.latch(ContractError(problem.reason, rule=problem.rule))
+            return
+        with self._lock:
+            admission = self._lane.try_publish(envelope)
+        self.delivered += 1
+        if admission is not ACCEPTED and admission.fatal:
+            error_type = RequiredLossError if "required" in admission.reason else RecordingFailed
+            self._monitor.latch(error_type(admission.reason, lane=self._lane.spec.name.value))
+        wake = self._wake
+        if not wake.is_set():
+            wake.set()
+
+    @property
+    def last_capture(self) -> int:
+        """The last capture sequence this pump admitted or rejected."""
+        return self._continuity.last_capture
+
+    def cancel(self) -> None:
+        """Stop admitting and close the subscription (idempotent)."""
+        self._cancelled = True
+        subscription = self.subscription
+        self.subscription = None
+        if subscription is not None:
+            try:
+                subscription.close()
+            except Exception as exc:  # a failing close must not hide the original outcome
+                self._monitor.latch(ContractError(f"{self.name}: subscription close failed: {exc}"))

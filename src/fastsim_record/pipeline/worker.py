@@ -1,0 +1,373 @@
+"""The writer worker: the one thread that owns the write lease.
+
+It drains every lane, merges by global sequence, encodes each payload exactly once,
+and writes bounded batches by the core's batching rules.  Publication never waits on
+it: pumps only ``try_publish``; a slow or stalled output just fills the lanes, and a
+full ``fail_run`` lane latches a fatal error at the pump.
+
+Loop step (``_step``), repeated on every wake-up or poll tick:
+
+    | # | step                                                                   |
+    |---|------------------------------------------------------------------------|
+    | 1 | drain each lane and its gaps under the lane lock                        |
+    | 2 | push envelopes and gaps into the ordered merge; a duplicate is fatal    |
+    | 3 | release in global order: gaps -> GAP records, barriers close the batch  |
+    |   | (B5) and become BARRIER records, envelopes are encoded once -> DATA     |
+    | 4 | account each record in the Batcher; write every batch it closes        |
+    | 5 | after a fatal error nothing more is encoded or written                 |
+
+Finishing (``finish(cut)``, run on this thread): drain until the lanes are empty, close
+the partial batch (B6), decide the fence (F1-F6), then either run the output
+transaction through the sink (seal, readback validation, confirm, commit) or abort.
+``cancel`` (host deadline) stops the loop without touching the output at all.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from fastsim_record.core.batching import Batcher, BatchLimits, FlushReason
+from fastsim_record.core.envelope import Envelope, EnvelopeKind
+from fastsim_record.core.fence import FenceDecision, FenceEvidence, TerminalCut, decide
+from fastsim_record.core.gaps import GapLedger, GapRecord
+from fastsim_record.core.merge import OrderedMerge
+from fastsim_record.errors import OutputError, RecordError, RecordingFailed
+from fastsim_record.pipeline.monitor import Monitor
+from fastsim_record.pipeline.pumps import LaneHandle
+from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordSink
+
+__all__ = ["FinishOutcome", "WriterWorker"]
+
+_BARRIER = EnvelopeKind.BARRIER
+
+
+@attrs.frozen
+class FinishOutcome:
+    """What finishing produced: committed or not, why, and the summary facts."""
+
+    ok: bool
+    reason: str | None
+    committed_name: str | None
+    summary: Mapping[str, object]
+
+
+class WriterWorker:
+    """Owns the sink (and so the write lease); everything here runs on one thread."""
+
+    def __init__(
+        self,
+        *,
+        lanes: Mapping[str, LaneHandle],
+        wake: threading.Event,
+        encoders: Mapping[str, PayloadEncoder],
+        barrier_encoder: Callable[[object], bytes],
+        sink: RecordSink,
+        limits: BatchLimits,
+        monitor: Monitor,
+        poll_s: float = 0.05,
+    ) -> None:
+        self._lanes = dict(lanes)
+        self._wake = wake
+        self._encoders = dict(encoders)
+        self._barrier_encoder = barrier_encoder
+        self._sink = sink
+        self._batcher = Batcher(limits)
+        self._monitor = monitor
+        self._poll = poll_s
+        self._merge = OrderedMerge()
+        self._ledger = GapLedger()
+        self._pending: list[OutRecord] = []
+        self._stream_time: dict[str, tuple[int, int]] = {}
+        self._failed: RecordError | None = None
+        self._stop = False
+        self._cancelled = threading.Event()
+        self._cut: tuple[TerminalCut, Mapping[str, object]] | None = None
+        self._done = threading.Event()
+        self._outcome: FinishOutcome | None = None
+        self._thread = threading.Thread(target=self._run, name="record-writer", daemon=True)
+        # counters from batch boundaries only (no per-tick timer)
+        self.batches = 0
+        self.payload_bytes = 0
+        self.written_bytes = 0
+        self.batch_elapsed_s = 0.0
+        self.records = 0
+        self.flush_reasons: dict[str, int] = {}
+        self.encoded = 0
+
+    # -- control (any thread) --------------------------------------------------------
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    @property
+    def thread(self) -> threading.Thread:
+        """The worker thread (tests check which thread encodes)."""
+        return self._thread
+
+    def finish(self, cut: TerminalCut, fence_info: Mapping[str, object]) -> None:
+        """Ask the thread to consume through ``cut`` and run the output transaction."""
+        self._cut = (cut, fence_info)
+        self._wake.set()
+
+    def wait(self, timeout: float | None) -> FinishOutcome | None:
+        """The finish outcome, or None if it is not ready within ``timeout``."""
+        if self._done.wait(timeout):
+            return self._outcome
+        return None
+
+    def stop(self) -> None:
+        """Stop the loop without finishing (close before finalization)."""
+        self._stop = True
+        self._wake.set()
+
+    def cancel(self) -> None:
+        """Host deadline: stop at once; never touch the output again."""
+        self._cancelled.set()
+        self._stop = True
+        self._wake.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether ``cancel`` was called."""
+        return self._cancelled.is_set()
+
+    def join(self, timeout: float | None) -> bool:
+        """Join the thread; True when it has ended."""
+        if self._thread.ident is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def error(self) -> RecordError | None:
+        """The worker's own fatal error, if any."""
+        return self._failed
+
+    # -- the thread --------------------------------------------------------------------
+    def _run(self) -> None:
+        wake = self._wake
+        try:
+            while True:
+                wake.wait(self._poll)
+                wake.clear()
+                if self._cancelled.is_set():
+                    return
+                self._step()
+                if self._cut is not None:
+                    self._finish(*self._cut)
+                    return
+                if self._stop:
+                    return
+        except BaseException as exc:  # the thread must never die silently
+            self._fail(RecordingFailed(f"writer worker crashed: {exc!r}"))
+            if self._cut is not None and not self._done.is_set():
+                self._complete(FinishOutcome(False, str(self._failed), None, self._summary()))
+        finally:
+            if not self._done.is_set() and self._cut is not None and not self.cancelled:
+                self._complete(FinishOutcome(False, str(self._failed or "worker ended"), None, self._summary()))
+
+    def _fail(self, error: RecordError) -> None:
+        if self._failed is None:
+            self._failed = error
+        self._monitor.latch(error)
+
+    def _drain(self) -> bool:
+        """Rules 1-2: move everything admitted so far into the merge; True if any."""
+        moved = False
+        merge = self._merge
+        for handle in self._lanes.values():
+            with handle.lock:
+                items = handle.lane.drain()
+                gaps = handle.lane.take_gaps()
+            if not items and not gaps:
+                continue
+            moved = True
+            for gap in gaps:
+                conflict = merge.explain(gap)
+                if conflict is not None:
+                    self._fail(RecordingFailed(conflict.reason))
+            for envelope in items:
+                conflict = merge.push(envelope)
+                if conflict is not None:
+                    self._fail(RecordingFailed(conflict.reason))
+        return moved
+
+    def _step(self) -> None:
+        while self._drain():
+            released = self._merge.release()
+            if released and self._failed is None:
+                self._write_released(released)
+
+    def _write_released(self, released: list[Envelope | GapRecord]) -> None:
+        """Rules 3-4."""
+        pending = self._pending
+        batcher = self._batcher
+        for item in released:
+            if isinstance(item, GapRecord):
+                self._ledger.record(item)
+                record = OutRecord(
+                    item.stream, "gap", item.first_global, item.first_capture, item.generation,
+                    self._gap_time(item), b"",
+                    {"reason": item.reason.value, "lane": item.lane.value, "lost": item.count},
+                    item.last_global, item.last_capture,
+                )
+            elif item.kind is _BARRIER:
+                closed = batcher.close(FlushReason.GENERATION)
+                if closed is not None:
+                    self._write(closed.items, closed.reason)
+                record = OutRecord(
+                    item.stream, "barrier", item.global_sequence, item.capture_sequence,
+                    item.generation, item.sim_time_ns, self._barrier_encoder(item.payload),
+                    {"tick": item.tick},
+                )
+            else:
+                try:
+                    payload = self._encoders[item.stream].encode(item.payload)
+                except RecordError as exc:
+                    self._fail(exc)
+                    return
+                except Exception as exc:
+                    self._fail(RecordingFailed(f"{item.stream}: encoding failed: {exc!r}"))
+                    return
+                self.encoded += 1
+                record = OutRecord(
+                    item.stream, "data", item.global_sequence, item.capture_sequence,
+                    item.generation, item.sim_time_ns, payload, {"tick": item.tick},
+                )
+            pending.append(record)
+            self._stream_time[record.stream] = (record.generation, record.sim_time_ns)
+            for summary in batcher.add(record.generation, record.sim_time_ns, len(record.payload)):
+                self._write(summary.items, summary.reason)
+                if self._failed is not None:
+                    return
+
+    def _gap_time(self, gap: GapRecord) -> int:
+        """The stream's previous record time in the gap's generation (FSR gap rule)."""
+        last = self._stream_time.get(gap.stream)
+        return last[1] if last is not None and last[0] == gap.generation else 0
+
+    def _write(self, count: int, reason: FlushReason) -> None:
+        batch = self._pending[:count]
+        del self._pending[:count]
+        if not batch or self._failed is not None:
+            return
+        started = time.perf_counter()
+        try:
+            self.written_bytes += self._sink.write_batch(batch)
+        except RecordError as exc:
+            self._fail(exc)
+            return
+        except Exception as exc:
+            self._fail(OutputError(f"writing batch {self.batches} failed: {exc}"))
+            return
+        self.batch_elapsed_s += time.perf_counter() - started
+        self.batches += 1
+        self.records += len(batch)
+        self.payload_bytes += sum(len(r.payload) for r in batch)
+        self.flush_reasons[reason.value] = self.flush_reasons.get(reason.value, 0) + 1
+
+    # -- finishing ---------------------------------------------------------------------
+    def evidence(self, through: int) -> FenceEvidence:
+        """What the worker knows for the fence, holes looked for up to ``through``."""
+        merge = self._merge
+        fatal: list[str] = []
+        if self._failed is not None:
+            fatal.append(str(self._failed))
+        monitor_error = self._monitor.error
+        if monitor_error is not None and str(monitor_error) not in fatal:
+            fatal.append(str(monitor_error))
+        for handle in self._lanes.values():
+            reason = handle.lane.fatal
+            if reason is not None and reason not in fatal:
+                fatal.append(reason)
+        return FenceEvidence(
+            released_through=merge.released_through,
+            source_progress=merge.source_progress(),
+            holes=tuple(merge.holes(through)),
+            held=merge.held,
+            required_losses=tuple(g.stream for g in self._ledger.required_losses),
+            fatal_errors=tuple(fatal),
+            gaps=self._ledger.gap_count,
+        )
+
+    def _finish(self, cut: TerminalCut, fence_info: Mapping[str, object]) -> None:
+        started = time.perf_counter()
+        self._step()
+        if self._failed is None:
+            closed = self._batcher.close(FlushReason.FINALIZE)
+            if closed is not None:
+                self._write(closed.items, closed.reason)
+        decision = decide(cut, self.evidence(cut.final_global_sequence))
+        if self._cancelled.is_set():
+            return
+        if not decision.commit:
+            self._abort()
+            self._complete(FinishOutcome(False, decision.reason, None, self._summary(decision, started)))
+            return
+        fence = {**fence_info, "decision": "commit", "degraded": decision.degraded,
+                 "released_through": self._merge.released_through}
+        try:
+            facts = self._sink.finish(degraded=decision.degraded, fence=fence)
+        except RecordError as exc:
+            self._fail(exc)
+        except Exception as exc:
+            self._fail(OutputError(f"output transaction failed: {exc}"))
+        else:
+            summary = self._summary(decision, started)
+            summary.update(facts)
+            name = facts.get("committed_name")
+            self._complete(FinishOutcome(True, None, str(name) if name else None, summary))
+            return
+        if self._cancelled.is_set():
+            return
+        self._abort()
+        self._complete(FinishOutcome(False, str(self._failed), None, self._summary(decision, started)))
+
+    def _abort(self) -> None:
+        try:
+            self._sink.abort()
+        except Exception as exc:  # the failure is already the reason; keep it
+            self._monitor.latch(OutputError(f"abort failed: {exc}"))
+
+    def _complete(self, outcome: FinishOutcome) -> None:
+        self._outcome = outcome
+        self._done.set()
+
+    def _summary(
+        self, decision: FenceDecision | None = None, started: float | None = None
+    ) -> dict[str, Any]:
+        lanes: dict[str, Any] = {}
+        for name, handle in self._lanes.items():
+            with handle.lock:
+                c = handle.lane.counters()
+            lanes[name] = {
+                "capacity_items": c.capacity_items, "capacity_bytes": c.capacity_bytes,
+                "depth": c.depth, "high_water": c.high_water, "enqueued": c.enqueued,
+                "dequeued": c.dequeued, "lost": c.lost, "failures": c.failures,
+                "degradations": c.degradations,
+            }
+        summary: dict[str, Any] = {
+            "payload_bytes": self.payload_bytes,
+            "written_bytes": self.written_bytes,
+            "records": self.records,
+            "batches": self.batches,
+            "flush_reasons": dict(self.flush_reasons),
+            "batch_elapsed_s": self.batch_elapsed_s,
+            "gaps": self._ledger.gap_count,
+            "lanes": lanes,
+        }
+        if decision is not None:
+            summary["degraded"] = decision.degraded
+            summary["fence"] = decision.reason
+        if started is not None:
+            summary["finalize_elapsed_s"] = time.perf_counter() - started
+        return summary
+
+    def summary(self) -> dict[str, Any]:
+        """A summary snapshot (any thread; counters may be mid-update)."""
+        return self._summary()
