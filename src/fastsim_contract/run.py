@@ -256,8 +256,17 @@ def parse_yaml(text: str, *, source: str = "<run>") -> object:
         problem = exc.problem or exc.context or "invalid YAML"
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         raise RunConfigError([RunIssue(source, f"YAML syntax error at {where}{problem}")]) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        where = f"line {line}, column {column}"
+        raise RunConfigError([RunIssue(
+            source, f"YAML syntax error at {where}: unacceptable character #x{exc.character:04x}"
+            if isinstance(exc.character, int) else f"YAML syntax error at {where}: {exc.reason}"
+        )]) from None
     except yaml.YAMLError as exc:
-        raise RunConfigError([RunIssue(source, f"YAML syntax error: {exc}")]) from None
+        detail = " ".join(str(exc).split())
+        raise RunConfigError([RunIssue(source, f"YAML syntax error: {detail}")]) from None
 
 
 def parse_run(text: str, *, source: str = "<run>") -> RunDocument:

@@ -1,0 +1,130 @@
+"""`fsr check RUN.yaml` and the README example Runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fastsim_contract.run import load_run
+from fastsim_contract.run_compiler import compile_run
+from fastsim_record.cli import main
+from fastsim_record.config import RecordConfig, record_configs
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ["minimal", "observations-none", "render-once", "geometry", "full", "png-cameras"]
+
+
+def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["check", str(path)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_readme_example_compiles(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each example Run compiles and `fsr check` prints its effective config, exit 0."""
+    path = ROOT / "examples" / name / "run.yaml"
+    configs = record_configs(compile_run(load_run(path)))
+    assert list(configs) == ["record"]
+    code, out, err = _check(path, capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("# plugins.record.config (plugin://fastsim/record 0.3.12)\n")
+    assert yaml.safe_load(out) == configs["record"].to_mapping()
+
+
+def test_examples_show_what_the_readme_configures() -> None:
+    """The examples carry the README's distinguishing settings."""
+    def cfg(name: str) -> RecordConfig:
+        return record_configs(compile_run(load_run(ROOT / "examples" / name / "run.yaml")))["record"]
+
+    assert cfg("minimal") == RecordConfig()
+    assert cfg("observations-none").streams.observations.mode == "none"
+    render = cfg("render-once")
+    assert (render.output.name, render.streams.render_state.enabled, render.streams.render_state.rate_hz) == (
+        "source.fsr", True, 30.0)
+    assert cfg("geometry").streams.geometry.enabled is True
+    full = cfg("full")
+    assert full.streams.observations.include["joints"].channel == "robot.joint_position"
+    assert (full.streams.cameras["overview"].encoding, full.streams.cameras["overview"].quality) == ("jpeg", 92)
+    assert cfg("png-cameras").streams.cameras["overview"].encoding == "png"
+
+
+def test_check_reports_every_issue_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An invalid Run prints one `path: message` line per issue on stderr, exit 2."""
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        "schema: fastsim/2\nname: r\nbackend: synthetic\nplugins:\n  record:\n"
+        "    use: plugin://fastsim/record\n    config:\n"
+        "      streams: {cameras: {overview: {rgb: a, intrinsics: b, translation: c,"
+        " quaternion_xyzw: d, quality: 0}}}\n      finalize: {postprocessors: {video: {}}}\n"
+    )
+    code, out, err = _check(run, capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "plugins.record.config.streams.cameras.overview.quality: must be an integer from 1 through 100 (got 0)",
+    ]
+    run.write_text(run.read_text().replace("quality: 0", "quality: 50"))
+    code, out, err = _check(run, capsys)
+    assert err.splitlines() == [
+        "plugins.record.config.finalize.postprocessors: must be empty: Record produces only the"
+        " primary FSR artifact (got 1 entry)",
+    ]
+
+
+def test_check_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A YAML syntax error names line and column, exit 2, no traceback."""
+    run = tmp_path / "bad.yaml"
+    run.write_text("schema: fastsim/2\nplugins:\n  record: {use: plugin://fastsim/record\n")
+    code, out, err = _check(run, capsys)
+    assert (code, out) == (2, "")
+    assert err == f"{run}: YAML syntax error at line 4, column 1: expected ',' or '}}', but got '<stream end>'\n"
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "42\n", "schema: fastsim/2\n", "\x00\x01", "plugins: [1, 2]\n", "schema: {a: [b, {c: !!python/object x}]}\n"],
+)
+def test_check_never_shows_a_traceback(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Garbage input exits 2 with one-line messages, never a traceback."""
+    run = tmp_path / "run.yaml"
+    run.write_text(text)
+    code, out, err = _check(run, capsys)
+    assert (code, out) == (2, "")
+    assert err
+    assert "Traceback" not in err
+    assert all(": " in line for line in err.splitlines())
+
+
+def test_check_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing file exits 2 with one line."""
+    code, _, err = _check(tmp_path / "nope.yaml", capsys)
+    assert code == 2
+    assert err == f"{tmp_path / 'nope.yaml'}: cannot read the Run file: No such file or directory\n"
+
+
+def test_check_without_record_plugin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A valid Run that does not select Record exits 2 saying so."""
+    run = tmp_path / "run.yaml"
+    run.write_text("schema: fastsim/2\nname: r\nbackend: synthetic\n")
+    code, _, err = _check(run, capsys)
+    assert (code, err) == (2, "plugins: no plugin entry uses plugin://fastsim/record\n")
+
+
+def test_check_prints_every_record_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two Record entries (e.g. a render pass) print as two YAML documents, lock honoured."""
+    run = tmp_path / "run.yaml"
+    run.write_text(
+        "schema: fastsim/2\nname: r\nbackend: synthetic\nplugins:\n"
+        "  source: {use: plugin://fastsim/record, config: {output: {name: a.fsr}}}\n"
+        "  render: {use: plugin://fastsim/record, config: {output: {name: b.fsr}}}\n"
+        "lock: {components: {plugin://fastsim/record: 0.3.8}}\n"
+    )
+    code, out, _ = _check(run, capsys)
+    assert code == 0
+    docs = list(yaml.safe_load_all(out))
+    assert [d["output"]["name"] for d in docs] == ["a.fsr", "b.fsr"]
+    assert "# plugins.render.config (plugin://fastsim/record 0.3.8)" in out
+    assert "geometry" in docs[0]["streams"]

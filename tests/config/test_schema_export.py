@@ -1,0 +1,51 @@
+"""The exported JSON Schema under contracts/ is current and agrees with the models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastsim_record.config import RecordConfig
+from fastsim_record.config.catalog import CATALOG
+from fastsim_record.config.schema import config_json_schema, render_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPORTED = ROOT / "contracts" / "record-config.schema.json"
+
+
+def _defaults(schema: dict[str, object]) -> object:
+    if "properties" in schema:
+        props = schema["properties"]
+        assert isinstance(props, dict)
+        return {k: _defaults(v) for k, v in props.items()}
+    return schema.get("default")
+
+
+def test_committed_schema_is_current() -> None:
+    """contracts/record-config.schema.json equals a fresh export (run `python -m fastsim_record.config.schema`)."""
+    assert EXPORTED.read_text(encoding="utf-8") == render_schema()
+
+
+def test_exported_schema_is_the_latest_manifests_schema() -> None:
+    """The exported file is the 0.3.12 manifest's config schema."""
+    assert json.loads(EXPORTED.read_text(encoding="utf-8")) == CATALOG.manifest("0.3.12").config_schema
+
+
+def test_schema_defaults_match_the_model_defaults() -> None:
+    """Every schema default equals the effective default config (JPEG quality aside)."""
+    assert _defaults(config_json_schema()) == RecordConfig().to_mapping()
+
+
+def test_schema_forbids_unknown_keys_everywhere() -> None:
+    """Every object in the schema has additionalProperties false or a typed value schema."""
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object":
+                assert "additionalProperties" in node or "maxProperties" in node or node.get("default") == {}
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(config_json_schema())
