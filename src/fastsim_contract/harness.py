@@ -1,0 +1,113 @@
+"""The driver a Core implementation hands the contract suite (``contracts/``).
+
+The Protocols in ``fastsim_contract.protocols`` are what a *plugin* sees.  To check a
+Core against them, the suite must also play the *producer* side: publish items, start
+producers, tick, reset, and end the Run.  A Core implementation exposes that through a
+:class:`CoreDriver`, built by a :data:`DriverFactory` from a :class:`HarnessSpec`.
+Register a factory in ``contracts/implementations.py`` (one line) and the whole suite
+runs against it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import attrs
+
+from fastsim_contract.protocols import CoreServices
+from fastsim_contract.values import (
+    CapturePlan,
+    ChannelDescriptor,
+    CompletionRequest,
+    Envelope,
+    TerminalSemanticCut,
+)
+
+__all__ = ["CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessOutputPolicy", "HarnessSpec"]
+
+
+@attrs.frozen
+class HarnessOutputPolicy:
+    """A ``RunOutputPolicy`` for the suite."""
+
+    integrity: str = "none"
+    preserve_incomplete: bool = True
+    publish_incomplete: bool = False
+
+
+@attrs.frozen
+class HarnessSpec:
+    """The Run a driver sets up."""
+
+    capture: CapturePlan
+    channels: tuple[ChannelDescriptor, ...] = ()
+    output_policy: HarnessOutputPolicy = attrs.field(factory=HarnessOutputPolicy)
+    max_finalizer_timeout_s: float = 30.0
+    portable_sizes: bool = True  # False: behave like an older Core (no portable_size)
+    sensor_hz: float = 100.0
+
+
+@attrs.frozen
+class FinalizerReport:
+    """What one finalizer did, as the Core saw it."""
+
+    component: str
+    ok: bool
+    reason: str | None
+    timed_out: bool = False
+
+
+@attrs.frozen
+class Finish:
+    """How the Run ended."""
+
+    cut: TerminalSemanticCut
+    status: str  # succeeded | failed | cancelled | stopped
+    reason: str | None
+    finalizers: tuple[FinalizerReport, ...]
+
+
+class CoreDriver(Protocol):
+    """The producer side of one Run on a Core under test."""
+
+    def core(self, component: str) -> CoreServices:
+        """The ``CoreServices`` a plugin named ``component`` gets."""
+        ...
+
+    def publish_lifecycle(self, event: str, **data: object) -> Envelope | None: ...
+    def publish_plugin_event(self, name: str, data: Mapping[str, object] | None = None) -> Envelope | None: ...
+
+    def start_producers(self) -> None:
+        """Every plugin prepared: control producers start (the prepare boundary)."""
+        ...
+
+    def issue_control(self, command_id: str) -> None:
+        """Audit (issued) and result (applied) of one command."""
+        ...
+
+    def tick(self, values: Mapping[str, object]) -> None:
+        """Advance one tick and publish these numeric channel values."""
+        ...
+
+    def reset(self) -> None:
+        """Start the next Runtime generation."""
+        ...
+
+    def finish(self, completion: CompletionRequest | None = None) -> Finish:
+        """Request ``completion`` (if given), take the cut, run every finalizer."""
+        ...
+
+    def artifact(self, name: str) -> bytes | None:
+        """The bytes published under the final ``name``, or ``None``."""
+        ...
+
+    def leftovers(self, name: str) -> Sequence[str]:
+        """Where an unpublished staging artifact of ``name`` ended up (policy-dependent)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+DriverFactory = Callable[[HarnessSpec, Path], CoreDriver]
