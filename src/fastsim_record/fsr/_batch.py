@@ -45,8 +45,7 @@ _ZERO_SHA = bytes(32)
 
 
 def _first(mask: Array) -> int | None:
-    hits = np.flatnonzero(mask)
-    return int(hits[0]) if hits.size else None
+    return int(mask.argmax()) if mask.any() else None
 
 
 @attrs.frozen
