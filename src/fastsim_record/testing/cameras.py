@@ -8,6 +8,8 @@ the epoch's digest), intrinsics last.  Every array is read-only, like Core's.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,8 +17,11 @@ from numpy.typing import NDArray
 
 from fastsim_contract.calibration import calibration_digest, intrinsic_matrix, pinhole_profile
 from fastsim_contract.values import CameraSample
+from fastsim_record.ports.encoders import FrameEncoder
 
-__all__ = ["camera_tick", "frozen", "profile_for", "scene_frame"]
+__all__ = ["camera_tick", "frozen", "profile_for", "scene_frame", "write_camera_fsr"]
+
+_ROLES = ("rgb", "intrinsics", "translation", "quaternion_xyzw")
 
 
 def frozen(array: NDArray[Any]) -> NDArray[Any]:
@@ -86,3 +91,59 @@ def camera_tick(
         sample("quaternion_xyzw", "extrinsics.quaternion_xyzw", quaternion),
         sample("intrinsics", "intrinsics", k, profile=profile),
     )
+
+
+def write_camera_fsr(
+    path: str | os.PathLike[str],
+    encoders: Mapping[str, FrameEncoder],
+    plan: Sequence[tuple[int, int, float]],
+    *,
+    legacy_raw: bool = False,
+) -> dict[tuple[str, int], NDArray[np.uint8]]:
+    """Write an FSR holding only camera streams; returns (alias, tick) -> the exact RGB frame.
+
+    ``plan`` is (generation, tick, fovy_deg) steps; every camera publishes its four samples
+    per step.  ``legacy_raw`` writes 0.3.0-era RGB streams instead: codec ``{width,
+    height}`` only and packed raw RGB payloads.
+    """
+    from fastsim_record.adapters.camera_records import CameraRecordEncoder, camera_streams
+    from fastsim_record.fsr import FsrWriter, RecordIn, RunMetadata, StreamSpec
+
+    specs: list[StreamSpec] = []
+    for alias, encoder in encoders.items():
+        channels = {r: f"sensors.{alias}.camera.{r}" for r in _ROLES}
+        for decl in camera_streams(alias, channels, encoder.descriptor, required=True):
+            codec = dict(decl.codec)
+            if legacy_raw and decl.name.endswith(".rgb"):
+                codec = {"width": encoder.descriptor.width, "height": encoder.descriptor.height}
+            specs.append(StreamSpec(len(specs), decl.name, decl.kind, codec, dict(decl.attributes)))
+    ids = {s.name: s.stream_id for s in specs}
+    frames: dict[tuple[str, int], NDArray[np.uint8]] = {}
+    records: list[RecordIn] = []
+    stream_seq: dict[str, int] = {}
+    seq = 0
+    for generation, tick, fovy in plan:
+        for alias, encoder in encoders.items():
+            d = encoder.descriptor
+            rec = CameraRecordEncoder(alias, encoder)
+            for sample in camera_tick(alias, tick=tick, width=d.width, height=d.height, fovy_deg=fovy):
+                out = rec.encode(sample)
+                payload = out.payload
+                if sample.role == "rgb":
+                    frames[(alias, tick)] = np.array(sample.value, dtype=np.uint8)
+                    if legacy_raw:
+                        payload = frames[(alias, tick)].tobytes()
+                seq += 1
+                stream_seq[out.stream] = stream_seq.get(out.stream, 0) + 1
+                records.append(
+                    RecordIn.data(
+                        ids[out.stream], seq, stream_seq[out.stream], generation,
+                        tick * 10_000_000, payload, dict(out.metadata),
+                    )
+                )
+    run = RunMetadata("run-cameras", "completion-cameras", {"name": "fastsim_record.testing"})
+    with FsrWriter(path, run, specs) as writer:
+        for start in range(0, len(records), 64):
+            writer.write_batch(records[start : start + 64])
+        writer.seal()
+    return frames

@@ -1,0 +1,111 @@
+"""``fsr frames FILE --camera ALIAS -o DIR [--every N]``: a camera's decoded frames as PNG files.
+
+Frames are decoded exactly as the RGB stream's recorded descriptor says (JPEG, PNG or a
+legacy 0.3.0-era raw-RGB payload) and written losslessly as
+``DIR/<alias>-g<generation>-<stream sequence, 6 digits>.png``.
+
+    | # | outcome                                          | stderr / stdout              | exit |
+    |---|--------------------------------------------------|------------------------------|------|
+    | 1 | frames written                                   | ``wrote N frames to DIR``    | 0    |
+    | 2 | ``--every`` below 1, unreadable FILE, DIR cannot | one line                     | 2    |
+    |   | be created, or no camera ALIAS in the file       | (naming the known aliases)   |      |
+    | 3 | FILE is not a valid FSR, or a payload does not   | ``invalid: <reason>``        | 1    |
+    |   | decode                                           |                              |      |
+
+Never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import cv2
+
+from fastsim_record.adapters.codecs import decode_frame
+from fastsim_record.fsr import FormatError, FsrReader, RecordKind
+from fastsim_record.ports.encoders import ImageDescriptor, PayloadError
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``fsr frames``'s arguments."""
+    parser.add_argument("file", metavar="FILE", help="an FSR file")
+    parser.add_argument("--camera", required=True, metavar="ALIAS", help="the camera alias")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
+    parser.add_argument(
+        "--every", type=int, default=1, metavar="N", help="write every N-th frame (default 1)"
+    )
+
+
+def _aliases(reader: FsrReader) -> list[str]:
+    return sorted(
+        s.name[len("cameras.") : -len(".rgb")]
+        for s in reader.streams
+        if s.name.startswith("cameras.") and s.name.endswith(".rgb")
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the frames; see the module's outcome table."""
+    if args.every < 1:
+        print(f"fsr frames: --every must be at least 1 (got {args.every})", file=sys.stderr)
+        return 2
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"fsr frames: cannot read {path}: no such file", file=sys.stderr)
+        return 2
+    try:
+        with FsrReader(path) as reader:
+            stream_name = f"cameras.{args.camera}.rgb"
+            if stream_name not in {s.name for s in reader.streams}:
+                known = ", ".join(_aliases(reader)) or "none"
+                print(
+                    f"fsr frames: {path} has no camera {args.camera!r} (cameras: {known})",
+                    file=sys.stderr,
+                )
+                return 2
+            descriptor = ImageDescriptor.from_dict(reader.stream(stream_name).codec)
+            out = Path(args.output)
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                print(f"fsr frames: cannot create {out}: {exc.strerror or exc}", file=sys.stderr)
+                return 2
+            written = _write_frames(reader, stream_name, descriptor, args.camera, out, args.every)
+    except (FormatError, PayloadError) as exc:
+        print(f"invalid: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"fsr frames: {exc.strerror or exc}: {exc.filename or path}", file=sys.stderr)
+        return 2
+    print(f"wrote {written} frames to {out}")
+    return 0
+
+
+def _write_frames(
+    reader: FsrReader,
+    stream: str,
+    descriptor: ImageDescriptor,
+    alias: str,
+    out: Path,
+    every: int,
+) -> int:
+    written = 0
+    index = 0
+    for record in reader.records(stream):
+        if record.kind is not RecordKind.DATA:
+            continue
+        index += 1
+        if (index - 1) % every:
+            continue
+        rgb = decode_frame(record.payload, descriptor)
+        ok, png = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+        if not ok:
+            raise PayloadError(f"record {record.global_sequence}: could not encode PNG")
+        name = f"{alias}-g{record.generation}-{record.stream_sequence:06d}.png"
+        (out / name).write_bytes(png.tobytes())
+        written += 1
+    return written
