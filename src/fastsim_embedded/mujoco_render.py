@@ -1,0 +1,134 @@
+"""The MuJoCo render source: render.state sampling, kinematic posing for Replay, geometry.
+
+Reads and writes only ``MjModel``/``MjData`` arrays (no MuJoCo import).  State keys
+(see ``fastsim_record``'s render-state codec for the full table):
+
+    | # | key                                        | from                                  |
+    |---|--------------------------------------------|---------------------------------------|
+    | 1 | ``articulation/<name>/joint_position``     | ``qpos`` of the articulation's joints |
+    | 2 | ``articulation/<name>/joint_velocity``     | ``qvel`` of the same joints           |
+    | 3 | ``rigid/<body>/pose``                      | the body's free joint ``qpos``,       |
+    |   |                                            | reordered to x y z qx qy qz qw        |
+    | 4 | ``rigid/<body>/linear_velocity``           | free joint ``qvel[0:3]`` (world)      |
+    | 5 | ``rigid/<body>/angular_velocity``          | ``xmat @ qvel[3:6]`` (world)          |
+    | 6 | ``fluid/<emitter>/positions``              | the emitter's packed float32 (N, 3)   |
+
+Articulation joints are hinge or slide joints (one ``qpos`` entry each); rigid bodies
+are the bodies that own a free joint.  :meth:`MujocoRenderSource.apply_state` is the
+inverse of rows 1 and 3: it writes exactly the recorded float64 values into ``qpos``
+(bit for bit) and zeroes ``qvel``; the caller runs ``mj_forward`` and never steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from fastsim_embedded.fluid import ParticleEmitter
+from fastsim_embedded.geometry import MujocoSceneGeometry
+
+__all__ = ["MujocoRenderSource"]
+
+_FREE: Final = 0
+_WXYZ_TO_XYZW: Final = np.array([0, 1, 2, 4, 5, 6, 3], dtype=np.intp)
+_XYZW_TO_WXYZ: Final = np.array([0, 1, 2, 6, 3, 4, 5], dtype=np.intp)
+
+
+def _readonly(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    array.flags.writeable = False
+    return array
+
+
+@attrs.define(eq=False)
+class MujocoRenderSource:
+    """Render-side access to one MuJoCo model and data (module table)."""
+
+    model: Any
+    data: Any
+    articulations: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
+    emitter: ParticleEmitter | None = None
+    _joints: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]] = attrs.field(
+        init=False, factory=dict
+    )
+    _rigid: list[tuple[str, int, int, int]] = attrs.field(init=False, factory=list)
+    _geometry: MujocoSceneGeometry | None = attrs.field(init=False, default=None)
+    _keys: dict[str, tuple[str, ...]] = attrs.field(init=False, factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        m = self.model
+        articulations = dict(self.articulations) or {
+            "robot": tuple(
+                str(m.joint(j).name) for j in range(m.njnt) if int(m.jnt_type[j]) != _FREE
+            )
+        }
+        for name, joints in articulations.items():
+            ids = [int(m.joint(j).id) for j in joints]
+            if any(int(m.jnt_type[j]) in (_FREE, 1) for j in ids):
+                raise ValueError(f"articulation {name!r}: only hinge and slide joints")
+            self._joints[name] = (
+                np.array([int(m.jnt_qposadr[j]) for j in ids], dtype=np.intp),
+                np.array([int(m.jnt_dofadr[j]) for j in ids], dtype=np.intp),
+            )
+            self._keys[name] = (
+                f"articulation/{name}/joint_position", f"articulation/{name}/joint_velocity"
+            )
+        for j in range(m.njnt):
+            if int(m.jnt_type[j]) == _FREE:
+                body = int(m.jnt_bodyid[j])
+                self._rigid.append(
+                    (str(m.body(body).name), body, int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j]))
+                )
+
+    def render_state(self) -> dict[str, npt.NDArray[Any]]:
+        """Rows 1-6 now: new read-only arrays, no compression, no quantization."""
+        qpos, qvel = self.data.qpos, self.data.qvel
+        state: dict[str, npt.NDArray[Any]] = {}
+        for name, (qa, da) in self._joints.items():
+            pos_key, vel_key = self._keys[name]
+            state[pos_key] = _readonly(qpos[qa])
+            state[vel_key] = _readonly(qvel[da])
+        xmat = self.data.xmat
+        for name, body, fq, fd in self._rigid:
+            state[f"rigid/{name}/pose"] = _readonly(qpos[fq : fq + 7][_WXYZ_TO_XYZW])
+            state[f"rigid/{name}/linear_velocity"] = _readonly(qvel[fd : fd + 3].copy())
+            state[f"rigid/{name}/angular_velocity"] = _readonly(
+                xmat[body].reshape(3, 3) @ qvel[fd + 3 : fd + 6]
+            )
+        if self.emitter is not None:
+            state[f"fluid/{self.emitter.name}/positions"] = self.emitter.positions()
+        return state
+
+    def apply_state(self, state: Mapping[str, npt.NDArray[Any]]) -> None:
+        """Pose the model from a recorded state (rows 1 and 3, exact); velocities zeroed."""
+        qpos = self.data.qpos
+        for name, (qa, _) in self._joints.items():
+            pos_key = self._keys[name][0]
+            if pos_key not in state:
+                raise KeyError(f"replay: the recorded state has no {pos_key!r}")
+            values = np.asarray(state[pos_key])
+            if values.shape != qa.shape:
+                raise ValueError(f"replay: {pos_key} has shape {values.shape}, the scene {qa.shape}")
+            qpos[qa] = values
+        for name, _, fq, _ in self._rigid:
+            pose = state.get(f"rigid/{name}/pose")
+            if pose is not None:
+                qpos[fq : fq + 7] = np.asarray(pose, dtype=np.float64)[_XYZW_TO_WXYZ]
+        self.data.qvel[:] = 0.0
+
+    def joint_positions(self, name: str) -> npt.NDArray[np.float64]:
+        """The articulation's current joint positions (a copy)."""
+        return np.array(self.data.qpos[self._joints[name][0]], dtype=np.float64)
+
+    def scene_geometry(self) -> MujocoSceneGeometry:
+        """The ``scene.geometry@2`` service (built on first use; building reads nothing)."""
+        if self._geometry is None:
+            self._geometry = MujocoSceneGeometry(self.model, self.data)
+        return self._geometry
+
+    def fluid_emitter(self) -> ParticleEmitter | None:
+        """The scene's particle emitter, if it declares one."""
+        return self.emitter
