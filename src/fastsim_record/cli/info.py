@@ -1,0 +1,119 @@
+"""``fsr info FILE [--json]``: summarise a sealed FSR file.
+
+    | # | outcome                     | stdout               | stderr                | exit |
+    |---|-----------------------------|----------------------|-----------------------|------|
+    | 1 | readable sealed file        | summary (or JSON)    | -                     | 0    |
+    | 2 | not a valid FSR file        | -                    | ``invalid: <reason>`` | 1    |
+    | 3 | unreadable path             | -                    | ``fsr info: <error>`` | 2    |
+
+The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, ``kind``,
+``records``, ``data``, ``gap``, ``barrier``, ``payload_bytes``, ``codec``,
+``generations``, ``sim_time_ns``), ``records``, ``batches``, ``payload_bytes``, ``size``,
+``degraded``, ``recovered``, ``integrity``, ``mode``, ``source_sha256``, ``run_id``,
+``completion_id``, ``global_sequence`` and ``sim_time_ns``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from fastsim_record.fsr import FormatError, FsrReader
+
+__all__ = ["add_arguments", "run", "summary"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``fsr info``'s arguments."""
+    parser.add_argument("file", metavar="FILE", help="a sealed .fsr file")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def summary(reader: FsrReader) -> dict[str, Any]:
+    """The JSON summary of an open file."""
+    footer = reader.footer
+    proj = reader.projections
+    index = reader.batch_index
+    totals = {s["stream_id"]: s for s in footer["streams"]}
+    streams = []
+    for spec in reader.streams:
+        rows = proj[proj["stream_id"] == spec.stream_id]
+        t = totals[spec.stream_id]
+        streams.append({
+            "name": spec.name,
+            "stream_id": spec.stream_id,
+            "kind": spec.kind,
+            "records": t["records"],
+            "data": t["data"],
+            "gap": t["gap"],
+            "barrier": t["barrier"],
+            "payload_bytes": t["payload_bytes"],
+            "codec": spec.codec,
+            "generations": t["generations"],
+            "sim_time_ns": {
+                "min": int(rows["sim_time_first"].min()) if len(rows) else None,
+                "max": int(rows["sim_time_last"].max()) if len(rows) else None,
+            },
+        })
+    return {
+        "streams": streams,
+        "records": footer["records"],
+        "batches": footer["batches"],
+        "payload_bytes": footer["payload_bytes"],
+        "size": reader.size,
+        "degraded": footer["degraded"],
+        "recovered": footer["recovered"],
+        "integrity": footer["integrity"],
+        "mode": footer["mode"],
+        "source_sha256": footer["source_sha256"],
+        "run_id": reader.run.run_id,
+        "completion_id": footer["completion_id"],
+        "global_sequence": footer["global_sequence"],
+        "sim_time_ns": {
+            "min": int(index["sim_time_min"].min()) if len(index) else None,
+            "max": int(index["sim_time_max"].max()) if len(index) else None,
+        },
+    }
+
+
+def _text(info: dict[str, Any]) -> str:
+    def span(s: dict[str, Any]) -> str:
+        lo, hi = s["min"], s["max"]
+        return "-" if lo is None else f"{lo / 1e9:.3f}..{hi / 1e9:.3f} s"
+
+    lines = [
+        f"records {info['records']} in {info['batches']} batches, {info['payload_bytes']} payload bytes, "
+        f"{info['size']} bytes",
+        f"mode {info['mode']}, integrity {info['integrity']}, degraded {str(info['degraded']).lower()}, "
+        f"recovered {str(info['recovered']).lower()}",
+        f"run {info['run_id']}, completion {info['completion_id']}, sim time {span(info['sim_time_ns'])}",
+    ]
+    if info["source_sha256"]:
+        lines.append(f"source sha256 {info['source_sha256']}")
+    lines.append(f"{'stream':<40} {'records':>9} {'gaps':>6}  {'codec':<24} generations  sim time")
+    for s in info["streams"]:
+        codec = s["codec"].get("codec") or s["codec"].get("media_type") or "-"
+        gens = s["generations"]
+        gen_text = "-" if not gens else (f"{gens[0]}" if len(gens) == 1 else f"{gens[0]}..{gens[-1]}")
+        lines.append(
+            f"{s['name']:<40} {s['records']:>9} {s['gap']:>6}  {codec!s:<24} {gen_text:<12} "
+            f"{span(s['sim_time_ns'])}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the summary; 0 valid, 1 invalid, 2 unreadable."""
+    try:
+        with FsrReader(args.file) as reader:
+            info = summary(reader)
+    except FormatError as exc:
+        print(f"invalid: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"fsr info: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(info, sort_keys=True) if args.json else _text(info))
+    return 0

@@ -1,0 +1,68 @@
+"""``fsr synth OUT.fsr --records N --payload-bytes B``: write a synthetic FSR file.
+
+For trying the tool and for benchmarks before a real recording exists.  Records cycle over
+``--streams`` numeric streams ``obs.<i>``; ``--camera-every K`` makes every K-th record a
+raw RGB frame of ``--camera-bytes`` on ``cameras.overview.rgb``; ``--generations G``
+splits the run into G generations; ``--gap-every K`` turns every K-th record into a GAP
+(the file is then degraded); ``--unsealed`` stops before sealing, like a crashed writer.
+
+    | # | outcome               | stdout             | stderr                 | exit |
+    |---|-----------------------|--------------------|------------------------|------|
+    | 1 | written               | one summary line   | -                      | 0    |
+    | 2 | bad arguments or path | -                  | ``fsr synth: <error>`` | 2    |
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fastsim_record.fsr import INTEGRITY_PROFILES
+from fastsim_record.fsr.synth import write_synthetic
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``fsr synth``'s arguments."""
+    parser.add_argument("output", metavar="OUT.fsr")
+    parser.add_argument("--records", type=int, required=True, metavar="N")
+    parser.add_argument("--payload-bytes", type=int, default=800, metavar="B")
+    parser.add_argument("--streams", type=int, default=4, metavar="K", help="numeric streams")
+    parser.add_argument("--camera-every", type=int, default=0, metavar="K")
+    parser.add_argument("--camera-bytes", type=int, default=640 * 480 * 3, metavar="B")
+    parser.add_argument("--generations", type=int, default=1, metavar="G")
+    parser.add_argument("--gap-every", type=int, default=0, metavar="K")
+    parser.add_argument("--metadata", action="store_true", help="give every record metadata")
+    parser.add_argument("--batch-items", type=int, default=256)
+    parser.add_argument("--batch-bytes", type=int, default=16 << 20)
+    parser.add_argument("--integrity", choices=INTEGRITY_PROFILES, default="structural")
+    parser.add_argument("--unsealed", action="store_true", help="do not seal (like a crash)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the file; 0 written, 2 bad arguments or path."""
+    numbers = ("records", "payload_bytes", "streams", "camera_every", "camera_bytes", "gap_every")
+    bad = [n for n in numbers if getattr(args, n) < 0]
+    bad += [n for n in ("generations", "batch_items", "batch_bytes") if getattr(args, n) < 1]
+    if args.streams == 0 and args.camera_every != 1:
+        bad.append("streams")
+    if bad:
+        print(f"fsr synth: invalid value for --{bad[0].replace('_', '-')}", file=sys.stderr)
+        return 2
+    try:
+        sealed = write_synthetic(
+            args.output, args.records, args.payload_bytes, numeric_streams=args.streams,
+            camera_every=args.camera_every, camera_bytes=args.camera_bytes,
+            generations=args.generations, gap_every=args.gap_every, metadata=args.metadata,
+            batch_items=args.batch_items, batch_bytes=args.batch_bytes,
+            integrity=args.integrity, seal=not args.unsealed,
+        )
+    except (OSError, ValueError) as exc:
+        print(f"fsr synth: {exc}", file=sys.stderr)
+        return 2
+    if sealed is None:
+        print(f"wrote unsealed {args.output} ({args.records} records)")
+    else:
+        print(f"wrote {args.output}: {sealed.records} records in {sealed.batches} batches, {sealed.size} bytes")
+    return 0

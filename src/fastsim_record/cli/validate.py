@@ -1,0 +1,61 @@
+"""``fsr validate FILE [--integrity structural|fast|strong] [--json]``.
+
+    | # | outcome                                   | stdout         | stderr                    | exit |
+    |---|-------------------------------------------|----------------|---------------------------|------|
+    | 1 | valid                                     | the receipt    | -                         | 0    |
+    | 2 | invalid                                   | -              | ``invalid: <reason> at offset <n>`` | 1 |
+    | 3 | unreadable path, or fast/strong under policy ``none`` | -  | ``fsr validate: <error>`` | 2    |
+
+``--policy-integrity`` defaults to ``sha256`` for ``fast``/``strong`` and ``none`` for
+``structural``; ``fast``/``strong`` with ``--policy-integrity none`` is a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from fastsim_record.fsr import (
+    INTEGRITY_PROFILES,
+    POLICY_INTEGRITIES,
+    FormatError,
+    IntegrityPolicyError,
+    validate,
+)
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``fsr validate``'s arguments."""
+    parser.add_argument("file", metavar="FILE", help="a sealed .fsr file")
+    parser.add_argument("--integrity", choices=INTEGRITY_PROFILES, default="structural")
+    parser.add_argument(
+        "--policy-integrity", choices=POLICY_INTEGRITIES, default=None,
+        help="the output policy integrity (default: sha256 for fast/strong, else none)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the receipt as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate and print the receipt; 0 valid, 1 invalid, 2 usage or unreadable."""
+    policy = args.policy_integrity or ("none" if args.integrity == "structural" else "sha256")
+    try:
+        receipt = validate(args.file, args.integrity, policy)
+    except FormatError as exc:
+        print(f"invalid: {exc}", file=sys.stderr)
+        return 1
+    except IntegrityPolicyError as exc:
+        print(f"fsr validate: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"fsr validate: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(receipt.to_json(), sort_keys=True))
+    else:
+        print(f"valid: {args.file}")
+        for key, value in receipt.to_json().items():
+            print(f"  {key}: {value if value is not None else '-'}")
+    return 0
