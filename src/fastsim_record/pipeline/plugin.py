@@ -42,12 +42,14 @@ from fastsim_record import COMPONENT_ID, __version__
 from fastsim_record.adapters.core_binding import CoreBinding, EnvelopeConverter, translate
 from fastsim_record.adapters.fsr_sink import FsrSink
 from fastsim_record.adapters.payloads import JsonEncoder, NumericTickEncoder
-from fastsim_record.config.model import GRANT_OBSERVATION, RecordConfig
+from fastsim_record.config.model import GRANT_CAMERA, GRANT_OBSERVATION, RecordConfig
 from fastsim_record.core.batching import BatchLimits
 from fastsim_record.core.envelope import LaneName
 from fastsim_record.core.errors import CoreError
 from fastsim_record.core.lane import Lane, LaneSpec, OverloadPolicy
 from fastsim_record.errors import ConfigError, ConfigIssue, ContractError, RecordError
+from fastsim_record.pipeline.camera_pump import CameraPump
+from fastsim_record.pipeline.camera_wiring import CameraSelection, select_cameras
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import PUMP_KINDS, LaneHandle, Pump
@@ -137,6 +139,7 @@ class RecordPlugin:
         self.finalizer: RecordFinalizer | None = None
         self.registration: FinalizerRegistration | None = None
         self.encoders: dict[str, PayloadEncoder] = {}
+        self.cameras: CameraSelection | None = None  # issue 6: the media lane's cameras
         self._state = "new"  # new | prepared | started | stopped | closed
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -163,6 +166,11 @@ class RecordPlugin:
         binding = CoreBinding(core, self.component)
         self.monitor = Monitor(binding.completion_requester())
         selection = self.selection = select_sources(config, run)
+        cameras = self.cameras = select_cameras(config, run)
+        if cameras is not None:  # the media lane exists only with a camera source
+            selection = self.selection = attrs.evolve(
+                selection, sources=(*selection.sources, cameras.spec)
+            )
         wake = threading.Event()  # one wake-up for the worker, set by any pump
         queues = config.queues
         by_lane: dict[str, list[SourceSpec]] = {}
@@ -179,7 +187,9 @@ class RecordPlugin:
         decls: list[StreamDecl] = []
         tick_encoder: NumericTickEncoder | None = None
         for spec in selection.sources:
-            if spec.kind == "observations":
+            if spec.kind == "cameras" and cameras is not None:
+                decls.extend(cameras.stage.streams())
+            elif spec.kind == "observations":
                 tick_encoder = NumericTickEncoder(spec.name, selection.numeric)
                 self.encoders[spec.name] = tick_encoder
                 decls.append(StreamDecl(
@@ -206,18 +216,32 @@ class RecordPlugin:
             limits=BatchLimits.from_config(batching.max_items, batching.max_bytes,
                                            batching.max_sim_duration_s),
             monitor=self.monitor,
+            camera_stage=cameras.stage if cameras is not None else None,
         )
         self.worker.start()
+        # the cut names camera sources per channel (cameras.<alias>.<role>)
+        consumed = [
+            key
+            for s in selection.sources
+            for key in (cameras.channel_keys if s.kind == "cameras" and cameras else (s.name,))
+        ]
         self.finalizer = RecordFinalizer(
-            component=self.component, sources=[s.name for s in selection.sources],
+            component=self.component, sources=consumed,
             worker=self.worker, monitor=self.monitor, cancel_pumps=self._cancel_pumps,
         )
         self.registration = binding.register_finalizer(
-            config.finalize.requested_timeout_s, [s.name for s in selection.sources], self.finalizer
+            config.finalize.requested_timeout_s, consumed, self.finalizer
         )
         if selection.numeric:
             binding.request_grant(GRANT_OBSERVATION)
+        if cameras is not None:
+            binding.request_grant(GRANT_CAMERA)
         for spec in selection.sources:
+            if spec.kind == "cameras" and cameras is not None:
+                camera_pump = CameraPump(cameras.aliases, self.lanes[spec.lane], self.monitor)
+                self.pumps.append(camera_pump)
+                camera_pump.subscription = binding.subscribe(spec, camera_pump)
+                continue
             kinds, barriers = PUMP_KINDS[spec.kind]
             convert = EnvelopeConverter(
                 spec.name, spec.name, LaneName(spec.lane), spec.required, kinds,

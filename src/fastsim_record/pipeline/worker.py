@@ -37,6 +37,7 @@ from fastsim_record.core.fence import FenceDecision, FenceEvidence, TerminalCut,
 from fastsim_record.core.gaps import GapLedger, GapRecord
 from fastsim_record.core.merge import OrderedMerge
 from fastsim_record.errors import OutputError, RecordError, RecordingFailed
+from fastsim_record.pipeline.camera_stage import CameraStage
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle
 from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordSink
@@ -70,10 +71,17 @@ class WriterWorker:
         limits: BatchLimits,
         monitor: Monitor,
         poll_s: float = 0.05,
+        camera_stage: CameraStage | None = None,
     ) -> None:
         self._lanes = dict(lanes)
         self._wake = wake
         self._encoders = dict(encoders)
+        # cameras (issue 6): streams the camera stage encodes, with calibration metadata
+        self._cameras = camera_stage
+        self._camera_streams = (
+            frozenset(d.name for d in camera_stage.streams()) if camera_stage else frozenset()
+        )
+        self._calibration_violations: tuple[str, ...] = ()
         self._barrier_encoder = barrier_encoder
         self._sink = sink
         self._batcher = Batcher(limits)
@@ -217,13 +225,36 @@ class WriterWorker:
                     item.last_global, item.last_capture,
                 )
             elif item.kind is _BARRIER:
-                closed = batcher.close(FlushReason.GENERATION)
-                if closed is not None:
-                    self._write(closed.items, closed.reason)
+                held = batcher.hold()
+                if held.items and held.generation != item.generation:  # B5
+                    closed = batcher.close(FlushReason.GENERATION)
+                    if closed is not None:
+                        self._write(closed.items, closed.reason)
+                if self._cameras is not None:  # calibration obligations end at a reset
+                    try:
+                        self._cameras.barrier(item.generation)
+                    except RecordError as exc:
+                        self._fail(exc)
+                        return
                 record = OutRecord(
                     item.stream, "barrier", item.global_sequence, item.capture_sequence,
                     item.generation, item.sim_time_ns, self._barrier_encoder(item.payload),
                     {"tick": item.tick},
+                )
+            elif item.stream in self._camera_streams and self._cameras is not None:
+                try:
+                    encoded = self._cameras.encode(item)
+                except RecordError as exc:
+                    self._fail(exc)
+                    return
+                except Exception as exc:
+                    self._fail(RecordingFailed(f"{item.stream}: encoding failed: {exc!r}"))
+                    return
+                self.encoded += 1
+                record = OutRecord(
+                    item.stream, "data", item.global_sequence, item.capture_sequence,
+                    item.generation, item.sim_time_ns, encoded.payload,
+                    {"tick": item.tick, **encoded.metadata},
                 )
             else:
                 try:
@@ -291,6 +322,7 @@ class WriterWorker:
             holes=tuple(merge.holes(through)),
             held=merge.held,
             required_losses=tuple(g.stream for g in self._ledger.required_losses),
+            calibration_violations=self._calibration_violations,
             fatal_errors=tuple(fatal),
             gaps=self._ledger.gap_count,
         )
@@ -302,12 +334,17 @@ class WriterWorker:
             closed = self._batcher.close(FlushReason.FINALIZE)
             if closed is not None:
                 self._write(closed.items, closed.reason)
-        decision = decide(cut, self.evidence(cut.final_global_sequence))
+        if self._cameras is not None:  # calibration obligations due at the cut (fence F5)
+            self._calibration_violations = self._cameras.at_cut()
+        evidence = self.evidence(cut.final_global_sequence)
+        decision = decide(cut, evidence)
         if self._cancelled.is_set():
             return
         if not decision.commit:
             self._abort()
-            self._complete(FinishOutcome(False, decision.reason, None, self._summary(decision, started)))
+            # the latched fatal error is the root cause; the fence text stays in the summary
+            reason = evidence.fatal_errors[0] if evidence.fatal_errors else decision.reason
+            self._complete(FinishOutcome(False, reason, None, self._summary(decision, started)))
             return
         fence = {**fence_info, "decision": "commit", "degraded": decision.degraded,
                  "released_through": self._merge.released_through}

@@ -159,6 +159,7 @@ class FakeCore:
     completions: list[CompletionRequest] = attrs.field(factory=list)
     winner: CompletionRequest | None = None
     results: list[FinalizerResult] = attrs.field(factory=list)
+    held: dict[str, list[Envelope]] = attrs.field(factory=dict)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
     _source_locks: dict[str, threading.RLock] = attrs.field(factory=dict)
     _completed: threading.Event = attrs.field(factory=threading.Event)
@@ -275,9 +276,25 @@ class FakeCore:
     def _publish(self, source: str, kind: SourceKind, payload: object, size: int | None) -> Envelope:
         with self._source_locks[source]:
             envelope = self._allocate(source, kind, payload, size)
+            held = self.held.get(source)
+            if held is not None:
+                held.append(envelope)
+                return envelope
             for sub in list(self.subscribers[source]):
                 self._deliver(sub, envelope)
         return envelope
+
+    def hold_delivery(self, source: str) -> None:
+        """Sequence but do not deliver ``source`` items until ``release_delivery``."""
+        with self._source_locks[source]:
+            self.held.setdefault(source, [])
+
+    def release_delivery(self, source: str) -> None:
+        """Deliver the held items of ``source`` (late, so out of global order), then go live."""
+        with self._source_locks[source]:
+            for envelope in self.held.pop(source, []):
+                for sub in list(self.subscribers[source]):
+                    self._deliver(sub, envelope)
 
     def publish(
         self, source: str, payload: Mapping[str, object], *, portable_size: int | None = -1

@@ -1,0 +1,83 @@
+"""Camera selection for the composition root: config + declared scene channels -> wiring.
+
+``select_cameras`` runs at prepare (step 1 of ``plugin.py``).  With no camera alias it
+returns ``None``: no media lane, no camera pump, no camera grant, no camera stream.
+
+    | # | rule                                                                           |
+    |---|--------------------------------------------------------------------------------|
+    | 1 | every channel an alias names (rgb, intrinsics, translation, quaternion_xyzw) is |
+    |   | declared by the scene; otherwise a ConfigError naming the alias field           |
+    | 2 | the RGB channel is declared uint8 ``(H, W, 3)``; its size fixes the encoder's   |
+    | 3 | the encoder is the alias's codec (JPEG q92 4:4:4 by default, or PNG level 1)    |
+    | 4 | one ``cameras`` source on the media lane; it is required when any alias is      |
+    | 5 | the finalizer consumes the per-channel keys ``cameras.<alias>.<role>``, which   |
+    |   | are the keys of Core's terminal cut                                              |
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from fastsim_contract.protocols import RunContext
+from fastsim_record.adapters.codecs import encoder_for_camera
+from fastsim_record.config.model import RecordConfig
+from fastsim_record.errors import ConfigError, ConfigIssue, DescriptorDrift
+from fastsim_record.pipeline.camera_pump import CAMERA_SOURCE, camera_channel_keys
+from fastsim_record.pipeline.camera_stage import CameraSetup, CameraStage, rgb_size
+from fastsim_record.ports.sources import LANE_MEDIA, SourceSpec
+
+__all__ = ["CameraSelection", "select_cameras"]
+
+
+@attrs.frozen
+class CameraSelection:
+    """The selected cameras, ready to wire."""
+
+    spec: SourceSpec
+    aliases: dict[str, bool]  # alias -> required
+    stage: CameraStage = attrs.field(eq=False)
+
+    @property
+    def channel_keys(self) -> tuple[str, ...]:
+        """The per-channel source keys the terminal cut and the fence use (rule 5)."""
+        return camera_channel_keys(self.aliases)
+
+
+def select_cameras(
+    config: RecordConfig, run: RunContext, *, path: str = "plugins.record.config.streams.cameras"
+) -> CameraSelection | None:
+    """Rules 1-4; ``None`` when no camera is selected."""
+    cameras = config.streams.cameras
+    if not cameras:
+        return None
+    declared = {c.name: c for c in run.channels}
+    issues: list[ConfigIssue] = []
+    setups: list[CameraSetup] = []
+    for alias, cam in cameras.items():
+        where = f"{path}.{alias}"
+        channels = {
+            "rgb": cam.rgb, "intrinsics": cam.intrinsics,
+            "translation": cam.translation, "quaternion_xyzw": cam.quaternion_xyzw,
+        }
+        missing = [(r, c) for r, c in channels.items() if c not in declared]
+        if missing:
+            issues += [
+                ConfigIssue(f"{where}.{r}", f"channel {c!r} is not declared by the scene")
+                for r, c in missing
+            ]
+            continue
+        try:
+            width, height = rgb_size(declared[cam.rgb])
+        except DescriptorDrift as exc:
+            issues.append(ConfigIssue(f"{where}.rgb", str(exc)))
+            continue
+        encoder = encoder_for_camera(cam, width=width, height=height, path=where)
+        setups.append(CameraSetup(alias, channels, cam.required, encoder))
+    if issues:
+        raise ConfigError(issues)
+    aliases = {s.alias: s.required for s in setups}
+    spec = SourceSpec(
+        CAMERA_SOURCE, CAMERA_SOURCE, LANE_MEDIA, any(aliases.values()),
+        tuple(c for s in setups for c in s.channels.values()),
+    )
+    return CameraSelection(spec, aliases, CameraStage(tuple(setups)))
