@@ -241,7 +241,7 @@ class EmbeddedHost:
         run = run_id or uuid.uuid4().hex
         context = EmbeddedRunContext(
             run_id=run,
-            completion_id=f"{run}/completion/{uuid.uuid4().hex[:12]}",
+            completion_id=f"{run}-completion-{uuid.uuid4().hex[:12]}",
             sensor_hz=sensor_hz,
             rate_policy=rate_policy,
             physics_hz=physics_hz or sensor_hz,

@@ -1,0 +1,1 @@
+"""The Core contract suite: run it against any Core implementation."""
