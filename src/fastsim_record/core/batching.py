@@ -105,7 +105,7 @@ def flush_reason(hold: BatchHold, limits: BatchLimits) -> FlushReason | None:
 _NOTHING: tuple[BatchSummary, ...] = ()
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class Batcher:
     """Running batch accounting for the writer worker (rules B1-B6)."""
 

@@ -28,7 +28,7 @@ class DescriptorDrift:
     reason: str
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class DescriptorTracker:
     """The fixed descriptor of every stream seen (rules D1, D2)."""
 

@@ -69,7 +69,7 @@ class CalibrationViolation:
     reason: str
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class _CameraState:
     digest: str | None = None
     pending: dict[str, CameraRole] = attrs.field(factory=dict)
@@ -81,7 +81,7 @@ def _cameras(value: Mapping[str, bool]) -> dict[str, bool]:
     return dict(value)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class CalibrationTracker:
     """Calibration obligations for a fixed set of cameras (camera -> required)."""
 

@@ -110,7 +110,7 @@ def coalesce(items: Iterable[T | GapRecord]) -> list[T | GapRecord]:
     return out
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class GapLedger:
     """Worker-side account of every released gap (rules G3, G4, G6)."""
 

@@ -49,7 +49,7 @@ class Discontinuity:
     reason: str
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class SourceContinuity:
     """Pump-side validator for one selected source (rules S1-S4)."""
 
@@ -59,7 +59,6 @@ class SourceContinuity:
     generation: int = 0
     _next_capture: int = attrs.field(init=False)
     _last_global: int = attrs.field(init=False, default=0)
-    _count: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
         self._next_capture = self.first_capture
@@ -75,7 +74,6 @@ class SourceContinuity:
         ):
             self._next_capture += 1
             self._last_global = envelope.global_sequence
-            self._count += 1
             return None
         return self._check_slow(envelope)
 
@@ -83,7 +81,6 @@ class SourceContinuity:
         problem = self._problem(envelope)
         self._next_capture = envelope.capture_sequence + 1
         self._last_global = max(self._last_global, envelope.global_sequence)
-        self._count += 1
         self.generation = max(self.generation, envelope.generation)
         return problem
 
@@ -127,13 +124,8 @@ class SourceContinuity:
         """The last capture sequence accepted (``first_capture - 1`` before any)."""
         return self._next_capture - 1
 
-    @property
-    def checked(self) -> int:
-        """Envelopes checked so far."""
-        return self._count
 
-
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class StreamIndexer:
     """Per-stream record index that restarts at 0 in every generation (rule P1)."""
 

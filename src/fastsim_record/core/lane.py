@@ -152,7 +152,7 @@ def _flags(value: Iterable[bool]) -> tuple[bool, ...]:
     return tuple(bool(v) for v in value)
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class Lane:
     """One bounded lane for ``spec`` whose streams carry ``stream_required`` flags.
 
@@ -166,7 +166,7 @@ class Lane:
     _policy: OverloadPolicy = attrs.field(init=False)
     _items: deque[Envelope] = attrs.field(init=False, factory=deque)
     _bytes: int = attrs.field(init=False, default=0)
-    _open: bool = attrs.field(init=False, default=True)
+    _admit_items: int = attrs.field(init=False, default=0)  # max_items while open, else 0
     _high_water: int = attrs.field(init=False, default=0)
     _enqueued: int = attrs.field(init=False, default=0)
     _dequeued: int = attrs.field(init=False, default=0)
@@ -190,6 +190,7 @@ class Lane:
         if problem is not None:
             raise LanePolicyError(problem, lane=spec.name.value, overload=spec.overload.value)
         self._max_items = spec.max_items
+        self._admit_items = spec.max_items
         self._max_bytes = spec.max_bytes
         self._policy = spec.overload
 
@@ -201,12 +202,13 @@ class Lane:
         if size is None:
             size = SIZE_CEILING
         items = self._items
-        if self._open and len(items) < self._max_items and self._bytes + size <= self._max_bytes:
+        n = len(items)
+        if n < self._admit_items and self._bytes + size <= self._max_bytes:
             items.append(envelope)
             self._bytes += size
             self._enqueued += 1
-            if len(items) > self._high_water:
-                self._high_water = len(items)
+            if n >= self._high_water:
+                self._high_water = n + 1
             return ACCEPTED
         return self._overload(envelope, size)
 
@@ -228,7 +230,7 @@ class Lane:
             return self._drop_new(envelope, GapReason.DROP_NEWEST)
         if policy is OverloadPolicy.DEGRADE_RECORDING:  # A8
             self._degraded = True
-            self._open = False
+            self._admit_items = 0
             return self._drop_new(envelope, GapReason.DEGRADED)
         # DROP_OLDEST
         if size > self._max_bytes:  # A7
@@ -275,7 +277,7 @@ class Lane:
 
     def _latch(self, reason: str) -> Admission:
         self._fatal = reason
-        self._open = False
+        self._admit_items = 0
         self._failures += 1
         return Admission(AdmissionOutcome.FATAL, (), reason)
 

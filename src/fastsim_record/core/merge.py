@@ -39,7 +39,7 @@ class MergeConflict:
     reason: str
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class OrderedMerge:
     """Release envelopes and gaps in global-sequence order (rules M1-M5)."""
 

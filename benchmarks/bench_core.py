@@ -1,0 +1,145 @@
+"""Benchmark of the pure core's two hot paths, as ratios against a bare deque pair.
+
+1. Capture path (simulation thread, every tick): one pump validation
+   (``SourceContinuity.check``) plus ``Lane.try_publish`` per envelope.
+   Target: at most 20x one bare ``collections.deque`` append + popleft pair.
+2. Worker path: drain the lanes, ordered merge (``OrderedMerge.push``/``release``)
+   and batch accounting (``Batcher.add``) per envelope, encoding excluded.
+   Target: at least 300,000 envelopes/s.
+
+Both figures and the baseline are measured in this one process over the same
+cache-hot window of envelopes (on the simulation thread an envelope has just been
+stamped, so it is hot); best of ``--repeat``.
+Run: ``python benchmarks/bench_core.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+from collections.abc import Callable
+
+from fastsim_record.core import (
+    Batcher,
+    BatchLimits,
+    Envelope,
+    Lane,
+    LaneName,
+    LaneSpec,
+    OrderedMerge,
+    SourceContinuity,
+)
+from fastsim_record.testing.envelopes import EnvelopeFactory
+
+CAPTURE_TARGET_RATIO = 20.0
+WORKER_TARGET_PER_S = 300_000.0
+
+
+def _best(fn: Callable[[], float], repeat: int) -> float:
+    return min(fn() for _ in range(repeat))
+
+
+def _script(n: int) -> list[Envelope]:
+    """n envelopes over three sources/lanes, as a 120 Hz tick with one camera would publish."""
+    f = EnvelopeFactory()
+    out: list[Envelope] = []
+    while len(out) < n:
+        f.next_tick()
+        out.append(f.record("numeric.tick", size=720))
+        out.append(f.record("cameras.a.rgb", source="cameras", size=921_600 // 1024))
+        out.append(f.record("lifecycle", source="lifecycle", size=128))
+    return out[:n]
+
+
+def bench_deque(envs: list[Envelope], rounds: int) -> float:
+    """Seconds per bare deque append + popleft pair."""
+    total = 0.0
+    for _ in range(rounds):
+        d: collections.deque[Envelope] = collections.deque()
+        append, popleft = d.append, d.popleft
+        t0 = time.perf_counter()
+        for e in envs:
+            append(e)
+            popleft()
+        total += time.perf_counter() - t0
+    return total / (rounds * len(envs))
+
+
+def bench_capture(envs: list[Envelope], rounds: int) -> float:
+    """Seconds per pump validation + try_publish (one source into its lane: a pump's view)."""
+    obs = [e for e in envs if e.source == "observations"]
+    total = 0.0
+    for _ in range(rounds):
+        lane = Lane(LaneSpec(name=LaneName.NUMERIC, max_items=len(obs) + 1, max_bytes=1 << 60))
+        check = SourceContinuity("observations", carries_barriers=True).check
+        publish = lane.try_publish
+        t0 = time.perf_counter()
+        for e in obs:
+            if check(e) is None:
+                publish(e)
+        total += time.perf_counter() - t0
+        assert lane.counters().enqueued == len(obs)
+    return total / (rounds * len(obs))
+
+
+def bench_worker(envs: list[Envelope], rounds: int, chunk: int = 64) -> float:
+    """Seconds per envelope for lane drain + ordered merge + batch accounting."""
+    total = 0.0
+    batches = 0
+    batcher = Batcher(BatchLimits(max_items=256, max_bytes=16 << 20, max_sim_span_ns=1_000_000_000))
+    add = batcher.add
+    for _ in range(rounds):
+        lanes = [
+            Lane(LaneSpec(name=name, max_items=len(envs) + 1, max_bytes=1 << 60)) for name in LaneName
+        ]
+        by_name = {lane.spec.name: lane for lane in lanes}
+        for e in envs:
+            by_name[e.lane].try_publish(e)
+        merge = OrderedMerge()
+        push, release = merge.push, merge.release
+        released = 0
+        t0 = time.perf_counter()
+        while released < len(envs):
+            for lane in lanes:
+                for e in lane.drain(chunk):
+                    push(e)
+            for item in release():
+                if item.__class__ is Envelope and add(item.generation, item.sim_time_ns, item.size or 0):
+                    batches += 1
+                released += 1
+        total += time.perf_counter() - t0
+        assert released == len(envs)
+    assert batches > 0
+    return total / (rounds * len(envs))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=3_072, help="envelopes per round (cache-hot window)")
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    envs = _script(args.n)
+    base = _best(lambda: bench_deque(envs, args.rounds), args.repeat)
+    capture = _best(lambda: bench_capture(envs, args.rounds), args.repeat)
+    worker = _best(lambda: bench_worker(envs, args.rounds), args.repeat)
+    capture_ratio = capture / base
+    worker_rate = 1.0 / worker
+    print(f"baseline deque append+popleft pair: {base * 1e9:8.1f} ns")
+    ok1 = "ok" if capture_ratio <= CAPTURE_TARGET_RATIO else "MISSED"
+    print(
+        f"capture path (validate + try_publish): {capture * 1e9:8.1f} ns/envelope = "
+        f"{capture_ratio:5.1f}x deque pair (target <= {CAPTURE_TARGET_RATIO:.0f}x) {ok1}"
+    )
+    ok2 = "ok" if worker_rate >= WORKER_TARGET_PER_S else "MISSED"
+    print(
+        f"worker path (drain + merge + batch):  {worker * 1e9:8.1f} ns/envelope = "
+        f"{worker / base:5.1f}x deque pair = {worker_rate:,.0f} envelopes/s "
+        f"(target >= {WORKER_TARGET_PER_S:,.0f}/s) {ok2}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
