@@ -16,6 +16,7 @@ from fastsim_record.core.batching import BatchLimits
 from fastsim_record.core.envelope import Envelope, LaneName
 from fastsim_record.core.fence import FenceEvidence, TerminalCut
 from fastsim_record.core.lane import LaneSpec, OverloadPolicy
+from fastsim_record.fsr import RecordIn, RecordKind, StreamSpec
 from fastsim_record.testing.envelopes import EnvelopeFactory
 
 __all__ = [
@@ -182,3 +183,82 @@ def batch_records(max_size: int = 40) -> st.SearchStrategy[list[tuple[int, int, 
     return st.lists(
         st.tuples(st.integers(0, 1), st.integers(0, 100), st.integers(0, 1500)), max_size=max_size
     ).map(lambda rs: sorted(rs, key=lambda r: r[0]))
+
+
+# --- FSR ---
+
+__all__ += ["fsr_json_values", "fsr_stream_tables", "fsr_recordings"]
+
+_FSR_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
+
+
+def fsr_json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
+    """JSON-able values (no NaN/Infinity), including non-ASCII text and big integers."""
+    leaves = (
+        st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+        | st.floats(allow_nan=False, allow_infinity=False) | _FSR_TEXT
+    )
+    return st.recursive(
+        leaves,
+        lambda kids: st.lists(kids, max_size=3) | st.dictionaries(_FSR_TEXT, kids, max_size=3),
+        max_leaves=max_leaves,
+    )
+
+
+_FSR_META = st.dictionaries(_FSR_TEXT, fsr_json_values(4), max_size=3)
+
+
+@st.composite
+def fsr_stream_tables(draw: st.DrawFn, max_streams: int = 4) -> list[StreamSpec]:
+    """A stream table: unique ids and names, JSON codec and attributes."""
+    ids = draw(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=max_streams, unique=True))
+    return [
+        StreamSpec(
+            sid, f"s{k}.{draw(_FSR_TEXT.filter(bool))}", draw(st.sampled_from(["observation", "camera.rgb", "event"])),
+            draw(_FSR_META), draw(_FSR_META),
+        )
+        for k, sid in enumerate(ids)
+    ]
+
+
+@st.composite
+def fsr_recordings(
+    draw: st.DrawFn, max_records: int = 40, max_payload: int = 64
+) -> tuple[list[StreamSpec], list[list[RecordIn]]]:
+    """A valid recording: a stream table and its records split into non-empty batches.
+
+    Global sequences tile from a drawn start; each stream's sequences tile; per stream
+    (generation, sim_time_ns) never decreases; GAP records cover drawn ranges; BARRIER
+    records raise their stream's generation.
+    """
+    streams = draw(fsr_stream_tables())
+    g = draw(st.integers(0, 2**40))
+    seq = {s.stream_id: draw(st.integers(0, 1000)) for s in streams}
+    clock = {s.stream_id: (0, draw(st.integers(-(2**40), 2**40))) for s in streams}
+    records: list[RecordIn] = []
+    for _ in range(draw(st.integers(0, max_records))):
+        sid = draw(st.sampled_from([s.stream_id for s in streams]))
+        kind = draw(st.sampled_from([RecordKind.DATA, RecordKind.DATA, RecordKind.GAP, RecordKind.BARRIER]))
+        gen, t = clock[sid]
+        if kind is RecordKind.BARRIER:
+            gen, t = gen + 1, draw(st.integers(-(2**20), 2**20))
+        else:
+            t += draw(st.integers(0, 10**9))
+        clock[sid] = (gen, t)
+        meta = draw(_FSR_META)
+        if kind is RecordKind.GAP:
+            glen, slen = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+            rec = RecordIn(sid, kind, g, seq[sid], gen, t, b"", meta, g + glen - 1, seq[sid] + slen - 1)
+        else:
+            glen = slen = 1
+            rec = RecordIn(sid, kind, g, seq[sid], gen, t, draw(st.binary(max_size=max_payload)), meta)
+        records.append(rec)
+        g += glen
+        seq[sid] += slen
+    batches: list[list[RecordIn]] = []
+    while records:
+        cut = draw(st.integers(1, len(records)))
+        batches.append(records[:cut])
+        records = records[cut:]
+    return streams, batches
+
