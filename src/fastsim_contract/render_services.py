@@ -12,15 +12,15 @@ Three optional capture sources serve "record once, render later" (README):
     Captured only when ``CapturePlan.geometry_hz`` is set.  Core then reads the scene's
     catalog once (:func:`select_catalog`: visual preferred, collision or planning only
     without a visual catalog), reads each referenced mesh resource, and publishes one
-    :class:`GeometryAssets` envelope first; afterwards one :class:`GeometryTransforms`
-    envelope per ``1 / geometry_hz`` with the world poses of the dynamic and kinematic
-    bodies only.  Without the source in the plan there is no catalog or resource read
+    ``{"assets": GeometryAssets}`` envelope first; afterwards one ``{"transforms":
+    GeometryTransforms}`` envelope per ``1 / geometry_hz`` with the world poses of the
+    dynamic and kinematic bodies only.  Without the source in the plan there is no catalog or resource read
     and no transform query.
 
 ``fluid.emissions`` (``SourceKind.FLUID_EMISSION``), when the ``fluid.audit`` service exists
     ``RunContext.services`` contains ``"fluid.audit"`` when the scene has a particle
-    emitter.  Core then publishes one compact :class:`FluidEmissionBatch` per tick that
-    accepted emissions.  Runs without the service have no such source.
+    emitter.  Core then publishes one compact :class:`FluidEmissionBatch` (as its
+    ``to_mapping()``) per tick that accepted or refused emissions.  Runs without the service have no such source.
 
 Poses are ``(x, y, z, qx, qy, qz, qw)`` in the world frame, metres.
 """
@@ -28,6 +28,7 @@ Poses are ``(x, y, z, qx, qy, qz, qw)`` in the world frame, metres.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final, Protocol
 
 import attrs
@@ -147,6 +148,10 @@ class FluidEmissionBatch:
     origin: tuple[float, float, float]
     velocity: tuple[float, float, float]
     spread: float
+
+    def to_mapping(self) -> Mapping[str, object]:
+        """The envelope payload form (Core's envelopes carry read-only mappings)."""
+        return MappingProxyType(attrs.asdict(self, recurse=False))
 
 
 class SceneGeometryService(Protocol):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import attrs
@@ -152,11 +153,11 @@ class RenderCapture:
             return frozenset({FLUID_AUDIT_SERVICE})
         return frozenset()
 
-    def _publish(self, source: SourceKind, payload: object) -> None:
+    def _publish(self, source: SourceKind, payload: object, size: int) -> None:
         ctx = self.host.context
         self.host.bus.publish(
             source, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=payload,
+            payload=payload, portable_size=size,
         )
 
     def after_step(self, dt_s: float) -> None:
@@ -170,19 +171,28 @@ class RenderCapture:
             batch = self.emitter.step(dt_s)
             if batch is not None and self.fluid_captured:
                 self.counts["fluid_batches"] += 1
-                self._publish(SourceKind.FLUID_EMISSION, batch)
+                self._publish(SourceKind.FLUID_EMISSION, batch.to_mapping(), 256)
         gate = self.state_gate
         if gate is not None and gate.due(ctx.generation, ctx.sim_time_ns):
             self.counts["state_samples"] += 1
-            self._publish(SourceKind.RENDER_STATE, self.source.render_state())
+            state = self.source.render_state()
+            size = 64 * len(state) + sum(int(getattr(a, "nbytes", 0)) for a in state.values())
+            self._publish(SourceKind.RENDER_STATE, MappingProxyType(dict(state)), size)
         gate = self.geometry_gate
         if gate is not None and self.geometry is not None and gate.due(ctx.generation, ctx.sim_time_ns):
             if self._moving is None:
-                self._publish(SourceKind.GEOMETRY, self._assets(self.geometry))
+                assets = self._assets(self.geometry)
+                size = 4096 + sum(
+                    int(getattr(r.vertices, "nbytes", 0)) + int(getattr(r.faces, "nbytes", 0))
+                    for r in assets.resources
+                )
+                self._publish(SourceKind.GEOMETRY, MappingProxyType({"assets": assets}), size)
             elif self._moving:
                 self.counts["transform_queries"] += 1
                 poses = self.geometry.transforms(self._moving)
-                self._publish(SourceKind.GEOMETRY, GeometryTransforms(self._moving, poses))
+                value = GeometryTransforms(self._moving, poses)
+                size = 64 * (len(self._moving) + 1) + 56 * len(self._moving)
+                self._publish(SourceKind.GEOMETRY, MappingProxyType({"transforms": value}), size)
 
     def _assets(self, service: SceneGeometryService) -> GeometryAssets:
         available = service.catalog_kinds()

@@ -158,7 +158,9 @@ def test_mujoco_geometry_catalog_motion_and_dedup(mesh_scene: tuple[Any, Any]) -
     assert motions == {"world": "static", "base": "static", "arm": "dynamic", "puck": "dynamic", "target": "kinematic"}
     assert "collide_only" not in {i.name for i in catalog.items}
     resources = tuple(service.read_resource(r) for r in ("mesh:tetra", "mesh:tetra_copy"))
-    payload, meta = GeometryEncoder().encode(GeometryAssets(frozenset({"visual", "collision"}), catalog, resources))
+    encoder = GeometryEncoder()
+    payload = encoder.encode({"assets": GeometryAssets(frozenset({"visual", "collision"}), catalog, resources)})
+    meta = encoder.last_metadata
     assert meta["resources_stored"] == 1
     decoded = decode_assets(payload)
     assert len(decoded.blobs) == 1
@@ -191,9 +193,9 @@ def test_geometry_capture_reads_once_then_queries_moving_bodies(tmp_path: Path, 
     assert service.reads["catalog"] == 1
     assert service.reads["resource"] == 2
     assert service.reads["transforms"] == 30
-    assert isinstance(seen[0].payload, GeometryAssets)
-    assert all(isinstance(e.payload, GeometryTransforms) for e in seen[1:])
-    second = seen[1].payload
+    assert isinstance(seen[0].payload["assets"], GeometryAssets)  # type: ignore[index]
+    assert all(isinstance(e.payload["transforms"], GeometryTransforms) for e in seen[1:])  # type: ignore[index]
+    second = seen[1].payload["transforms"]  # type: ignore[index]
     assert isinstance(second, GeometryTransforms)
     assert second.bodies == ("arm", "puck", "target")
 

@@ -23,6 +23,7 @@ from fastsim_record.adapters.geometry import (
     GeometryPayloadError,
     decode_assets,
     decode_transforms,
+    record_kind,
 )
 
 _IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
@@ -38,6 +39,12 @@ def _mesh(rid: str, n: int = 4, seed: int = 0) -> MeshResource:
     vertices = _ro(rng.standard_normal((n, 3)).astype(np.float32))
     faces = _ro(np.array([[0, 1, 2]] * max(1, n // 3), dtype=np.uint32))
     return MeshResource(rid, vertices, faces)
+
+
+def _enc(encoder: GeometryEncoder, value: object) -> tuple[bytes, dict[str, object]]:
+    key = "assets" if isinstance(value, GeometryAssets) else "transforms"
+    payload = encoder.encode({key: value})
+    return payload, encoder.last_metadata
 
 
 def _assets(kind: str = "visual", available: frozenset[str] | None = None) -> GeometryAssets:
@@ -70,19 +77,19 @@ def test_collision_catalog_is_refused_when_visual_exists() -> None:
     """Capturing collision geometry while a visual catalog exists is an error."""
     assets = _assets("collision", frozenset({"visual", "collision"}))
     with pytest.raises(GeometryPayloadError, match="'visual' is preferred"):
-        GeometryEncoder().encode(assets)
+        _enc(GeometryEncoder(), assets)
 
 
 def test_collision_catalog_is_used_without_visual() -> None:
     """Without a visual catalog the collision catalog is recorded."""
-    payload, meta = GeometryEncoder().encode(_assets("collision"))
+    payload, meta = _enc(GeometryEncoder(), _assets("collision"))
     assert meta["catalog"] == "collision"
     assert decode_assets(payload).manifest["catalog"] == "collision"
 
 
 def test_materials_and_particles_are_excluded() -> None:
     """No material key and no particle item reaches the record."""
-    payload, _ = GeometryEncoder().encode(_assets())
+    payload, _ = _enc(GeometryEncoder(), _assets())
     decoded = decode_assets(payload)
     assert b"rgba" not in payload
     assert b"material" not in payload
@@ -91,7 +98,7 @@ def test_materials_and_particles_are_excluded() -> None:
 
 def test_identical_meshes_are_stored_once_and_round_trip() -> None:
     """Two resources with equal content share one id and one stored blob."""
-    payload, meta = GeometryEncoder().encode(_assets())
+    payload, meta = _enc(GeometryEncoder(), _assets())
     decoded = decode_assets(payload)
     ids = {i["resource"] for i in decoded.manifest["items"] if i["shape"] == "mesh"}
     assert len(ids) == 1
@@ -105,8 +112,8 @@ def test_identical_meshes_are_stored_once_and_round_trip() -> None:
 def test_a_second_assets_record_references_without_restoring() -> None:
     """Resources already in the file are referenced, not stored again."""
     encoder = GeometryEncoder()
-    encoder.encode(_assets())
-    payload, meta = encoder.encode(_assets())
+    _enc(encoder, _assets())
+    payload, meta = _enc(encoder, _assets())
     assert meta["resources_stored"] == 0
     assert meta["resources_reused"] == 1
     assert decode_assets(payload).blobs == {}
@@ -117,7 +124,7 @@ def test_large_meshes_are_split_into_bounded_chunks() -> None:
     big = _mesh("link_a", n=200_000, seed=3)
     base = _assets()
     assets = GeometryAssets(base.available, base.catalog, (big, _mesh("link_b")))
-    payload, meta = GeometryEncoder().encode(assets)
+    payload, meta = _enc(GeometryEncoder(), assets)
     decoded = decode_assets(payload)
     spans = [s for r in decoded.manifest["resources"] for s in r["chunks"]]
     assert len(spans) >= 3
@@ -132,18 +139,19 @@ def test_static_bodies_are_posed_once_not_per_frame() -> None:
     encoder = GeometryEncoder()
     with pytest.raises(GeometryPayloadError, match="before the assets record"):
         encoder.encode(GeometryTransforms(("arm",), _ro(np.zeros((1, 7)))))
-    encoder.encode(_assets())
+    _enc(encoder, _assets())
     poses = _ro(np.arange(14, dtype=np.float64).reshape(2, 7))
-    payload, meta = encoder.encode(GeometryTransforms(("arm", "cube"), poses))
-    assert len(payload) == 2 * 7 * 8
-    assert decode_transforms(payload, meta)["cube"].tolist() == list(range(7, 14))
+    payload, meta = _enc(encoder, GeometryTransforms(("arm", "cube"), poses))
+    assert record_kind(payload) == "transforms"
+    assert meta["bodies"] == 2
+    assert decode_transforms(payload)["cube"].tolist() == list(range(7, 14))
     with pytest.raises(GeometryPayloadError, match="static or unknown bodies"):
         encoder.encode(GeometryTransforms(("table",), _ro(np.zeros((1, 7)))))
 
 
 def test_tampered_chunks_are_rejected() -> None:
     """A chunk whose bytes no longer hash to its id is refused by the decoder."""
-    payload = bytearray(GeometryEncoder().encode(_assets())[0])
+    payload = bytearray(_enc(GeometryEncoder(), _assets())[0])
     payload[-1] ^= 0xFF
     with pytest.raises(GeometryPayloadError, match="does not match its id"):
         decode_assets(bytes(payload))

@@ -90,6 +90,20 @@ def _document(batch: FluidEmissionBatch) -> dict[str, object]:
     }
 
 
+_FIELDS: Final = frozenset(f.name for f in attrs.fields(FluidEmissionBatch))
+
+
+def _batch(payload: object) -> FluidEmissionBatch:
+    if isinstance(payload, FluidEmissionBatch):
+        return payload
+    if not isinstance(payload, Mapping):
+        _fail(f"expected a fluid emission batch, got {type(payload).__name__}")
+    keys = set(payload)
+    if keys != _FIELDS:
+        _fail(f"batch keys differ: missing {sorted(_FIELDS - keys)}, unexpected {sorted(keys - _FIELDS)}")
+    return FluidEmissionBatch(**{str(k): v for k, v in payload.items()})
+
+
 def _canonical(value: object) -> bytes:
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -104,9 +118,8 @@ class FluidEmissionEncoder:
     _last: dict[str, tuple[int, int]] = attrs.field(init=False, factory=dict)
 
     def encode(self, payload: object) -> bytes:
-        """One :class:`FluidEmissionBatch` -> canonical JSON bytes."""
-        if not isinstance(payload, FluidEmissionBatch):
-            _fail(f"expected a FluidEmissionBatch, got {type(payload).__name__}")
+        """One :class:`FluidEmissionBatch` (or its mapping form) -> canonical JSON bytes."""
+        payload = _batch(payload)
         document = _document(payload)
         previous = self._last.get(payload.emitter)
         if previous is not None:
@@ -121,11 +134,6 @@ class FluidEmissionEncoder:
         self._last[payload.emitter] = (payload.batch, payload.first_particle + payload.accepted)
         return _canonical(document)
 
-    def metadata(self, payload: object) -> dict[str, object]:
-        """Small per-record metadata (emitter and counts)."""
-        if not isinstance(payload, FluidEmissionBatch):
-            return {}
-        return {"emitter": payload.emitter, "accepted": payload.accepted, "rejected": payload.rejected}
 
 
 def decode_fluid_batch(payload: bytes | memoryview) -> dict[str, Any]:

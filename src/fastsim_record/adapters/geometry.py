@@ -22,16 +22,20 @@ Encoding rules:
 Canonical resource blob: ``u32 V | u32 F | V*3 float32 LE | F*3 uint32 LE``; its id is
 ``"sha256:" + hexdigest``.
 
-Assets payload: ``u32 manifest_length | manifest (canonical JSON) | zero pad to 8 |
-chunk area``.  The manifest is ``{"schema": "fastsim-scene-geometry/2", "catalog",
-"bodies": [{name, motion, pose}], "items": [{name, body, shape, size, local_pose,
-resource}], "resources": [{id, vertices, faces, nbytes, stored, chunks: [[offset,
-length], ...]}]}``; a resource with ``stored: false`` was written by an earlier assets
-record and has no chunks here.  Chunk offsets are relative to the chunk area and tile
-it exactly.
+Envelope payload: a mapping ``{"assets": GeometryAssets}`` or ``{"transforms":
+GeometryTransforms}`` (Core's envelopes carry mappings).
 
-Transforms payload: ``N * 7`` little-endian float64 poses in the order of the record
-metadata's ``bodies`` list.
+Record payload (both kinds, self-describing): ``u32 manifest_length | manifest
+(canonical JSON) | zero pad to 8 | binary area``.
+
+* assets: the manifest is ``{"kind": "assets", "schema": "fastsim-scene-geometry/2",
+  "catalog", "bodies": [{name, motion, pose}], "items": [{name, body, shape, size,
+  local_pose, resource}], "resources": [{id, vertices, faces, nbytes, stored, chunks:
+  [[offset, length], ...]}]}``; a resource with ``stored: false`` was written by an
+  earlier assets record and has no chunks here.  Chunk offsets are relative to the
+  binary area and tile it exactly.
+* transforms: the manifest is ``{"kind": "transforms", "schema", "bodies": [...]}``
+  and the binary area holds ``N * 7`` little-endian float64 poses in that order.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ __all__ = [
     "GeometryPayloadError",
     "decode_assets",
     "decode_transforms",
+    "record_kind",
     "resource_blob",
 ]
 
@@ -142,13 +147,21 @@ class GeometryEncoder:
     _stored: set[str] = attrs.field(factory=set, init=False)
     _moving: frozenset[str] | None = attrs.field(default=None, init=False)
 
-    def encode(self, payload: object) -> tuple[bytes, dict[str, object]]:
-        """One envelope payload -> (record payload, record metadata)."""
-        if isinstance(payload, GeometryAssets):
-            return self._assets(payload)
-        if isinstance(payload, GeometryTransforms):
-            return self._transforms(payload)
-        _fail(f"unexpected payload {type(payload).__name__}")
+    codec: Mapping[str, object] = STREAM_CODEC
+    last_metadata: dict[str, object] = attrs.field(factory=dict, init=False)
+
+    def encode(self, payload: object) -> bytes:
+        """One envelope payload -> the record payload (``last_metadata`` describes it)."""
+        value = payload
+        if isinstance(payload, Mapping) and len(payload) == 1:
+            value = next(iter(payload.values()))
+        if isinstance(value, GeometryAssets):
+            data, self.last_metadata = self._assets(value)
+        elif isinstance(value, GeometryTransforms):
+            data, self.last_metadata = self._transforms(value)
+        else:
+            _fail(f"unexpected payload {type(value).__name__}")
+        return data
 
     def _assets(self, assets: GeometryAssets) -> tuple[bytes, dict[str, object]]:
         catalog = assets.catalog
@@ -206,6 +219,7 @@ class GeometryEncoder:
             resources.append(entry)
         manifest = _canonical(
             {
+                "kind": "assets",
                 "schema": SCHEMA,
                 "catalog": catalog.kind,
                 "bodies": [bodies[name] for name in sorted(bodies)],
@@ -213,8 +227,7 @@ class GeometryEncoder:
                 "resources": resources,
             }
         )
-        head = _U32.pack(len(manifest)) + manifest
-        payload = b"".join((head, bytes(_pad8(len(head)) - len(head)), *chunks))
+        payload = b"".join((_head(manifest), *chunks))
         self._stored.update(r["id"] for r in resources if r["stored"])  # type: ignore[misc]
         self._moving = frozenset(n for n, b in bodies.items() if b["motion"] != "static")
         meta: dict[str, object] = {
@@ -237,8 +250,14 @@ class GeometryEncoder:
         poses = np.asarray(sample.poses)
         if poses.shape != (len(names), 7) or poses.dtype.kind != "f":
             _fail(f"transforms: expected float ({len(names)}, 7) poses, got {poses.shape}")
-        data = np.ascontiguousarray(poses, dtype="<f8").tobytes()
-        return data, {"kind": "transforms", "schema": SCHEMA, "bodies": list(names)}
+        manifest = _canonical({"kind": "transforms", "schema": SCHEMA, "bodies": list(names)})
+        data = _head(manifest) + np.ascontiguousarray(poses, dtype="<f8").tobytes()
+        return data, {"kind": "transforms", "bodies": len(names)}
+
+
+def _head(manifest: bytes) -> bytes:
+    head = _U32.pack(len(manifest)) + manifest
+    return head + bytes(_pad8(len(head)) - len(head))
 
 
 def _bodies(catalog: GeometryCatalog) -> dict[str, dict[str, object]]:
@@ -272,11 +291,10 @@ class DecodedAssets:
         return vertices, faces
 
 
-def decode_assets(payload: bytes | memoryview) -> DecodedAssets:
-    """Decode an assets payload; offsets are checked before any slice is taken."""
+def _split(payload: bytes | memoryview) -> tuple[dict[str, Any], bytes, int]:
     data = bytes(payload)
     if len(data) < 4:
-        _fail("assets payload is shorter than its manifest length")
+        _fail("payload is shorter than its manifest length")
     (length,) = _U32.unpack_from(data)
     if length > MAX_MANIFEST_BYTES or 4 + length > len(data):
         _fail(f"manifest length {length} does not fit the {len(data)}-byte payload")
@@ -286,7 +304,19 @@ def decode_assets(payload: bytes | memoryview) -> DecodedAssets:
         _fail(f"manifest is not JSON: {exc}")
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
         _fail(f"manifest schema must be {SCHEMA!r}")
-    area = _pad8(4 + length)
+    return manifest, data, _pad8(4 + length)
+
+
+def record_kind(payload: bytes | memoryview) -> str:
+    """``assets`` or ``transforms``."""
+    return str(_split(payload)[0].get("kind"))
+
+
+def decode_assets(payload: bytes | memoryview) -> DecodedAssets:
+    """Decode an assets payload; offsets are checked before any slice is taken."""
+    manifest, data, area = _split(payload)
+    if manifest.get("kind") != "assets":
+        _fail("not an assets record")
     cursor = 0
     blobs: dict[str, bytes] = {}
     for entry in manifest.get("resources", []):
@@ -312,10 +342,13 @@ def decode_assets(payload: bytes | memoryview) -> DecodedAssets:
     return DecodedAssets(manifest=manifest, blobs=blobs)
 
 
-def decode_transforms(payload: bytes | memoryview, metadata: Mapping[str, Any]) -> dict[str, NDArray[np.float64]]:
+def decode_transforms(payload: bytes | memoryview) -> dict[str, NDArray[np.float64]]:
     """Body name -> 7-value world pose of one transforms record."""
-    bodies = metadata.get("bodies")
-    if not isinstance(bodies, list) or len(payload) != 56 * len(bodies):
+    manifest, data, area = _split(payload)
+    bodies = manifest.get("bodies")
+    if manifest.get("kind") != "transforms" or not isinstance(bodies, list):
+        _fail("not a transforms record")
+    if len(data) - area != 56 * len(bodies):
         _fail("transforms payload does not match its bodies list")
-    poses = np.frombuffer(bytes(payload), "<f8").reshape(len(bodies), 7)
+    poses = np.frombuffer(data, "<f8", 7 * len(bodies), area).reshape(len(bodies), 7)
     return {str(name): poses[i] for i, name in enumerate(bodies)}
