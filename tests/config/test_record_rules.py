@@ -414,6 +414,25 @@ def test_several_errors_are_all_reported() -> None:
         f"{P}.streams.cameras.overview.quality: must be an integer from 1 through 100 (got 0)",
         f"{P}.streams.cameras.overview.encodng: unknown key; did you mean 'encoding'?",
         f"{P}.queus: unknown key; did you mean 'queues'?",
+        f"{P}.integrity: 'fast' requires the Run's output policy integrity 'sha256'"
+        " (runtime.output.integrity is 'none')",
+    ]
+
+
+def test_rules_beside_a_bad_key_are_not_guessed() -> None:
+    """A rule next to an invalid key is not reported from the key's default."""
+    assert issues({"streams": {"observations": {"mode": "explicti", "include": {
+        "joints": {"channel": "robot.joint_position"}}}}}) == [
+        f"{P}.streams.observations.mode: must be one of 'all_numeric', 'none', 'explicit' (got 'explicti')"
+    ]
+
+
+def test_type_and_rule_errors_are_reported_together() -> None:
+    """A field error does not hide rule errors elsewhere in the document."""
+    assert issues({"streams": {"lifecycle": False}, "batching": {"max_items": 0}}) == [
+        f"{P}.batching.max_items: must be a positive integer (got 0)",
+        f"{P}.streams.lifecycle: must be true: the global capture source mask is compiled before"
+        " plugin startup (got false)",
     ]
 
 

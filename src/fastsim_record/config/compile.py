@@ -7,7 +7,12 @@ The only place authored data becomes typed values (a private cattrs converter wi
        authored lane gets that lane's default sizes
     2. keys the selected version does not have yet  (rules 1-3)
     3. structure: unknown keys (nearest key suggested), types, field validators
-    4. cross-field, Run-level and version rules     (rules 4-12), only if 3 passed
+    4. cross-field, Run-level and version rules     (rules 4-12).  If 3 failed, the rules
+       run on a *repaired* copy (each reported key removed, so its default applies;
+       a missing required key removes its parent entry) and rule issues beside a
+       repaired key (same parent below the top-level sections, or an ancestor of it)
+       are dropped, so one
+       document's structural and rule errors are reported together without guesses
     5. compiler defaults: JPEG quality 92; legacy (< 0.3.6) cameras record raw RGB
 
 Every issue is one ``path: message`` line with the full dotted path from the Run root.
@@ -57,6 +62,43 @@ def _with_lane_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**raw, "queues": merged}
 
 
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    return value
+
+
+def _remove(root: dict[str, Any], path: str) -> None:
+    parts = path.split(".")
+    parent: Any = root
+    for part in parts[:-1]:
+        parent = parent.get(part) if isinstance(parent, dict) else None
+    if isinstance(parent, dict) and parts[-1] in parent:
+        del parent[parts[-1]]
+    elif len(parts) > 1:
+        _remove(root, ".".join(parts[:-1]))
+
+
+def _rules_despite(
+    raw: Mapping[str, Any], bad_paths: list[str], *, run: RunDocument, schema: SchemaProfile
+) -> list[ConfigIssue]:
+    """Rule issues of a copy with every reported key removed (see step 4)."""
+    repaired = _copy(raw)
+    for path in bad_paths:
+        if path:
+            _remove(repaired, path)
+    structured, problems = structure_issues(_CONVERTER, _with_lane_defaults(repaired), RecordConfig)
+    if structured is None or problems:
+        return []
+    parents = {p.rpartition(".")[0] for p in bad_paths if p.count(".") >= 2}
+
+    def beside_a_repair(path: str) -> bool:
+        near = path.rpartition(".")[0] in parents
+        return near or any(bad == path or bad.startswith(path + ".") for bad in bad_paths)
+
+    return [i for i in check_rules(structured, run=run, profile=schema) if not beside_a_repair(i.path)]
+
+
 def _prefixed(prefix: str, issue: ConfigIssue) -> ConfigIssue:
     if not prefix:
         return issue
@@ -94,6 +136,8 @@ def compile_record_config(
     issues.extend(ConfigIssue(p.path, p.message) for p in problems)
     if structured is not None:
         issues.extend(check_rules(structured, run=run, profile=schema))
+    else:
+        issues.extend(_rules_despite(raw, [p.path for p in problems], run=run, schema=schema))
     if issues:
         raise ConfigError([_prefixed(path_prefix, issue) for issue in issues])
     assert structured is not None  # noqa: S101 - narrowed: no issues means structured
