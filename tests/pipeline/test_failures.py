@@ -18,6 +18,7 @@ from fastsim_record.adapters.payloads import JsonEncoder, NumericTickEncoder
 from fastsim_record.errors import RecordError
 from fastsim_record.pipeline.plugin import create_plugin
 from fastsim_record.testing.fake_core import FakeCore, numeric_channels
+from fastsim_record.testing.fake_output import FakeReadbackLease, FakeWriteLease
 from fastsim_record.testing.harness import Harness, make_config
 
 _WAIT = 30.0
@@ -148,11 +149,12 @@ def test_confirmation_uses_the_exact_readback_lease_that_was_validated() -> None
     assert h.finish().ok
     sink = h.plugin.sink
     assert sink is not None
-    readback = sink.readback_lease
-    assert readback is not None
-    assert readback.write is sink.lease  # type: ignore[attr-defined]
-    assert readback.closed  # type: ignore[attr-defined]
-    assert sink.lease.confirmed  # type: ignore[attr-defined]
+    readback, lease = sink.readback_lease, sink.lease
+    assert isinstance(readback, FakeReadbackLease)
+    assert isinstance(lease, FakeWriteLease)
+    assert readback.write is lease
+    assert readback.closed
+    assert lease.confirmed
     receipt = h.core.outputs.receipts[0]
     assert receipt["validated_bytes"] == len(h.data())
     assert receipt["content_sha256"] is None
