@@ -71,7 +71,7 @@ def test_wheel_installs_isolated_with_discoverable_entry_points(tmp_path: Path) 
     assert report["versions"][0] == "0.3.0"
     assert report["versions"][-1] == "0.3.12"
     assert str(env_dir) in report["location"]
-    if report["has_plugin_module"]:
-        assert report["factory_callable"] is True
+    assert report["has_plugin_module"] is True
+    assert report["factory_callable"] is True
     assert report["mujoco_imported"] is False
     assert report["embedded_imported"] is False
