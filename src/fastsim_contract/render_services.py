@@ -22,6 +22,13 @@ Three optional capture sources serve "record once, render later" (README):
     emitter.  Core then publishes one compact :class:`FluidEmissionBatch` (as its
     ``to_mapping()``) per tick that accepted or refused emissions.  Runs without the service have no such source.
 
+Render Replay (``render.replay`` service)
+    A camera-only Replay feeds a recorded ``render.state`` stream to the backend, which
+    poses the scene from it and never steps physics.  Core then exposes
+    ``"render.replay"`` in ``RunContext.services`` and a ``replay`` attribute holding a
+    :class:`ReplaySource`; Record writes ``mode: render``, the source FSR's SHA-256 and
+    the complete render-state source sequence (:meth:`ReplaySource.fence`).
+
 Poses are ``(x, y, z, qx, qy, qz, qw)`` in the world frame, metres.
 """
 
@@ -38,6 +45,7 @@ __all__ = [
     "FLUID_AUDIT_SERVICE",
     "GEOMETRY_SERVICE",
     "MOTIONS",
+    "RENDER_REPLAY_SERVICE",
     "SHAPES",
     "FluidEmissionBatch",
     "GeometryAssets",
@@ -46,12 +54,14 @@ __all__ = [
     "GeometryItem",
     "GeometryTransforms",
     "MeshResource",
+    "ReplaySource",
     "SceneGeometryService",
     "select_catalog",
 ]
 
 GEOMETRY_SERVICE: Final = "scene.geometry@2"
 FLUID_AUDIT_SERVICE: Final = "fluid.audit"
+RENDER_REPLAY_SERVICE: Final = "render.replay"
 
 #: Catalog kinds in order of preference.
 CATALOG_KINDS: Final = ("visual", "collision", "planning")
@@ -152,6 +162,40 @@ class FluidEmissionBatch:
     def to_mapping(self) -> Mapping[str, object]:
         """The envelope payload form (Core's envelopes carry read-only mappings)."""
         return MappingProxyType(attrs.asdict(self, recurse=False))
+
+
+@attrs.frozen
+class ReplaySource:
+    """The recorded ``render.state`` a camera-only Replay consumes, and its source file.
+
+    ``stream_first``/``stream_last`` and ``global_first``/``global_last`` bound the
+    complete source sequence; ``records`` is its record count (contiguous, so
+    ``records == stream_last - stream_first + 1``) and ``generations`` the generations it
+    spans.
+    """
+
+    source_sha256: str
+    source_name: str
+    stream: str
+    records: int
+    stream_first: int
+    stream_last: int
+    global_first: int
+    global_last: int
+    generations: tuple[int, ...]
+
+    def fence(self) -> dict[str, object]:
+        """The terminal-fence entry naming the complete render-state source sequence."""
+        return {
+            "source_sha256": self.source_sha256,
+            "source_name": self.source_name,
+            "stream": self.stream,
+            "records": self.records,
+            "stream_sequence": {"first": self.stream_first, "last": self.stream_last},
+            "global_sequence": {"first": self.global_first, "last": self.global_last},
+            "generations": list(self.generations),
+            "complete": self.records == self.stream_last - self.stream_first + 1,
+        }
 
 
 class SceneGeometryService(Protocol):

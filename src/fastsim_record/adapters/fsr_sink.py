@@ -144,6 +144,9 @@ class FsrSink:
         integrity: str,
         policy_integrity: str,
         producer: Mapping[str, object],
+        mode: str = "record",
+        source_sha256: str | None = None,
+        fence_extra: Mapping[str, object] | None = None,
     ) -> None:
         self._outputs = outputs
         self._name = name
@@ -158,7 +161,10 @@ class FsrSink:
             )
             for d in streams
         ]
-        self._run = RunMetadata(run_id, completion_id, dict(producer))
+        self._run = RunMetadata(
+            run_id, completion_id, dict(producer), mode=mode, source_sha256=source_sha256
+        )
+        self._fence_extra = dict(fence_extra or {})  # e.g. a render Replay's source sequence
         try:
             self._lease: WriteLease = outputs.open_write(name)
         except Exception as exc:
@@ -202,7 +208,9 @@ class FsrSink:
         outputs = self._outputs
         lease = self._lease
         try:
-            sealed = self._open_writer().seal(terminal_fence=dict(fence), degraded=degraded)
+            sealed = self._open_writer().seal(
+                terminal_fence={**fence, **self._fence_extra}, degraded=degraded
+            )
             lease.flush()
             lease.close()
             outputs.seal(lease)

@@ -3,7 +3,7 @@
 Core publishes one :class:`~fastsim_contract.render_services.GeometryAssets` envelope
 and then :class:`~fastsim_contract.render_services.GeometryTransforms` envelopes at
 ``streams.geometry.rate_hz``.  The writer worker turns each into one record of the
-``scene.geometry`` stream with a :class:`GeometryEncoder` (stateful: it remembers which
+``geometry`` stream (kind ``scene.geometry@2``) with a :class:`GeometryEncoder` (stateful: it remembers which
 resources the file already stores).
 
 Encoding rules:
@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 SCHEMA: Final = "fastsim-scene-geometry/2"
-STREAM_NAME: Final = "scene.geometry"
+STREAM_NAME: Final = "geometry"
 CHUNK_BYTES: Final = 1 << 20
 MAX_MANIFEST_BYTES: Final = 16 << 20
 _U32 = struct.Struct("<I")

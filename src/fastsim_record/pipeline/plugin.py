@@ -53,6 +53,13 @@ from fastsim_record.pipeline.camera_wiring import CameraSelection, select_camera
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import PUMP_KINDS, LaneHandle, Pump
+from fastsim_record.pipeline.render_streams import (
+    RENDER_KINDS,
+    render_grants,
+    render_specs,
+    render_stream,
+    replay_identity,
+)
 from fastsim_record.pipeline.worker import WriterWorker
 from fastsim_record.ports.sinks import PayloadEncoder, StreamDecl
 from fastsim_record.ports.sources import SOURCE_LANES, SourceSpec
@@ -104,6 +111,7 @@ def select_sources(config: RecordConfig, run: RunContext) -> Selection:
             "observations", "observations", SOURCE_LANES["observations"], required,
             tuple(c.name for c in numeric),
         ))
+    specs.extend(render_specs(config, run))  # render.state, geometry, fluid.emissions
     return Selection(tuple(specs), numeric)
 
 
@@ -198,16 +206,21 @@ class RecordPlugin:
                      "rate_policy": run.rate_policy, "atomic_tick": True},
                     spec.required,
                 ))
+            elif spec.kind in RENDER_KINDS:
+                self.encoders[spec.name], decl = render_stream(spec, config)
+                decls.append(decl)
             else:
                 encoder = JsonEncoder(spec.name)
                 self.encoders[spec.name] = encoder
                 decls.append(StreamDecl(spec.name, _STREAM_KINDS[spec.kind], encoder.codec, {}, spec.required))
         policy = run.output_policy
+        mode, source_sha256, fence_extra = replay_identity(run)
         self.sink = FsrSink(
             core.outputs, config.output.name, run_id=run.run_id, completion_id=run.completion_id,
             streams=decls, integrity=config.integrity, policy_integrity=policy.integrity,
             producer={"name": "fastsim-plugin-record", "version": __version__,
                       "component": self.component},
+            mode=mode, source_sha256=source_sha256, fence_extra=fence_extra,
         )
         batching = config.batching
         self.worker = WriterWorker(
@@ -234,6 +247,8 @@ class RecordPlugin:
         )
         if selection.numeric:
             binding.request_grant(GRANT_OBSERVATION)
+        for grant in render_grants(selection.sources):
+            binding.request_grant(grant)
         if cameras is not None:
             binding.request_grant(GRANT_CAMERA)
         for spec in selection.sources:
