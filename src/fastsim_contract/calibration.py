@@ -26,7 +26,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 __all__ = [
     "MAX_PROFILE_BYTES",
@@ -38,6 +38,7 @@ __all__ = [
     "check_profile",
     "intrinsic_matrix",
     "pinhole_profile",
+    "plain_profile",
 ]
 
 PROFILE_SCHEMA: Final = "fastsim-camera-calibration/1"
@@ -86,11 +87,24 @@ def pinhole_profile(
     }
 
 
+def plain_profile(value: object) -> Any:
+    """A deep plain copy: any mapping becomes a dict, any list or tuple a list.
+
+    Core may hand the profile over deeply frozen (read-only mappings, tuples); the
+    digest and the recorded metadata are defined on this plain JSON form.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): plain_profile(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_profile(v) for v in value]
+    return value
+
+
 def canonical_profile_bytes(profile: Mapping[str, object]) -> bytes:
     """Canonical JSON of a profile: sorted keys, no whitespace, UTF-8, no NaN/Infinity."""
     try:
         text = json.dumps(
-            profile, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            plain_profile(profile), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
     except (TypeError, ValueError) as exc:
         raise CalibrationContractError(f"calibration profile: not canonical JSON ({exc})") from None
@@ -102,10 +116,11 @@ def calibration_digest(profile: Mapping[str, object]) -> str:
     return "sha256:" + hashlib.sha256(canonical_profile_bytes(profile)).hexdigest()
 
 
-def check_profile(profile: object) -> Mapping[str, object]:
-    """Return ``profile`` if it satisfies the module's rule table, else raise."""
-    if not isinstance(profile, Mapping):
+def check_profile(raw: object) -> dict[str, Any]:
+    """The profile's plain form if it satisfies the module's rule table, else raise."""
+    if not isinstance(raw, Mapping):
         raise CalibrationContractError("calibration profile: must be a mapping")
+    profile: dict[str, Any] = plain_profile(raw)
     keys = set(profile)
     if keys != PROFILE_KEYS:
         missing = sorted(PROFILE_KEYS - keys)

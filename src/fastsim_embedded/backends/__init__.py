@@ -15,6 +15,7 @@ __all__ = ["UnknownBackend", "backend_names", "create_backend", "register_backen
 _REGISTRY: dict[str, BackendFactory | str] = {
     "synthetic": "fastsim_embedded.backends.synthetic:create_backend",
     "mujoco": "fastsim_embedded.backends.mujoco_backend:create_backend",
+    "synthetic+cameras": "fastsim_embedded.backends.synthetic_cameras:create_backend",
 }
 
 
