@@ -95,3 +95,21 @@ def test_gaps_exactly_cover_lost_sequences(spec: LaneSpec, script: list[Envelope
     for name, lane in lanes.items():
         assert ledger.lost(name) == lane.counters().lost
     assert ledger.degraded == bool(lost)
+
+
+@given(script=envelope_scripts(max_size=30, required=False, barriers=False), data=st.data())
+def test_coalesce_preserves_exact_coverage(script: list[Envelope], data: st.DataObject) -> None:
+    """G5: coalescing never changes which global sequences the output covers, or its order."""
+    lost = data.draw(st.sets(st.integers(1, max(1, len(script)))))
+    items: list[Envelope | GapRecord] = [
+        GapRecord.for_envelope(e, GapReason.DEGRADED) if e.global_sequence in lost else e for e in script
+    ]
+    merged = coalesce(items)
+
+    def seqs(xs: list[Envelope | GapRecord]) -> list[int]:
+        return [s for x in xs for s in (x.global_sequences if isinstance(x, GapRecord) else [x.global_sequence])]
+
+    assert seqs(merged) == seqs(items)
+    assert len(merged) <= len(items)
+    assert all(g.last_capture - g.first_capture == g.last_global - g.first_global
+               for g in merged if isinstance(g, GapRecord))
