@@ -9,6 +9,7 @@ import pytest
 
 from fastsim_record.config import (
     BatchingConfig,
+    CameraConfig,
     FinalizeConfig,
     QueueConfig,
     QueuesConfig,
@@ -451,3 +452,26 @@ def test_rule_errors_are_reported_together() -> None:
         f"{P}.integrity",
         f"{P}.queues.critical.overload",
     ]
+
+
+def test_validator_text_is_the_attrs_validators_own() -> None:
+    """The compiled message carries exactly the text the attrs validator raises."""
+    with pytest.raises(ValueError, match=r"^must be an integer from 1 through 100 \(got 0\)$"):
+        CameraConfig("a", "b", "c", "d", quality=0)
+    assert issues({"streams": {"cameras": {"overview": camera(quality=0)}}}) == [
+        f"{P}.streams.cameras.overview.quality: must be an integer from 1 through 100 (got 0)"
+    ]
+
+
+def test_effective_config_is_a_fixed_point() -> None:
+    """Compiling the printed effective config again gives the same effective config."""
+    authored = {
+        "streams": {
+            "observations": {"mode": "explicit", "include": {"j": {"channel": "robot.joint_position"}}},
+            "cameras": {"overview": camera()},
+            "geometry": {"enabled": True},
+        },
+        "queues": {"media": {"max_items": 8}},
+    }
+    effective = compile_config(authored)
+    assert compile_config(effective.to_mapping()) == effective
