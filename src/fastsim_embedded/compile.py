@@ -13,7 +13,8 @@ its effective config and the scene's numeric channels:
     | 2 | observations (+ barriers)    | the config selects >= 1 numeric channel           |
     | 3 | cameras                      | ``streams.cameras`` names >= 1 camera             |
     | 4 | render.state / geometry      | enabled in config (rate from config)              |
-    | 5 | fluid.emissions              | never here: the embedded host has no fluid.audit  |
+    | 5 | fluid.emissions              | the backend exposes fluid.audit (a particle       |
+    |   |                              | emitter) and the owner's manifest records it      |
 
 No capture owner selected: the plan is empty and nothing is sequenced (a Run pays the
 recording cost only when Record is selected).  Every problem is a ``RunConfigError``.
@@ -33,6 +34,7 @@ from fastsim_contract.run_errors import RunConfigError, RunIssue
 from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescriptor, SourceKind
 from fastsim_embedded.backends import UnknownBackend, create_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec
+from fastsim_embedded.render_capture import RenderCapture
 
 __all__ = ["PreparedRun", "capture_plan", "prepare_run"]
 
@@ -122,6 +124,16 @@ def capture_plan(component: CompiledComponent, channels: Sequence[ChannelDescrip
     )
 
 
+def with_render_services(plan: CapturePlan, owner: CompiledComponent, backend: Backend) -> CapturePlan:
+    """Row 5: add fluid.emissions when the backend has fluid.audit and the owner records it."""
+    sources = owner.manifest.recording_sources
+    if sources is None or SourceKind.FLUID_EMISSION.value not in sources.sources:
+        return plan
+    if not RenderCapture.services_of(backend):
+        return plan
+    return attrs.evolve(plan, sources=plan.sources | {SourceKind.FLUID_EMISSION.value})
+
+
 def _check_channels(alias: str, plan: CapturePlan, channels: Sequence[ChannelDescriptor]) -> list[RunIssue]:
     declared = {c.name: c for c in channels}
     issues = [
@@ -200,7 +212,7 @@ def prepare_run(
     owner = None
     if owners:
         owner = owners[0].alias
-        plan = capture_plan(owners[0], channels)
+        plan = with_render_services(capture_plan(owners[0], channels), owners[0], built)
         issues = _check_channels(owner, plan, channels)
         if issues:
             built.close()

@@ -88,6 +88,7 @@ class EmbeddedRunContext:
     channels: Sequence[ChannelDescriptor]
     capture: CapturePlan
     services: frozenset[str] = frozenset()
+    replay: object | None = None  # a render Replay's ReplaySource (fastsim_contract.render_services)
     generation: int = 0
     tick: int = 0
     sim_time_ns: int = 0

@@ -10,7 +10,8 @@ Per tick, on the calling (simulation) thread:
     | 4 | each scripted command: audit (issued) -> ``apply_control`` -> result         |
     | 5 | ``step(substeps)``                                                           |
     | 6 | observations (only when the plan selects numeric channels), then cameras     |
-    | 7 | scripted plugin events                                                       |
+    | 7 | render side (render.state, geometry, fluid; ``RenderCapture``, only when the  |
+    |   | plan selects them or the backend exposes fluid.audit), then plugin events    |
     | 8 | the optional host-work callback, then progress                               |
 
 After the last tick the host requests a normal completion (it loses if anything else
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import Backend
 from fastsim_embedded.core import EmbeddedHost
+from fastsim_embedded.render_capture import RenderCapture
 
 __all__ = ["HostWork", "Progress", "run_loop", "tick_count"]
 
@@ -54,6 +56,8 @@ def run_loop(
     terminal = host.terminal
     done = 0
     try:
+        render = RenderCapture.build(host, backend)  # None: no render-side work per tick
+        render_dt = substeps / host.context.physics_hz
         for tick in range(1, ticks + 1):
             if terminal.completion_requested():
                 break
@@ -70,6 +74,8 @@ def run_loop(
                 host.publish_observation(backend.sample_numeric())
             if cameras:
                 host.publish_cameras(backend.sample_cameras())
+            if render is not None:
+                render.after_step(render_dt)
             for event in script.events:
                 host.publish_plugin_event(event.name, event.data, event.emitter)
             if host_work is not None:

@@ -31,6 +31,7 @@ from fastsim_contract.values import CompletionKind
 from fastsim_embedded.compile import PreparedRun
 from fastsim_embedded.core import EmbeddedCore, EmbeddedHost, RunOutcome
 from fastsim_embedded.loop import HostWork, Progress, run_loop, tick_count
+from fastsim_embedded.render_capture import RenderCapture
 
 __all__ = ["PLUGINS_ENTRY_POINT_GROUP", "EmbeddedPluginContext", "SessionResult", "discover_plugin", "run_session"]
 
@@ -96,9 +97,10 @@ def run_session(
         portable_sizes=portable_sizes,
         max_finalizer_timeout_s=max_finalizer_timeout_s,
     )
+    backend = prepared.backend
+    host.context.services = RenderCapture.services_of(backend)  # fluid.audit with an emitter
     if on_host is not None:
         on_host(host)
-    backend = prepared.backend
     backend.reset(0)
     host.publish_lifecycle("run.created", run_id=host.context.run_id, name=run.name, backend=prepared.backend_name)
     host.publish_lifecycle("generation.started", generation=0, previous=None, reason="start")
