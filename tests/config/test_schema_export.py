@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from fastsim_record.config import RecordConfig
+import pytest
+
+from fastsim_record.config import OutputConfig, RecordConfig
 from fastsim_record.config.catalog import CATALOG
 from fastsim_record.config.schema import config_json_schema, render_schema
 
@@ -49,3 +52,15 @@ def test_schema_forbids_unknown_keys_everywhere() -> None:
                 walk(value)
 
     walk(config_json_schema())
+
+
+@pytest.mark.parametrize("name", ["episode.fsr", "source.fsr", ".hidden", "a b.fsr", "..", ".", "a/b", "a\\b", " x", "x "])
+def test_schema_name_pattern_agrees_with_the_validator(name: str) -> None:
+    """The schema's output.name pattern accepts exactly what the bare-file-name validator accepts."""
+    pattern = config_json_schema()["properties"]["output"]["properties"]["name"]["pattern"]
+    try:
+        OutputConfig(name)
+        valid = True
+    except ValueError:
+        valid = False
+    assert bool(re.match(pattern, name)) is valid
