@@ -1,0 +1,71 @@
+"""`fsr record` through the dispatcher, the fastsim.hosts entry point and the embedded host."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fastsim_embedded.backends import register_backend
+from fastsim_embedded.backends.base import BackendSpec
+from fastsim_embedded.backends.synthetic import SyntheticBackend, create_backend
+from fastsim_record.cli import main
+
+
+def _no_progress(path: Path, *more: str) -> list[str]:
+    return ["record", str(path), "--no-progress", *more]
+
+
+def test_a_run_without_plugins_exits_0(write_run: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Run with no capture owner simply runs its duration and exits 0."""
+    code = main(_no_progress(write_run(plugins={}), "--duration", "0.2", "--output-dir", str(tmp_path / "o")))
+    assert code == 0
+    assert "succeeded: 10 ticks" in capsys.readouterr().out
+
+
+def test_invalid_run_file_exits_2_with_one_line_per_issue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A YAML syntax error is one `path: message` line naming line and column; exit 2."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: fastsim/2\nname: [unclosed\n")
+    assert main(_no_progress(bad)) == 2
+    err = capsys.readouterr().err
+    assert "line" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_backend_exits_2(write_run: Callable[..., Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """--backend with an unregistered name is a config error."""
+    assert main(_no_progress(write_run(plugins={}), "--backend", "warp-drive")) == 2
+    assert capsys.readouterr().err.startswith("backend: unknown backend 'warp-drive'")
+
+
+def test_a_failed_run_exits_1_with_a_one_line_reason(
+    write_run: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A simulation failure exits 1 with the reason on one line and no traceback."""
+    class Exploding(SyntheticBackend):
+        def step(self, substeps: int) -> None:
+            raise RuntimeError("solver diverged\nwith detail on a second line")
+
+    def exploding(spec: BackendSpec) -> Exploding:
+        base = create_backend(spec)
+        return Exploding(base.spec, base.entities, base.n_channels, base.dof, None, None, None)
+
+    register_backend("exploding", exploding)
+    code = main(_no_progress(write_run(plugins={}, backend="exploding"), "--output-dir", str(tmp_path / "o")))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("\n") == 1
+    assert "solver diverged" in err
+    assert "Traceback" not in err
+
+
+def test_record_is_listed_by_the_dispatcher(capsys: pytest.CaptureFixture[str]) -> None:
+    """`fsr record --help` shows the host's options."""
+    with pytest.raises(SystemExit) as caught:
+        main(["record", "--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--output-dir", "--duration", "--backend"):
+        assert option in out
