@@ -12,6 +12,8 @@ Scene (``scenario.scene``) and options (``BackendSpec.options``):
     | 4 | command_every_s     | 0.5     | a scripted ``set_joint_offset`` command period     |
     | 5 | event_every_s       | 1.0     | a scripted ``scene.marker`` plugin event period    |
     | 6 | reset_every_s       | none    | a reset (new Runtime generation) period            |
+    | 7 | scene.fluid         | none    | a particle emitter (``fastsim_embedded.fluid``):    |
+    |   |                     |         | the scene then exposes ``fluid.audit``             |
 
 Joint positions follow seeded sinusoids of the simulation time plus the last commanded
 offset; velocities are their exact derivative; poses circle the origin.  Everything is a
@@ -39,6 +41,8 @@ from fastsim_embedded.backends.base import (
     ScenePluginEvent,
     TickScript,
 )
+from fastsim_embedded.fluid import emitter_from_scene
+from fastsim_embedded.synthetic_render import SyntheticRenderSource
 
 __all__ = ["SyntheticBackend", "create_backend"]
 
@@ -78,6 +82,7 @@ class SyntheticBackend:
     _generation: int = 0
     _commands: int = 0
     _events: int = 0
+    _render: SyntheticRenderSource | None = None
 
     @property
     def name(self) -> str:
@@ -178,6 +183,13 @@ class SyntheticBackend:
     def sample_cameras(self) -> Sequence[CameraReading]:
         """The synthetic scene has no cameras."""
         return ()
+
+    def render_source(self) -> SyntheticRenderSource:
+        """render.state (joint channels) and the scene's fluid emitter (``fluid:``)."""
+        if self._render is None:
+            emitter = emitter_from_scene(self.spec.scene, self.spec.seed)
+            self._render = SyntheticRenderSource(self.sample_numeric, emitter)
+        return self._render
 
     def close(self) -> None:
         """Nothing to release."""
