@@ -110,7 +110,7 @@ def test_generation_change_and_finalize_flush_paths() -> None:
 
 def test_no_observations_means_no_numeric_lane_grant_or_subscription() -> None:
     """With observations off there is no numeric or media lane, no grant, no polling."""
-    h = Harness.started(make_config(observations="none"), record_observations=False)
+    h = Harness.started(make_config(observations="none"))
     h.run_ticks(5)
     assert set(h.plugin.lanes) == {"critical"}
     assert h.core.grants == []

@@ -1,41 +1,51 @@
-"""A scriptable in-process Core: sources with history, completion, finalizers, outputs.
+"""A scriptable in-process Core: capture plan, sources with history, grants, the
+terminal coordinator and the output service, with fault injection.
 
 Tests drive it from one or more "simulation" threads::
 
-    core = FakeCore(channels=[...])
+    core = FakeCore(channels=[...])            # plan: mandatory sources + numeric channels
     plugin = create_plugin(core.context(config))
-    plugin.prepare(); plugin.start()
-    core.publish("lifecycle", {"event": "start"})
-    core.publish_tick({"robot.q": array})      # one atomic observation tick
-    core.reset()                               # new Runtime generation + barrier
+    plugin.prepare(); plugin.start(); core.start_producers()
+    core.publish("lifecycle", {"event": "x"})
+    core.publish_tick()                        # one atomic observation tick
+    core.reset()                               # barrier, then generation.started
     results = core.terminate(CompletionKind.NORMAL)
 
-Semantics (the Core contract, as far as Record relies on it):
+Semantics (``contracts/core-contract.md``; this fake passes the contract suite):
 
-    | # | rule                                                                       |
-    |---|----------------------------------------------------------------------------|
-    | 1 | one contiguous global sequence from 1 over the recorded sources            |
-    | 2 | per-source order is preserved; different sources may arrive out of order   |
-    | 3 | subscribe replays history from ``from_sequence`` then goes live, atomically|
-    | 4 | observation ticks carry only the subscription's channels; barriers share   |
-    |   | the observation ``capture_sequence``                                       |
-    | 5 | the first completion request wins; later ones return False                 |
-    | 6 | finalizers run with an absolute deadline; on expiry ``cancel`` is called   |
-    | 7 | a required finalizer's failure fails the run even after a normal completion|
+    | # | rule                                                                        |
+    |---|-----------------------------------------------------------------------------|
+    | 1 | one contiguous global sequence from 1, only over sources in the capture plan|
+    | 2 | per-source order is kept; different sources may arrive out of order (the    |
+    |   | global lock only allocates; delivery happens under the source's lock)       |
+    | 3 | subscribe replays history from ``from_sequence`` then goes live, atomically;|
+    |   | refused: unknown/unplanned source, observations without the grant or with  |
+    |   | other channels, control after producers start, closed history, after cut   |
+    | 4 | ticks carry the plan's channels in plan order; barriers share the           |
+    |   | observation ``capture_sequence``                                            |
+    | 5 | payloads are deep read-only; lifecycle/events/control carry the canonical   |
+    |   | JSON byte length as ``portable_size`` (unless ``portable_sizes=False``)     |
+    | 6 | the first completion request wins; the cut seals publishing                 |
+    | 7 | finalizers run concurrently to an absolute deadline; late ones are         |
+    |   | cancelled and their leases revoked; a required failure fails the Run        |
 
-Faults: ``prepare_faults`` names steps that raise (``subscribe:<source>``,
-``request_grant``, ``register_finalizer``); ``output.faults`` is the output service's.
+Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
+(``subscribe:<source>``, ``request_grant``, ``register_finalizer``);
+``outputs.faults`` are the output service's; ``hold_delivery`` delays a source.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
 import attrs
 import numpy as np
 
+from fastsim_contract.errors import GrantRefused, SubscriptionRefused, TerminalError
 from fastsim_contract.protocols import Finalizer
 from fastsim_contract.values import (
     CapturePlan,
@@ -54,19 +64,64 @@ from fastsim_contract.values import (
 from fastsim_record.testing.fake_output import FakeOutputService
 
 __all__ = [
+    "MANDATORY_SOURCES",
     "FakeCore",
     "FakeOutputPolicy",
     "FakePluginContext",
     "FakeRunContext",
+    "FakeServices",
+    "FrozenDict",
     "InjectedFault",
+    "freeze",
     "numeric_channels",
 ]
 
-_CRITICAL_SOURCES = ("lifecycle", "events", "control.audit", "control.result")
+MANDATORY_SOURCES = ("lifecycle", "events", "control.audit", "control.result")
+_KINDS = {
+    "lifecycle": SourceKind.LIFECYCLE,
+    "events": SourceKind.PLUGIN_EVENT,
+    "control.audit": SourceKind.CONTROL_AUDIT,
+    "control.result": SourceKind.CONTROL_RESULT,
+    "observations": SourceKind.OBSERVATION,
+}
+_CONTROL = ("control.audit", "control.result")
 
 
 class InjectedFault(RuntimeError):
     """An error raised on purpose by a fake."""
+
+
+class FrozenDict(dict[str, Any]):
+    """A read-only dict (JSON-serialisable); every mutator raises ``TypeError``."""
+
+    def _refuse(self, *_: object, **__: object) -> NoReturn:
+        raise TypeError("envelope payloads are immutable")
+
+    __setitem__ = _refuse
+    __delitem__ = _refuse
+    clear = _refuse
+    pop = _refuse
+    popitem = _refuse
+    setdefault = _refuse
+    update = _refuse
+    __ior__ = _refuse
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
+
+
+def freeze(value: object) -> Any:
+    """A deep read-only copy of JSON-like data."""
+    if isinstance(value, Mapping):
+        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def _portable_size(payload: object) -> int:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8"))
 
 
 @attrs.frozen
@@ -80,7 +135,7 @@ class FakeOutputPolicy:
 
 @attrs.frozen
 class FakeRunContext:
-    """Run identity, timing and the scene's declared channels."""
+    """Run identity, timing, the declared channels and the capture plan (a snapshot)."""
 
     run_id: str = "run-1"
     completion_id: str = "completion-1"
@@ -90,7 +145,7 @@ class FakeRunContext:
     output_policy: FakeOutputPolicy = attrs.field(factory=FakeOutputPolicy)
     channels: tuple[ChannelDescriptor, ...] = ()
     services: frozenset[str] = frozenset()
-    capture: CapturePlan = attrs.field(factory=lambda: CapturePlan(frozenset()))
+    capture: CapturePlan = attrs.field(factory=lambda: CapturePlan(frozenset(MANDATORY_SOURCES)))
     generation: int = 0
     tick: int = 0
     sim_time_ns: int = 0
@@ -102,7 +157,7 @@ class FakePluginContext:
 
     component_id: str
     config: object
-    core: FakeCore
+    core: FakeServices
 
 
 def numeric_channels(count: int, width: int = 7) -> tuple[ChannelDescriptor, ...]:
@@ -113,15 +168,22 @@ def numeric_channels(count: int, width: int = 7) -> tuple[ChannelDescriptor, ...
     )
 
 
+def default_plan(channels: Sequence[ChannelDescriptor]) -> CapturePlan:
+    """Mandatory sources, plus observations of every numeric channel if there are any."""
+    numeric = tuple(c.name for c in channels if c.kind == "numeric")
+    sources = set(MANDATORY_SOURCES) | ({"observations"} if numeric else set())
+    return CapturePlan(frozenset(sources), numeric)
+
+
 @attrs.define(eq=False)
 class _Sub:
+    core: FakeCore
     source: str
-    sink: object
-    channels: tuple[str, ...]
+    sink: Any
     closed: bool = False
 
     def close(self) -> None:
-        self.closed = True
+        self.core._unsubscribe(self)
 
 
 @attrs.define(eq=False)
@@ -130,26 +192,75 @@ class _Registration:
     request: FinalizerRegistrationRequest
     finalizer: Finalizer
     active: bool = True
+    timed_out: bool = False
 
     def unregister(self) -> None:
+        if self.core.sealed and self.active:
+            raise TerminalError("unregister after the terminal cut")
         self.active = False
 
 
 @attrs.define(eq=False)
+class FakeServices:
+    """``CoreServices`` for one component."""
+
+    core: FakeCore
+    component: str
+    grants: set[str] = attrs.field(factory=set)
+
+    @property
+    def run(self) -> FakeRunContext:
+        """The run context."""
+        return self.core.run
+
+    @property
+    def outputs(self) -> FakeOutputService:
+        """The output service."""
+        return self.core.outputs
+
+    def subscribe(
+        self, source: str, sink: Any, *, from_sequence: int = 1, channels: Sequence[str] = ()
+    ) -> _Sub:
+        """Atomic history-plus-live subscription (rule 3)."""
+        return self.core._subscribe(self, source, sink, from_sequence, tuple(channels))
+
+    def request_grant(self, grant: str) -> None:
+        """A capability grant justified by the plan."""
+        self.core._grant(self, grant)
+
+    def register_finalizer(
+        self, request: FinalizerRegistrationRequest, finalizer: Finalizer
+    ) -> _Registration:
+        """Register a finalizer (refused after the cut)."""
+        return self.core._register(request, finalizer)
+
+    def request_completion(self, request: CompletionRequest) -> bool:
+        """First completion request wins (rule 6)."""
+        return self.core.request_completion(request)
+
+
+@attrs.define(eq=False)
 class FakeCore:
-    """The fake Core; ``record_observations`` says whether ticks are sequenced."""
+    """The fake Core of one Run."""
 
     channels: Sequence[ChannelDescriptor] = ()
-    record_observations: bool | None = None
+    capture: CapturePlan | None = None
     output_policy: FakeOutputPolicy = attrs.field(factory=FakeOutputPolicy)
     sensor_hz: float = 120.0
     prepare_faults: set[str] = attrs.field(factory=set)
     outputs: FakeOutputService = attrs.field(factory=FakeOutputService)
     services: frozenset[str] = frozenset()
+    portable_sizes: bool = True
+    max_finalizer_timeout_s: float = 300.0
+    run_id: str = "run-1"
+    completion_id: str = "completion-1"
     # state
     generation: int = 0
     tick: int = 0
     global_sequence: int = 0
+    sealed: bool = False
+    history_open: bool = True
+    control_started: bool = False
     source_sequences: dict[str, int] = attrs.field(factory=dict)
     history: dict[str, list[Envelope]] = attrs.field(factory=dict)
     subscribers: dict[str, list[_Sub]] = attrs.field(factory=dict)
@@ -160,122 +271,154 @@ class FakeCore:
     winner: CompletionRequest | None = None
     results: list[FinalizerResult] = attrs.field(factory=list)
     held: dict[str, list[Envelope]] = attrs.field(factory=dict)
+    final_cut: TerminalSemanticCut | None = None
+    _views: dict[str, FakeServices] = attrs.field(factory=dict)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
     _source_locks: dict[str, threading.RLock] = attrs.field(factory=dict)
     _completed: threading.Event = attrs.field(factory=threading.Event)
 
     def __attrs_post_init__(self) -> None:
-        if self.record_observations is None:
-            self.record_observations = any(c.kind == "numeric" for c in self.channels)
-        for name in (*_CRITICAL_SOURCES, "observations"):
+        if self.capture is None:
+            self.capture = default_plan(self.channels)
+        for name in _KINDS:
             self._source_locks[name] = threading.RLock()
             self.history[name] = []
             self.subscribers[name] = []
+        self.outputs.integrity = self.output_policy.integrity
+        self.outputs.preserve_incomplete = self.output_policy.preserve_incomplete
+        self.outputs.publish_incomplete = self.output_policy.publish_incomplete
+        self.outputs.completion_id = self.completion_id
 
-    # -- CoreServices -----------------------------------------------------------------
+    @property
+    def plan(self) -> CapturePlan:
+        """The compiled capture plan."""
+        plan = self.capture
+        if plan is None:  # pragma: no cover - set in __attrs_post_init__
+            raise RuntimeError("no capture plan")
+        return plan
+
     @property
     def run(self) -> FakeRunContext:
-        """The run context."""
-        observed = tuple(c.name for c in self.channels if c.kind == "numeric")
-        sources = set(_CRITICAL_SOURCES)
-        if self.record_observations:
-            sources.add("observations")
-        plan = CapturePlan(
-            frozenset(sources), observed if self.record_observations else ()
-        )
+        """A snapshot of the run context."""
         return FakeRunContext(
-            sensor_hz=self.sensor_hz, output_policy=self.output_policy,
-            channels=tuple(self.channels), services=self.services, capture=plan,
-            generation=self.generation, tick=self.tick, sim_time_ns=self.sim_time_ns(),
+            run_id=self.run_id, completion_id=self.completion_id, sensor_hz=self.sensor_hz,
+            output_policy=self.output_policy, channels=tuple(self.channels),
+            services=self.services, capture=self.plan, generation=self.generation,
+            tick=self.tick, sim_time_ns=self.sim_time_ns(),
         )
+
+    def services_for(self, component: str) -> FakeServices:
+        """The ``CoreServices`` of ``component``."""
+        view = self._views.get(component)
+        if view is None:
+            view = self._views[component] = FakeServices(self, component)
+        return view
 
     def context(self, config: object, component_id: str = "record") -> FakePluginContext:
-        """A plugin context for ``config`` bound to this core."""
-        return FakePluginContext(component_id, config, self)
-
-    def subscribe(
-        self, source: str, sink: object, *, from_sequence: int = 1, channels: Sequence[str] = ()
-    ) -> _Sub:
-        """Atomic history-plus-live subscription (rule 3)."""
-        self._fault(f"subscribe:{source}")
-        if source not in self.subscribers:
-            raise KeyError(f"unknown source {source!r}")
-        sub = _Sub(source, sink, tuple(channels))
-        with self._source_locks[source]:
-            self.subscribe_calls.append((source, from_sequence, tuple(channels)))
-            for envelope in self.history[source]:
-                if envelope.global_sequence >= from_sequence:
-                    self._deliver(sub, envelope)
-            self.subscribers[source].append(sub)
-        return sub
-
-    def request_grant(self, grant: str) -> None:
-        """Record a grant request."""
-        self._fault("request_grant")
-        self.grants.append(grant)
-
-    def register_finalizer(
-        self, request: FinalizerRegistrationRequest, finalizer: Finalizer
-    ) -> _Registration:
-        """Register a finalizer for the terminal coordinator."""
-        self._fault("register_finalizer")
-        if not isinstance(request, FinalizerRegistrationRequest):
-            raise TypeError("register_finalizer takes a FinalizerRegistrationRequest")
-        registration = _Registration(self, request, finalizer)
-        self.registrations.append(registration)
-        return registration
+        """A plugin context for ``config``."""
+        return FakePluginContext(component_id, config, self.services_for(component_id))
 
     def request_completion(self, request: CompletionRequest) -> bool:
-        """First completion request wins (rule 5)."""
+        """First completion request wins (rule 6)."""
         with self._lock:
             self.completions.append(request)
-            if self.winner is not None:
+            if self.winner is not None or self.sealed:
                 return False
             self.winner = request
         self._completed.set()
         return True
 
-    # -- driving the run --------------------------------------------------------------
+    # -- CoreServices internals -------------------------------------------------------
     def _fault(self, step: str) -> None:
         if step in self.prepare_faults:
             raise InjectedFault(f"injected fault at {step}")
 
-    def _allocate(self, source: str, kind: SourceKind, payload: object, size: int | None) -> Envelope:
-        with self._lock:
-            self.global_sequence += 1
-            seq = self.source_sequences.get(source, 0) + 1
-            self.source_sequences[source] = seq
-            if isinstance(payload, ObservationTick):
-                payload = ObservationTick(seq, payload.samples)
-            envelope = Envelope(
-                self.global_sequence, kind, self.generation, self.tick,
-                self.sim_time_ns(), payload, size, seq,
-            )
-            self.history[source].append(envelope)
-            return envelope
+    def _subscribe(
+        self, view: FakeServices, source: str, sink: Any, from_sequence: int, channels: tuple[str, ...]
+    ) -> _Sub:
+        self._fault(f"subscribe:{source}")
+        if source not in _KINDS:
+            raise SubscriptionRefused(f"subscribe: unknown source {source!r}")
+        plan = self.plan
+        if not plan.captures(source):
+            raise SubscriptionRefused(f"subscribe: source {source!r} is not in the capture plan")
+        if source == "observations":
+            if "observation" not in view.grants:
+                raise SubscriptionRefused("subscribe: observations need the observation grant")
+            if channels and set(channels) != set(plan.observation_channels):
+                raise SubscriptionRefused("subscribe: observation channels differ from the plan")
+        elif channels:
+            raise SubscriptionRefused(f"subscribe: {source!r} takes no channels")
+        if from_sequence < 1:
+            raise SubscriptionRefused(f"subscribe: from_sequence must be >= 1 (got {from_sequence})")
+        sub = _Sub(self, source, sink)
+        with self._source_locks[source]:
+            with self._lock:
+                if self.sealed:
+                    raise SubscriptionRefused(f"subscribe: {source!r} after the terminal cut")
+                if source in _CONTROL and self.control_started:
+                    raise SubscriptionRefused(f"subscribe: {source!r} after control producers started")
+                if not self.history_open and from_sequence <= self.global_sequence:
+                    raise SubscriptionRefused(f"subscribe: history of {source!r} is closed")
+                self.subscribe_calls.append((source, from_sequence, channels))
+                replay = [e for e in self.history[source] if e.global_sequence >= from_sequence]
+            for envelope in replay:
+                self._deliver(sub, envelope)
+            self.subscribers[source].append(sub)
+        return sub
 
+    def _unsubscribe(self, sub: _Sub) -> None:
+        with self._source_locks[sub.source]:
+            if sub.closed:
+                return
+            sub.closed = True
+            self.subscribers[sub.source].remove(sub)
+
+    def _grant(self, view: FakeServices, grant: str) -> None:
+        self._fault("request_grant")
+        plan = self.plan
+        justified = {"observation": bool(plan.observation_channels), "camera": bool(plan.cameras)}
+        if not justified.get(grant, False):
+            raise GrantRefused(f"request_grant: {grant!r} is not justified by the capture plan")
+        view.grants.add(grant)
+        self.grants.append(grant)
+
+    def _register(self, request: FinalizerRegistrationRequest, finalizer: Finalizer) -> _Registration:
+        self._fault("register_finalizer")
+        if not isinstance(request, FinalizerRegistrationRequest):
+            raise TypeError("register_finalizer takes a FinalizerRegistrationRequest")
+        with self._lock:
+            if self.sealed:
+                raise TerminalError("register_finalizer after the terminal cut")
+            registration = _Registration(self, request, finalizer)
+            self.registrations.append(registration)
+        return registration
+
+    # -- producers ----------------------------------------------------------------------
     def sim_time_ns(self) -> int:
         """Simulation time of the current tick."""
         return round(self.tick * 1e9 / self.sensor_hz)
 
-    def _deliver(self, sub: _Sub, envelope: Envelope) -> None:
-        if sub.closed:
-            return
-        payload = envelope.payload
-        if isinstance(payload, ObservationTick) and sub.channels:
-            wanted = set(sub.channels)
-            envelope = attrs.evolve(
-                envelope,
-                payload=ObservationTick(
-                    payload.capture_sequence,
-                    tuple(s for s in payload.samples if s.channel in wanted),
-                ),
-            )
-        sub.sink(envelope)  # type: ignore[operator]
-
-    def _publish(self, source: str, kind: SourceKind, payload: object, size: int | None) -> Envelope:
+    def _publish(
+        self, source: str, kind: SourceKind, payload: object, size: int | None
+    ) -> Envelope | None:
+        if not self.plan.captures(source):
+            return None
         with self._source_locks[source]:
-            envelope = self._allocate(source, kind, payload, size)
+            with self._lock:
+                if self.sealed:
+                    raise TerminalError(f"publish on {source!r} after the terminal cut")
+                self.global_sequence += 1
+                seq = self.source_sequences.get(source, 0) + 1
+                self.source_sequences[source] = seq
+                if isinstance(payload, ObservationTick):
+                    payload = ObservationTick(seq, payload.samples)
+                envelope = Envelope(
+                    self.global_sequence, kind, self.generation, self.tick,
+                    self.sim_time_ns(), payload, size, seq,
+                )
+                if self.history_open:
+                    self.history[source].append(envelope)
             held = self.held.get(source)
             if held is not None:
                 held.append(envelope)
@@ -283,6 +426,60 @@ class FakeCore:
             for sub in list(self.subscribers[source]):
                 self._deliver(sub, envelope)
         return envelope
+
+    def _deliver(self, sub: _Sub, envelope: Envelope) -> None:
+        if not sub.closed:
+            sub.sink(envelope)
+
+    def publish(
+        self, source: str, payload: Mapping[str, object], *, portable_size: int | None = -1
+    ) -> Envelope | None:
+        """Publish a lifecycle/events/control item; ``portable_size=-1`` computes it."""
+        frozen = freeze(payload)
+        size = portable_size
+        if size == -1:
+            size = _portable_size(frozen) if self.portable_sizes else None
+        return self._publish(source, _KINDS[source], frozen, size)
+
+    def publish_tick(self, values: Mapping[str, object] | None = None) -> Envelope | None:
+        """Advance one tick and publish one observation tick of the plan's channels."""
+        self.tick += 1
+        names = self.plan.observation_channels
+        if not names:
+            return None
+        if values is None:
+            values = self.sample_values()
+        samples = tuple(ChannelSample(n, _frozen(values[n]), self.tick) for n in names)
+        return self._publish("observations", SourceKind.OBSERVATION, ObservationTick(0, samples), None)
+
+    def sample_values(self) -> dict[str, np.ndarray]:
+        """Deterministic values for every numeric channel at the current tick."""
+        return {
+            c.name: np.full(c.shape, self.tick + i / 1000, dtype=c.dtype)
+            for i, c in enumerate(self.channels) if c.kind == "numeric"
+        }
+
+    def reset(self, reason: str = "reset") -> None:
+        """A new Runtime generation: the barrier, then ``generation.started``."""
+        with self._lock:
+            previous = self.generation
+            self.generation += 1
+        self._publish(
+            "observations", SourceKind.GENERATION_BARRIER,
+            GenerationBarrier(self.generation, previous, reason), None,
+        )
+        self.publish("lifecycle", {
+            "event": "generation.started", "generation": self.generation,
+            "previous": previous, "reason": reason,
+        })
+
+    def start_producers(self) -> None:
+        """The prepare boundary: history closes and control producers start."""
+        with self._lock:
+            self.history_open = False
+            self.control_started = True
+            for items in self.history.values():
+                items.clear()
 
     def hold_delivery(self, source: str) -> None:
         """Sequence but do not deliver ``source`` items until ``release_delivery``."""
@@ -296,65 +493,39 @@ class FakeCore:
                 for sub in list(self.subscribers[source]):
                     self._deliver(sub, envelope)
 
-    def publish(
-        self, source: str, payload: Mapping[str, object], *, portable_size: int | None = -1
-    ) -> Envelope:
-        """Publish a lifecycle/events/control item; ``portable_size=-1`` computes it, None omits it."""
-        kind = {
-            "lifecycle": SourceKind.LIFECYCLE, "events": SourceKind.PLUGIN_EVENT,
-            "control.audit": SourceKind.CONTROL_AUDIT, "control.result": SourceKind.CONTROL_RESULT,
-        }[source]
-        size = len(repr(payload)) + 16 if portable_size == -1 else portable_size
-        return self._publish(source, kind, dict(payload), size)
-
-    def publish_tick(self, values: Mapping[str, np.ndarray] | None = None) -> Envelope | None:
-        """Advance one tick and publish one observation tick of every numeric channel."""
-        self.tick += 1
-        if not self.record_observations:
-            return None
-        if values is None:
-            values = self.sample_values()
-        samples = tuple(
-            ChannelSample(name, _frozen(value), self.tick) for name, value in values.items()
-        )
-        return self._publish("observations", SourceKind.OBSERVATION, ObservationTick(0, samples), None)
-
-    def sample_values(self) -> dict[str, np.ndarray]:
-        """Deterministic values for every numeric channel at the current tick."""
-        out: dict[str, np.ndarray] = {}
-        for i, channel in enumerate(self.channels):
-            if channel.kind == "numeric":
-                out[channel.name] = np.full(channel.shape, self.tick + i / 1000, dtype=channel.dtype)
-        return out
-
-    def reset(self) -> None:
-        """Start a new Runtime generation: a lifecycle item and an observation barrier."""
-        with self._lock:
-            self.generation += 1
-        self.publish("lifecycle", {"event": "reset", "generation": self.generation})
-        if self.record_observations:
-            self._publish(
-                "observations", SourceKind.GENERATION_BARRIER,
-                GenerationBarrier(self.generation, self.generation - 1), None,
-            )
-
     def deliver_raw(self, source: str, item: object) -> None:
         """Hand subscribers an arbitrary object (a contract violation) without sequencing it."""
-        for sub in list(self.subscribers[source]):
-            sub.sink(item)  # type: ignore[operator]
+        with self._source_locks[source]:
+            for sub in list(self.subscribers[source]):
+                sub.sink(item)
 
+    # -- terminal -----------------------------------------------------------------------
     def wait_completion(self, timeout: float) -> CompletionRequest | None:
         """Wait until some completion request won."""
         self._completed.wait(timeout)
         return self.winner
 
-    def cut(self) -> TerminalSemanticCut:
-        """The terminal semantic cut of everything published so far."""
+    def take_cut(self) -> TerminalSemanticCut:
+        """Seal publishing and return the exact cut (a NORMAL completion if none won)."""
+        if self.final_cut is not None:
+            return self.final_cut
         if self.winner is None:
-            raise RuntimeError("cut before any completion request")
+            self.request_completion(CompletionRequest(CompletionKind.NORMAL, "run ended", "host"))
+        winner = self.winner
+        if winner is None:  # pragma: no cover - set just above
+            raise RuntimeError("no completion")
+        self.publish("lifecycle", {
+            "event": "run.stopping", "completion": winner.kind.value, "reason": winner.reason,
+        })
         with self._lock:
-            finals = {s: self.source_sequences.get(s, 0) for s in self.history}
-            return TerminalSemanticCut(self.global_sequence, finals, self.winner, self.generation)
+            self.sealed = True
+            finals = FrozenDict(dict(self.source_sequences))
+            self.final_cut = TerminalSemanticCut(self.global_sequence, finals, winner, self.generation)
+        return self.final_cut
+
+    def cut(self) -> TerminalSemanticCut:
+        """The cut (taken once)."""
+        return self.take_cut()
 
     def terminate(
         self,
@@ -363,56 +534,65 @@ class FakeCore:
         *,
         timeout_s: float | None = None,
     ) -> list[FinalizerResult]:
-        """Request completion (host side), cut, and run every registered finalizer (rule 6)."""
+        """Request completion (host side), cut, and run every finalizer (rule 7)."""
         self.request_completion(CompletionRequest(kind, reason, "host"))
-        cut = self.cut()
-        results: list[FinalizerResult] = []
+        cut = self.take_cut()
+        started = time.monotonic()
+        runs: list[tuple[_Registration, float, threading.Thread, list[Any]]] = []
         for registration in self.registrations:
             if not registration.active:
                 continue
-            budget = registration.request.requested_timeout_s if timeout_s is None else timeout_s
-            results.append(self._run_finalizer(registration, cut, budget))
+            budget = min(registration.request.requested_timeout_s, self.max_finalizer_timeout_s)
+            if timeout_s is not None:
+                budget = timeout_s
+            deadline = started + budget
+            box: list[Any] = []
+            thread = threading.Thread(
+                target=_call, args=(registration.finalizer, cut, deadline, box),
+                name=f"fake-finalizer-{registration.request.component}", daemon=True,
+            )
+            thread.start()
+            runs.append((registration, deadline, thread, box))
+        results: list[FinalizerResult] = []
+        for registration, deadline, thread, box in runs:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            component = registration.request.component
+            if thread.is_alive() or not box:
+                registration.finalizer.cancel()
+                registration.timed_out = True
+                self.outputs.revoke_open()
+                results.append(FinalizerResult(component, False, "finalizer deadline expired; cancelled"))
+            elif isinstance(box[0], BaseException):
+                results.append(FinalizerResult(component, False, f"finalizer raised: {box[0]}"))
+            else:
+                results.append(box[0])
         self.results.extend(results)
         return results
 
-    def _run_finalizer(
-        self, registration: _Registration, cut: TerminalSemanticCut, budget: float
-    ) -> FinalizerResult:
-        deadline = time.monotonic() + budget
-        box: list[FinalizerResult | BaseException] = []
-
-        def call() -> None:
-            try:
-                box.append(registration.finalizer.finalize(cut, deadline))
-            except BaseException as exc:  # reported as a failed result
-                box.append(exc)
-
-        thread = threading.Thread(target=call, name="fake-core-finalizer", daemon=True)
-        thread.start()
-        thread.join(max(0.0, deadline - time.monotonic()))
-        component = registration.request.component
-        if not box:
-            registration.finalizer.cancel()
-            return FinalizerResult(component, False, "finalizer deadline expired")
-        outcome = box[0]
-        if isinstance(outcome, BaseException):
-            return FinalizerResult(component, False, f"finalizer raised {outcome!r}")
-        return outcome
+    def status(self) -> tuple[str, str | None]:
+        """The Run status: required-finalizer precedence, then the completion kind."""
+        active = [r for r in self.registrations if r.active]
+        for registration, result in zip(active, self.results):
+            if registration.request.required and not result.ok:
+                return "failed", f"{result.component}: {result.reason or 'failed'}"
+        winner = self.winner
+        if winner is None or winner.kind is CompletionKind.NORMAL:
+            return "succeeded", None
+        return winner.kind.value, winner.reason
 
     def run_failed(self) -> bool:
-        """The run outcome after terminate: a required failed finalizer wins (rule 7)."""
-        required = {r.request.component for r in self.registrations if r.request.required}
-        if any(not r.ok and r.component in required for r in self.results):
-            return True
-        return self.winner is not None and self.winner.kind is not CompletionKind.NORMAL
+        """True when the Run's status is failed."""
+        return self.status()[0] == "failed"
 
 
-def _frozen(value: np.ndarray) -> np.ndarray:
+def _call(finalizer: Finalizer, cut: TerminalSemanticCut, deadline: float, box: list[Any]) -> None:
+    try:
+        box.append(finalizer.finalize(cut, deadline))
+    except BaseException as exc:  # reported as the finalizer's failure
+        box.append(exc)
+
+
+def _frozen(value: object) -> np.ndarray:
     array = np.array(value, copy=True)
     array.setflags(write=False)
     return array
-
-
-def all_sources() -> Iterable[str]:
-    """Every source name the fake knows."""
-    return (*_CRITICAL_SOURCES, "observations")

@@ -5,24 +5,30 @@ Faults (``OutputFaults``):
     | # | fault            | effect                                                    |
     |---|------------------|-----------------------------------------------------------|
     | 1 | slow_write_s     | every ``write`` sleeps this long first                    |
-    | 2 | stall            | ``write`` blocks until ``release_stall()`` (or forever)    |
+    | 2 | stall            | ``write`` blocks until ``release_stall()``                 |
     | 3 | fail_write_after | the n-th ``write`` (1-based) raises ``OSError``            |
-    | 4 | corrupt_readback | the readback lease serves the bytes with one byte flipped |
+    | 4 | corrupt_readback | the readback lease serves the bytes with two bytes flipped|
     | 5 | wrong_readback   | ``open_readback`` returns a lease bound to another write  |
     | 6 | fail_open_write  | ``open_write`` raises ``OSError``                          |
 
-Rules the service enforces (a real Core does the same):
+Rules the service enforces, as a Core does (``LeaseError`` otherwise):
 
-    | # | rule                                                                     |
-    |---|--------------------------------------------------------------------------|
-    | 1 | seal only an open lease this service issued; no writes after seal        |
-    | 2 | ``confirm_validation`` only with a readback lease bound to that write     |
-    | 3 | ``commit`` only after a confirmed validation; commit publishes the name   |
-    | 4 | ``abort`` never publishes; abort after commit is refused                  |
+    | # | rule                                                                       |
+    |---|----------------------------------------------------------------------------|
+    | 1 | names are bare file names; writes only while open                          |
+    | 2 | seal only an open (or closed) write; readback only of a sealed write       |
+    | 3 | confirm only with the latest readback lease of a sealed write, and a       |
+    |   | receipt naming its exact size and completion; a digest iff policy sha256   |
+    | 4 | commit only after confirm; commit publishes the name                       |
+    | 5 | abort never publishes, is idempotent, and is refused after commit          |
+    | 6 | ``revoke`` (Core, after a finalizer overran) ends a write; the staging     |
+    |   | bytes are published as ``<name>.incomplete``, quarantined or deleted by     |
+    |   | the output policy                                                          |
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import threading
 import time
@@ -55,9 +61,10 @@ class FakeWriteLease:
     service: FakeOutputService
     name: str
     buffer: io.BytesIO = attrs.field(factory=io.BytesIO)
-    state: str = "open"  # open | closed | sealed | committed | aborted
+    state: str = "open"  # open | closed | sealed | confirmed | committed | aborted | revoked
     confirmed: bool = False
     writes: int = 0
+    readback: FakeReadbackLease | None = None
 
     def write(self, data: bytes | memoryview) -> int:
         """Append bytes (subject to the slow/stall/fail faults)."""
@@ -67,7 +74,7 @@ class FakeWriteLease:
         if faults.stall:
             self.service.stalled.set()
             self.service.unstall.wait()
-        if self.state not in ("open",):
+        if self.state != "open":
             raise LeaseError(f"write on a {self.state} lease")
         self.writes += 1
         if faults.fail_write_after is not None and self.writes >= faults.fail_write_after:
@@ -110,17 +117,16 @@ class FakeReadbackLease:
         """Current position."""
         return self.stream.tell()
 
-    def readable(self) -> bool:
-        """File-object protocol."""
-        return True
-
-    def seekable(self) -> bool:
-        """File-object protocol."""
-        return True
-
     def close(self) -> None:
         """Close (idempotent)."""
         self.closed = True
+
+
+def _bad_name(name: object) -> bool:
+    return (
+        not isinstance(name, str) or not name or name in (".", "..") or "/" in name
+        or "\\" in name or "\x00" in name
+    )
 
 
 @attrs.define(eq=False)
@@ -128,8 +134,13 @@ class FakeOutputService:
     """Core's output transaction, in memory; ``calls`` logs every step in order."""
 
     faults: OutputFaults = attrs.field(factory=OutputFaults)
+    integrity: str = "none"  # RunOutputPolicy.integrity
+    preserve_incomplete: bool = True
+    publish_incomplete: bool = False
+    completion_id: str = "completion-1"
     calls: list[tuple[str, str]] = attrs.field(factory=list)
     committed: dict[str, bytes] = attrs.field(factory=dict)
+    leftovers: dict[str, bytes] = attrs.field(factory=dict)
     leases: list[FakeWriteLease] = attrs.field(factory=list)
     receipts: list[Mapping[str, object]] = attrs.field(factory=list)
     stalled: threading.Event = attrs.field(factory=threading.Event)
@@ -151,22 +162,24 @@ class FakeOutputService:
             return [s for s, _ in self.calls]
 
     def open_write(self, name: str) -> FakeWriteLease:
-        """Open a write lease for ``name``."""
-        self._log("open_write", name)
+        """Open a write lease for ``name`` (rule 1)."""
+        self._log("open_write", str(name))
+        if _bad_name(name):
+            raise LeaseError(f"open_write: {name!r} is not a bare file name")
         if self.faults.fail_open_write:
             raise OSError(28, "injected open failure")
         lease = FakeWriteLease(self, name)
         self.leases.append(lease)
         return lease
 
-    def _own(self, lease: object) -> FakeWriteLease:
+    def _own(self, lease: object, call: str) -> FakeWriteLease:
         if not isinstance(lease, FakeWriteLease) or lease not in self.leases:
-            raise LeaseError("lease was not issued by this output service")
+            raise LeaseError(f"{call}: lease was not issued by this output service")
         return lease
 
     def seal(self, lease: object) -> None:
-        """Seal a write lease (rule 1)."""
-        own = self._own(lease)
+        """Seal a write lease (rule 2)."""
+        own = self._own(lease, "seal")
         self._log("seal", own.name)
         if own.state not in ("open", "closed"):
             raise LeaseError(f"seal on a {own.state} lease")
@@ -174,48 +187,91 @@ class FakeOutputService:
 
     def open_readback(self, lease: object) -> FakeReadbackLease:
         """The exact readback lease of a sealed write (faults 4 and 5 apply)."""
-        own = self._own(lease)
+        own = self._own(lease, "open_readback")
         self._log("open_readback", own.name)
         if own.state != "sealed":
             raise LeaseError(f"readback of a {own.state} lease")
         data = bytearray(own.data())
-        if self.faults.corrupt_readback and data:
+        if self.faults.corrupt_readback and len(data) > 16:
             data[len(data) // 2] ^= 0xFF
             data[-9] ^= 0xFF
-        bound = own
         if self.faults.wrong_readback:
-            bound = FakeWriteLease(self, own.name + ".other", state="sealed")
-        return FakeReadbackLease(bound, io.BytesIO(bytes(data)))
+            stranger = FakeWriteLease(self, own.name + ".other", state="sealed")
+            return FakeReadbackLease(stranger, io.BytesIO(bytes(data)))
+        if own.readback is not None:
+            own.readback.close()
+        own.readback = FakeReadbackLease(own, io.BytesIO(bytes(data)))
+        return own.readback
 
     def confirm_validation(self, lease: object, receipt: Mapping[str, object]) -> None:
-        """Accept a receipt for exactly the readback lease of a sealed write (rule 2)."""
-        if not isinstance(lease, FakeReadbackLease) or lease.write not in self.leases:
+        """Accept a receipt for exactly the latest readback lease of a sealed write (rule 3)."""
+        write = lease.write if isinstance(lease, FakeReadbackLease) else None
+        if write is None or write not in self.leases or write.readback is not lease:
             self._log("confirm_refused", "")
-            raise LeaseError("readback lease is not bound to a write of this service")
-        missing = [k for k in RECEIPT_REQUIRED_KEYS if k not in receipt]
-        if missing or receipt.get("validated_bytes") != len(lease.write.data()):
-            self._log("confirm_refused", lease.write.name)
-            raise LeaseError(f"receipt lacks {missing} or names the wrong byte count")
-        self._log("confirm_validation", lease.write.name)
-        lease.write.confirmed = True
+            raise LeaseError("confirm_validation: not the current readback lease of any sealed write")
+        if write.state != "sealed":
+            raise LeaseError(f"confirm_validation: the write is {write.state}")
+        problem = self._receipt_problem(write, receipt)
+        if problem is not None:
+            self._log("confirm_refused", write.name)
+            raise LeaseError(f"confirm_validation: {problem}")
+        self._log("confirm_validation", write.name)
+        write.confirmed = True
+        write.state = "confirmed"
         self.receipts.append(dict(receipt))
 
+    def _receipt_problem(self, write: FakeWriteLease, receipt: Mapping[str, object]) -> str | None:
+        missing = [k for k in RECEIPT_REQUIRED_KEYS if k not in receipt]
+        if missing:
+            return f"receipt lacks {', '.join(missing)}"
+        data = write.data()
+        if receipt["validated_bytes"] != len(data):
+            return f"receipt validated {receipt['validated_bytes']} bytes, sealed size is {len(data)}"
+        if receipt["completion_id"] != self.completion_id:
+            return "receipt names another completion"
+        digest = receipt.get("content_sha256")
+        if self.integrity == "sha256":
+            if digest != hashlib.sha256(data).hexdigest():
+                return "integrity sha256 needs the file's content_sha256"
+        elif digest is not None:
+            return "a content digest needs RunOutputPolicy(integrity='sha256')"
+        return None
+
     def commit(self, lease: object) -> str:
-        """Publish the sealed, confirmed write under its name (rule 3)."""
-        own = self._own(lease)
+        """Publish the confirmed write under its name (rule 4)."""
+        own = self._own(lease, "commit")
         self._log("commit", own.name)
         if own.state == "committed":
             return own.name
-        if own.state != "sealed" or not own.confirmed:
-            raise LeaseError(f"commit refused: lease is {own.state}, confirmed={own.confirmed}")
+        if own.state != "confirmed":
+            raise LeaseError(f"commit refused: lease is {own.state}")
         own.state = "committed"
         self.committed[own.name] = own.data()
         return own.name
 
     def abort(self, lease: object) -> None:
-        """Discard the write (rule 4); idempotent."""
-        own = self._own(lease)
+        """Discard the write (rule 5)."""
+        own = self._own(lease, "abort")
         self._log("abort", own.name)
         if own.state == "committed":
             raise LeaseError("abort after commit")
+        if own.state in ("aborted", "revoked"):
+            return
         own.state = "aborted"
+        if self.preserve_incomplete:
+            self.leftovers[f"quarantine/{own.name}.incomplete"] = own.data()
+
+    def revoke_open(self) -> int:
+        """Core revokes every unfinished write after a finalizer overran (rule 6)."""
+        revoked = 0
+        for lease in list(self.leases):
+            if lease.state in ("committed", "aborted", "revoked"):
+                continue
+            self._log("revoke", lease.name)
+            lease.state = "revoked"
+            revoked += 1
+            if self.publish_incomplete:
+                self.leftovers[f"{lease.name}.incomplete"] = lease.data()
+            elif self.preserve_incomplete:
+                self.leftovers[f"quarantine/{lease.name}.incomplete"] = lease.data()
+        return revoked

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_contract.values import ChannelDescriptor, CompletionKind, FinalizerResult
+from fastsim_contract.values import CapturePlan, ChannelDescriptor, CompletionKind, FinalizerResult
 from fastsim_record.config.model import (
     BatchingConfig,
     ObservationChannel,
@@ -28,7 +28,16 @@ from fastsim_record.fsr.reader import FsrReader
 from fastsim_record.pipeline.plugin import RecordPlugin, create_plugin
 from fastsim_record.testing.fake_core import FakeCore, numeric_channels
 
-__all__ = ["Harness", "make_config", "summary_of"]
+__all__ = ["Harness", "make_config", "plan_for", "summary_of"]
+
+
+def plan_for(config: RecordConfig, channels: Sequence[ChannelDescriptor]) -> CapturePlan:
+    """The capture plan a Core compiles for ``config`` in a scene with ``channels``."""
+    numeric = config.selected_numeric_channels([c.name for c in channels if c.kind == "numeric"])
+    sources = {"lifecycle", "events", "control.audit", "control.result"}
+    if numeric:
+        sources.add("observations")
+    return CapturePlan(frozenset(sources), tuple(numeric))
 
 
 def summary_of(result: FinalizerResult) -> dict[str, Any]:
@@ -85,12 +94,17 @@ class Harness:
         **core_kwargs: Any,
     ) -> Harness:
         """A prepared and started plugin; ``before_prepare`` lifecycle items precede it."""
-        core = FakeCore(channels=numeric_channels(3) if channels is None else channels, **core_kwargs)
+        config = config or RecordConfig()
+        declared = numeric_channels(3) if channels is None else tuple(channels)
+        if "capture" not in core_kwargs:
+            core_kwargs["capture"] = plan_for(config, declared)
+        core = FakeCore(channels=declared, **core_kwargs)
         for i in range(before_prepare):
             core.publish("lifecycle", {"event": "boot", "i": i})
-        plugin = create_plugin(core.context(config or RecordConfig()))
+        plugin = create_plugin(core.context(config))
         plugin.prepare()
         plugin.start()
+        core.start_producers()
         return cls(core, plugin)
 
     def run_ticks(self, n: int, *, control: bool = True, events_every: int = 0) -> None:
