@@ -1,0 +1,262 @@
+"""The ``mujoco`` backend: the DROID-like scene behind the embedded host's Backend protocol.
+
+Channels (``<robot>`` is the first ``scenario.scene.robots`` key, default ``robot``):
+
+    | # | channel                                         | kind            | dtype, shape     | units      |
+    |---|-------------------------------------------------|-----------------|------------------|------------|
+    | 1 | ``<robot>.joint_position``                      | numeric         | float64 (13,)    | rad        |
+    | 2 | ``<robot>.joint_velocity``                      | numeric         | float64 (13,)    | rad/s      |
+    | 3 | ``sensors.<cam>.camera.rgb``                    | rgb             | uint8 (H, W, 3)  | -          |
+    | 4 | ``sensors.<cam>.camera.intrinsics``             | intrinsics      | float64 (3, 3)   | px         |
+    | 5 | ``sensors.<cam>.camera.extrinsics.translation`` | translation     | float64 (3,)     | m          |
+    | 6 | ``sensors.<cam>.camera.extrinsics.quaternion_xyzw`` | quaternion_xyzw | float64 (4,) | 1          |
+
+for ``<cam>`` in ``exterior_left``, ``exterior_right``, ``wrist``.  Every camera sample
+carries the digest of the camera's pinhole calibration profile
+(``fastsim_contract.calibration.pinhole_profile``); intrinsics samples also carry the
+profile.  Extrinsics are sampled from the simulated pose at every tick.
+
+Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
+
+    | # | key            | default  | meaning                                                  |
+    |---|----------------|----------|----------------------------------------------------------|
+    | 1 | width, height  | 320, 240 | render size of every camera                              |
+    | 2 | cameras        | all 3    | which cameras to declare and render                      |
+    | 3 | control_hz     | 15       | rate of the scripted ``set_joint_targets`` commands      |
+    | 4 | reset_every_s  | 4.0      | a reset (new Runtime generation) period; null: never     |
+
+Each generation replays the scripted pick from the initial state: a command
+``set_joint_targets`` (``args.targets``: 7 arm joint targets in rad and the gripper
+closure in [0, 1]) every ``1 / control_hz`` s, applied only through ``apply_control``
+after Core audits it, and a ``pick.phase`` plugin event when a phase starts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+import numpy as np
+
+from fastsim_contract.calibration import calibration_digest, pinhole_profile
+from fastsim_contract.values import ChannelDescriptor
+from fastsim_embedded.backends.base import (
+    Array,
+    BackendSpec,
+    CameraReading,
+    ControlCommand,
+    ControlOutcome,
+    ScenePluginEvent,
+    TickScript,
+)
+from fastsim_embedded.backends.mujoco_scene import (
+    CAMERA_NAMES,
+    COMMAND_NAMES,
+    JOINT_NAMES,
+    JOINT_UNITS,
+    MujocoDroidScene,
+)
+from fastsim_embedded.mujoco_render import MujocoRenderSource
+
+__all__ = ["COMMAND_NAME", "MujocoBackend", "create_backend"]
+
+COMMAND_NAME: Final = "set_joint_targets"
+_MAX_PHYSICS_STEP_S: Final = 0.002
+
+
+@attrs.define(eq=False)
+class MujocoBackend:
+    """The DROID-like MuJoCo scene, stepped by the embedded host."""
+
+    spec: BackendSpec
+    scene: MujocoDroidScene
+    entity: str
+    cameras: tuple[str, ...]
+    control_every: int
+    reset_every: int | None
+    _mj_steps_per_substep: int = attrs.field(init=False, default=1)
+    _declared: tuple[ChannelDescriptor, ...] = attrs.field(init=False, default=())
+    _profiles: dict[str, tuple[Mapping[str, object], str]] = attrs.field(init=False, factory=dict)
+    _generation: int = attrs.field(init=False, default=0)
+    _generation_tick: int = attrs.field(init=False, default=0)
+    _commands: int = attrs.field(init=False, default=0)
+    _render_source: MujocoRenderSource | None = attrs.field(init=False, default=None)
+
+    @property
+    def name(self) -> str:
+        """The registry name."""
+        return "mujoco"
+
+    def __attrs_post_init__(self) -> None:
+        substep_s = 1.0 / self.spec.physics_hz
+        self._mj_steps_per_substep = max(1, math.ceil(substep_s / _MAX_PHYSICS_STEP_S - 1e-9))
+        self.scene.model.opt.timestep = substep_s / self._mj_steps_per_substep
+        w, h = self.scene.width, self.scene.height
+        declared = [
+            ChannelDescriptor(
+                name=f"{self.entity}.joint_position", kind="numeric", dtype="float64",
+                shape=(len(JOINT_NAMES),), units=JOINT_UNITS, entity=self.entity,
+                attributes={"joint_names": list(JOINT_NAMES)},
+            ),
+            ChannelDescriptor(
+                name=f"{self.entity}.joint_velocity", kind="numeric", dtype="float64",
+                shape=(len(JOINT_NAMES),), units=("rad/s",) * len(JOINT_NAMES),
+                entity=self.entity, attributes={"joint_names": list(JOINT_NAMES)},
+            ),
+        ]
+        for cam in self.cameras:
+            fovy = float(self.scene.model.camera(cam).fovy[0])
+            profile = pinhole_profile(cam, w, h, fovy)
+            self._profiles[cam] = (profile, calibration_digest(profile))
+            base = f"sensors.{cam}.camera"
+            declared += [
+                ChannelDescriptor(f"{base}.rgb", "rgb", "uint8", (h, w, 3), entity=cam),
+                ChannelDescriptor(
+                    f"{base}.intrinsics", "intrinsics", "float64", (3, 3), ("px",), cam
+                ),
+                ChannelDescriptor(
+                    f"{base}.extrinsics.translation", "translation", "float64", (3,),
+                    ("m", "m", "m"), cam,
+                ),
+                ChannelDescriptor(
+                    f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw", "float64", (4,),
+                    ("1",) * 4, cam,
+                ),
+            ]
+        self._declared = tuple(declared)
+
+    def channels(self) -> Sequence[ChannelDescriptor]:
+        """The joint-state channels and the four channels of every camera."""
+        return self._declared
+
+    def reset(self, generation: int) -> None:
+        """Restore the initial state; the scripted pick restarts with the generation."""
+        self.scene.reset()
+        self._generation = generation
+
+    def script(self, tick: int) -> TickScript:
+        """Periodic resets, the pick's commands at ``control_hz`` and phase events."""
+        reset = self.reset_every is not None and tick > 1 and (tick - 1) % self.reset_every == 0
+        if reset or tick == 1:
+            self._generation_tick = tick
+        local = tick - self._generation_tick
+        commands: tuple[ControlCommand, ...] = ()
+        events: tuple[ScenePluginEvent, ...] = ()
+        if local % self.control_every == 0:
+            k = local // self.control_every
+            control_dt = self.control_every / self.spec.sensor_hz
+            targets = self.scene.scripted_command(k, control_dt)
+            self._commands += 1
+            commands = (
+                ControlCommand(
+                    command_id=f"pick-{self._commands}", name=COMMAND_NAME, target=self.entity,
+                    args={"targets": [float(v) for v in targets]},
+                ),
+            )
+        phase = self.scene.phase_starting_at(local, 1.0 / self.spec.sensor_hz)
+        if phase is not None:
+            events = (ScenePluginEvent("pick.phase", {"phase": phase, "tick": tick}),)
+        return TickScript(reset=reset, commands=commands, events=events)
+
+    def apply_control(self, command: ControlCommand) -> ControlOutcome:
+        """``set_joint_targets`` with 8 finite targets sets the actuators; else rejected."""
+        targets = command.args.get("targets")
+        if command.name != COMMAND_NAME:
+            return ControlOutcome(False, {"error": f"unsupported command {command.name!r}"})
+        if command.target != self.entity:
+            return ControlOutcome(False, {"error": f"unknown target {command.target!r}"})
+        try:
+            values = np.asarray(targets, dtype=np.float64)
+            self.scene.apply_command(values)
+        except (TypeError, ValueError) as exc:
+            return ControlOutcome(False, {"error": str(exc)})
+        ctrl = [float(v) for v in self.scene.data.ctrl]
+        return ControlOutcome(True, {"actuators": list(COMMAND_NAMES), "ctrl": ctrl})
+
+    def step(self, substeps: int) -> None:
+        """Advance physics by ``substeps`` host substeps of ``1 / physics_hz`` each."""
+        self.scene.step(substeps * self._mj_steps_per_substep)
+
+    def sample_numeric(self) -> Mapping[str, Array]:
+        """Joint position and velocity now, as new read-only float64 arrays."""
+        return {
+            f"{self.entity}.joint_position": self.scene.joint_position(),
+            f"{self.entity}.joint_velocity": self.scene.joint_velocity(),
+        }
+
+    def sample_cameras(self) -> Sequence[CameraReading]:
+        """RGB, K, translation and quaternion of every declared camera, with its digest."""
+        readings: list[CameraReading] = []
+        for cam in self.cameras:
+            profile, digest = self._profiles[cam]
+            base = f"sensors.{cam}.camera"
+            pose = self.scene.extrinsics(cam)
+            readings += [
+                CameraReading(cam, f"{base}.rgb", "rgb", self.scene.render(cam), digest),
+                CameraReading(
+                    cam, f"{base}.intrinsics", "intrinsics", self.scene.intrinsics(cam), digest,
+                    profile,
+                ),
+                CameraReading(
+                    cam, f"{base}.extrinsics.translation", "translation", pose.translation,
+                    digest,
+                ),
+                CameraReading(
+                    cam, f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw",
+                    pose.quaternion_xyzw, digest,
+                ),
+            ]
+        return readings
+
+    def render_source(self) -> MujocoRenderSource:
+        """render.state and scene.geometry access to the same model and data."""
+        if self._render_source is None:
+            self._render_source = MujocoRenderSource(
+                self.scene.model, self.scene.data, articulations={self.entity: JOINT_NAMES}
+            )
+        return self._render_source
+
+    def close(self) -> None:
+        """Release the renderers."""
+        self.scene.close()
+
+
+def _positive(knobs: Mapping[str, Any], key: str, default: float) -> float:
+    value = knobs.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"mujoco: {key} must be a positive number (got {value!r})")
+    return float(value)
+
+
+def create_backend(spec: BackendSpec) -> MujocoBackend:
+    """Build the DROID-like scene from the Run's scene and the backend options."""
+    scene_cfg = dict(spec.scene)
+    knobs: dict[str, Any] = {}
+    nested = scene_cfg.get("mujoco")
+    if isinstance(nested, Mapping):
+        knobs.update(nested)
+    knobs.update(spec.options)
+    robots = scene_cfg.get("robots")
+    entity = next(iter(robots)) if isinstance(robots, Mapping) and robots else "robot"
+    width = int(_positive(knobs, "width", 320))
+    height = int(_positive(knobs, "height", 240))
+    cameras = knobs.get("cameras", list(CAMERA_NAMES))
+    if not isinstance(cameras, Sequence) or isinstance(cameras, str) or any(
+        c not in CAMERA_NAMES for c in cameras
+    ):
+        raise ValueError(f"mujoco: cameras must be a list drawn from {list(CAMERA_NAMES)}")
+    control_hz = _positive(knobs, "control_hz", 15.0)
+    reset_s = knobs.get("reset_every_s", 4.0)
+    reset_every = None if reset_s is None else max(
+        1, round(_positive(knobs, "reset_every_s", 4.0) * spec.sensor_hz)
+    )
+    return MujocoBackend(
+        spec=spec,
+        scene=MujocoDroidScene(width=width, height=height),
+        entity=str(entity),
+        cameras=tuple(str(c) for c in cameras),
+        control_every=max(1, round(spec.sensor_hz / control_hz)),
+        reset_every=reset_every,
+    )
