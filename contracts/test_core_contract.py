@@ -488,3 +488,22 @@ def test_overrun_revokes_the_lease_and_disposes_by_policy(
         assert "a.fsr.incomplete" not in leftovers
     else:
         assert leftovers == ()
+
+
+def test_a_component_cannot_use_another_components_lease(make_core: MakeCore) -> None:
+    """Leases are bound to the component whose Core services opened them."""
+    driver = make_core(capture=plan())
+    mine, theirs = driver.core("record").outputs, driver.core("other").outputs
+    lease = write_sealed(mine, "a.fsr", b"abc")
+    with pytest.raises(LeaseError):
+        theirs.open_readback(lease)
+    readback = mine.open_readback(lease)
+    with pytest.raises(LeaseError):
+        theirs.confirm_validation(readback, receipt(3, _completion_id(driver)))
+    with pytest.raises(LeaseError):
+        theirs.abort(lease)
+    mine.confirm_validation(readback, receipt(3, _completion_id(driver)))
+    with pytest.raises(LeaseError):
+        theirs.commit(lease)
+    mine.commit(lease)
+    assert driver.artifact("a.fsr") == b"abc"

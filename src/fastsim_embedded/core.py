@@ -54,7 +54,7 @@ from fastsim_contract.values import (
 )
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
 from fastsim_embedded.bus import CaptureBus
-from fastsim_embedded.output import FileOutputService
+from fastsim_embedded.output import ComponentOutputs, FileOutputService
 from fastsim_embedded.payloads import freeze, portable_size
 from fastsim_embedded.terminal import (
     FinalizerOutcome,
@@ -127,6 +127,7 @@ class EmbeddedCore:
     component: str
     grants: set[str] = attrs.field(factory=set)
     registrations: list[Registration] = attrs.field(factory=list)
+    _outputs: ComponentOutputs | None = attrs.field(init=False, default=None)
 
     @property
     def run(self) -> EmbeddedRunContext:
@@ -134,9 +135,11 @@ class EmbeddedCore:
         return self.host.context
 
     @property
-    def outputs(self) -> FileOutputService:
-        """The output service."""
-        return self.host.outputs
+    def outputs(self) -> ComponentOutputs:
+        """This component's view of the output service (only its own leases)."""
+        if self._outputs is None:
+            self._outputs = ComponentOutputs(self.host.outputs, self.component)
+        return self._outputs
 
     def subscribe(
         self,
@@ -188,7 +191,7 @@ class EmbeddedCore:
         self, request: FinalizerRegistrationRequest, finalizer: Finalizer
     ) -> Registration:
         """Register with the terminal coordinator."""
-        registration = self.host.terminal.register(request, finalizer)
+        registration = self.host.terminal.register(request, finalizer, self.component)
         self.registrations.append(registration)
         return registration
 
@@ -432,8 +435,8 @@ class EmbeddedHost:
         """Run every registered finalizer against ``cut`` (late ones are cancelled+revoked)."""
         return self.terminal.run_finalizers(cut, self._revoke)
 
-    def _revoke(self, _component: str, deadline: float) -> bool:
-        return self.outputs.revoke_open(deadline)
+    def _revoke(self, owner: str, deadline: float) -> bool:
+        return self.outputs.revoke_open(deadline, owner)
 
     def cleanup(self, deadline: float) -> bool:
         """Core's end-of-run cleanup: revoke whatever no one committed or aborted."""

@@ -52,7 +52,7 @@ from fastsim_contract.errors import LeaseError
 from fastsim_contract.protocols import OutputPolicy
 from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
 
-__all__ = ["FileOutputService", "FileReadbackLease", "FileWriteLease", "Transaction"]
+__all__ = ["ComponentOutputs", "FileOutputService", "FileReadbackLease", "FileWriteLease", "Transaction"]
 
 QUARANTINE_DIR = ".quarantine"
 
@@ -72,6 +72,7 @@ class Transaction:
     name: str
     final: Path
     staging: Path
+    owner: str = ""
     state: str = "open"
     size: int = 0
     fd: int | None = None
@@ -158,7 +159,7 @@ class FileOutputService:
     _by_name: dict[str, Transaction] = attrs.field(init=False, factory=dict)
 
     # -- the plugin-facing transaction --------------------------------------------
-    def open_write(self, name: str) -> FileWriteLease:
+    def open_write(self, name: str, owner: str = "") -> FileWriteLease:
         """Stage ``<dir>/<name>.incomplete`` and return its opaque write lease."""
         if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise LeaseError(f"open_write: {name!r} is not a bare file name")
@@ -169,11 +170,18 @@ class FileOutputService:
             staging = self.output_dir / f"{name}.incomplete"
             staging.unlink(missing_ok=True)
             fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            tx = Transaction(name=name, final=self.output_dir / name, staging=staging, fd=fd)
+            tx = Transaction(name=name, final=self.output_dir / name, staging=staging, owner=owner, fd=fd)
             lease = FileWriteLease(self, tx)
             self._by_lease[id(lease)] = (lease, tx)
             self._by_name[name] = tx
         return lease
+
+    def transaction_of(self, lease: object) -> Transaction | None:
+        """The transaction of a write or readback lease this service issued, else ``None``."""
+        entry = self._by_lease.get(id(lease))
+        if entry is not None and entry[0] is lease:
+            return entry[1]
+        return next((t for _, t in self._by_lease.values() if t.readback is lease), None)
 
     def _tx_of(self, lease: object, call: str) -> Transaction:
         entry = self._by_lease.get(id(lease))
@@ -279,14 +287,17 @@ class FileOutputService:
             tx.staging.unlink()
         _fsync_dir(self.output_dir)
 
-    def revoke_open(self, deadline_monotonic: float) -> bool:
-        """Revoke every unfinished transaction, waiting at most until the deadline.
+    def revoke_open(self, deadline_monotonic: float, owner: str | None = None) -> bool:
+        """Revoke every unfinished transaction (of ``owner``, or all), waiting at most until
+        the deadline.
 
         Returns whether the cleanup finished in time (it continues in the background
         otherwise).
         """
         def work() -> None:
             for _, tx in list(self._by_lease.values()):
+                if owner is not None and tx.owner != owner:
+                    continue
                 if tx.state in ("open", "sealed", "confirmed"):
                     self._dispose(tx, "revoked")
 
@@ -299,3 +310,45 @@ class FileOutputService:
         """Every transaction of this Run (the outcome report)."""
         with self._lock:
             return tuple(self._by_name.values())
+
+
+@attrs.define(eq=False)
+class ComponentOutputs:
+    """One component's view of the output service: it can only touch its own leases."""
+
+    service: FileOutputService
+    owner: str
+
+    def _own(self, lease: object, call: str) -> None:
+        tx = self.service.transaction_of(lease)
+        if tx is not None and tx.owner != self.owner:
+            raise LeaseError(f"{call}: the lease belongs to another component")
+
+    def open_write(self, name: str) -> FileWriteLease:
+        """Open a transaction owned by this component."""
+        return self.service.open_write(name, self.owner)
+
+    def seal(self, lease: object) -> None:
+        """See ``FileOutputService.seal``."""
+        self._own(lease, "seal")
+        self.service.seal(lease)
+
+    def open_readback(self, lease: object) -> FileReadbackLease:
+        """See ``FileOutputService.open_readback``."""
+        self._own(lease, "open_readback")
+        return self.service.open_readback(lease)
+
+    def confirm_validation(self, lease: object, receipt: Mapping[str, object]) -> None:
+        """See ``FileOutputService.confirm_validation``."""
+        self._own(lease, "confirm_validation")
+        self.service.confirm_validation(lease, receipt)
+
+    def commit(self, lease: object) -> str:
+        """See ``FileOutputService.commit``."""
+        self._own(lease, "commit")
+        return self.service.commit(lease)
+
+    def abort(self, lease: object) -> None:
+        """See ``FileOutputService.abort``."""
+        self._own(lease, "abort")
+        self.service.abort(lease)

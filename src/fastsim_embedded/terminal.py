@@ -55,6 +55,7 @@ class Registration:
     coordinator: TerminalCoordinator
     request: FinalizerRegistrationRequest
     finalizer: Finalizer
+    owner: str = ""  # the Core services view (component alias) that registered it
     active: bool = True
 
     def unregister(self) -> None:
@@ -123,14 +124,16 @@ class TerminalCoordinator:
         return self._completed.wait(timeout)
 
     # -- registration ---------------------------------------------------------------
-    def register(self, request: FinalizerRegistrationRequest, finalizer: Finalizer) -> Registration:
+    def register(
+        self, request: FinalizerRegistrationRequest, finalizer: Finalizer, owner: str = ""
+    ) -> Registration:
         """Register a finalizer; refused once the cut is taken."""
         if request.requested_timeout_s <= 0:
             raise TerminalError(f"register_finalizer: requested_timeout_s must be > 0 ({request.component})")
         with self._lock:
             if self._cut_taken:
                 raise TerminalError(f"register_finalizer: {request.component} after the terminal cut")
-            registration = Registration(self, request, finalizer)
+            registration = Registration(self, request, finalizer, owner)
             self._registrations.append(registration)
         return registration
 
@@ -161,8 +164,8 @@ class TerminalCoordinator:
     ) -> tuple[FinalizerOutcome, ...]:
         """Run every finalizer to its absolute deadline; cancel and revoke the late ones.
 
-        ``revoke(component, deadline)`` is Core's bounded lease revocation and returns
-        whether it finished by ``deadline``.
+        ``revoke(owner, deadline)`` is Core's bounded revocation of that owner's leases
+        and returns whether it finished by ``deadline``.
         """
         self.mark_cut()
         started = self.clock()
@@ -185,7 +188,7 @@ class TerminalCoordinator:
             request = registration.request
             if thread.is_alive() or not box:
                 registration.finalizer.cancel()
-                in_time = revoke(request.component, self.clock() + self.revoke_grace_s)
+                in_time = revoke(registration.owner or request.component, self.clock() + self.revoke_grace_s)
                 result = FinalizerResult(
                     component=request.component,
                     ok=False,

@@ -104,3 +104,15 @@ def test_revoked_lease_refuses_everything(tmp_path: Path) -> None:
         service.seal(lease)
     service.abort(lease)
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_revocation_after_a_late_finalizer_touches_only_its_owner(tmp_path: Path) -> None:
+    """Core revokes the late component's leases and leaves another component's transaction alone."""
+    service = _service(tmp_path)
+    late = service.open_write("late.fsr", owner="a")
+    other = service.open_write("other.fsr", owner="b")
+    assert service.revoke_open(time.monotonic() + 5, owner="a")
+    with pytest.raises(LeaseError):
+        late.write(b"x")
+    other.write(b"fine")
+    service.seal(other)
