@@ -65,6 +65,8 @@ class RecordCommand:
                             help="simulated seconds (default: runtime.duration_s, else 10)")
         parser.add_argument("--backend", default=None, metavar="NAME",
                             help=f"override the Run's backend ({', '.join(backend_names())})")
+        parser.add_argument("--realtime", type=float, nargs="?", const=1.0, default=None, metavar="FACTOR",
+                            help="pace simulation to FACTOR x wall time (default: as fast as possible)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -81,9 +83,13 @@ class RecordCommand:
             err.print(f"fsr record: {args.run}: {type(exc).__name__}: {exc}".splitlines()[0], markup=False)
             return 2
         output_dir = Path(args.output_dir)
+        if args.realtime is not None and args.realtime <= 0:
+            err.print(f"--realtime: must be a positive factor (got {args.realtime:g})", markup=False)
+            return 2
+        pacing = {"realtime_factor": args.realtime}
         try:
             if args.no_progress or not out.is_terminal:
-                result = run_session(prepared, output_dir)
+                result = run_session(prepared, output_dir, **pacing)
             else:
                 with Progress(
                     TextColumn("[bold]recording[/] {task.description}"),
@@ -97,7 +103,7 @@ class RecordCommand:
                         if tick % step == 0 or tick == total:
                             bar.update(task, completed=tick, total=total)
 
-                    result = run_session(prepared, output_dir, progress=progress)
+                    result = run_session(prepared, output_dir, progress=progress, **pacing)
         except RunConfigError as exc:
             for issue in exc.issues:
                 err.print(f"{issue}", markup=False)

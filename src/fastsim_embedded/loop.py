@@ -13,6 +13,8 @@ Per tick, on the calling (simulation) thread:
     | 7 | render side (render.state, geometry, fluid; ``RenderCapture``, only when the  |
     |   | plan selects them or the backend exposes fluid.audit), then plugin events    |
     | 8 | the optional host-work callback, then progress                               |
+    | 9 | pacing, only with ``realtime_factor``: sleep until wall time catches up with |
+    |   | sim time / factor (default: as fast as possible)                             |
 
 After the last tick the host requests a normal completion (it loses if anything else
 already won).  A backend exception becomes a failed completion; KeyboardInterrupt a
@@ -22,6 +24,7 @@ stopped one.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 from fastsim_contract.values import CompletionKind
@@ -48,9 +51,12 @@ def run_loop(
     substeps: int = 1,
     host_work: HostWork | None = None,
     progress: Progress | None = None,
+    realtime_factor: float | None = None,
 ) -> int:
     """Run up to ``ticks`` ticks; returns the number of ticks completed."""
     dt_ns = 1e9 / host.context.sensor_hz
+    wall_per_tick = None if not realtime_factor else 1.0 / (host.context.sensor_hz * realtime_factor)
+    wall_start = time.monotonic()
     observe = host.wants_observations()
     cameras = bool(host.context.capture.cameras)
     terminal = host.terminal
@@ -83,6 +89,10 @@ def run_loop(
             done = tick
             if progress is not None:
                 progress(tick, ticks)
+            if wall_per_tick is not None:
+                ahead = wall_start + tick * wall_per_tick - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
     except KeyboardInterrupt:
         host.request_completion(CompletionKind.STOPPED, "interrupted by the operator")
     except Exception as exc:  # the backend or a publisher broke: fail the Run, never hang

@@ -83,6 +83,7 @@ def run_session(
     factories: Mapping[str, PluginFactory] | None = None,
     max_finalizer_timeout_s: float = 300.0,
     on_host: Callable[[EmbeddedHost], None] | None = None,
+    realtime_factor: float | None = None,
 ) -> SessionResult:
     """Run ``prepared`` to its outcome.  ``factories`` overrides discovery (tests)."""
     run = prepared.run
@@ -137,6 +138,7 @@ def run_session(
             substeps=prepared.substeps,
             host_work=host_work,
             progress=progress,
+            realtime_factor=realtime_factor,
         )
         cut = host.take_cut()
         finalizers = host.finalize(cut)
