@@ -84,7 +84,7 @@ def test_seek_past_the_end_yields_nothing() -> None:
 def test_records_by_stream_skip_batches_without_that_stream() -> None:
     """records(stream) reads only batches whose projections list that stream."""
     batches = small_batches()
-    data = write_bytes(STREAMS, batches + [[batches[0][0].__class__.data(9, 11, 3, 1, 9, b"x")]])
+    data = write_bytes(STREAMS, [*batches, [batches[0][0].__class__.data(9, 11, 3, 1, 9, b"x")]])
     counting = CountingFile(data)
     with FsrReader(counting) as reader:  # type: ignore[arg-type]
         last = reader.batch_index[-1]

@@ -38,10 +38,12 @@ def test_every_complete_batch_prefix_recovers_losslessly(tmp_path: Path) -> None
     for k, end in enumerate(ends):
         src.write_bytes(data[:end])
         report = recover(src, out)
-        assert report.lossless and report.batches_kept == k + 1
+        assert report.lossless
+        assert report.batches_kept == k + 1
         validate(out, "strong", "sha256")
         with FsrReader(out) as reader:
-            assert reader.recovered and reader.degraded
+            assert reader.recovered
+            assert reader.degraded
             assert reader.footer["terminal_fence"] is None
             assert reader.footer["records"] == report.records_kept
 
@@ -67,7 +69,8 @@ def test_a_sealed_file_recovers_losslessly(tmp_path: Path) -> None:
     src, out = tmp_path / "a.fsr.incomplete", tmp_path / "a.fsr"
     src.write_bytes(write_bytes(STREAMS, small_batches()))
     report = recover(src, out)
-    assert report.lossless and report.records_kept == 9
+    assert report.lossless
+    assert report.records_kept == 9
     validate(out)
 
 

@@ -120,7 +120,8 @@ def test_seal_reports_and_marks_degraded(tmp_path: Path) -> None:
     assert (sealed.batches, sealed.records, sealed.degraded) == (1, 1, True)
     assert validate(path).footer_identity == sealed.footer_identity
     with FsrReader(path) as reader:
-        assert reader.degraded and reader.footer["terminal_fence"] == {"cut": 1}
+        assert reader.degraded
+        assert reader.footer["terminal_fence"] == {"cut": 1}
 
 
 def test_render_mode_and_source_digest_are_recorded() -> None:
