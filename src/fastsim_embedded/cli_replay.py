@@ -1,0 +1,76 @@
+"""``fsr replay SOURCE.fsr RUN.yaml``: camera-only render Replay on the embedded host.
+
+Reached through the ``fastsim.hosts`` entry point ``embedded-replay`` (``fastsim_record``
+never imports this package).  RUN.yaml names the scene (``backend: mujoco``), the
+cameras and a Record instance; the scene is posed from SOURCE's ``render.state`` and
+never stepped.  Exit codes:
+
+    | # | code | when                                                                  |
+    |---|------|-----------------------------------------------------------------------|
+    | 1 | 0    | the Replay succeeded and the camera-bearing FSR is committed          |
+    | 2 | 1    | the Replay failed: nothing under the final name, the reason in one line|
+    | 3 | 2    | SOURCE, RUN.yaml or the options are invalid (``path: message`` lines)  |
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import attrs
+
+from fastsim_contract.run_errors import RunConfigError
+from fastsim_embedded.replay import replay
+
+__all__ = ["COMMAND", "ReplayCommand"]
+
+
+def _err(text: str) -> None:
+    print(text.splitlines()[0] if text else text, file=sys.stderr)
+
+
+@attrs.frozen
+class ReplayCommand:
+    """The ``replay`` subcommand as the ``fsr`` dispatcher expects it."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Declare ``SOURCE.fsr RUN.yaml [--output-dir DIR] [--backend NAME]``."""
+        parser.add_argument("source", metavar="SOURCE.fsr", help="an FSR with a render.state stream")
+        parser.add_argument("run", metavar="RUN.yaml", help="the Replay Run (scene, cameras, Record)")
+        parser.add_argument("--output-dir", default=".", metavar="DIR", help="where the new FSR is committed")
+        parser.add_argument("--backend", default=None, metavar="NAME", help="override the Run's backend")
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Replay; never raise."""
+        try:
+            result, backend = replay(args.source, args.run, Path(args.output_dir), backend=args.backend)
+        except RunConfigError as exc:
+            for issue in exc.issues:
+                _err(str(issue))
+            return 2
+        except Exception as exc:  # a host bug: one line, never a traceback
+            _err(f"fsr replay: {type(exc).__name__}: {exc}")
+            return 1
+        outcome = result.outcome
+        if outcome.ok and outcome.committed:
+            for path in outcome.committed:
+                print(f"committed {path}")
+            print(f"replayed {len(backend.applied)} render.state samples, mode render")
+            return 0
+        _err(f"fsr replay: replay {outcome.status}: {outcome.reason or 'nothing was committed'}")
+        return 1
+
+
+COMMAND = ReplayCommand()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command standalone (``python -m fastsim_embedded.cli_replay``)."""
+    parser = argparse.ArgumentParser(prog="fsr replay")
+    COMMAND.add_arguments(parser)
+    return COMMAND.run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

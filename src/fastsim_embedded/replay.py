@@ -1,0 +1,214 @@
+"""Camera-only render Replay: pose a scene from a recorded ``render.state``, never step it.
+
+``replay(SOURCE.fsr, RUN.yaml)`` runs RUN.yaml on the embedded host with its backend
+wrapped in a :class:`ReplayBackend`; the Run's own Record instance (a second Record,
+usually with explicit cameras) writes the new, camera-bearing FSR.
+
+    | # | step                                                                           |
+    |---|--------------------------------------------------------------------------------|
+    | 1 | read SOURCE: its SHA-256, and the ``render.state`` stream's records (the index |
+    |   | gives sequences without reading payloads)                                      |
+    | 2 | prepare RUN with exactly one tick per recorded sample (duration = n / rate)    |
+    | 3 | tick k: a change of recorded generation starts a new Runtime generation; then  |
+    |   | ``step`` decodes sample k (bounded), writes its joint and rigid poses into the |
+    |   | model exactly (``apply_state``) and runs ``mj_forward``; physics never steps  |
+    | 4 | cameras and numeric channels are sampled from the posed scene as in a live Run |
+    | 5 | Core exposes ``render.replay`` and a ``ReplaySource``: Record writes           |
+    |   | ``mode: render``, the source SHA-256 and the complete source sequence          |
+
+Replay never issues control commands or plugin events of its own; the Run's lifecycle,
+control and event streams are therefore the Replay's, not the source's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy.typing as npt
+
+from fastsim_contract.render_services import RENDER_REPLAY_SERVICE, ReplaySource
+from fastsim_contract.run import load_run
+from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.values import ChannelDescriptor
+from fastsim_embedded.backends.base import (
+    CameraReading,
+    ControlCommand,
+    ControlOutcome,
+    TickScript,
+)
+from fastsim_embedded.compile import PreparedRun, prepare_run
+from fastsim_embedded.core import EmbeddedHost
+from fastsim_embedded.session import SessionResult, run_session
+from fastsim_record.adapters.render_state import decode_render_state
+from fastsim_record.fsr import FsrReader, Record
+
+__all__ = ["RenderTrack", "ReplayBackend", "read_track", "replay"]
+
+STREAM = "render.state"
+
+
+@attrs.frozen
+class RenderTrack:
+    """The recorded ``render.state`` samples of one source FSR, in stream order."""
+
+    path: Path
+    sha256: str
+    records: tuple[Record, ...]
+    rate_hz: float
+    source: ReplaySource
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_track(path: str | os.PathLike[str]) -> RenderTrack:
+    """Step 1: the source's render-state track (``RunConfigError`` when unusable)."""
+    source = Path(path)
+    try:
+        reader = FsrReader(source)
+    except Exception as exc:
+        raise RunConfigError([RunIssue("SOURCE", f"{source}: {exc}")]) from None
+    try:
+        stream = reader.stream(STREAM)
+    except Exception:
+        raise RunConfigError(
+            [RunIssue("SOURCE", f"{source} has no {STREAM!r} stream (record with streams.render_state)")]
+        ) from None
+    records = tuple(r for r in reader.records(STREAM) if r.kind.name == "DATA")
+    if not records:
+        raise RunConfigError([RunIssue("SOURCE", f"{source}: the {STREAM!r} stream is empty")])
+    rate = float(stream.attributes.get("rate_hz", 30.0))
+    sha = _sha256(source)
+    replay_source = ReplaySource(
+        source_sha256=sha,
+        source_name=source.name,
+        stream=STREAM,
+        records=len(records),
+        stream_first=records[0].stream_sequence,
+        stream_last=records[-1].stream_sequence,
+        global_first=records[0].global_sequence,
+        global_last=records[-1].global_sequence,
+        generations=tuple(sorted({r.generation for r in records})),
+    )
+    return RenderTrack(source, sha, records, rate, replay_source)
+
+
+@attrs.define(eq=False)
+class ReplayBackend:
+    """A backend that poses its inner scene from recorded states (module table, row 3)."""
+
+    inner: Any
+    track: RenderTrack
+    applied: list[npt.NDArray[Any]] = attrs.field(factory=list)  # joint positions read back
+    entity: str = "robot"
+    _tick: int = attrs.field(init=False, default=0)
+    _generation: int | None = attrs.field(init=False, default=None)
+    _render: Any = attrs.field(init=False, default=None)
+    _forward: Any = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        factory = getattr(self.inner, "render_source", None)
+        if factory is None:
+            name = getattr(self.inner, "name", type(self.inner).__name__)
+            raise RunConfigError([RunIssue("backend", f"backend {name!r} cannot be posed for Replay; use backend: mujoco")])
+        self._render = factory()
+        if not hasattr(self._render, "apply_state"):
+            raise RunConfigError([RunIssue("backend", "the backend's render source cannot apply a recorded state")])
+        import mujoco  # the only simulator import, and only when a Replay runs
+
+        model, data = self._render.model, self._render.data
+        self._forward = lambda: mujoco.mj_forward(model, data)
+        self.entity = getattr(self.inner, "entity", self.entity)
+
+    @property
+    def name(self) -> str:
+        """``replay:<inner backend>``."""
+        return f"replay:{getattr(self.inner, 'name', 'backend')}"
+
+    def channels(self) -> Sequence[ChannelDescriptor]:
+        """The inner scene's channels."""
+        channels: Sequence[ChannelDescriptor] = self.inner.channels()
+        return channels
+
+    def reset(self, generation: int) -> None:
+        """Nothing to reset: every tick's state comes from the recording."""
+
+    def script(self, tick: int) -> TickScript:
+        """A reset exactly where the recorded generation changes; no commands or events."""
+        self._tick = tick
+        generation = self.track.records[tick - 1].generation
+        reset = self._generation is not None and generation != self._generation
+        self._generation = generation
+        return TickScript(reset=reset)
+
+    def apply_control(self, command: ControlCommand) -> ControlOutcome:
+        """Replay issues no control."""
+        return ControlOutcome(False, {"error": "Replay applies no control"})
+
+    def step(self, substeps: int) -> None:
+        """Pose sample ``tick`` exactly and run forward kinematics; physics never steps."""
+        state = decode_render_state(self.track.records[self._tick - 1].payload)
+        self._render.apply_state(state.arrays)
+        self._forward()
+        self.applied.append(self._render.joint_positions(self.entity))
+
+    def sample_numeric(self) -> Mapping[str, npt.NDArray[Any]]:
+        """The inner scene's numeric channels of the posed state."""
+        values: Mapping[str, npt.NDArray[Any]] = self.inner.sample_numeric()
+        return values
+
+    def sample_cameras(self) -> Sequence[CameraReading]:
+        """The inner scene's cameras rendered from the posed state."""
+        readings: Sequence[CameraReading] = self.inner.sample_cameras()
+        return readings
+
+    def render_source(self) -> Any:
+        """The posed scene's render source (a Replay may record render.state again)."""
+        return self._render
+
+    def close(self) -> None:
+        """Close the inner backend."""
+        self.inner.close()
+
+
+def prepare_replay(
+    source: str | os.PathLike[str], run: str | os.PathLike[str], *, backend: str | None = None
+) -> tuple[PreparedRun, ReplayBackend, RenderTrack]:
+    """Steps 1-2."""
+    track = read_track(source)
+    sensor_hz = float(load_run(run).runtime.sensor_hz)
+    duration = len(track.records) / sensor_hz
+    prepared = prepare_run(run, backend=backend, duration_s=duration)
+    if math.floor(duration * sensor_hz + 1e-9) != len(track.records):  # pragma: no cover
+        raise RunConfigError([RunIssue("runtime.sensor_hz", "cannot map one tick to each recorded sample")])
+    wrapped = ReplayBackend(prepared.backend, track)
+    return attrs.evolve(prepared, backend=wrapped), wrapped, track
+
+
+def replay(
+    source: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    output_dir: Path,
+    *,
+    backend: str | None = None,
+    **session_options: Any,
+) -> tuple[SessionResult, ReplayBackend]:
+    """Run a camera-only Replay of ``source`` with ``run``; returns the session result."""
+    prepared, wrapped, track = prepare_replay(source, run, backend=backend)
+
+    def on_host(host: EmbeddedHost) -> None:
+        host.context.services = host.context.services | {RENDER_REPLAY_SERVICE}
+        host.context.replay = track.source
+
+    return run_session(prepared, output_dir, on_host=on_host, **session_options), wrapped
