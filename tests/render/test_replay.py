@@ -1,0 +1,151 @@
+"""Render Replay on MuJoCo: exact posing, matching frames, mode render and the source fence."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+import cv2
+
+from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.replay import replay
+from fastsim_embedded.session import run_session
+from fastsim_record.adapters.render_state import decode_render_state
+from fastsim_record.cli import main as fsr_main
+from fastsim_record.fsr import FsrReader
+
+pytestmark = pytest.mark.mujoco
+
+_CAMERA = """
+          {alias}:
+            rgb: sensors.{alias}.camera.rgb
+            intrinsics: sensors.{alias}.camera.intrinsics
+            translation: sensors.{alias}.camera.extrinsics.translation
+            quaternion_xyzw: sensors.{alias}.camera.extrinsics.quaternion_xyzw
+            required: true
+            every_n_samples: 1
+            encoding: png"""
+
+
+def _run(path: Path, name: str, streams: str) -> Path:
+    path.write_text(
+        f"""schema: fastsim/2
+name: {name}
+backend: mujoco
+scenario:
+  scene:
+    robots:
+      robot:
+        use: robot://droid/panda-2f85
+    mujoco: {{width: 96, height: 72, cameras: [exterior_left, wrist], reset_every_s: 0.6}}
+runtime: {{sensor_hz: 15, rate_policy: exact}}
+plugins:
+  record:
+    use: plugin://fastsim/record
+    config:
+      output: {{name: {name}.fsr}}
+      streams:
+{streams}
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _cameras() -> str:
+    return "        cameras:" + "".join(_CAMERA.format(alias=a) for a in ("exterior_left", "wrist"))
+
+
+_JOINTS = """        observations:
+          mode: explicit
+          include:
+            joint_position: {channel: robot.joint_position, required: true, every_n_samples: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[np.ndarray]]:
+    """A live Run (cameras + render.state at the tick rate) and its Replay."""
+    root = tmp_path_factory.mktemp("replay")
+    live = _run(root / "live.yaml", "live", _JOINTS + _cameras() + "\n        render_state: {enabled: true, rate_hz: 15}")
+    result = run_session(prepare_run(live, duration_s=1.0), root)
+    assert result.outcome.ok, result.outcome.reason
+    replay_run = _run(root / "replay.yaml", "replayed", _JOINTS + _cameras())
+    outcome, backend = replay(root / "live.fsr", replay_run, root)
+    assert outcome.outcome.ok, outcome.outcome.reason
+    return root / "live.fsr", root / "replayed.fsr", backend.applied
+
+
+def _frames(path: Path, alias: str) -> list[np.ndarray]:
+    frames: list[np.ndarray] = []
+    with FsrReader(path) as reader:
+        for record in reader.records(f"cameras.{alias}.rgb"):
+            frame = cv2.imdecode(np.frombuffer(record.payload, np.uint8), cv2.IMREAD_COLOR)
+            assert frame is not None
+            frames.append(np.asarray(frame))
+    return frames
+
+
+def test_replayed_joint_positions_equal_the_recorded_ones_bit_for_bit(
+    recorded: tuple[Path, Path, list[np.ndarray]],
+) -> None:
+    """Replay poses each joint vector exactly: applied and re-observed bytes equal the source."""
+    source, output, applied = recorded
+    with FsrReader(source) as reader:
+        states = [decode_render_state(r.payload) for r in reader.records("render.state")]
+    expected = [s.arrays["articulation/robot/joint_position"].tobytes() for s in states]
+    assert len(expected) == 15
+    assert [a.astype("<f8").tobytes() for a in applied] == expected
+    with FsrReader(output) as reader:
+        observed = [r.payload for r in reader.records("observations") if r.kind.name == "DATA"]
+    assert observed == expected
+
+
+def test_replay_frames_match_live_frames_at_the_same_tick(
+    recorded: tuple[Path, Path, list[np.ndarray]],
+) -> None:
+    """Each replayed frame matches the live frame of the same tick (moving wrist camera too)."""
+    source, output, _ = recorded
+    for alias in ("exterior_left", "wrist"):
+        live, again = _frames(source, alias), _frames(output, alias)
+        assert len(live) == len(again) == 15
+        for a, b in zip(live, again, strict=True):
+            diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+            assert float(diff.mean()) < 0.5
+    wrist = _frames(source, "wrist")
+    assert float(np.abs(wrist[0].astype(np.int16) - wrist[8].astype(np.int16)).mean()) > 1.0
+
+
+def test_replay_footer_names_mode_source_and_complete_sequence(
+    recorded: tuple[Path, Path, list[np.ndarray]],
+) -> None:
+    """The output is mode render with the source SHA-256 and its full render.state sequence."""
+    source, output, _ = recorded
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    with FsrReader(output) as reader:
+        footer = reader.footer
+        assert reader.mode == "render"
+    assert footer["source_sha256"] == digest
+    fence = footer["terminal_fence"]["render_source"]
+    assert fence["source_sha256"] == digest
+    assert fence["records"] == 15
+    assert fence["stream_sequence"] == {"first": 1, "last": 15}
+    assert fence["complete"] is True
+    assert fence["generations"] == [0, 1]
+
+
+def test_fsr_replay_cli_refuses_a_source_without_render_state(
+    recorded: tuple[Path, Path, list[np.ndarray]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fsr replay on an FSR without render.state exits 2 with one line."""
+    _, output, _ = recorded
+    code = fsr_main(["replay", str(output), str(output.with_name("replay.yaml")), "--output-dir", str(output.parent)])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "no 'render.state' stream" in err
+    assert len(err.splitlines()) == 1
