@@ -1,0 +1,138 @@
+"""Cameras through the whole pipeline: embedded host -> pumps -> media lane -> worker -> FSR."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import numpy as np
+import pytest
+
+from fastsim_record.adapters import codecs
+from fastsim_record.adapters.codecs import decode_frame
+from fastsim_record.fsr import FsrReader, RecordKind
+from fastsim_record.ports.encoders import ImageDescriptor, RgbFrame
+
+from .support import ROLE_STREAMS, CameraRun, camera_alias
+
+SCENE = {"synthetic": {"cameras": 2, "camera_width": 64, "camera_height": 48, "numeric_channels": 3}}
+TWO = {"cam00": camera_alias("cam00"), "cam01": camera_alias("cam01", encoding="png")}
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch, cls: type[Any], calls: list[str]) -> None:
+    original: Callable[[Any, RgbFrame], bytes] = cls.encode
+
+    def encode(self: Any, frame: RgbFrame) -> bytes:
+        calls.append(threading.current_thread().name)
+        return original(self, frame)
+
+    monkeypatch.setattr(cls, "encode", encode)
+
+
+def test_default_jpeg_and_explicit_png_encode_only_in_the_worker(
+    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default alias records JPEG q92 4:4:4, the png alias PNG level 1, both encoded on the writer thread."""
+    jpeg_calls: list[str] = []
+    png_calls: list[str] = []
+    _spy(monkeypatch, codecs.JpegEncoder, jpeg_calls)
+    _spy(monkeypatch, codecs.PngEncoder, png_calls)
+    result = camera_run(inner="synthetic+cameras", scene=SCENE, cameras=TWO)
+    assert result.outcome.ok, result.outcome.reason
+    assert len(jpeg_calls) == len(png_calls) == 30
+    assert set(jpeg_calls) | set(png_calls) == {"record-writer"}
+    with FsrReader(camera_run.output) as reader:
+        jpeg = ImageDescriptor.from_dict(reader.stream("cameras.cam00.rgb").codec)
+        png = ImageDescriptor.from_dict(reader.stream("cameras.cam01.rgb").codec)
+    assert (jpeg.payload_codec, jpeg.quality, jpeg.jpeg_chroma, jpeg.lossy) == ("jpeg", 92, "4:4:4", True)
+    assert (png.payload_codec, png.png_compression_level, png.lossy) == ("png", 1, False)
+
+
+def test_exact_rgb_k_translation_and_quaternion_in_the_file(camera_run: CameraRun) -> None:
+    """PNG RGB, K, translation and quaternion read back exactly as published, sharing the epoch digest."""
+    scene = {"synthetic": {**SCENE["synthetic"], "reset_every_s": 0.5}}
+    result = camera_run(inner="synthetic+cameras", scene=scene, cameras={"cam01": TWO["cam01"]})
+    assert result.outcome.ok, result.outcome.reason
+    assert camera_run.backend is not None
+    published: dict[str, list[Any]] = {}
+    for _, reading in camera_run.backend.kept:
+        if reading.camera == "cam01":
+            published.setdefault(reading.role, []).append(reading)
+    with FsrReader(camera_run.output) as reader:
+        descriptor = ImageDescriptor.from_dict(reader.stream("cameras.cam01.rgb").codec)
+        digests: dict[int, set[str]] = {}
+        for role, suffix in ROLE_STREAMS.items():
+            records = [r for r in reader.records(f"cameras.cam01.{suffix}") if r.kind is RecordKind.DATA]
+            assert len(records) == len(published[role]) == 30
+            assert [r.stream_sequence for r in records] == list(range(1, 31))
+            for record, reading in zip(records, published[role]):
+                if role == "rgb":
+                    got = decode_frame(record.payload, descriptor)
+                else:
+                    got = np.frombuffer(record.payload, "<f8").reshape(reading.value.shape)
+                assert np.array_equal(got, reading.value)
+                assert record.metadata["calibration_digest"] == reading.calibration_digest
+                digests.setdefault(record.generation, set()).add(record.metadata["calibration_digest"])
+    assert set(digests) == {0, 1}
+    assert all(len(d) == 1 for d in digests.values())
+
+
+def test_no_media_lane_without_cameras(camera_run: CameraRun) -> None:
+    """With no camera alias Record creates no media lane, no camera pump and no camera stream."""
+    result = camera_run(
+        inner="synthetic+cameras", scene=SCENE, cameras={},
+        observations={"mode": "all_numeric", "include": {}},
+    )
+    assert result.outcome.ok, result.outcome.reason
+    plugin = camera_run.plugins[0]
+    assert "media" not in plugin.lanes
+    assert plugin.cameras is None
+    assert not [p for p in plugin.pumps if p.name == "cameras"]
+    with FsrReader(camera_run.output) as reader:
+        assert not [s for s in reader.streams if s.name.startswith("cameras.")]
+
+
+def _fails(camera_run: CameraRun, doctor: Callable[[int, list[Any]], list[Any]], why: str) -> None:
+    result = camera_run(inner="synthetic+cameras", scene=SCENE, cameras=TWO, doctor=doctor)
+    assert not result.outcome.ok
+    assert why in (result.outcome.reason or "")
+    assert not camera_run.output.exists()
+
+
+def test_descriptor_drift_fails_closed(camera_run: CameraRun) -> None:
+    """An RGB frame whose size changes mid-run fails the run; no file is published."""
+
+    def shrink(tick: int, readings: list[Any]) -> list[Any]:
+        if tick != 10:
+            return readings
+        small = np.zeros((24, 32, 3), dtype=np.uint8)
+        small.flags.writeable = False
+        return [attrs.evolve(r, value=small) if r.role == "rgb" else r for r in readings]
+
+    _fails(camera_run, shrink, "drift")
+
+
+def test_missing_required_sample_fails_closed(camera_run: CameraRun) -> None:
+    """A required camera tick without its quaternion sample fails the run (rule C5)."""
+
+    def drop(tick: int, readings: list[Any]) -> list[Any]:
+        if tick != 7:
+            return readings
+        return [r for r in readings if not (r.camera == "cam00" and r.role == "quaternion_xyzw")]
+
+    _fails(camera_run, drop, "C5")
+
+
+def test_intrinsics_after_the_next_tick_fails_closed(camera_run: CameraRun) -> None:
+    """A new epoch's intrinsics held back to the next tick fails the run (rule C4)."""
+    held: list[Any] = []
+
+    def delay(tick: int, readings: list[Any]) -> list[Any]:
+        late = [r for r in readings if tick == 1 and r.camera == "cam01" and r.role == "intrinsics"]
+        held.extend(late)
+        out = [r for r in readings if all(r is not x for x in late)]
+        return held + out if tick == 2 else out
+
+    _fails(camera_run, delay, "C4")
