@@ -92,3 +92,32 @@ def write_sealed(outputs: OutputService, name: str, data: bytes) -> WriteLease:
     lease.flush()
     outputs.seal(lease)
     return lease
+
+
+@attrs.define(eq=False)
+class CommittingFinalizer:
+    """A finalizer that runs the whole output transaction for ``name`` at the cut."""
+
+    component: str
+    outputs: OutputService
+    completion_id: str
+    name: str = "final.fsr"
+    data: bytes = b"final bytes"
+    error: Exception | None = None
+
+    def finalize(self, cut: TerminalSemanticCut, deadline_monotonic: float) -> FinalizerResult:
+        """write -> seal -> readback -> confirm -> commit; a refusal is the failure reason."""
+        lease = write_sealed(self.outputs, self.name, self.data)
+        readback = self.outputs.open_readback(lease)
+        readback.close()
+        self.outputs.confirm_validation(readback, receipt(len(self.data), self.completion_id))
+        try:
+            committed = self.outputs.commit(lease)
+        except Exception as exc:
+            self.error = exc
+            self.outputs.abort(lease)
+            return FinalizerResult(self.component, ok=False, reason=str(exc))
+        return FinalizerResult(self.component, ok=True, reason=None, committed_name=committed)
+
+    def cancel(self) -> None:
+        """Nothing to cancel."""

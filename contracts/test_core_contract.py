@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from contracts.conftest import MakeCore
-from contracts.kit import CHANNELS, NAMES, Recorder, ScriptedFinalizer, plan, receipt, write_sealed
+from contracts.kit import (
+    CHANNELS,
+    NAMES,
+    CommittingFinalizer,
+    Recorder,
+    ScriptedFinalizer,
+    plan,
+    receipt,
+    write_sealed,
+)
 from fastsim_contract.errors import GrantRefused, LeaseError, SubscriptionRefused, TerminalError
 from fastsim_contract.harness import HarnessOutputPolicy
 from fastsim_contract.values import (
@@ -507,3 +516,24 @@ def test_a_component_cannot_use_another_components_lease(make_core: MakeCore) ->
         theirs.commit(lease)
     mine.commit(lease)
     assert driver.artifact("a.fsr") == b"abc"
+
+
+@pytest.mark.parametrize(
+    ("kind", "published"),
+    [
+        (CompletionKind.NORMAL, True),
+        (CompletionKind.STOPPED, True),
+        (CompletionKind.CANCELLED, True),
+        (CompletionKind.FAILED, False),
+    ],
+)
+def test_a_failed_run_never_publishes(make_core: MakeCore, kind: CompletionKind, published: bool) -> None:
+    """Once the winning completion is failed, Core refuses commit; other kinds may commit."""
+    driver = make_core(capture=plan())
+    core = driver.core("record")
+    finalizer = CommittingFinalizer("record", core.outputs, _completion_id(driver))
+    core.register_finalizer(FinalizerRegistrationRequest("record", True, 10.0, ("lifecycle",)), finalizer)
+    finish = driver.finish(CompletionRequest(kind, "why", "host"))
+    assert (driver.artifact("final.fsr") is not None) is published
+    assert isinstance(finalizer.error, LeaseError) is (not published)
+    assert finish.finalizers[0].ok is published

@@ -5,7 +5,7 @@ package).  Exit codes:
 
     | # | code | when                                                                  |
     |---|------|-----------------------------------------------------------------------|
-    | 1 | 0    | the Run succeeded (or was stopped) and its artifacts are committed    |
+    | 1 | 0    | the Run did not fail (succeeded, stopped, cancelled) and committed    |
     | 2 | 1    | the Run failed: nothing under the final name, the reason in one line  |
     | 3 | 2    | the Run file or the options are invalid (``path: message`` lines)     |
 
@@ -113,13 +113,13 @@ class RecordCommand:
             return 1
         _print_summary(out, result)
         outcome = result.outcome
-        if outcome.status in ("succeeded", "stopped") and (outcome.committed or prepared.capture_owner is None):
+        if outcome.status != "failed" and (outcome.committed or prepared.capture_owner is None):
             for path in outcome.committed:
                 out.print(f"committed {path}", markup=False)
             out.print(f"{outcome.status}: {result.ticks} ticks, {outcome.cut.final_global_sequence if outcome.cut else 0} records sequenced", markup=False)
             return 0
-        reason = outcome.reason or ("nothing was committed" if outcome.status in ("succeeded", "stopped") else outcome.status)
-        err.print(f"fsr record: run {outcome.status if outcome.status != 'succeeded' else 'failed'}: {reason}".splitlines()[0], markup=False)
+        reason = outcome.reason or "nothing was committed"
+        err.print(f"fsr record: run failed: {reason}".splitlines()[0], markup=False)
         for path in outcome.disposed:
             err.print(f"incomplete artifact kept at {path}", markup=False)
         return 1

@@ -424,6 +424,8 @@ class EmbeddedHost:
         )
         final, per_source = self.bus.seal()
         self.terminal.mark_cut()
+        if completion.kind is CompletionKind.FAILED:
+            self.outputs.refuse_commits(f"the Run failed ({completion.requested_by}: {completion.reason})")
         return TerminalSemanticCut(
             final_global_sequence=final,
             source_final_sequences=freeze(per_source),

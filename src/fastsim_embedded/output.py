@@ -19,6 +19,9 @@ Transaction states and what each call accepts:
     | 5 | aborted    | no    | no   | no            | no      | no     | no-op        |
     | 6 | revoked    | no    | no   | no            | no      | no     | no-op        |
 
+    Once the Run's winning completion is ``failed`` Core refuses every commit
+    (``refuse_commits``): a failed Run never publishes under a final name.
+
     * with the exact readback lease and a receipt that matches (``RECEIPT_REQUIRED_KEYS``;
       ``validated_bytes`` == sealed size; ``completion_id`` == the Run's; under
       ``integrity="sha256"`` a ``content_sha256`` equal to the file's digest, and without
@@ -154,6 +157,7 @@ class FileOutputService:
     output_dir: Path
     policy: OutputPolicy
     completion_id: str
+    commit_refusal: str | None = attrs.field(init=False, default=None)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _by_lease: dict[int, tuple[FileWriteLease, Transaction]] = attrs.field(init=False, factory=dict)
     _by_name: dict[str, Transaction] = attrs.field(init=False, factory=dict)
@@ -249,6 +253,8 @@ class FileOutputService:
         """Atomically publish the confirmed file under its final name."""
         tx = self._tx_of(lease, "commit")
         with tx.lock:
+            if self.commit_refusal is not None:
+                raise LeaseError(f"commit: refused, {self.commit_refusal}")
             if tx.state != "confirmed":
                 raise LeaseError(f"commit: the transaction for {tx.name!r} is {tx.state}")
             os.replace(tx.staging, tx.final)
@@ -267,6 +273,10 @@ class FileOutputService:
             self._dispose(tx, "aborted")
 
     # -- Core-only ------------------------------------------------------------------
+    def refuse_commits(self, reason: str) -> None:
+        """From now on every commit raises ``LeaseError`` naming ``reason``."""
+        self.commit_refusal = reason
+
     def _dispose(self, tx: Transaction, state: str) -> None:
         tx.state = state
         if tx.readback is not None:

@@ -17,14 +17,14 @@ Run status from the completion and the finalizer outcomes (first matching row wi
 
     | # | condition                                  | status     |
     |---|--------------------------------------------|------------|
-    | 1 | a *required* finalizer is not ok           | failed     |
-    | 2 | completion kind failed                     | failed     |
+    | 1 | completion kind failed (its reason)        | failed     |
+    | 2 | a *required* finalizer is not ok           | failed     |
     | 3 | completion kind cancelled                  | cancelled  |
     | 4 | completion kind stopped                    | stopped    |
     | 5 | otherwise (normal)                         | succeeded  |
 
-Row 1 is required-finalizer precedence: it holds even when another source won
-completion with ``normal``.
+Row 2 is required-finalizer precedence: it holds even when another source won
+completion with ``normal`` (row 1 comes first only to report the root cause).
 """
 
 from __future__ import annotations
@@ -75,11 +75,11 @@ class FinalizerOutcome:
 
 def run_status(completion: CompletionRequest, outcomes: tuple[FinalizerOutcome, ...]) -> tuple[str, str | None]:
     """The Run status and its one-line reason (the module's second table)."""
+    if completion.kind is CompletionKind.FAILED:
+        return "failed", f"{completion.requested_by}: {completion.reason}"
     for outcome in outcomes:
         if outcome.request.required and not outcome.result.ok:
             return "failed", f"{outcome.request.component}: {outcome.result.reason or 'failed'}"
-    if completion.kind is CompletionKind.FAILED:
-        return "failed", f"{completion.requested_by}: {completion.reason}"
     if completion.kind is CompletionKind.CANCELLED:
         return "cancelled", completion.reason
     if completion.kind is CompletionKind.STOPPED:

@@ -90,7 +90,7 @@ def test_operator_interrupt_stops_the_run(probe_session: ProbeSession, tmp_path:
 
 
 def test_backend_failure_fails_the_run(probe_session: ProbeSession) -> None:
-    """An exception in the backend becomes a failed completion naming the tick."""
+    """A backend exception fails the Run naming the tick; its commit is refused, nothing published."""
     class Broken(SyntheticBackend):
         def step(self, substeps: int) -> None:
             if self._steps >= 3:
@@ -107,6 +107,8 @@ def test_backend_failure_fails_the_run(probe_session: ProbeSession) -> None:
     assert result.outcome.reason is not None
     assert "tick 4" in result.outcome.reason
     assert "physics exploded" in result.outcome.reason
+    assert result.outcome.committed == ()
+    assert len(result.outcome.disposed) == 1
 
 
 def test_required_finalizer_failure_fails_a_normal_run(probe_session: ProbeSession, tmp_path: Path) -> None:
