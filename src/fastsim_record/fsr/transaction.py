@@ -128,11 +128,15 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def _as_path(path: str | os.PathLike[str]) -> str:
+    return os.fspath(path)
+
+
 @attrs.define(eq=False)
 class FilesystemLeases:
     """Stages ``<name>.incomplete`` in ``output_dir`` and publishes with an atomic rename."""
 
-    output_dir: str = attrs.field(converter=os.fspath)
+    output_dir: str = attrs.field(converter=_as_path)
     preserve_incomplete: bool = True
     _active: dict[str, _FsWriteLease] = attrs.field(factory=dict, init=False)
 

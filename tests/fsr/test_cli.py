@@ -1,0 +1,126 @@
+"""The fsr subcommands info, validate, cat, recover and synth: output and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fastsim_record.cli import main
+
+Capture = pytest.CaptureFixture[str]
+
+
+@pytest.fixture
+def fsr_file(tmp_path: Path) -> Path:
+    path = tmp_path / "a.fsr"
+    assert main(["synth", str(path), "--records", "400", "--payload-bytes", "64", "--camera-every", "5",
+                 "--camera-bytes", "3000", "--generations", "2", "--gap-every", "101", "--metadata",
+                 "--batch-items", "64", "--integrity", "strong"]) == 0
+    return path
+
+
+def test_info_json_has_the_documented_keys(fsr_file: Path, capsys: Capture) -> None:
+    """fsr info --json lists streams with names and record counts, totals and flags."""
+    capsys.readouterr()
+    assert main(["info", str(fsr_file), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {"streams", "records", "degraded", "integrity", "mode"} <= set(info)
+    assert info["records"] == 400
+    assert (info["degraded"], info["integrity"], info["mode"]) == (True, "strong", "record")
+    assert sum(s["records"] for s in info["streams"]) == 400
+    camera = next(s for s in info["streams"] if s["name"] == "cameras.overview.rgb")
+    assert (camera["records"], camera["generations"], camera["codec"]["codec"]) == (80, [0, 1], "raw")
+
+
+def test_info_text(fsr_file: Path, capsys: Capture) -> None:
+    """fsr info prints a readable summary with every stream."""
+    capsys.readouterr()
+    assert main(["info", str(fsr_file)]) == 0
+    out = capsys.readouterr().out
+    assert "records 400" in out
+    assert "cameras.overview.rgb" in out
+    assert "degraded true" in out
+
+
+@pytest.mark.parametrize("profile", ["structural", "fast", "strong"])
+def test_validate_prints_the_receipt(fsr_file: Path, capsys: Capture, profile: str) -> None:
+    """fsr validate exits 0 and prints the receipt in every profile."""
+    capsys.readouterr()
+    assert main(["validate", str(fsr_file), "--integrity", profile, "--json"]) == 0
+    receipt = json.loads(capsys.readouterr().out)
+    assert receipt["profile"] == profile
+    assert receipt["validated_bytes"] == fsr_file.stat().st_size
+    assert (receipt["content_sha256"] is None) is (profile == "structural")
+
+
+def test_validate_invalid_file_is_one_line_exit_1(fsr_file: Path, capsys: Capture) -> None:
+    """A corrupt file exits 1 with one 'invalid: <reason> at offset <n>' line and no traceback."""
+    data = bytearray(fsr_file.read_bytes())
+    data[200] ^= 0xFF
+    fsr_file.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["validate", str(fsr_file)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("invalid: ")
+    assert " at offset " in err
+
+
+def test_validate_usage_errors_exit_2(fsr_file: Path, tmp_path: Path, capsys: Capture) -> None:
+    """An unreadable path or fast/strong without a sha256 policy exits 2."""
+    assert main(["validate", str(tmp_path / "missing.fsr")]) == 2
+    assert main(["validate", str(tmp_path)]) == 2
+    assert main(["validate", str(fsr_file), "--integrity", "fast", "--policy-integrity", "none"]) == 2
+    assert "requires the output policy integrity 'sha256'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["validate", str(fsr_file), "--integrity", "bogus"])
+    assert info.value.code == 2
+
+
+def test_cat_prints_json_lines(fsr_file: Path, capsys: Capture) -> None:
+    """fsr cat prints one JSON object per record, filtered and limited."""
+    capsys.readouterr()
+    assert main(["cat", str(fsr_file), "--stream", "cameras.overview.rgb", "--limit", "3"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["stream_sequence"] for x in lines] == [1, 2, 3]
+    assert lines[0]["stream"] == "cameras.overview.rgb"
+    assert set(lines[0]) >= {"stream", "kind", "global_sequence", "stream_sequence", "generation",
+                             "sim_time_ns", "metadata", "payload_length"}
+    assert main(["cat", str(fsr_file)]) == 0
+    kinds = [json.loads(x)["kind"] for x in capsys.readouterr().out.splitlines()]
+    assert (len(kinds), kinds.count("gap")) == (400, 3)
+
+
+def test_cat_unknown_stream_exits_2(fsr_file: Path, capsys: Capture) -> None:
+    """An unknown stream name is a usage error."""
+    assert main(["cat", str(fsr_file), "--stream", "nope"]) == 2
+    assert "no stream named 'nope'" in capsys.readouterr().err
+
+
+def test_recover_exit_codes(tmp_path: Path, capsys: Capture) -> None:
+    """fsr recover exits 0 when nothing was lost, 3 when a torn tail was dropped, 1 when hopeless."""
+    src = tmp_path / "u.fsr.incomplete"
+    assert main(["synth", str(src), "--records", "300", "--batch-items", "50", "--unsealed"]) == 0
+    out = tmp_path / "u.fsr"
+    assert main(["recover", str(src), "-o", str(out)]) == 0
+    assert main(["validate", str(out)]) == 0
+    data = src.read_bytes()
+    src.write_bytes(data[: len(data) - 100])
+    capsys.readouterr()
+    assert main(["recover", str(src), "-o", str(out)]) == 3
+    printed = capsys.readouterr().out
+    assert "recovered 250 records in 5 batches" in printed
+    assert "dropped torn tail: 50 records" in printed
+    src.write_bytes(data[:20])
+    assert main(["recover", str(src), "-o", str(out)]) == 1
+    assert capsys.readouterr().err.startswith("invalid: ")
+    assert main(["recover", str(tmp_path / "missing"), "-o", str(out)]) == 2
+
+
+def test_synth_rejects_bad_arguments(tmp_path: Path, capsys: Capture) -> None:
+    """Negative sizes are a usage error; nothing is written."""
+    assert main(["synth", str(tmp_path / "x.fsr"), "--records", "-1"]) == 2
+    assert "--records" in capsys.readouterr().err
+    assert not (tmp_path / "x.fsr").exists()
