@@ -4,9 +4,10 @@ Encoders run only in the writer worker; the capture path hands over an immutable
 RGB array and nothing else touches it.
 
 * JPEG uses ``simplejpeg`` (libjpeg-turbo), which takes RGB directly: no RGB->BGR copy.
-  Measured here on 30 rendered 640x480 frames at quality 92, 4:4:4, one core, paired
-  rounds: simplejpeg 1.21 ms/frame, OpenCV (``cvtColor`` + ``imencode``) 1.28 ms/frame,
-  median paired ratio 1.06 (IQR 1.02-1.11); payloads are the same size.
+  Measured on this 2-core machine with 30 rendered 640x480 frames at quality 92, 4:4:4,
+  one core, 40 interleaved paired rounds (twice): simplejpeg 1.22-1.31 ms/frame, OpenCV
+  (strip ``cvtColor`` + ``imencode``) 1.31-1.36 ms/frame; OpenCV/simplejpeg time ratio
+  median 1.08-1.09, simplejpeg faster in 38 of 40 rounds; payloads are the same size.
 * PNG uses OpenCV.  ``encode`` converts RGB to OpenCV's BGR order into a scratch buffer
   the encoder allocates on its first call (so in the worker) and reuses.  The conversion
   runs in row strips of at most ``_STRIP_PIXELS`` pixels: a whole-frame ``cvtColor`` is
