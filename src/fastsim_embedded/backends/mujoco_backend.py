@@ -25,6 +25,9 @@ Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
     | 3 | control_hz     | 15       | rate of the scripted ``set_joint_targets`` commands      |
     | 4 | reset_every_s  | 4.0      | a reset (new Runtime generation) period; null: never     |
 
+``scenario.scene.fluid`` adds a particle emitter (``fastsim_embedded.fluid``): the scene
+then exposes ``fluid.audit`` and its particles enter ``render.state``.
+
 Each generation replays the scripted pick from the initial state: a command
 ``set_joint_targets`` (``args.targets``: 7 arm joint targets in rad and the gripper
 closure in [0, 1]) every ``1 / control_hz`` s, applied only through ``apply_control``
@@ -58,6 +61,7 @@ from fastsim_embedded.backends.mujoco_scene import (
     JOINT_UNITS,
     MujocoDroidScene,
 )
+from fastsim_embedded.fluid import emitter_from_scene
 from fastsim_embedded.mujoco_render import MujocoRenderSource
 
 __all__ = ["COMMAND_NAME", "MujocoBackend", "create_backend"]
@@ -214,7 +218,8 @@ class MujocoBackend:
         """render.state and scene.geometry access to the same model and data."""
         if self._render_source is None:
             self._render_source = MujocoRenderSource(
-                self.scene.model, self.scene.data, articulations={self.entity: JOINT_NAMES}
+                self.scene.model, self.scene.data, articulations={self.entity: JOINT_NAMES},
+                emitter=emitter_from_scene(self.spec.scene, self.spec.seed),  # fluid.audit
             )
         return self._render_source
 
