@@ -96,6 +96,7 @@ class NumericTickEncoder:
             })
             offset += nbytes
         self.record_bytes = offset
+        self._fast = tuple((c.name, self._dtypes[c.name], self._shapes[c.name]) for c in channels)
         self.codec: Mapping[str, object] = {
             "payload_codec": "numeric-tick/1",
             "media_type": "application/octet-stream",
@@ -110,6 +111,25 @@ class NumericTickEncoder:
                 f"{self._stream}: expected an ObservationTick, got {type(payload).__name__}",
                 stream=self._stream,
             )
+        samples = payload.samples
+        if len(samples) == len(self._order):  # fast path: declared order, exact dtype and shape
+            parts: list[bytes] = []
+            append = parts.append
+            for sample, (name, dtype, shape) in zip(samples, self._fast):
+                value: Any = sample.value
+                if (
+                    sample.channel != name
+                    or value.__class__ is not np.ndarray
+                    or (value.dtype is not dtype and value.dtype != dtype)
+                    or value.shape != shape
+                ):
+                    return self._encode_slow(payload)
+                append(value.tobytes())
+            return b"".join(parts)
+        return self._encode_slow(payload)
+
+    def _encode_slow(self, payload: ObservationTick) -> bytes:
+        """Rules 1-5 in full: any order, convertible byte orders, precise drift messages."""
         by_name = {s.channel: s.value for s in payload.samples}
         if len(by_name) != len(self._order) or len(payload.samples) != len(self._order):
             extra = sorted(set(by_name) - set(self._order))

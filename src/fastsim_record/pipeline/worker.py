@@ -268,7 +268,7 @@ class WriterWorker:
                 self.encoded += 1
                 record = OutRecord(
                     item.stream, "data", item.global_sequence, item.capture_sequence,
-                    item.generation, item.sim_time_ns, payload, {"tick": item.tick},
+                    item.generation, item.sim_time_ns, payload,
                 )
             pending.append(record)
             self._stream_time[record.stream] = (record.generation, record.sim_time_ns)
