@@ -16,7 +16,8 @@ Global recording sequence
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import overload
 
 import attrs
 
@@ -35,6 +36,7 @@ __all__ = [
     "FinalizerResult",
     "GenerationBarrier",
     "ObservationTick",
+    "SampleBlock",
     "SourceKind",
     "TerminalSemanticCut",
 ]
@@ -88,12 +90,85 @@ class ChannelSample:
     channel_sequence: int
 
 
+class SampleBlock(Sequence[ChannelSample]):
+    """The samples of one tick, stored column-wise: immutable, materialized on access.
+
+    A Core publishing many channels per tick builds one ``SampleBlock`` (the plan's
+    shared channel-name tuple, a tuple of read-only values, one ``channel_sequence``)
+    instead of one :class:`ChannelSample` object per channel.  It is a read-only
+    ``Sequence[ChannelSample]`` equal to the tuple of its samples; consumers on a hot path
+    read ``channels`` and ``values`` directly.
+    """
+
+    __slots__ = ("channel_sequence", "channels", "values")
+    channels: tuple[str, ...]
+    values: tuple[object, ...]
+    channel_sequence: int
+
+    def __init__(self, channels: tuple[str, ...], values: tuple[object, ...], channel_sequence: int) -> None:
+        if len(channels) != len(values):
+            raise ValueError(f"SampleBlock: {len(channels)} channels but {len(values)} values")
+        object.__setattr__(self, "channels", channels)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "channel_sequence", channel_sequence)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __len__(self) -> int:
+        return len(self.channels)
+
+    @overload
+    def __getitem__(self, index: int) -> ChannelSample: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ChannelSample, ...]: ...
+    def __getitem__(self, index: int | slice) -> ChannelSample | tuple[ChannelSample, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        return ChannelSample(self.channels[index], self.values[index], self.channel_sequence)
+
+    def __iter__(self) -> Iterator[ChannelSample]:
+        seq = self.channel_sequence
+        for channel, value in zip(self.channels, self.values):
+            yield ChannelSample(channel, value, seq)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.channels, self.channel_sequence))
+
+    def __repr__(self) -> str:
+        return f"SampleBlock({len(self.channels)} channels, channel_sequence={self.channel_sequence})"
+
+
 @attrs.frozen
 class ObservationTick:
-    """All selected numeric channels of one tick: one atomic record."""
+    """All selected numeric channels of one tick: one atomic record.
+
+    ``samples`` is a tuple of :class:`ChannelSample` or a :class:`SampleBlock` (the
+    embedded host publishes blocks); ``channels``/``values`` read either form without
+    materializing per-channel objects.
+    """
 
     capture_sequence: int
-    samples: tuple[ChannelSample, ...]
+    samples: Sequence[ChannelSample]
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """Channel names in sample order."""
+        if isinstance(self.samples, SampleBlock):
+            return self.samples.channels
+        return tuple(s.channel for s in self.samples)
+
+    @property
+    def values(self) -> tuple[object, ...]:
+        """Sample values in sample order."""
+        if isinstance(self.samples, SampleBlock):
+            return self.samples.values
+        return tuple(s.value for s in self.samples)
 
 
 @attrs.frozen

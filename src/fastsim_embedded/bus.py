@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
@@ -86,11 +87,18 @@ class CaptureBus:
     _history_open: bool = attrs.field(init=False, default=True)
     _control_started: bool = attrs.field(init=False, default=False)
     _sealed: bool = attrs.field(init=False, default=False)
+    _captured: dict[SourceKind, bool] = attrs.field(init=False, factory=dict)
+    _streams: dict[SourceKind, str] = attrs.field(init=False, factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        for kind in SourceKind:  # precomputed: the hot path never touches Enum.value
+            self._captured[kind] = self.plan.captures(kind.value)
+            self._streams[kind] = _stream_of(kind)
 
     # -- producers ---------------------------------------------------------------
     def captures(self, source: SourceKind) -> bool:
         """Whether items of ``source`` are captured (cheap; check before building payloads)."""
-        return self.plan.captures(source.value)
+        return self._captured[source]
 
     def publish(
         self,
@@ -102,11 +110,16 @@ class CaptureBus:
         payload: object,
         portable_size: int | None = None,
         sequence_key: str | None = None,
+        wrap: Callable[[int, Any], object] | None = None,
     ) -> Envelope | None:
-        """Stamp and deliver one item; ``None`` when the source is not captured."""
-        if not self.plan.captures(source.value):
+        """Stamp and deliver one item; ``None`` when the source is not captured.
+
+        ``wrap(source_sequence, payload)``, when given, builds the final payload under the
+        lock (observation ticks embed their capture_sequence).
+        """
+        if not self._captured[source]:
             return None
-        stream = _stream_of(source)
+        stream = self._streams[source]
         key = sequence_key or stream
         with self._lock:
             if self._sealed:
@@ -120,7 +133,7 @@ class CaptureBus:
                 generation=generation,
                 tick=tick,
                 sim_time_ns=sim_time_ns,
-                payload=payload,
+                payload=payload if wrap is None else wrap(seq, payload),
                 portable_size=portable_size,
                 source_sequence=seq,
             )

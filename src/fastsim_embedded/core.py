@@ -42,13 +42,13 @@ from fastsim_contract.values import (
     CameraSample,
     CapturePlan,
     ChannelDescriptor,
-    ChannelSample,
     CompletionKind,
     CompletionRequest,
     Envelope,
     FinalizerRegistrationRequest,
     GenerationBarrier,
     ObservationTick,
+    SampleBlock,
     SourceKind,
     TerminalSemanticCut,
 )
@@ -113,10 +113,14 @@ class RunOutcome:
 
 
 def _read_only(value: object) -> object:
-    if isinstance(value, np.ndarray) and value.flags.writeable:
-        value = value.copy()
-        value.flags.writeable = False
-    return value
+    if isinstance(value, np.ndarray):
+        if value.flags.writeable:
+            value = value.copy()
+            value.flags.writeable = False
+        return value
+    array = np.array(value)  # a scalar or list from a backend: freeze a copy
+    array.flags.writeable = False
+    return array
 
 
 @attrs.define(eq=False)
@@ -216,6 +220,7 @@ class EmbeddedHost:
     sink_errors: list[tuple[str, str]] = attrs.field(factory=list)
     _cores: dict[str, EmbeddedCore] = attrs.field(init=False, factory=dict)
     _channel_seq: dict[str, int] = attrs.field(init=False, factory=dict)
+    _observed: int = attrs.field(init=False, default=0)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
     def __attrs_post_init__(self) -> None:
@@ -333,24 +338,25 @@ class EmbeddedHost:
         return bool(self.context.capture.observation_channels)
 
     def publish_observation(self, values: Mapping[str, object]) -> Envelope | None:
-        """One ObservationTick with every selected channel, in plan order."""
-        plan = self.context.capture
-        if not plan.observation_channels:
+        """One ObservationTick with every selected channel, in plan order (a SampleBlock)."""
+        names = self.context.capture.observation_channels
+        if not names:
             return None
-        samples = []
-        for name in plan.observation_channels:
-            value = values[name]  # KeyError: the backend broke its declaration
-            seq = self._channel_seq.get(name, 0) + 1
-            self._channel_seq[name] = seq
-            samples.append(ChannelSample(name, _read_only(value), seq))
+        picked = tuple(map(values.__getitem__, names))  # KeyError: the backend broke its declaration
+        for value in picked:
+            if getattr(value, "flags", None) is None or value.flags.writeable:  # type: ignore[attr-defined]
+                picked = tuple(_read_only(v) for v in picked)
+                break
+        self._observed += 1
+        block = SampleBlock(names, picked, self._observed)
         ctx = self.context
-        capture_sequence = self.bus.next_source_sequence(SourceKind.OBSERVATION.value)
         return self.bus.publish(
             SourceKind.OBSERVATION,
             generation=ctx.generation,
             tick=ctx.tick,
             sim_time_ns=ctx.sim_time_ns,
-            payload=ObservationTick(capture_sequence, tuple(samples)),
+            payload=block,
+            wrap=ObservationTick,
         )
 
     def publish_cameras(self, readings: Sequence[CameraReading]) -> None:

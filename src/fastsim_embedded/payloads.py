@@ -35,10 +35,18 @@ class FrozenDict(dict[str, Any]):
         return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def freeze(value: object) -> Any:
     """A deep immutable copy of JSON-like data (mappings, lists, scalars)."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Mapping):
-        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
+        return FrozenDict(
+            {str(k): v if type(v) in _SCALARS else freeze(v) for k, v in value.items()}
+        )
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
     return value
@@ -46,5 +54,4 @@ def freeze(value: object) -> Any:
 
 def portable_size(payload: object) -> int:
     """Byte length of the canonical JSON encoding of ``payload``."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return len(text.encode("utf-8"))
+    return len(_ENCODER.encode(payload).encode("utf-8"))
