@@ -100,7 +100,7 @@ def trial(cameras: int, *, record: bool, duration_s: float) -> dict[str, Any]:
 
     def timed_run_loop(*args: Any, **kwargs: Any) -> int:
         begin = time.perf_counter()
-        ticks = real_run_loop(*args, **kwargs)
+        ticks = int(real_run_loop(*args, **kwargs))
         timing["wall"] = time.perf_counter() - begin
         timing["ticks"] = ticks
         return ticks
