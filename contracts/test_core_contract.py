@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import attrs
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from contracts.conftest import MakeCore
 from contracts.kit import (
     CHANNELS,
+    MANDATORY,
     NAMES,
     CommittingFinalizer,
     Recorder,
@@ -20,8 +22,11 @@ from contracts.kit import (
     write_sealed,
 )
 from fastsim_contract.errors import GrantRefused, LeaseError, SubscriptionRefused, TerminalError
-from fastsim_contract.harness import HarnessOutputPolicy
+from fastsim_contract.harness import CameraDriver, HarnessOutputPolicy
 from fastsim_contract.values import (
+    CameraCapture,
+    CameraSample,
+    CapturePlan,
     CompletionKind,
     CompletionRequest,
     FinalizerRegistrationRequest,
@@ -537,3 +542,61 @@ def test_a_failed_run_never_publishes(make_core: MakeCore, kind: CompletionKind,
     assert (driver.artifact("final.fsr") is not None) is published
     assert isinstance(finalizer.error, LeaseError) is (not published)
     assert finish.finalizers[0].ok is published
+
+
+# -- cameras (optional driver capability) ---------------------------------------------------------
+
+CAMERA = CameraCapture(
+    alias="overview",
+    rgb="sensors.overview.camera.rgb",
+    intrinsics="sensors.overview.camera.intrinsics",
+    translation="sensors.overview.camera.extrinsics.translation",
+    quaternion_xyzw="sensors.overview.camera.extrinsics.quaternion_xyzw",
+)
+
+
+def _camera_driver(make_core: MakeCore) -> CameraDriver:
+    driver = make_core(capture=CapturePlan(sources=MANDATORY | {"cameras"}, cameras=(CAMERA,)))
+    if not hasattr(driver, "publish_camera"):
+        pytest.skip("this Core's driver cannot publish camera samples")
+    return cast(CameraDriver, driver)
+
+
+def test_camera_samples_are_sequenced_per_channel(make_core: MakeCore) -> None:
+    """Camera samples carry alias and role, one contiguous sequence per channel, all in the cut."""
+    driver = _camera_driver(make_core)
+    core = driver.core("record")
+    core.request_grant("camera")
+    seen = Recorder()
+    core.subscribe("cameras", seen)
+    frame = np.zeros((4, 6, 3), dtype=np.uint8)
+    frame.flags.writeable = False
+    for _ in range(3):
+        driver.publish_camera(CAMERA.rgb, frame, "d1")
+        driver.publish_camera(CAMERA.translation, np.zeros(3), "d1")
+        driver.publish_camera(CAMERA.intrinsics, np.eye(3), "d1", {"model": "pinhole"})
+    assert sorted(seen.globals()) == list(range(1, 10))
+    by_role: dict[str, list[int]] = {}
+    for envelope in seen.items:
+        sample = envelope.payload
+        assert isinstance(sample, CameraSample)
+        assert sample.camera == "overview"
+        by_role.setdefault(sample.role, []).append(envelope.source_sequence)
+    assert by_role == {"rgb": [1, 2, 3], "translation": [1, 2, 3], "intrinsics": [1, 2, 3]}
+    finish = driver.finish()
+    assert finish.cut.source_final_sequences["cameras.overview.rgb"] == 3
+    assert finish.cut.source_final_sequences["cameras.overview.intrinsics"] == 3
+
+
+def test_cameras_need_the_grant_and_planned_channels(make_core: MakeCore) -> None:
+    """No camera grant, or a camera channel outside the plan, is refused; no cameras, no grant."""
+    driver = _camera_driver(make_core)
+    core = driver.core("record")
+    with pytest.raises(SubscriptionRefused):
+        core.subscribe("cameras", Recorder())
+    core.request_grant("camera")
+    with pytest.raises(SubscriptionRefused):
+        core.subscribe("cameras", Recorder(), channels=("sensors.other.camera.rgb",))
+    without = make_core(capture=plan())
+    with pytest.raises(GrantRefused):
+        without.core("record").request_grant("camera")

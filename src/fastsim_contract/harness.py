@@ -25,7 +25,7 @@ from fastsim_contract.values import (
     TerminalSemanticCut,
 )
 
-__all__ = ["CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessOutputPolicy", "HarnessSpec"]
+__all__ = ["CameraDriver", "CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessOutputPolicy", "HarnessSpec"]
 
 
 @attrs.frozen
@@ -108,6 +108,20 @@ class CoreDriver(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class CameraDriver(CoreDriver, Protocol):
+    """Optional capability: a driver that can publish camera samples (suite skips otherwise)."""
+
+    def publish_camera(
+        self,
+        channel: str,
+        value: object,
+        calibration_digest: str,
+        profile: Mapping[str, object] | None = None,
+    ) -> None:
+        """Publish one sample of a planned camera channel in the current tick."""
+        ...
 
 
 DriverFactory = Callable[[HarnessSpec, Path], CoreDriver]

@@ -9,7 +9,7 @@ import attrs
 
 from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec
 from fastsim_contract.values import CompletionRequest, Envelope
-from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
+from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
 from fastsim_embedded.core import EmbeddedCore, EmbeddedHost
 
 __all__ = ["EmbeddedDriver", "make_driver"]
@@ -51,6 +51,22 @@ class EmbeddedDriver:
         self._tick += 1
         self.host.advance(self._tick, round(self._tick * 1e9 / self.host.context.sensor_hz))
         self.host.publish_observation(values)
+
+    def publish_camera(
+        self,
+        channel: str,
+        value: object,
+        calibration_digest: str,
+        profile: Mapping[str, object] | None = None,
+    ) -> None:
+        """One camera channel sample in the current tick."""
+        for camera in self.host.context.capture.cameras:
+            for role, name in camera.channels().items():
+                if name == channel:
+                    reading = CameraReading(camera.alias, channel, role, value, calibration_digest, profile)  # type: ignore[arg-type]
+                    self.host.publish_cameras([reading])
+                    return
+        raise KeyError(channel)
 
     def reset(self) -> None:
         """A new generation."""
