@@ -69,3 +69,14 @@ def test_record_is_listed_by_the_dispatcher(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     for option in ("--output-dir", "--duration", "--backend"):
         assert option in out
+
+
+def test_invalid_component_config_exits_2_naming_the_field(
+    write_run: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Record config the catalog rejects is reported as `plugins.record.config...: message`."""
+    plugins = {"record": {"use": "plugin://fastsim/record", "config": {"integrity": "bogus"}}}
+    assert main(_no_progress(write_run(plugins=plugins))) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("plugins.record.config.integrity:")
+    assert "Traceback" not in err
