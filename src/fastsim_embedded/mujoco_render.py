@@ -57,6 +57,12 @@ class MujocoRenderSource:
     _rigid: list[tuple[str, int, int, int]] = attrs.field(init=False, factory=list)
     _geometry: MujocoSceneGeometry | None = attrs.field(init=False, default=None)
     _keys: dict[str, tuple[str, ...]] = attrs.field(init=False, factory=dict)
+    # vectorised rigid-body gathers: pose qpos indices (n, 7), linear / angular dof indices
+    _pose_idx: npt.NDArray[np.intp] = attrs.field(init=False, factory=lambda: np.zeros((0, 7), np.intp))
+    _lin_idx: npt.NDArray[np.intp] = attrs.field(init=False, factory=lambda: np.zeros((0, 3), np.intp))
+    _ang_idx: npt.NDArray[np.intp] = attrs.field(init=False, factory=lambda: np.zeros((0, 3), np.intp))
+    _bodies: npt.NDArray[np.intp] = attrs.field(init=False, factory=lambda: np.zeros(0, np.intp))
+    _rigid_keys: tuple[tuple[str, str, str], ...] = attrs.field(init=False, default=())
 
     def __attrs_post_init__(self) -> None:
         m = self.model
@@ -82,6 +88,15 @@ class MujocoRenderSource:
                 self._rigid.append(
                     (str(m.body(body).name), body, int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j]))
                 )
+        if self._rigid:
+            self._pose_idx = np.array([qa + _WXYZ_TO_XYZW for _, _, qa, _ in self._rigid], np.intp)
+            self._lin_idx = np.array([da + np.arange(3) for _, _, _, da in self._rigid], np.intp)
+            self._ang_idx = self._lin_idx + 3
+            self._bodies = np.array([b for _, b, _, _ in self._rigid], np.intp)
+            self._rigid_keys = tuple(
+                (f"rigid/{n}/pose", f"rigid/{n}/linear_velocity", f"rigid/{n}/angular_velocity")
+                for n, _, _, _ in self._rigid
+            )
 
     def render_state(self) -> dict[str, npt.NDArray[Any]]:
         """Rows 1-6 now: new read-only arrays, no compression, no quantization."""
@@ -91,13 +106,15 @@ class MujocoRenderSource:
             pos_key, vel_key = self._keys[name]
             state[pos_key] = _readonly(qpos[qa])
             state[vel_key] = _readonly(qvel[da])
-        xmat = self.data.xmat
-        for name, body, fq, fd in self._rigid:
-            state[f"rigid/{name}/pose"] = _readonly(qpos[fq : fq + 7][_WXYZ_TO_XYZW])
-            state[f"rigid/{name}/linear_velocity"] = _readonly(qvel[fd : fd + 3].copy())
-            state[f"rigid/{name}/angular_velocity"] = _readonly(
-                xmat[body].reshape(3, 3) @ qvel[fd + 3 : fd + 6]
-            )
+        if self._rigid_keys:  # one gather per quantity; rows are read-only views
+            poses = _readonly(qpos[self._pose_idx])
+            linear = _readonly(qvel[self._lin_idx])
+            rot = self.data.xmat[self._bodies].reshape(-1, 3, 3)
+            angular = _readonly(np.einsum("nij,nj->ni", rot, qvel[self._ang_idx]))
+            for i, (pose_key, lin_key, ang_key) in enumerate(self._rigid_keys):
+                state[pose_key] = poses[i]
+                state[lin_key] = linear[i]
+                state[ang_key] = angular[i]
         if self.emitter is not None:
             state[f"fluid/{self.emitter.name}/positions"] = self.emitter.positions()
         return state

@@ -190,3 +190,17 @@ def test_single_byte_mutations_never_crash(state: Mapping[str, NDArray[Any]], da
     payload[index] ^= data.draw(st.integers(1, 255))
     with contextlib.suppress(RenderStatePayloadError):
         rs.decode_render_state(bytes(payload))
+
+
+def test_a_steady_layout_is_validated_once_and_reused() -> None:
+    """layout_for reuses the layout for equal keys/dtypes/shapes and redoes it otherwise."""
+    state = _state()
+    first = rs.layout_for(state, None)
+    assert rs.layout_for(_state(), first) is first
+    grown = _state()
+    grown["fluid/water/positions"] = _ro(np.zeros((501, 3), np.float32))
+    second = rs.layout_for(grown, first)
+    assert second is not first
+    payload = rs.encode_with_layout(grown, second)
+    assert decode_render_state(payload).arrays["fluid/water/positions"].shape == (501, 3)
+    assert rs.encode_with_layout(state, first) == encode_render_state(state)

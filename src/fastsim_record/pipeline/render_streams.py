@@ -59,14 +59,16 @@ class RenderStateEncoder:
     """``render.state`` payloads: zlib level 1 of metadata plus buffers (worker only)."""
 
     codec: Mapping[str, object] = render_state.STREAM_CODEC
+    _layout: render_state.Layout | None = None
 
     def encode(self, payload: object) -> bytes:
-        """Encode one captured state mapping."""
+        """Encode one captured state mapping (the layout is validated once per shape)."""
         if not isinstance(payload, Mapping):
             raise render_state.RenderStatePayloadError(
                 f"render.state: expected a mapping of arrays, got {type(payload).__name__}"
             )
-        return render_state.encode_render_state(payload)
+        self._layout = layout = render_state.layout_for(payload, self._layout)
+        return render_state.encode_with_layout(payload, layout)
 
 
 def _check_rate(name: str, configured: float, planned: float | None) -> None:
