@@ -47,7 +47,7 @@ def run_fsr(records: list[RecordIn], path: Path, batch: int) -> float:
 
 
 def run_mcap(records: list[RecordIn], path: Path) -> float:
-    args = [(r.stream_id, r.sim_time_ns, r.payload, r.stream_sequence) for r in records]
+    args = [(r.stream_id, r.sim_time_ns, bytes(r.payload), r.stream_sequence) for r in records]
     t0 = time.perf_counter()
     with open(path, "wb") as f:
         w = Writer(f, compression=CompressionType.NONE)

@@ -127,6 +127,8 @@ def _pokes(*edits: tuple[int, int, int]) -> Callable[[bytearray], None]:
 
 
 FORGERIES = [
+    ("index entry points at another batch", lambda: _poke(_region("index") + 64, _region("batch header"), 8),
+     "index entry offset is not the end of the previous batch"),
     ("index entry points at the wrong batch", lambda: _poke(_region("index") + 64 + 24, 1, 8),
      "index entry first_global disagrees with the batch header"),
     ("batch header time span lies", lambda: _poke(_region("batch header") + 72, 99, 8),
@@ -207,5 +209,11 @@ def test_random_mutations_give_only_format_errors(edits: list[tuple[int, int]], 
             del data[at % len(data)]
         else:
             data[at % len(data)] ^= 1 << (value % 8)
-    with contextlib.suppress(FormatError):
-        _exercise(bytes(data))
+    tracemalloc.start()
+    try:
+        with contextlib.suppress(FormatError):
+            _exercise(bytes(data))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * len(data) + (1 << 20)

@@ -6,6 +6,7 @@ import io
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fastsim_record.fsr import (
@@ -133,3 +134,19 @@ def test_render_mode_and_source_digest_are_recorded() -> None:
     with FsrReader(io.BytesIO(buf.getvalue())) as reader:
         assert (reader.mode, reader.footer["source_sha256"]) == ("render", "ab" * 32)
         assert reader.footer["global_sequence"] == {"first": None, "last": None}
+
+
+def test_buffer_payloads_are_counted_in_bytes() -> None:
+    """memoryview and numpy payloads are stored by byte count, not item count."""
+    values = np.arange(5, dtype=np.float64)
+    buf = io.BytesIO()
+    writer = _writer(buf)
+    writer.write_batch([
+        RecordIn.data(1, 1, 1, 0, 0, values.data),
+        RecordIn.data(1, 2, 2, 0, 0, bytearray(b"ab")),
+    ])
+    writer.seal()
+    validate(io.BytesIO(buf.getvalue()))
+    with FsrReader(io.BytesIO(buf.getvalue())) as reader:
+        payloads = [r.payload for r in reader.records()]
+    assert payloads == [values.tobytes(), b"ab"]

@@ -19,6 +19,7 @@ import attrs
 
 __all__ = [
     "INTEGRITY_PROFILES",
+    "Payload",
     "MODES",
     "Record",
     "RecordIn",
@@ -27,6 +28,9 @@ __all__ = [
     "SealResult",
     "StreamSpec",
 ]
+
+#: what a writer accepts as a payload: any contiguous bytes-like object
+Payload = bytes | bytearray | memoryview
 
 INTEGRITY_PROFILES = ("structural", "fast", "strong")
 MODES = ("record", "render")
@@ -87,7 +91,11 @@ def _default_stream_last(self: RecordIn) -> int:
 
 @attrs.frozen
 class RecordIn:
-    """A record handed to the writer.  ``global_last``/``stream_last`` default to the firsts."""
+    """A record handed to the writer.  ``global_last``/``stream_last`` default to the firsts.
+
+    ``payload`` may be any contiguous bytes-like object (bytes, bytearray, memoryview,
+    a C-contiguous numpy array); its length is its byte count.
+    """
 
     stream_id: int
     kind: RecordKind
@@ -95,7 +103,7 @@ class RecordIn:
     stream_sequence: int
     generation: int
     sim_time_ns: int
-    payload: bytes = b""
+    payload: Payload = b""
     metadata: dict[str, Any] = attrs.field(factory=dict, hash=False)
     global_last: int = attrs.field(
         default=attrs.Factory(_default_global_last, takes_self=True)
@@ -112,7 +120,7 @@ class RecordIn:
         stream_sequence: int,
         generation: int,
         sim_time_ns: int,
-        payload: bytes,
+        payload: Payload,
         metadata: dict[str, Any] | None = None,
     ) -> RecordIn:
         """A DATA record."""
@@ -146,7 +154,7 @@ class RecordIn:
         generation: int,
         sim_time_ns: int,
         metadata: dict[str, Any] | None = None,
-        payload: bytes = b"",
+        payload: Payload = b"",
     ) -> RecordIn:
         """A generation BARRIER record carrying the new generation."""
         return cls(

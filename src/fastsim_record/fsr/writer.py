@@ -54,6 +54,7 @@ _FIELDS = (
 _GET = operator.attrgetter(*_FIELDS)
 _PICK = np.dtype([(name, RECORD_DTYPE.fields[name][0]) for name in _FIELDS])  # type: ignore[index]
 _EMPTY = b""
+_BYTES = frozenset({bytes, bytearray})
 
 
 @attrs.define(eq=False, init=False)
@@ -123,7 +124,11 @@ class FsrWriter:
         for name in _FIELDS:
             table[name] = picked[name]
         payloads = [r.payload for r in records]
-        table["payload_length"] = plen = np.fromiter(map(len, payloads), np.uint64, n)
+        if set(map(type, payloads)) <= _BYTES:
+            plen = np.fromiter(map(len, payloads), np.uint64, n)
+        else:  # memoryviews and other buffers: count bytes, not items
+            plen = np.fromiter((memoryview(p).nbytes for p in payloads), np.uint64, n)
+        table["payload_length"] = plen
         table["payload_offset"] = np.cumsum(plen, dtype=np.uint64) - plen
         metas = [r.metadata for r in records]
         if any(metas):
