@@ -217,3 +217,17 @@ def test_random_mutations_give_only_format_errors(edits: list[tuple[int, int]], 
     finally:
         tracemalloc.stop()
     assert peak < 16 * len(data) + (1 << 20)
+
+
+def test_empty_record_metadata_must_have_length_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two bytes '{}' for empty record metadata are non-canonical and rejected."""
+    from fastsim_record.fsr import RecordIn
+    from fastsim_record.fsr import writer as writer_module
+
+    from .helpers import STREAMS, write_bytes
+
+    monkeypatch.setattr(writer_module, "canonical_json", lambda v: b"{}" if v == {"x": 1} else b'{"y":2}')
+    data = write_bytes(STREAMS, [[RecordIn.data(1, 1, 1, 0, 0, b"", {"x": 1})]])
+    monkeypatch.undo()
+    with pytest.raises(FormatError, match="empty record metadata must be stored with length 0"):
+        validate(io.BytesIO(data))

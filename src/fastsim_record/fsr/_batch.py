@@ -235,8 +235,8 @@ class Accumulator:
     state: dict[int, tuple[int, int, int]] = attrs.field(factory=dict)
     index_rows: list[tuple[int, ...]] = attrs.field(factory=list)
     projections: list[Array] = attrs.field(factory=list)
-    kind_counts: Array = attrs.field(default=None)
-    payload: Array = attrs.field(default=None)
+    kind_counts: Array = attrs.field(init=False)
+    payload: Array = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.kind_counts = np.zeros((len(self.stream_ids), 3), np.int64)

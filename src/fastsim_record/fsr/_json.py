@@ -8,7 +8,7 @@ from typing import Any
 from fastsim_record.fsr._layout import canonical_json
 from fastsim_record.fsr.errors import FormatError
 
-__all__ = ["decode_canonical", "decode_object"]
+__all__ = ["decode_canonical", "decode_object", "decode_record_metadata"]
 
 
 def decode_canonical(data: bytes, offset: int, what: str) -> Any:
@@ -29,3 +29,10 @@ def decode_object(data: bytes, offset: int, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise FormatError(offset, f"{what} is not a JSON object")
     return value
+
+
+def decode_record_metadata(data: bytes, offset: int) -> dict[str, Any]:
+    """Decode one record's metadata; the empty object must be stored as zero bytes."""
+    if data == b"{}":
+        raise FormatError(offset, "empty record metadata must be stored with length 0")
+    return decode_object(data, offset, "record metadata")

@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 
 from fastsim_record.fsr._batch import ParsedBatch, check_index_entry, parse_batch
-from fastsim_record.fsr._json import decode_object
+from fastsim_record.fsr._json import decode_record_metadata
 from fastsim_record.fsr._sections import Head, Tail, read_head, read_tail
 from fastsim_record.fsr._source import Source, open_source
 from fastsim_record.fsr.model import Record, RecordKind, RunMetadata, StreamSpec
@@ -120,7 +120,7 @@ class FsrReader:
         blob, at = batch.metadata_blob, batch.metadata_offset
         metas = []
         for off, length in zip(batch.table["metadata_offset"].tolist(), batch.table["metadata_length"].tolist()):
-            metas.append(decode_object(blob[off:off + length], at + off, "record metadata") if length else {})
+            metas.append(decode_record_metadata(blob[off:off + length], at + off) if length else {})
         self._cache = (ordinal, batch, metas)
         return batch, metas
 

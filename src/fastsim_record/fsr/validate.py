@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import attrs
 
 from fastsim_record.fsr._batch import Accumulator, ParsedBatch, check_index_entry, parse_batch
-from fastsim_record.fsr._json import decode_object
+from fastsim_record.fsr._json import decode_record_metadata
 from fastsim_record.fsr._layout import canonical_json
 from fastsim_record.fsr._sections import read_head, read_tail
 from fastsim_record.fsr._source import Source, open_source
@@ -60,7 +60,7 @@ def check_record_metadata(batch: ParsedBatch, seen: set[bytes]) -> None:
         if length:
             part = blob[off:off + length]
             if part not in seen:
-                decode_object(part, batch.metadata_offset + off, "record metadata")
+                decode_record_metadata(part, batch.metadata_offset + off)
                 if len(seen) < 4096:
                     seen.add(part)
 
