@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
 from numpy.typing import NDArray
 
 from fastsim_contract.render_services import GeometryAssets, GeometryTransforms
@@ -17,6 +19,7 @@ from fastsim_embedded.fluid import ParticleEmitter
 from fastsim_embedded.render_capture import RateGate, RenderCapture
 from fastsim_record.adapters.geometry import GeometryEncoder, decode_assets
 from fastsim_record.adapters.render_state import decode_render_state, encode_render_state
+from fastsim_record.testing.strategies import render_rate_cases
 
 _MANDATORY = frozenset({"lifecycle", "events", "control.audit", "control.result"})
 
@@ -96,6 +99,20 @@ def test_rate_gate_samples_every_fourth_tick_at_30_of_120_hz() -> None:
     due = [t for t in range(1, 121) if gate.due(0, round(t * 1e9 / 120))]
     assert due == [1, *range(4, 121, 4)]
     assert gate.due(1, 0)  # a new generation is due at once
+
+
+@given(render_rate_cases())
+def test_rate_gate_never_exceeds_its_rate(case: tuple[float, float, int]) -> None:
+    """Over any run the gate samples the first tick and then at most once per 1/rate_hz."""
+    rate, sensor, ticks = case
+    gate = RateGate(rate)
+    times = [round(t * 1e9 / sensor) for t in range(1, ticks + 1)]
+    due = [t for t in times if gate.due(0, t)]
+    assert due[0] == times[0]
+    span_s = (times[-1] - times[0]) / 1e9
+    assert len(due) <= math.floor(span_s * rate + 1e-6) + 2
+    assert len(due) >= min(len(times), math.floor(span_s * rate) - 1)
+    assert len(due) == len(set(math.floor(t * rate / 1e9 + 1e-6) for t in due))
 
 
 def test_disabled_render_state_builds_no_capture_and_reads_nothing(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from fastsim_record.adapters import render_state as rs
@@ -22,7 +21,7 @@ from fastsim_record.adapters.render_state import (
     encode_render_state,
 )
 from fastsim_record.errors import RecordError
-from fastsim_record.testing.strategies import render_states
+from fastsim_record.testing.strategies import render_byte_flips, render_junk, render_states
 
 
 def _ro(array: NDArray[Any]) -> NDArray[Any]:
@@ -174,20 +173,22 @@ def test_entry_outside_the_body_is_rejected() -> None:
         decode_render_state(_forge(body))
 
 
-@given(st.binary(max_size=256), st.integers(0, 1 << 16))
-def test_random_bytes_only_raise_the_payload_error(junk: bytes, declared: int) -> None:
+@given(render_junk())
+def test_random_bytes_only_raise_the_payload_error(case: tuple[bytes, int]) -> None:
     """Random bodies behind a valid prefix give one error type, never a crash."""
+    junk, declared = case
     for payload in (junk, _forge(junk, declared)):
         with contextlib.suppress(RenderStatePayloadError):
             decode_render_state(payload)
 
 
-@given(render_states(max_particles=8), st.data())
-def test_single_byte_mutations_never_crash(state: Mapping[str, NDArray[Any]], data: st.DataObject) -> None:
+@given(render_states(max_particles=8), render_byte_flips())
+def test_single_byte_mutations_never_crash(
+    state: Mapping[str, NDArray[Any]], flip: tuple[float, int]
+) -> None:
     """Flipping any payload byte yields a decoded state or the one payload error."""
     payload = bytearray(encode_render_state(state))
-    index = data.draw(st.integers(0, len(payload) - 1))
-    payload[index] ^= data.draw(st.integers(1, 255))
+    payload[int(flip[0] * len(payload))] ^= flip[1]
     with contextlib.suppress(RenderStatePayloadError):
         rs.decode_render_state(bytes(payload))
 

@@ -79,6 +79,28 @@ def render_states(draw: st.DrawFn, max_particles: int = 64) -> Mapping[str, NDAr
     return state
 
 
+__all__ += ["render_byte_flips", "render_junk", "render_rate_cases"]
+
+
+def render_junk() -> st.SearchStrategy[tuple[bytes, int]]:
+    """Random bodies and declared sizes for a forged ``render.state`` payload."""
+    return st.tuples(st.binary(max_size=256), st.integers(0, 1 << 16))
+
+
+def render_byte_flips() -> st.SearchStrategy[tuple[float, int]]:
+    """(relative position in [0, 1), non-zero xor mask) of one flipped payload byte."""
+    return st.tuples(st.floats(0.0, 1.0, exclude_max=True), st.integers(1, 255))
+
+
+def render_rate_cases() -> st.SearchStrategy[tuple[float, float, int]]:
+    """(rate_hz, sensor_hz, ticks) for rate-gate properties."""
+    return st.tuples(
+        st.floats(0.5, 240.0, allow_nan=False),
+        st.sampled_from([15.0, 30.0, 60.0, 100.0, 120.0, 240.0]),
+        st.integers(1, 2000),
+    )
+
+
 # --- core ---
 
 _CORE_SOURCES = ("lifecycle", "observations", "cameras")
