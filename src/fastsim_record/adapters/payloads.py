@@ -96,7 +96,7 @@ class NumericTickEncoder:
             })
             offset += nbytes
         self.record_bytes = offset
-        self._fast = tuple((c.name, self._dtypes[c.name], self._shapes[c.name]) for c in channels)
+        self._fast = tuple((self._dtypes[c.name], self._shapes[c.name]) for c in channels)
         self.codec: Mapping[str, object] = {
             "payload_codec": "numeric-tick/1",
             "media_type": "application/octet-stream",
@@ -111,20 +111,19 @@ class NumericTickEncoder:
                 f"{self._stream}: expected an ObservationTick, got {type(payload).__name__}",
                 stream=self._stream,
             )
-        samples = payload.samples
-        if len(samples) == len(self._order):  # fast path: declared order, exact dtype and shape
+        channels = payload.channels  # column-wise: no per-channel objects on a SampleBlock
+        if channels is self._order or channels == self._order:  # fast path: declared order
             parts: list[bytes] = []
             append = parts.append
-            for sample, (name, dtype, shape) in zip(samples, self._fast):
-                value: Any = sample.value
+            for value, (dtype, shape) in zip(payload.values, self._fast):
+                array: Any = value
                 if (
-                    sample.channel != name
-                    or value.__class__ is not np.ndarray
-                    or (value.dtype is not dtype and value.dtype != dtype)
-                    or value.shape != shape
+                    array.__class__ is not np.ndarray
+                    or (array.dtype is not dtype and array.dtype != dtype)
+                    or array.shape != shape
                 ):
                     return self._encode_slow(payload)
-                append(value.tobytes())
+                append(array.tobytes())
             return b"".join(parts)
         return self._encode_slow(payload)
 

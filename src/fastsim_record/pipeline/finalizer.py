@@ -104,8 +104,8 @@ class RecordFinalizer:
             outcome = self._worker.wait(min(remaining, 0.05))
         self._cancel_pumps()
         if outcome is None:
+            why = "cancelled by the host at its deadline" if self._cancelled.is_set() else "deadline reached"
             self.cancel()
-            why = "cancelled by the host" if self._cancelled.is_set() else "deadline reached"
             return self._finish(self._fail(
                 f"finalizer {why} before the output transaction completed; "
                 "Core revokes the write lease"

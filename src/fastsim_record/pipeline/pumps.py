@@ -13,7 +13,8 @@ Per envelope (``Pump.__call__``):
     | 2 | convert (Core binding rules 1-4)                  | latch ContractError     |
     | 3 | continuity (core ``SourceContinuity`` S1-S4)      | latch ContractError     |
     | 4 | ``lane.try_publish`` under the lane lock          | FATAL -> latch failure  |
-    | 5 | wake the worker (only if it is not already woken) |                         |
+    | 5 | wake the worker only under pressure: the lane    |                         |
+    |   | holds >= 1/8 of its items, or an item was refused |                         |
 
 Pump table (``PUMP_KINDS``): which contract source kinds each pump kind accepts, and
 whether the source carries generation barriers.  Camera, render-state, geometry and
@@ -36,7 +37,7 @@ from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossEr
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.ports.sources import Closeable
 
-__all__ = ["PUMP_KINDS", "LaneHandle", "Pump"]
+__all__ = ["PRESSURE_SHARE", "PUMP_KINDS", "LaneHandle", "Pump"]
 
 #: pump kind -> (contract source kinds it accepts, carries generation barriers)
 PUMP_KINDS: Final[dict[str, tuple[frozenset[SourceKind], bool]]] = {
@@ -55,6 +56,12 @@ PUMP_KINDS: Final[dict[str, tuple[frozenset[SourceKind], bool]]] = {
 }
 
 
+#: A pump wakes the worker early only when its lane holds this share of its item
+#: capacity; otherwise the worker drains on its own poll.  Waking a thread from the
+#: simulation thread on every envelope costs a GIL hand-off per envelope.
+PRESSURE_SHARE = 8
+
+
 @attrs.define(eq=False)
 class LaneHandle:
     """A core lane shared by pumps (publishing threads) and the worker, with its lock."""
@@ -62,13 +69,17 @@ class LaneHandle:
     lane: Lane
     wake: threading.Event
     lock: threading.Lock = attrs.field(factory=threading.Lock)
+    pressure: int = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.pressure = max(1, self.lane.spec.max_items // PRESSURE_SHARE)
 
 
 class Pump:
     """The sink Core calls for one selected source (rules 1-5)."""
 
     __slots__ = (
-        "_cancelled", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_wake",
+        "_cancelled", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_pressure", "_wake",
         "delivered", "name", "subscription",
     )
 
@@ -87,6 +98,7 @@ class Pump:
         self._lane = handle.lane
         self._lock = handle.lock
         self._wake = handle.wake
+        self._pressure = handle.pressure
         self._monitor = monitor
         self._cancelled = False
         self.delivered = 0
@@ -108,15 +120,18 @@ class Pump:
         if problem is not None:
             self._monitor.latch(ContractError(problem.reason, rule=problem.rule))
             return
+        lane = self._lane
         with self._lock:
-            admission = self._lane.try_publish(envelope)
+            admission = lane.try_publish(envelope)
+            pressed = lane.depth >= self._pressure
         self.delivered += 1
-        if admission is not ACCEPTED and admission.fatal:
-            error_type = RequiredLossError if "required" in admission.reason else RecordingFailed
-            self._monitor.latch(error_type(admission.reason, lane=self._lane.spec.name.value))
-        wake = self._wake
-        if not wake.is_set():
-            wake.set()
+        if admission is not ACCEPTED:
+            pressed = True
+            if admission.fatal:
+                error_type = RequiredLossError if "required" in admission.reason else RecordingFailed
+                self._monitor.latch(error_type(admission.reason, lane=lane.spec.name.value))
+        if pressed and not self._wake.is_set():
+            self._wake.set()
 
     @property
     def last_capture(self) -> int:

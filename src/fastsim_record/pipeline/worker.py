@@ -15,6 +15,7 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     |   | (B5) and become BARRIER records, envelopes are encoded once -> DATA     |
     | 4 | account each record in the Batcher; write every batch it closes        |
     | 5 | after a fatal error nothing more is encoded or written                 |
+    | 6 | every ``YIELD_EVERY`` items the worker offers the GIL back (sleep 0)    |
 
 Finishing (``finish(cut)``, run on this thread): drain until the lanes are empty, close
 the partial batch (B6), decide the fence (F1-F6), then either run the output
@@ -42,7 +43,13 @@ from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle
 from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordSink
 
-__all__ = ["FinishOutcome", "WriterWorker"]
+__all__ = ["POLL_S", "YIELD_EVERY", "FinishOutcome", "WriterWorker"]
+
+#: The worker drains on this poll; pumps wake it earlier only under lane pressure.
+POLL_S = 0.02
+#: The worker offers the GIL back after this many released items, so a simulation
+#: thread coming back from C work never waits behind a long encoding run.
+YIELD_EVERY = 4
 
 _BARRIER = EnvelopeKind.BARRIER
 
@@ -70,7 +77,7 @@ class WriterWorker:
         sink: RecordSink,
         limits: BatchLimits,
         monitor: Monitor,
-        poll_s: float = 0.05,
+        poll_s: float = POLL_S,
         camera_stage: CameraStage | None = None,
     ) -> None:
         self._lanes = dict(lanes)
@@ -106,6 +113,8 @@ class WriterWorker:
         self.records = 0
         self.flush_reasons: dict[str, int] = {}
         self.encoded = 0
+        self._cpu_start: float | None = None
+        self.worker_cpu_s = 0.0
 
     # -- control (any thread) --------------------------------------------------------
     def start(self) -> None:
@@ -159,6 +168,7 @@ class WriterWorker:
     # -- the thread --------------------------------------------------------------------
     def _run(self) -> None:
         wake = self._wake
+        self._cpu_start = time.thread_time()
         try:
             while True:
                 wake.wait(self._poll)
@@ -215,7 +225,9 @@ class WriterWorker:
         """Rules 3-4."""
         pending = self._pending
         batcher = self._batcher
-        for item in released:
+        for count, item in enumerate(released, 1):
+            if not count % YIELD_EVERY:
+                time.sleep(0)  # hand the GIL to a waiting simulation thread (cooperative)
             if isinstance(item, GapRecord):
                 self._ledger.record(item)
                 record = OutRecord(
@@ -388,7 +400,10 @@ class WriterWorker:
                 "dequeued": c.dequeued, "lost": c.lost, "failures": c.failures,
                 "degradations": c.degradations,
             }
+        if self._cpu_start is not None and threading.current_thread() is self._thread:
+            self.worker_cpu_s = time.thread_time() - self._cpu_start
         summary: dict[str, Any] = {
+            "worker_cpu_s": self.worker_cpu_s,
             "payload_bytes": self.payload_bytes,
             "written_bytes": self.written_bytes,
             "records": self.records,
