@@ -136,3 +136,41 @@ def test_intrinsics_after_the_next_tick_fails_closed(camera_run: CameraRun) -> N
         return held + out if tick == 2 else out
 
     _fails(camera_run, delay, "C4")
+
+
+def test_capture_path_hands_the_worker_the_published_buffer(
+    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frame the worker encodes is the very immutable buffer the backend published (no copy)."""
+    from fastsim_record.pipeline.camera_stage import CameraStage
+
+    seen: list[object] = []
+    original = CameraStage.encode
+
+    def encode(self: CameraStage, envelope: Any) -> Any:
+        if envelope.payload.role == "rgb":
+            seen.append(envelope.payload.value)
+        return original(self, envelope)
+
+    monkeypatch.setattr(CameraStage, "encode", encode)
+    result = camera_run(inner="synthetic+cameras", scene=SCENE, cameras={"cam00": TWO["cam00"]})
+    assert result.outcome.ok, result.outcome.reason
+    assert camera_run.backend is not None
+    published = [r.value for _, r in camera_run.backend.kept if r.role == "rgb" and r.camera == "cam00"]
+    assert len(seen) == len(published) == 30
+    assert all(a is b for a, b in zip(seen, published))
+    assert not any(np.asarray(v).flags.writeable for v in seen)
+
+
+def test_camera_cadence_is_decided_before_sequencing(camera_run: CameraRun) -> None:
+    """Cameras at 30 Hz in a 120 Hz Run get a sample every fourth tick and no sequence hole."""
+    scene = {"synthetic": {**SCENE["synthetic"], "camera_hz": 30}}
+    result = camera_run(
+        inner="synthetic+cameras", scene=scene, cameras={"cam00": TWO["cam00"]}, sensor_hz=120.0,
+    )
+    assert result.outcome.ok, result.outcome.reason
+    with FsrReader(camera_run.output) as reader:
+        ticks = [r.metadata["tick"] for r in reader.records("cameras.cam00.rgb")]
+        sequences = [r.global_sequence for r in reader.records()]
+    assert ticks == list(range(4, 121, 4))
+    assert sequences == list(range(1, len(sequences) + 1))
