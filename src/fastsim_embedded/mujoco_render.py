@@ -119,6 +119,18 @@ class MujocoRenderSource:
             state[f"fluid/{self.emitter.name}/positions"] = self.emitter.positions()
         return state
 
+    def check_state(self, state: Mapping[str, npt.NDArray[Any]]) -> None:
+        """Raise ``ValueError`` (one line) unless :meth:`apply_state` can pose ``state``."""
+        for name, (qa, _) in self._joints.items():
+            key = self._keys[name][0]
+            value = state.get(key)
+            if value is None:
+                raise ValueError(f"replay: the recorded state has no {key!r} (scene articulation {name!r})")
+            if tuple(value.shape) != qa.shape:
+                raise ValueError(
+                    f"replay: {key} has shape {tuple(value.shape)}, the scene's articulation {qa.shape}"
+                )
+
     def apply_state(self, state: Mapping[str, npt.NDArray[Any]]) -> None:
         """Pose the model from a recorded state (rows 1 and 3, exact); velocities zeroed."""
         qpos = self.data.qpos

@@ -125,6 +125,10 @@ class ReplayBackend:
         self._render = factory()
         if not hasattr(self._render, "apply_state"):
             raise RunConfigError([RunIssue("backend", "the backend's render source cannot apply a recorded state")])
+        try:
+            self._render.check_state(decode_render_state(self.track.records[0].payload).arrays)
+        except Exception as exc:
+            raise RunConfigError([RunIssue("SOURCE", str(exc).splitlines()[0])]) from None
         import mujoco  # the only simulator import, and only when a Replay runs
 
         model, data = self._render.model, self._render.data

@@ -149,3 +149,23 @@ def test_fsr_replay_cli_refuses_a_source_without_render_state(
     err = capsys.readouterr().err.strip()
     assert "no 'render.state' stream" in err
     assert len(err.splitlines()) == 1
+
+
+def test_replay_refuses_a_state_that_does_not_fit_the_scene(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A synthetic 7-joint source cannot pose the 13-joint scene: exit 2, one line."""
+    source_run = tmp_path / "synthetic.yaml"
+    source_run.write_text(
+        "schema: fastsim/2\nname: s\nbackend: synthetic\nscenario: {scene: {robots: {robot: {use: r}}}}\n"
+        "plugins:\n  record:\n    use: plugin://fastsim/record\n    config:\n"
+        "      output: {name: s.fsr}\n      streams: {render_state: {enabled: true, rate_hz: 15}}\n",
+        encoding="utf-8",
+    )
+    assert run_session(prepare_run(source_run, duration_s=0.5), tmp_path).outcome.ok
+    replay_run = _run(tmp_path / "replay.yaml", "replayed", _cameras())
+    code = fsr_main(["replay", str(tmp_path / "s.fsr"), str(replay_run), "--output-dir", str(tmp_path)])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "has shape (7,), the scene's articulation (13,)" in err
+    assert not (tmp_path / "replayed.fsr").exists()
