@@ -52,7 +52,12 @@ from fastsim_contract.values import (
     SourceKind,
     TerminalSemanticCut,
 )
-from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
+from fastsim_embedded.backends.base import (
+    CameraReading,
+    ControlCommand,
+    ControlOutcome,
+    ReadOnlySamples,
+)
 from fastsim_embedded.bus import CaptureBus
 from fastsim_embedded.output import ComponentOutputs, FileOutputService
 from fastsim_embedded.payloads import freeze, portable_size
@@ -343,10 +348,11 @@ class EmbeddedHost:
         if not names:
             return None
         picked = tuple(map(values.__getitem__, names))  # KeyError: the backend broke its declaration
-        for value in picked:
-            if getattr(value, "flags", None) is None or value.flags.writeable:  # type: ignore[attr-defined]
-                picked = tuple(_read_only(v) for v in picked)
-                break
+        if values.__class__ is not ReadOnlySamples:  # the backend did not vouch: check each
+            for value in picked:
+                if getattr(value, "flags", None) is None or value.flags.writeable:  # type: ignore[attr-defined]
+                    picked = tuple(_read_only(v) for v in picked)
+                    break
         self._observed += 1
         block = SampleBlock(names, picked, self._observed)
         ctx = self.context

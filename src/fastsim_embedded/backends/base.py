@@ -34,11 +34,22 @@ __all__ = [
     "CameraReading",
     "ControlCommand",
     "ControlOutcome",
+    "ReadOnlySamples",
     "ScenePluginEvent",
     "TickScript",
 ]
 
 Array = npt.NDArray[Any]
+
+
+class ReadOnlySamples(dict[str, Any]):
+    """A backend's promise: every value is a read-only array nobody mutates afterwards.
+
+    ``sample_numeric`` may return one; the host then skips its per-array immutability
+    check (any other mapping is checked, and writeable arrays are copied and frozen).
+    """
+
+    __slots__ = ()
 
 
 @attrs.frozen
@@ -125,7 +136,7 @@ class Backend(Protocol):
         ...
 
     def sample_numeric(self) -> Mapping[str, Array]:
-        """Every declared numeric channel as a read-only array."""
+        """Every declared numeric channel as a read-only array (``ReadOnlySamples`` to vouch)."""
         ...
 
     def sample_cameras(self) -> Sequence[CameraReading]: ...
