@@ -7,7 +7,9 @@ returns ``None``: no media lane, no camera pump, no camera grant, no camera stre
     |---|--------------------------------------------------------------------------------|
     | 1 | every channel an alias names (rgb, intrinsics, translation, quaternion_xyzw) is |
     |   | declared by the scene; otherwise a ConfigError naming the alias field           |
-    | 2 | the RGB channel is declared uint8 ``(H, W, 3)``; its size fixes the encoder's   |
+    | 2 | the RGB channel is declared kind ``rgb``, uint8 ``(H, W, 3)``; its size fixes   |
+    |   | the encoder's (depth, segmentation and the like never reach the RGB encoder)    |
+    | 2b| K / translation / quaternion channels are declared float64 (3,3) / (3,) / (4,)  |
     | 3 | the encoder is the alias's codec (JPEG q92 4:4:4 by default, or PNG level 1)    |
     | 4 | one ``cameras`` source on the media lane; it is required when any alias is      |
     | 5 | the finalizer consumes the per-channel keys ``cameras.<alias>.<role>``, which   |
@@ -17,8 +19,10 @@ returns ``None``: no media lane, no camera pump, no camera grant, no camera stre
 from __future__ import annotations
 
 import attrs
+import numpy as np
 
 from fastsim_contract.protocols import RunContext
+from fastsim_record.adapters.camera_records import ARRAY_SHAPES
 from fastsim_record.adapters.codecs import encoder_for_camera
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.errors import ConfigError, ConfigIssue, DescriptorDrift
@@ -66,10 +70,30 @@ def select_cameras(
                 for r, c in missing
             ]
             continue
+        rgb = declared[cam.rgb]
         try:
-            width, height = rgb_size(declared[cam.rgb])
+            if rgb.kind != "rgb":
+                raise DescriptorDrift(
+                    f"{rgb.name}: declared kind {rgb.kind!r}; only 'rgb' channels are camera RGB"
+                )
+            width, height = rgb_size(rgb)
         except DescriptorDrift as exc:
             issues.append(ConfigIssue(f"{where}.rgb", str(exc)))
+            continue
+        bad = [
+            (role, declared[channels[role]]) for role, shape in ARRAY_SHAPES.items()
+            if tuple(declared[channels[role]].shape) != shape
+            or np.dtype(declared[channels[role]].dtype) != np.float64
+        ]
+        if bad:
+            issues += [
+                ConfigIssue(
+                    f"{where}.{role}",
+                    f"{d.name}: must be declared float64{list(ARRAY_SHAPES[role])}, "
+                    f"declared {d.dtype}{list(d.shape)}",
+                )
+                for role, d in bad
+            ]
             continue
         encoder = encoder_for_camera(cam, width=width, height=height, path=where)
         setups.append(CameraSetup(alias, channels, cam.required, encoder))
