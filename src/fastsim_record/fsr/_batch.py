@@ -45,7 +45,7 @@ _ZERO_SHA = bytes(32)
 
 
 def _first(mask: Array) -> int | None:
-    return int(mask.argmax()) if mask.any() else None
+    return int(mask.argmax()) if np.count_nonzero(mask) else None
 
 
 @attrs.frozen
@@ -234,7 +234,8 @@ class Accumulator:
     first_global: int | None = None
     state: dict[int, tuple[int, int, int]] = attrs.field(factory=dict)
     index_rows: list[tuple[int, ...]] = attrs.field(factory=list)
-    projections: list[Array] = attrs.field(factory=list)
+    projections: list[bytes] = attrs.field(factory=list)
+    _projection_cache: Array | None = attrs.field(default=None, init=False)
     kind_counts: Array = attrs.field(init=False)
     payload: Array = attrs.field(init=False)
 
@@ -270,7 +271,8 @@ class Accumulator:
             offset, length, len(table), flags, facts.first_global, facts.last_global,
             facts.generation_min, facts.generation_max, facts.sim_time_min, facts.sim_time_max,
         ))
-        self.projections.append(facts.projections)
+        self.projections.append(facts.projections.tobytes())
+        self._projection_cache = None
         self.kind_counts += facts.kind_counts
         self.payload += facts.payload_by_stream
         if self.first_global is None:
@@ -293,10 +295,10 @@ class Accumulator:
 
     def projection_array(self) -> Array:
         """The stream projections as stored: ordered by (stream, batch, generation)."""
-        if not self.projections:
-            return np.empty(0, PROJECTION_DTYPE)
-        rows = np.concatenate(self.projections)
-        return rows[np.argsort(rows["stream_id"], kind="stable")]
+        if self._projection_cache is None:
+            rows = np.frombuffer(b"".join(self.projections), PROJECTION_DTYPE)
+            self._projection_cache = rows[np.argsort(rows["stream_id"], kind="stable")]
+        return self._projection_cache
 
     def footer_totals(self) -> dict[str, Any]:
         """The footer keys derived from the records."""
