@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -26,6 +27,10 @@ from fastsim_contract.values import ChannelDescriptor, ObservationTick
 from fastsim_record.errors import DescriptorDrift, RecordingFailed
 
 __all__ = ["JSON_CODEC", "JsonEncoder", "NumericTickEncoder"]
+
+_DTYPE = operator.attrgetter("dtype")
+_SHAPE = operator.attrgetter("shape")
+_TOBYTES: Callable[[object], bytes] = np.ndarray.tobytes  # type: ignore[assignment]
 
 JSON_CODEC: Final[Mapping[str, object]] = {
     "payload_codec": "json",
@@ -96,7 +101,8 @@ class NumericTickEncoder:
             })
             offset += nbytes
         self.record_bytes = offset
-        self._fast = tuple((self._dtypes[c.name], self._shapes[c.name]) for c in channels)
+        self._dtype_row = tuple(self._dtypes[c.name] for c in channels)
+        self._shape_row = tuple(self._shapes[c.name] for c in channels)
         self.codec: Mapping[str, object] = {
             "payload_codec": "numeric-tick/1",
             "media_type": "application/octet-stream",
@@ -113,18 +119,14 @@ class NumericTickEncoder:
             )
         channels = payload.channels  # column-wise: no per-channel objects on a SampleBlock
         if channels is self._order or channels == self._order:  # fast path: declared order
-            parts: list[bytes] = []
-            append = parts.append
-            for value, (dtype, shape) in zip(payload.values, self._fast):
-                array: Any = value
-                if (
-                    array.__class__ is not np.ndarray
-                    or (array.dtype is not dtype and array.dtype != dtype)
-                    or array.shape != shape
+            values = payload.values
+            try:  # C-level maps: exact dtype and shape of every channel, then one join
+                if tuple(map(_DTYPE, values)) == self._dtype_row and (
+                    tuple(map(_SHAPE, values)) == self._shape_row
                 ):
-                    return self._encode_slow(payload)
-                append(array.tobytes())
-            return b"".join(parts)
+                    return b"".join(map(_TOBYTES, values))
+            except (AttributeError, TypeError):  # not arrays: the slow path names the channel
+                pass
         return self._encode_slow(payload)
 
     def _encode_slow(self, payload: ObservationTick) -> bytes:
