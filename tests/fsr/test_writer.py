@@ -150,3 +150,12 @@ def test_buffer_payloads_are_counted_in_bytes() -> None:
     with FsrReader(io.BytesIO(buf.getvalue())) as reader:
         payloads = [r.payload for r in reader.records()]
     assert payloads == [values.tobytes(), b"ab"]
+
+
+def test_sequences_do_not_wrap_around() -> None:
+    """A global or stream sequence cannot continue past 2**64 - 1 by wrapping to 0."""
+    top = 2**64 - 1
+    with pytest.raises(ValueError, match="global sequence hole"):
+        _writer().write_batch([RecordIn.data(1, top, 1, 0, 0, b""), RecordIn.data(9, 0, 1, 0, 0, b"")])
+    with pytest.raises(ValueError, match="stream sequence hole"):
+        _writer().write_batch([RecordIn.data(1, 1, top, 0, 0, b""), RecordIn.data(1, 2, 0, 0, 0, b"")])

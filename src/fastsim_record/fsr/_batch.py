@@ -42,6 +42,7 @@ _HDR = BATCH_HEADER.size
 _REC = RECORD_DTYPE.itemsize
 _GAP = int(RecordKind.GAP)
 _ZERO_SHA = bytes(32)
+_U64_MAX = np.uint64(2**64 - 1)
 
 
 def _first(mask: Array) -> int | None:
@@ -101,7 +102,7 @@ def analyse_table(
         raise fail(k, "global_last", "GAP record range is reversed")
     if (k := _first(gap & (plen != 0))) is not None:
         raise fail(k, "payload_length", "GAP record has a payload")
-    if n > 1 and (k := _first(g[1:] != gl[:-1] + np.uint64(1))) is not None:
+    if n > 1 and (k := _first((g[1:] != gl[:-1] + np.uint64(1)) | (gl[:-1] == _U64_MAX))) is not None:
         raise fail(
             k + 1, "global_sequence",
             f"global sequence hole or overlap: expected {int(gl[k]) + 1}, found {int(g[k + 1])}",
@@ -123,7 +124,7 @@ def analyse_table(
     gen, t = table["generation"], table["sim_time_ns"]
     geno, to = gen[order], t[order]
     same = ss[1:] == ss[:-1]
-    if (k := _first(same & (so[1:] != slo[:-1] + np.uint64(1)))) is not None:
+    if (k := _first(same & ((so[1:] != slo[:-1] + np.uint64(1)) | (slo[:-1] == _U64_MAX)))) is not None:
         raise fail(int(order[k + 1]), "stream_sequence", "stream sequence hole or overlap")
     back = (geno[1:] < geno[:-1]) | ((geno[1:] == geno[:-1]) & (to[1:] < to[:-1]))
     if (k := _first(same & back)) is not None:
