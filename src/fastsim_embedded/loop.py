@@ -8,10 +8,11 @@ Per tick, on the calling (simulation) thread:
     | 2 | stamp the tick (``advance``): every item of this tick carries tick/sim time   |
     | 3 | ``script(tick)``; a reset starts a generation (barrier + generation.started) |
     | 4 | each scripted command: audit (issued) -> ``apply_control`` -> result         |
-    | 5 | ``step(substeps)``                                                           |
+    | 5 | ``step(substeps)``, then the render side (fluid emitter step, render.state,  |
+    |   | geometry; ``RenderCapture``, only when the plan selects render.state or      |
+    |   | geometry or the backend exposes fluid.audit), all of the same stepped state  |
     | 6 | observations (only when the plan selects numeric channels), then cameras     |
-    | 7 | render side (render.state, geometry, fluid; ``RenderCapture``, only when the  |
-    |   | plan selects them or the backend exposes fluid.audit), then plugin events    |
+    | 7 | scripted plugin events                                                       |
     | 8 | the optional host-work callback, then progress                               |
     | 9 | pacing, only with ``realtime_factor``: sleep until wall time catches up with |
     |   | sim time / factor (default: as fast as possible)                             |
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import Backend
@@ -36,6 +38,15 @@ __all__ = ["HostWork", "Progress", "run_loop", "tick_count"]
 
 HostWork = Callable[[int], None]
 Progress = Callable[[int, int], None]
+
+
+def _block_sampler(host: EmbeddedHost, backend: Backend) -> Callable[[], tuple[Any, ...]] | None:
+    """The backend's ``sample_numeric_blocks`` when it covers the plan (``BlockSampling``)."""
+    sample = getattr(backend, "sample_numeric_blocks", None)
+    layout = getattr(backend, "numeric_layout", None)
+    if callable(sample) and callable(layout) and host.bind_numeric_layout(layout()):
+        return sample  # type: ignore[no-any-return]
+    return None
 
 
 def tick_count(duration_s: float, sensor_hz: float) -> int:
@@ -58,6 +69,7 @@ def run_loop(
     wall_per_tick = None if not realtime_factor else 1.0 / (host.context.sensor_hz * realtime_factor)
     wall_start = time.monotonic()
     observe = host.wants_observations()
+    blocks = _block_sampler(host, backend) if observe else None
     cameras = bool(host.context.capture.cameras)
     terminal = host.terminal
     done = 0
@@ -76,12 +88,14 @@ def run_loop(
                 host.publish_control_issued(command)
                 host.publish_control_applied(command, backend.apply_control(command))
             backend.step(substeps)
-            if observe:
+            if render is not None:
+                render.after_step(render_dt)
+            if blocks is not None:
+                host.publish_observation_blocks(blocks())
+            elif observe:
                 host.publish_observation(backend.sample_numeric())
             if cameras:
                 host.publish_cameras(backend.sample_cameras())
-            if render is not None:
-                render.after_step(render_dt)
             for event in script.events:
                 host.publish_plugin_event(event.name, event.data, event.emitter)
             if host_work is not None:

@@ -13,6 +13,10 @@ Reads and writes only ``MjModel``/``MjData`` arrays (no MuJoCo import).  State k
     | 5 | ``rigid/<body>/angular_velocity``          | ``xmat @ qvel[3:6]`` (world)          |
     | 6 | ``fluid/<emitter>/positions``              | the emitter's packed float32 (N, 3)   |
 
+Fluid particles are not MuJoCo bodies: :meth:`MujocoRenderSource.draw_particles` adds
+them to a renderer's scene as small spheres (a ``MujocoDroidScene.decorators`` hook),
+from the live emitter, or in Replay from the recorded positions.
+
 Articulation joints are hinge or slide joints (one ``qpos`` entry each); rigid bodies
 are the bodies that own a free joint.  :meth:`MujocoRenderSource.apply_state` is the
 inverse of rows 1 and 3: it writes exactly the recorded float64 values into ``qpos``
@@ -63,6 +67,9 @@ class MujocoRenderSource:
     _ang_idx: npt.NDArray[np.intp] = attrs.field(init=False, factory=lambda: np.zeros((0, 3), np.intp))
     _bodies: npt.NDArray[np.intp] = attrs.field(init=False, factory=lambda: np.zeros(0, np.intp))
     _rigid_keys: tuple[tuple[str, str, str], ...] = attrs.field(init=False, default=())
+    _replayed_particles: npt.NDArray[Any] | None = attrs.field(init=False, default=None)
+    particle_radius: float = 0.006
+    particle_rgba: tuple[float, float, float, float] = (0.2, 0.45, 0.95, 1.0)
 
     def __attrs_post_init__(self) -> None:
         m = self.model
@@ -147,6 +154,35 @@ class MujocoRenderSource:
             if pose is not None:
                 qpos[fq : fq + 7] = np.asarray(pose, dtype=np.float64)[_XYZW_TO_WXYZ]
         self.data.qvel[:] = 0.0
+        fluids = [v for k, v in state.items() if k.startswith("fluid/")]
+        self._replayed_particles = (
+            np.concatenate([np.asarray(v).reshape(-1, 3) for v in fluids]) if fluids else None
+        )
+
+    def has_particles(self) -> bool:
+        """Whether :meth:`draw_particles` has anything to draw (emitter or replayed state)."""
+        return self.emitter is not None or self._replayed_particles is not None
+
+    def draw_particles(self, scene: Any) -> None:
+        """Append the current particles to an ``MjvScene`` as spheres (bounded by maxgeom)."""
+        positions = self._replayed_particles
+        if positions is None and self.emitter is not None:
+            positions = self.emitter.positions()
+        if positions is None or not len(positions):
+            return
+        import mujoco
+
+        count = min(len(positions), int(scene.maxgeom) - int(scene.ngeom))
+        size = np.array([self.particle_radius, 0.0, 0.0])
+        mat = np.eye(3).reshape(9)
+        rgba = np.array(self.particle_rgba, dtype=np.float32)
+        sphere = int(mujoco.mjtGeom.mjGEOM_SPHERE)
+        start = int(scene.ngeom)
+        for i in range(count):
+            mujoco.mjv_initGeom(
+                scene.geoms[start + i], sphere, size, positions[i].astype(np.float64), mat, rgba
+            )
+        scene.ngeom = start + count
 
     def joint_positions(self, name: str) -> npt.NDArray[np.float64]:
         """The articulation's current joint positions (a copy)."""

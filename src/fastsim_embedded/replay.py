@@ -131,6 +131,11 @@ class ReplayBackend:
             raise RunConfigError([RunIssue("SOURCE", str(exc).splitlines()[0])]) from None
         import mujoco  # the only simulator import, and only when a Replay runs
 
+        first = decode_render_state(self.track.records[0].payload).arrays
+        decorators = getattr(getattr(self.inner, "scene", None), "decorators", None)
+        has_fluid = any(k.startswith("fluid/") for k in first)
+        if has_fluid and decorators is not None and self._render.draw_particles not in decorators:
+            decorators.append(self._render.draw_particles)  # recorded particles in every camera
         model, data = self._render.model, self._render.data
         self._forward = lambda: mujoco.mj_forward(model, data)
         self.entity = getattr(self.inner, "entity", self.entity)

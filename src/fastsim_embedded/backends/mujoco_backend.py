@@ -221,6 +221,8 @@ class MujocoBackend:
                 self.scene.model, self.scene.data, articulations={self.entity: JOINT_NAMES},
                 emitter=emitter_from_scene(self.spec.scene, self.spec.seed),  # fluid.audit
             )
+            if self._render_source.emitter is not None:  # draw the particles in every camera
+                self.scene.decorators.append(self._render_source.draw_particles)
         return self._render_source
 
     def close(self) -> None:

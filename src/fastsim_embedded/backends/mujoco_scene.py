@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, Final
 
@@ -226,6 +226,8 @@ class MujocoDroidScene:
     _arm_dofs: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
     _home_key: int = attrs.field(init=False, repr=False)
     _waypoints: dict[str, F64] = attrs.field(init=False, factory=dict, repr=False)
+    #: called with the renderer's ``MjvScene`` after ``update_scene`` (e.g. fluid particles)
+    decorators: list[Callable[[Any], None]] = attrs.field(init=False, factory=list, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
@@ -340,6 +342,8 @@ class MujocoDroidScene:
         """A new read-only ``(height, width, 3)`` uint8 RGB image of ``camera`` now."""
         renderer = self._renderer(width or self.width, height or self.height)
         renderer.update_scene(self.data, camera=camera)
+        for decorate in self.decorators:
+            decorate(renderer.scene)
         image = np.ascontiguousarray(renderer.render(), dtype=np.uint8)
         return _readonly(image)
 
