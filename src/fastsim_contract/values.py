@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
+from typing import Any, overload
 
 import attrs
 
@@ -36,6 +36,7 @@ __all__ = [
     "FinalizerResult",
     "GenerationBarrier",
     "ObservationTick",
+    "RowViews",
     "SampleBlock",
     "SourceKind",
     "TerminalSemanticCut",
@@ -90,11 +91,54 @@ class ChannelSample:
     channel_sequence: int
 
 
+class RowViews(Sequence[object]):
+    """Channel values that are rows of a few read-only 2-D blocks, viewed on access.
+
+    A backend that computes its numeric state as blocks (e.g. all joint positions of all
+    entities in one array) lets Core publish one tick without creating one array object
+    per channel: ``RowViews(blocks, rows)`` yields ``blocks[b][r]`` for each ``(b, r)``
+    in ``rows``.  The blocks are read-only and never mutated, so every view is too.
+    """
+
+    __slots__ = ("blocks", "rows")
+    blocks: tuple[Any, ...]
+    rows: tuple[tuple[int, int], ...]
+
+    def __init__(self, blocks: tuple[Any, ...], rows: tuple[tuple[int, int], ...]) -> None:
+        object.__setattr__(self, "blocks", blocks)
+        object.__setattr__(self, "rows", rows)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> object: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[object, ...]: ...
+    def __getitem__(self, i: int | slice) -> object:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        block, row = self.rows[i]
+        return self.blocks[block][row]
+
+    def __iter__(self) -> Iterator[object]:
+        blocks = self.blocks
+        for block, row in self.rows:
+            yield blocks[block][row]
+
+    def __repr__(self) -> str:
+        return f"RowViews({len(self.rows)} rows of {len(self.blocks)} blocks)"
+
+
 class SampleBlock(Sequence[ChannelSample]):
     """The samples of one tick, stored column-wise: immutable, materialized on access.
 
     A Core publishing many channels per tick builds one ``SampleBlock`` (the plan's
-    shared channel-name tuple, a tuple of read-only values, one ``channel_sequence``)
+    shared channel-name tuple, a sequence of read-only values -- a tuple or
+    :class:`RowViews` -- and one ``channel_sequence``)
     instead of one :class:`ChannelSample` object per channel.  It is a read-only
     ``Sequence[ChannelSample]`` equal to the tuple of its samples; consumers on a hot path
     read ``channels`` and ``values`` directly.
@@ -102,10 +146,10 @@ class SampleBlock(Sequence[ChannelSample]):
 
     __slots__ = ("channel_sequence", "channels", "values")
     channels: tuple[str, ...]
-    values: tuple[object, ...]
+    values: Sequence[object]
     channel_sequence: int
 
-    def __init__(self, channels: tuple[str, ...], values: tuple[object, ...], channel_sequence: int) -> None:
+    def __init__(self, channels: tuple[str, ...], values: Sequence[object], channel_sequence: int) -> None:
         if len(channels) != len(values):
             raise ValueError(f"SampleBlock: {len(channels)} channels but {len(values)} values")
         object.__setattr__(self, "channels", channels)
@@ -164,7 +208,7 @@ class ObservationTick:
         return tuple(s.channel for s in self.samples)
 
     @property
-    def values(self) -> tuple[object, ...]:
+    def values(self) -> Sequence[object]:
         """Sample values in sample order."""
         if isinstance(self.samples, SampleBlock):
             return self.samples.values

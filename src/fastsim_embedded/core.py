@@ -48,6 +48,7 @@ from fastsim_contract.values import (
     FinalizerRegistrationRequest,
     GenerationBarrier,
     ObservationTick,
+    RowViews,
     SampleBlock,
     SourceKind,
     TerminalSemanticCut,
@@ -226,6 +227,7 @@ class EmbeddedHost:
     _cores: dict[str, EmbeddedCore] = attrs.field(init=False, factory=dict)
     _channel_seq: dict[str, int] = attrs.field(init=False, factory=dict)
     _observed: int = attrs.field(init=False, default=0)
+    _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
     def __attrs_post_init__(self) -> None:
@@ -355,6 +357,33 @@ class EmbeddedHost:
                     break
         self._observed += 1
         block = SampleBlock(names, picked, self._observed)
+        ctx = self.context
+        return self.bus.publish(
+            SourceKind.OBSERVATION,
+            generation=ctx.generation,
+            tick=ctx.tick,
+            sim_time_ns=ctx.sim_time_ns,
+            payload=block,
+            wrap=ObservationTick,
+        )
+
+    def bind_numeric_layout(self, layout: Mapping[str, tuple[int, int]]) -> bool:
+        """Use block sampling when the layout covers every planned channel (else ``False``)."""
+        names = self.context.capture.observation_channels
+        if not names or any(name not in layout for name in names):
+            return False
+        self._rows = tuple(layout[name] for name in names)
+        return True
+
+    def publish_observation_blocks(self, blocks: tuple[Any, ...]) -> Envelope | None:
+        """One ObservationTick whose values are row views of ``blocks`` (``bind_numeric_layout``)."""
+        names = self.context.capture.observation_channels
+        if not names or self._rows is None:
+            return None
+        if any(block.flags.writeable for block in blocks):  # a few blocks: always checked
+            blocks = tuple(_read_only(block) for block in blocks)
+        self._observed += 1
+        block = SampleBlock(names, RowViews(blocks, self._rows), self._observed)
         ctx = self.context
         return self.bus.publish(
             SourceKind.OBSERVATION,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import Backend
@@ -37,6 +38,15 @@ __all__ = ["HostWork", "Progress", "run_loop", "tick_count"]
 
 HostWork = Callable[[int], None]
 Progress = Callable[[int, int], None]
+
+
+def _block_sampler(host: EmbeddedHost, backend: Backend) -> Callable[[], tuple[Any, ...]] | None:
+    """The backend's ``sample_numeric_blocks`` when it covers the plan (``BlockSampling``)."""
+    sample = getattr(backend, "sample_numeric_blocks", None)
+    layout = getattr(backend, "numeric_layout", None)
+    if callable(sample) and callable(layout) and host.bind_numeric_layout(layout()):
+        return sample  # type: ignore[no-any-return]
+    return None
 
 
 def tick_count(duration_s: float, sensor_hz: float) -> int:
@@ -59,6 +69,7 @@ def run_loop(
     wall_per_tick = None if not realtime_factor else 1.0 / (host.context.sensor_hz * realtime_factor)
     wall_start = time.monotonic()
     observe = host.wants_observations()
+    blocks = _block_sampler(host, backend) if observe else None
     cameras = bool(host.context.capture.cameras)
     terminal = host.terminal
     done = 0
@@ -79,7 +90,9 @@ def run_loop(
             backend.step(substeps)
             if render is not None:
                 render.after_step(render_dt)
-            if observe:
+            if blocks is not None:
+                host.publish_observation_blocks(blocks())
+            elif observe:
                 host.publish_observation(backend.sample_numeric())
             if cameras:
                 host.publish_cameras(backend.sample_cameras())

@@ -10,6 +10,7 @@ sample (``runtime.sensor_hz``), each tick advancing physics by ``substeps`` step
     3. ``apply_control(cmd)``    for each scripted command, after Core audits it
     4. ``step(substeps)``        advance physics
     5. ``sample_numeric()``      every declared numeric channel, as read-only arrays
+                                 (or ``sample_numeric_blocks()``, see ``BlockSampling``)
     6. ``sample_cameras()``      every declared camera channel (``()`` when none)
 
 Backends are deterministic for a given :class:`BackendSpec` (same seed, same samples),
@@ -30,6 +31,7 @@ from fastsim_contract.values import ChannelDescriptor
 __all__ = [
     "Backend",
     "BackendFactory",
+    "BlockSampling",
     "BackendSpec",
     "CameraReading",
     "ControlCommand",
@@ -142,6 +144,20 @@ class Backend(Protocol):
     def sample_cameras(self) -> Sequence[CameraReading]: ...
 
     def close(self) -> None: ...
+
+
+class BlockSampling(Protocol):
+    """Optional capability: numeric channels as rows of a few read-only 2-D blocks.
+
+    When a backend has both methods the host publishes observation ticks as
+    ``RowViews`` over the blocks (no per-channel array object on the simulation thread).
+    ``numeric_layout()`` is fixed for the Run: channel -> (block index, row index).
+    ``sample_numeric_blocks()`` returns fresh read-only blocks each tick, never mutated.
+    """
+
+    def numeric_layout(self) -> Mapping[str, tuple[int, int]]: ...
+
+    def sample_numeric_blocks(self) -> tuple[Array, ...]: ...
 
 
 #: A backend registry entry: builds a backend for one Run.

@@ -165,12 +165,15 @@ class SyntheticBackend:
     def _time(self) -> float:
         return self._steps / self.spec.physics_hz
 
-    def sample_numeric(self) -> Mapping[str, Array]:
-        """Every declared channel at the current time, as read-only rows of fresh arrays.
+    def numeric_layout(self) -> Mapping[str, tuple[int, int]]:
+        """Channel -> (block, row): blocks are joint position, joint velocity, base pose."""
+        return {
+            d.name: (index % len(_FAMILIES), index // len(_FAMILIES))
+            for index, d in enumerate(self._declared)
+        }
 
-        Vectorized per family (one sin/cos per tick for all entities); each channel is a
-        read-only view of this tick's freshly computed, read-only block.
-        """
+    def sample_numeric_blocks(self) -> tuple[Array, ...]:
+        """This tick's fresh, read-only (entities x n) blocks, one sin/cos for all entities."""
         t = self._time()
         angle = self._omega * t + self._phase
         position = self._amp * np.sin(angle) + self._offset
@@ -183,7 +186,12 @@ class SyntheticBackend:
         poses[:, 2] = 0.1 * rows
         poses[:, 5] = np.sin(yaw / 2)
         poses[:, 6] = np.cos(yaw / 2)
-        flat = [*_frozen(position), *_frozen(velocity), *_frozen(poses)]  # row views, in C
+        return (_frozen(position), _frozen(velocity), _frozen(poses))
+
+    def sample_numeric(self) -> Mapping[str, Array]:
+        """Every declared channel: a read-only row view of this tick's blocks."""
+        position, velocity, poses = self.sample_numeric_blocks()
+        flat = [*position, *velocity, *poses]  # row views, created in C
         return ReadOnlySamples(zip(self._names, map(flat.__getitem__, self._flat_index)))
 
     def sample_cameras(self) -> Sequence[CameraReading]:
