@@ -77,6 +77,7 @@ class SyntheticBackend:
     _declared: tuple[ChannelDescriptor, ...] = ()
     _names: tuple[str, ...] = ()
     _flat_index: tuple[int, ...] = ()
+    _blocks: tuple[Array, ...] | None = None
     _amp: Array = attrs.field(factory=lambda: np.zeros(0))
     _omega: Array = attrs.field(factory=lambda: np.zeros(0))
     _phase: Array = attrs.field(factory=lambda: np.zeros(0))
@@ -130,6 +131,7 @@ class SyntheticBackend:
         self._generation = generation
         self._steps = 0
         self._offset = 0.0
+        self._blocks = None
 
     def script(self, tick: int) -> TickScript:
         """Resets, commands and events on their fixed tick periods."""
@@ -156,11 +158,14 @@ class SyntheticBackend:
         if command.name != "set_joint_offset" or not isinstance(offset, int | float):
             return ControlOutcome(False, {"error": f"unsupported command {command.name!r}"})
         self._offset = float(offset)
+        self._blocks = None
         return ControlOutcome(True, {"offset": self._offset})
 
     def step(self, substeps: int) -> None:
-        """Advance physics; the state is a closed-form function of the step count."""
+        """Advance physics: the state (closed-form in the step count) is computed here,
+        whether or not anyone samples it, as a simulator's step would."""
         self._steps += substeps
+        self._blocks = self._compute_blocks()
 
     def _time(self) -> float:
         return self._steps / self.spec.physics_hz
@@ -173,7 +178,13 @@ class SyntheticBackend:
         }
 
     def sample_numeric_blocks(self) -> tuple[Array, ...]:
-        """This tick's fresh, read-only (entities x n) blocks, one sin/cos for all entities."""
+        """The current state's read-only (entities x n) blocks, computed by the last step."""
+        if self._blocks is None:
+            self._blocks = self._compute_blocks()
+        return self._blocks
+
+    def _compute_blocks(self) -> tuple[Array, ...]:
+        """The state as fresh read-only blocks: one sin/cos for all entities."""
         t = self._time()
         angle = self._omega * t + self._phase
         position = self._amp * np.sin(angle) + self._offset
