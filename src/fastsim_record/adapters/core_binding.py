@@ -64,6 +64,10 @@ class EnvelopeConverter:
     required: bool
     kinds: frozenset[SourceKind]
     fixed_size: int | None = None
+    _kinds: tuple[SourceKind, ...] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._kinds = tuple(self.kinds)
 
     def __call__(self, item: object) -> CoreEnvelope:
         """Validate and convert; raises ContractError naming the field."""
@@ -73,7 +77,7 @@ class EnvelopeConverter:
             )
         envelope = item
         kind = envelope.source
-        if kind not in self.kinds:
+        if kind not in self._kinds:  # a tuple: identity comparisons, no Enum hashing
             raise ContractError(f"{self.source}: envelope of source {kind!r} on this subscription")
         seq = envelope.global_sequence
         cap = envelope.source_sequence
@@ -97,7 +101,7 @@ class EnvelopeConverter:
                 raise ContractError(f"{self.source}: observation payload must be an ObservationTick")
             size = self.fixed_size
         else:
-            if not isinstance(payload, Mapping):
+            if not isinstance(payload, dict) and not isinstance(payload, Mapping):  # dict: C check
                 raise ContractError(f"{self.source}: payload must be a mapping")
             size = envelope.portable_size
         return CoreEnvelope(
