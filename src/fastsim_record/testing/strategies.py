@@ -284,3 +284,26 @@ def fsr_recordings(
         records = records[cut:]
     return streams, batches
 
+
+
+# --- pipeline ---
+
+__all__ += ["PIPELINE_OPS", "publish_scripts"]
+
+#: What a publishing script can do on the fake Core, one op per step:
+#: ``tick`` (observation + control audit/result), ``event``, ``lifecycle``, ``reset``,
+#: ``hold``/``release`` (delay the events source: out-of-order arrival).
+PIPELINE_OPS = ("tick", "event", "lifecycle", "reset", "hold", "release")
+
+
+@st.composite
+def publish_scripts(draw: st.DrawFn, max_ops: int = 60) -> list[str]:
+    """A publishing script for ``fastsim_record.testing.harness.Harness``.
+
+    Ticks dominate; a held source is always released before the script ends.
+    """
+    weights = st.sampled_from(("tick",) * 6 + ("event", "event", "lifecycle", "reset", "hold", "release"))
+    ops = draw(st.lists(weights, min_size=1, max_size=max_ops))
+    if "hold" in ops and ops[-1] != "release":
+        ops.append("release")
+    return ops
