@@ -228,6 +228,7 @@ class EmbeddedHost:
     _channel_seq: dict[str, int] = attrs.field(init=False, factory=dict)
     _observed: int = attrs.field(init=False, default=0)
     _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
+    _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
     def __attrs_post_init__(self) -> None:
@@ -396,20 +397,21 @@ class EmbeddedHost:
 
     def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
         """Camera samples of the planned cameras, one envelope each."""
-        cameras = {cam.alias: cam for cam in self.context.capture.cameras}
-        if not cameras:
+        by_channel = self._camera_index
+        if by_channel is None:
+            by_channel = self._camera_index = {
+                channel: (cam.alias, role, f"cameras.{cam.alias}.{role}")
+                for cam in self.context.capture.cameras
+                for role, channel in cam.channels().items()
+            }
+        if not by_channel:
             return
-        by_channel = {
-            channel: (alias, role)
-            for alias, cam in cameras.items()
-            for role, channel in cam.channels().items()
-        }
         ctx = self.context
         for reading in readings:
             where = by_channel.get(reading.channel)
             if where is None:
                 continue
-            alias, role = where
+            alias, role, key = where
             seq = self._channel_seq.get(reading.channel, 0) + 1
             self._channel_seq[reading.channel] = seq
             sample = CameraSample(
@@ -427,7 +429,7 @@ class EmbeddedHost:
                 tick=ctx.tick,
                 sim_time_ns=ctx.sim_time_ns,
                 payload=sample,
-                sequence_key=f"cameras.{alias}.{role}",
+                sequence_key=key,
             )
 
     def begin_generation(self, reason: str = "reset") -> int:
