@@ -156,3 +156,21 @@ def test_non_unit_quaternion_fails_closed() -> None:
     bad = attrs.evolve(quat, value=frozen(np.array([0.0, 0.0, 0.0, 2.0])))
     with pytest.raises(CalibrationError, match="norm"):
         CameraRecordEncoder("overview", JpegEncoder(64, 48)).encode(bad)
+
+
+def test_repeated_profile_is_still_checked_against_k_and_digest() -> None:
+    """After a valid intrinsics sample, a changed profile under the same digest or a changed K fails."""
+    enc = CameraRecordEncoder("overview", JpegEncoder(64, 48))
+    first = _by_role(camera_tick("overview", tick=1))["intrinsics"]
+    enc.encode(first)
+    assert enc.encode(_by_role(camera_tick("overview", tick=2))["intrinsics"]).metadata[
+        "calibration_profile"
+    ] == first.profile
+    assert first.profile is not None
+    tampered = attrs.evolve(first, profile={**first.profile, "fx": 1.0})
+    with pytest.raises(CalibrationError, match="digest"):
+        enc.encode(tampered)
+    k = np.array(_arr(first))
+    k[1, 2] += 0.5
+    with pytest.raises(CalibrationError, match="K does not match"):
+        enc.encode(attrs.evolve(first, value=frozen(k)))

@@ -66,10 +66,10 @@ def rgb_size(descriptor: ChannelDescriptor) -> tuple[int, int]:
     return int(shape[1]), int(shape[0])
 
 
-def _declared(setup: CameraSetup, role: str) -> tuple[str, tuple[int, ...]]:
+def _declared(setup: CameraSetup, role: str) -> tuple[object, tuple[int, ...]]:
     if role == "rgb":
-        return "uint8", setup.encoder.descriptor.shape
-    return "float64", ARRAY_SHAPES[role]
+        return np.dtype(np.uint8), setup.encoder.descriptor.shape
+    return np.dtype(np.float64), ARRAY_SHAPES[role]
 
 
 @attrs.define(eq=False)
@@ -107,9 +107,11 @@ class CameraStage:
             raise self._latch(DescriptorDrift(f"{envelope.stream}: not a selected camera sample"))
         stream = camera_stream_name(sample.camera, sample.role)
         value = sample.value
-        shape = tuple(value.shape) if isinstance(value, np.ndarray) else ()
-        dtype = str(value.dtype) if isinstance(value, np.ndarray) else type(value).__name__
-        drift = self._descriptors.observe(stream, (dtype, shape))
+        if isinstance(value, np.ndarray):  # a numpy dtype compares equal to its name
+            descriptor: tuple[object, tuple[int, ...]] = (value.dtype, value.shape)
+        else:
+            descriptor = (type(value).__name__, ())
+        drift = self._descriptors.observe(stream, descriptor)
         if drift is not None:
             raise self._latch(DescriptorDrift(f"{stream}: descriptor drift: {drift.reason}", stream=stream))
         violation = self._calibration.observe(
