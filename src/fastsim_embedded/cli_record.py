@@ -18,6 +18,7 @@ import argparse
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 from rich.console import Console
@@ -67,6 +68,8 @@ class RecordCommand:
                             help=f"override the Run's backend ({', '.join(backend_names())})")
         parser.add_argument("--realtime", type=float, nargs="?", const=1.0, default=None, metavar="FACTOR",
                             help="pace simulation to FACTOR x wall time (default: as fast as possible)")
+        parser.add_argument("--no-portable-sizes", action="store_true",
+                            help="behave like an older Core: no producer-computed portable_size")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -86,7 +89,10 @@ class RecordCommand:
         if args.realtime is not None and args.realtime <= 0:
             err.print(f"--realtime: must be a positive factor (got {args.realtime:g})", markup=False)
             return 2
-        pacing = {"realtime_factor": args.realtime}
+        pacing: dict[str, Any] = {
+            "realtime_factor": args.realtime,
+            "portable_sizes": not args.no_portable_sizes,
+        }
         try:
             if args.no_progress or not out.is_terminal:
                 result = run_session(prepared, output_dir, **pacing)
