@@ -185,3 +185,43 @@ def test_malformed_observation_payload_is_rejected_at_the_pump() -> None:
     result = h.finish()
     assert not result.ok
     assert "must be an ObservationTick" in (result.reason or "")
+
+
+@pytest.mark.parametrize("integrity", ["fast", "strong"])
+def test_tamper_evident_modes_commit_with_the_content_digest(integrity: str) -> None:
+    """fast and strong validate the readback with one full-file SHA-256 that Core checks."""
+    import hashlib
+
+    from fastsim_record.testing.fake_core import FakeOutputPolicy
+
+    h = Harness.started(make_config(integrity=integrity), output_policy=FakeOutputPolicy(integrity="sha256"))
+    h.run_ticks(10)
+    result = h.finish()
+    assert result.ok, result.reason
+    receipt = h.core.outputs.receipts[0]
+    assert receipt["integrity"] == integrity
+    assert receipt["content_sha256"] == hashlib.sha256(h.data()).hexdigest()
+
+
+def test_tamper_evident_mode_without_sha256_policy_fails_prepare() -> None:
+    """Asking for fast integrity under an output policy without sha256 is a one-line config error."""
+    from fastsim_record.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="requires the Run output policy integrity 'sha256'"):
+        Harness.started(make_config(integrity="fast"))
+
+
+@pytest.mark.parametrize(("portable", "overflows"), [(True, False), (False, True)])
+def test_critical_admission_charges_the_ceiling_without_a_portable_size(portable: bool, overflows: bool) -> None:
+    """Events without a producer size are charged 1 MiB each; with one they fit a small lane."""
+    config = make_config(critical=(4096, 3 << 20, "fail_run"), batching=(1, 1 << 30, 1000.0))
+    h = Harness.started(config, portable_sizes=portable)
+    h.core.outputs.faults.stall = True
+    h.core.publish("events", {"first": True})
+    assert h.core.outputs.stalled.wait(_WAIT)
+    for i in range(6):
+        h.core.publish("events", {"i": i})
+    lane = h.plugin.lanes["critical"].lane
+    assert (lane.fatal is not None) is overflows
+    h.core.outputs.release_stall()
+    assert h.finish().ok is not overflows

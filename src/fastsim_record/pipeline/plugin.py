@@ -214,6 +214,12 @@ class RecordPlugin:
                 self.encoders[spec.name] = encoder
                 decls.append(StreamDecl(spec.name, _STREAM_KINDS[spec.kind], encoder.codec, {}, spec.required))
         policy = run.output_policy
+        if config.integrity != "structural" and policy.integrity != "sha256":
+            raise ConfigError([ConfigIssue(
+                "plugins.record.config.integrity",
+                f"{config.integrity} requires the Run output policy integrity 'sha256' "
+                f"(got {policy.integrity!r})",
+            )])
         mode, source_sha256, fence_extra = replay_identity(run)
         self.sink = FsrSink(
             core.outputs, config.output.name, run_id=run.run_id, completion_id=run.completion_id,
