@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -156,3 +157,21 @@ def test_stalled_writer_never_blocks_publication_and_latches_required_overflow()
     assert "numeric lane overflow" in (result.reason or "")
     assert "abort" in h.core.outputs.steps()
     assert "commit" not in h.core.outputs.steps()
+
+
+def test_a_hole_that_never_closes_is_fatal_not_unbounded() -> None:
+    """Items held behind a hole beyond what every lane can hold latch a fatal error."""
+    config = make_config(critical=(8, 1 << 30, "fail_run"), numeric=(8, 1 << 30, "fail_run"))
+    h = Harness.started(config)
+    h.core.hold_delivery("events")
+    h.core.publish("events", {"lost": "in transit"})
+    for _ in range(40):
+        h.run_ticks(1, control=False)
+        if h.plugin.monitor.error is not None:
+            break
+        time.sleep(0.005)  # pacing only: lets the worker drain the 8-item lane
+    winner = h.core.wait_completion(_WAIT)
+    assert winner is not None
+    assert "unexplained global sequence hole at 1" in winner.reason
+    result = h.finish()
+    assert not result.ok

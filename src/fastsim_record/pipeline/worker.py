@@ -16,6 +16,8 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     | 4 | account each record in the Batcher; write every batch it closes        |
     | 5 | after a fatal error nothing more is encoded or written                 |
     | 6 | every ``YIELD_EVERY`` items the worker offers the GIL back (sleep 0)    |
+    | 7 | more items held behind a hole than all lanes hold together is fatal    |
+    |   | (the merge never grows without bound)                                  |
 
 Finishing (``finish(cut)``, run on this thread): drain until the lanes are empty, close
 the partial batch (B6), decide the fence (F1-F6), then either run the output
@@ -97,6 +99,9 @@ class WriterWorker:
         self._merge = OrderedMerge()
         self._ledger = GapLedger()
         self._pending: list[OutRecord] = []
+        self._pushed = 0
+        #: more held-back items than every lane can hold means the hole will not close
+        self._hold_limit = sum(h.lane.spec.max_items for h in self._lanes.values())
         self._stream_time: dict[str, tuple[int, int]] = {}
         self._failed: RecordError | None = None
         self._stop = False
@@ -205,6 +210,7 @@ class WriterWorker:
             if not items and not gaps:
                 continue
             moved = True
+            self._pushed += len(items) + len(gaps)
             for gap in gaps:
                 conflict = merge.explain(gap)
                 if conflict is not None:
@@ -216,10 +222,17 @@ class WriterWorker:
         return moved
 
     def _step(self) -> None:
+        merge = self._merge
         while self._drain():
-            released = self._merge.release()
+            released = merge.release()
             if released and self._failed is None:
                 self._write_released(released)
+            held = self._pushed - merge.released_items
+            if held > self._hold_limit and self._failed is None:  # rule 7
+                self._fail(RecordingFailed(
+                    f"unexplained global sequence hole at {merge.next_sequence}: "
+                    f"{held} records held behind it"
+                ))
 
     def _write_released(self, released: list[Envelope | GapRecord]) -> None:
         """Rules 3-4."""
