@@ -10,9 +10,9 @@ from fastsim_record.testing.harness import Harness, make_config
 _WAIT = 30.0
 
 
-@pytest.mark.parametrize("kind", list(CompletionKind))
-def test_every_completion_kind_commits_a_clean_recording(kind: CompletionKind) -> None:
-    """Normal, failed, cancelled and stopped completions each commit, with the kind in the fence."""
+@pytest.mark.parametrize("kind", [CompletionKind.NORMAL, CompletionKind.CANCELLED, CompletionKind.STOPPED])
+def test_normal_cancelled_and_stopped_completions_commit(kind: CompletionKind) -> None:
+    """Normal, cancelled and stopped completions each commit, with the kind in the fence."""
     h = Harness.started()
     h.run_ticks(10)
     result = h.finish(kind)
@@ -21,6 +21,18 @@ def test_every_completion_kind_commits_a_clean_recording(kind: CompletionKind) -
     fence = h.reader().footer["terminal_fence"]
     assert fence["completion"] == kind.value
     assert fence["final_global_sequence"] == h.core.global_sequence
+
+
+def test_failed_completion_consumes_through_the_cut_and_aborts() -> None:
+    """After a failed completion Record consumes everything but aborts: no false success."""
+    h = Harness.started()
+    h.run_ticks(10)
+    result = h.finish(CompletionKind.FAILED)
+    assert not result.ok
+    assert "completed as failed" in (result.reason or "")
+    assert h.core.outputs.steps() == ["open_write", "abort"]
+    assert h.core.outputs.committed == {}
+    assert h.core.run_failed()
 
 
 def test_terminal_fence_matches_the_exact_cut() -> None:

@@ -23,8 +23,10 @@ Outcomes:
     |   |                                     | unbounded abort path is NOT called        |
     | 4 | ``finalize`` called again           | the first result                          |
 
-Every completion kind (normal, failed, cancelled, stopped) is recorded in the terminal
-fence; a recording consumed cleanly through the cut is committed whatever the kind.
+Every completion kind is recorded in the terminal fence.  A recording consumed cleanly
+through the cut is committed after a normal, cancelled or stopped completion; after a
+failed completion it is consumed and decided the same way but aborted, because Core
+never publishes the artifact of a failed Run (the result names that reason).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from fastsim_contract.values import FinalizerResult, TerminalSemanticCut
+from fastsim_contract.values import CompletionKind, FinalizerResult, TerminalSemanticCut
 from fastsim_record.core.fence import TerminalCut
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.worker import WriterWorker
@@ -95,7 +97,13 @@ class RecordFinalizer:
             "completion_reason": completion.reason,
             "completion_by": completion.requested_by,
         }
-        self._worker.finish(core_cut, fence_info)
+        refuse = None
+        if completion.kind is CompletionKind.FAILED:
+            refuse = (
+                f"the Run completed as failed ({completion.requested_by}: {completion.reason}); "
+                "Core publishes no artifact of a failed Run, so the recording was aborted"
+            )
+        self._worker.finish(core_cut, fence_info, refuse_commit=refuse)
         outcome = None
         while outcome is None and not self._cancelled.is_set():
             remaining = deadline_monotonic - time.monotonic()

@@ -315,7 +315,7 @@ class RecordPlugin:
                 worker.cancel()
             else:
                 worker.stop()
-                worker.join(5.0)
+                worker.join(2.0)
         if self.sink is not None and not committed and not host_cancelled:
             try:
                 self.sink.abort()

@@ -106,7 +106,7 @@ class WriterWorker:
         self._failed: RecordError | None = None
         self._stop = False
         self._cancelled = threading.Event()
-        self._cut: tuple[TerminalCut, Mapping[str, object]] | None = None
+        self._cut: tuple[TerminalCut, Mapping[str, object], str | None] | None = None
         self._done = threading.Event()
         self._outcome: FinishOutcome | None = None
         self._thread = threading.Thread(target=self._run, name="record-writer", daemon=True)
@@ -131,9 +131,15 @@ class WriterWorker:
         """The worker thread (tests check which thread encodes)."""
         return self._thread
 
-    def finish(self, cut: TerminalCut, fence_info: Mapping[str, object]) -> None:
-        """Ask the thread to consume through ``cut`` and run the output transaction."""
-        self._cut = (cut, fence_info)
+    def finish(
+        self, cut: TerminalCut, fence_info: Mapping[str, object], *, refuse_commit: str | None = None
+    ) -> None:
+        """Ask the thread to consume through ``cut`` and run the output transaction.
+
+        ``refuse_commit`` (a reason) consumes and decides as usual but aborts instead of
+        committing: Core never publishes the artifact of a Run that completed as failed.
+        """
+        self._cut = (cut, fence_info, refuse_commit)
         self._wake.set()
 
     def wait(self, timeout: float | None) -> FinishOutcome | None:
@@ -352,7 +358,9 @@ class WriterWorker:
             gaps=self._ledger.gap_count,
         )
 
-    def _finish(self, cut: TerminalCut, fence_info: Mapping[str, object]) -> None:
+    def _finish(
+        self, cut: TerminalCut, fence_info: Mapping[str, object], refuse_commit: str | None
+    ) -> None:
         started = time.perf_counter()
         self._step()
         if self._failed is None:
@@ -365,10 +373,12 @@ class WriterWorker:
         decision = decide(cut, evidence)
         if self._cancelled.is_set():
             return
-        if not decision.commit:
+        if not decision.commit or refuse_commit is not None:
             self._abort()
             # the latched fatal error is the root cause; the fence text stays in the summary
             reason = evidence.fatal_errors[0] if evidence.fatal_errors else decision.reason
+            if decision.commit and refuse_commit is not None:
+                reason = refuse_commit
             self._complete(FinishOutcome(False, reason, None, self._summary(decision, started)))
             return
         fence = {**fence_info, "decision": "commit", "degraded": decision.degraded,

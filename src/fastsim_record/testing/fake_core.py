@@ -61,7 +61,7 @@ from fastsim_contract.values import (
     SourceKind,
     TerminalSemanticCut,
 )
-from fastsim_record.testing.fake_output import FakeOutputService
+from fastsim_record.testing.fake_output import FakeOutputService, FakeOutputView
 
 __all__ = [
     "MANDATORY_SOURCES",
@@ -214,9 +214,9 @@ class FakeServices:
         return self.core.run
 
     @property
-    def outputs(self) -> FakeOutputService:
-        """The output service."""
-        return self.core.outputs
+    def outputs(self) -> FakeOutputView:
+        """The output service, as this component sees it."""
+        return self.core.outputs.view(self.component)
 
     def subscribe(
         self, source: str, sink: Any, *, from_sequence: int = 1, channels: Sequence[str] = ()
@@ -288,6 +288,11 @@ class FakeCore:
         self.outputs.preserve_incomplete = self.output_policy.preserve_incomplete
         self.outputs.publish_incomplete = self.output_policy.publish_incomplete
         self.outputs.completion_id = self.completion_id
+        self.outputs.run_failed = self._run_failed
+
+    def _run_failed(self) -> bool:
+        winner = self.winner
+        return winner is not None and winner.kind is CompletionKind.FAILED
 
     @property
     def plan(self) -> CapturePlan:

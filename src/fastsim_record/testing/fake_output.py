@@ -24,6 +24,8 @@ Rules the service enforces, as a Core does (``LeaseError`` otherwise):
     | 6 | ``revoke`` (Core, after a finalizer overran) ends a write; the staging     |
     |   | bytes are published as ``<name>.incomplete``, quarantined or deleted by     |
     |   | the output policy                                                          |
+    | 7 | a lease is bound to the component whose view opened it (``view``)         |
+    | 8 | once the winning completion is ``failed``, commit is refused               |
 """
 
 from __future__ import annotations
@@ -32,14 +34,14 @@ import hashlib
 import io
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
 
-__all__ = ["FakeOutputService", "FakeReadbackLease", "FakeWriteLease", "OutputFaults"]
+__all__ = ["FakeOutputService", "FakeOutputView", "FakeReadbackLease", "FakeWriteLease", "OutputFaults"]
 
 
 @attrs.define
@@ -65,6 +67,7 @@ class FakeWriteLease:
     confirmed: bool = False
     writes: int = 0
     readback: FakeReadbackLease | None = None
+    component: str = ""
 
     def write(self, data: bytes | memoryview) -> int:
         """Append bytes (subject to the slow/stall/fail faults)."""
@@ -145,7 +148,12 @@ class FakeOutputService:
     receipts: list[Mapping[str, object]] = attrs.field(factory=list)
     stalled: threading.Event = attrs.field(factory=threading.Event)
     unstall: threading.Event = attrs.field(factory=threading.Event)
+    run_failed: Callable[[], bool] = lambda: False  # rule 8 (set by the fake Core)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def view(self, component: str) -> FakeOutputView:
+        """The output service as ``component`` sees it (rule 7)."""
+        return FakeOutputView(self, component)
 
     def release_stall(self) -> None:
         """Let stalled writes continue."""
@@ -245,6 +253,8 @@ class FakeOutputService:
             return own.name
         if own.state != "confirmed":
             raise LeaseError(f"commit refused: lease is {own.state}")
+        if self.run_failed():
+            raise LeaseError("commit refused: the Run completed as failed")
         own.state = "committed"
         self.committed[own.name] = own.data()
         return own.name
@@ -275,3 +285,47 @@ class FakeOutputService:
             elif self.preserve_incomplete:
                 self.leftovers[f"quarantine/{lease.name}.incomplete"] = lease.data()
         return revoked
+
+
+@attrs.define(eq=False)
+class FakeOutputView:
+    """One component's handle on the output service: leases stay with their owner."""
+
+    service: FakeOutputService
+    component: str
+
+    def _mine(self, lease: object, call: str) -> None:
+        write = lease.write if isinstance(lease, FakeReadbackLease) else lease
+        if isinstance(write, FakeWriteLease) and write.component != self.component:
+            raise LeaseError(f"{call}: the lease belongs to component {write.component!r}")
+
+    def open_write(self, name: str) -> FakeWriteLease:
+        """Open a write lease owned by this component."""
+        lease = self.service.open_write(name)
+        lease.component = self.component
+        return lease
+
+    def seal(self, lease: object) -> None:
+        """Seal (own leases only)."""
+        self._mine(lease, "seal")
+        self.service.seal(lease)
+
+    def open_readback(self, lease: object) -> FakeReadbackLease:
+        """Readback (own leases only)."""
+        self._mine(lease, "open_readback")
+        return self.service.open_readback(lease)
+
+    def confirm_validation(self, lease: object, receipt: Mapping[str, object]) -> None:
+        """Confirm (own leases only)."""
+        self._mine(lease, "confirm_validation")
+        self.service.confirm_validation(lease, receipt)
+
+    def commit(self, lease: object) -> str:
+        """Commit (own leases only)."""
+        self._mine(lease, "commit")
+        return self.service.commit(lease)
+
+    def abort(self, lease: object) -> None:
+        """Abort (own leases only)."""
+        self._mine(lease, "abort")
+        self.service.abort(lease)
