@@ -45,6 +45,16 @@ class FakeDriver:
         """One tick with these channel values."""
         self.fake.publish_tick(values)
 
+    def publish_camera(
+        self,
+        channel: str,
+        value: object,
+        calibration_digest: str,
+        profile: Mapping[str, object] | None = None,
+    ) -> None:
+        """One camera sample (the optional camera capability)."""
+        self.fake.publish_camera(channel, value, calibration_digest, profile)
+
     def reset(self) -> None:
         """A new generation."""
         self.fake.reset()

@@ -48,6 +48,7 @@ import numpy as np
 from fastsim_contract.errors import GrantRefused, SubscriptionRefused, TerminalError
 from fastsim_contract.protocols import Finalizer
 from fastsim_contract.values import (
+    CameraSample,
     CapturePlan,
     ChannelDescriptor,
     ChannelSample,
@@ -83,6 +84,7 @@ _KINDS = {
     "control.audit": SourceKind.CONTROL_AUDIT,
     "control.result": SourceKind.CONTROL_RESULT,
     "observations": SourceKind.OBSERVATION,
+    "cameras": SourceKind.CAMERA,
 }
 _CONTROL = ("control.audit", "control.result")
 
@@ -352,6 +354,12 @@ class FakeCore:
                 raise SubscriptionRefused("subscribe: observations need the observation grant")
             if channels and set(channels) != set(plan.observation_channels):
                 raise SubscriptionRefused("subscribe: observation channels differ from the plan")
+        elif source == "cameras":
+            if "camera" not in view.grants:
+                raise SubscriptionRefused("subscribe: cameras need the camera grant")
+            planned = {ch for cam in plan.cameras for ch in cam.channels().values()}
+            if not set(channels) <= planned:
+                raise SubscriptionRefused("subscribe: camera channels outside the capture plan")
         elif channels:
             raise SubscriptionRefused(f"subscribe: {source!r} takes no channels")
         if from_sequence < 1:
@@ -405,17 +413,18 @@ class FakeCore:
         return round(self.tick * 1e9 / self.sensor_hz)
 
     def _publish(
-        self, source: str, kind: SourceKind, payload: object, size: int | None
+        self, source: str, kind: SourceKind, payload: object, size: int | None, key: str | None = None
     ) -> Envelope | None:
         if not self.plan.captures(source):
             return None
+        key = key or source  # the per-source sequence key (``cameras.<alias>.<role>``)
         with self._source_locks[source]:
             with self._lock:
                 if self.sealed:
                     raise TerminalError(f"publish on {source!r} after the terminal cut")
                 self.global_sequence += 1
-                seq = self.source_sequences.get(source, 0) + 1
-                self.source_sequences[source] = seq
+                seq = self.source_sequences.get(key, 0) + 1
+                self.source_sequences[key] = seq
                 if isinstance(payload, ObservationTick):
                     payload = ObservationTick(seq, payload.samples)
                 envelope = Envelope(
@@ -456,6 +465,27 @@ class FakeCore:
             values = self.sample_values()
         samples = tuple(ChannelSample(n, _frozen(values[n]), self.tick) for n in names)
         return self._publish("observations", SourceKind.OBSERVATION, ObservationTick(0, samples), None)
+
+    def publish_camera(
+        self,
+        channel: str,
+        value: object,
+        calibration_digest: str,
+        profile: Mapping[str, object] | None = None,
+    ) -> Envelope | None:
+        """One sample of a planned camera channel in the current tick (its own sequence)."""
+        for camera in self.plan.cameras:
+            for role, name in camera.channels().items():
+                if name == channel:
+                    key = f"cameras.{camera.alias}.{role}"
+                    with self._lock:
+                        channel_seq = self.source_sequences.get(key, 0) + 1
+                    sample = CameraSample(
+                        camera.alias, channel, role, _frozen(value), calibration_digest,
+                        channel_seq, freeze(profile) if profile is not None else None,
+                    )
+                    return self._publish("cameras", SourceKind.CAMERA, sample, None, key)
+        raise KeyError(f"camera channel {channel!r} is not in the capture plan")
 
     def sample_values(self) -> dict[str, np.ndarray]:
         """Deterministic values for every numeric channel at the current tick."""
