@@ -15,7 +15,7 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     |   | (B5) and become BARRIER records, envelopes are encoded once -> DATA     |
     | 4 | account each record in the Batcher; write every batch it closes        |
     | 5 | after a fatal error nothing more is encoded or written                 |
-    | 6 | every ``YIELD_EVERY`` items the worker offers the GIL back (sleep 0)    |
+    | 6 | after ``YIELD_AFTER_S`` of work the worker offers the GIL back (sleep 0)|
     | 7 | more items held behind a hole than all lanes hold together is fatal    |
     |   | (the merge never grows without bound)                                  |
 
@@ -45,13 +45,14 @@ from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle
 from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordSink
 
-__all__ = ["POLL_S", "YIELD_EVERY", "FinishOutcome", "WriterWorker"]
+__all__ = ["POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker"]
 
 #: The worker drains on this poll; pumps wake it earlier only under lane pressure.
 POLL_S = 0.02
-#: The worker offers the GIL back after this many released items, so a simulation
-#: thread coming back from C work never waits behind a long encoding run.
-YIELD_EVERY = 4
+#: The worker offers the GIL back after this much continuous work, so a simulation
+#: thread coming back from C work waits at most this long behind encoding, while a
+#: worker that only gets forced GIL switches still makes progress in each of them.
+YIELD_AFTER_S = 0.0005
 
 _BARRIER = EnvelopeKind.BARRIER
 
@@ -244,9 +245,12 @@ class WriterWorker:
         """Rules 3-4."""
         pending = self._pending
         batcher = self._batcher
-        for count, item in enumerate(released, 1):
-            if not count % YIELD_EVERY:
-                time.sleep(0)  # hand the GIL to a waiting simulation thread (cooperative)
+        clock = time.perf_counter
+        slice_end = clock() + YIELD_AFTER_S
+        for item in released:
+            if clock() > slice_end:  # offer the GIL to a waiting simulation thread
+                time.sleep(0)
+                slice_end = clock() + YIELD_AFTER_S
             if isinstance(item, GapRecord):
                 self._ledger.record(item)
                 record = OutRecord(
