@@ -16,6 +16,7 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     | 4 | account each record in the Batcher; write every batch it closes        |
     | 5 | after a fatal error nothing more is encoded or written                 |
     | 6 | after ``YIELD_AFTER_S`` of work the worker offers the GIL back (sleep 0)|
+    |   | or after ``BACKLOG_YIELD_AFTER_S`` when it is behind (a long release)   |
     | 7 | more items held behind a hole than all lanes hold together is fatal    |
     |   | (the merge never grows without bound)                                  |
 
@@ -45,7 +46,9 @@ from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle
 from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordSink
 
-__all__ = ["POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker"]
+__all__ = [
+    "BACKLOG_ITEMS", "BACKLOG_YIELD_AFTER_S", "POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker",
+]
 
 #: The worker drains on this poll; pumps wake it earlier only under lane pressure.
 POLL_S = 0.02
@@ -53,6 +56,10 @@ POLL_S = 0.02
 #: thread coming back from C work waits at most this long behind encoding, while a
 #: worker that only gets forced GIL switches still makes progress in each of them.
 YIELD_AFTER_S = 0.0005
+#: When one release holds this many items the worker is behind (the host holds the GIL
+#: and the worker only gets forced switches): it then works this long per GIL slice.
+BACKLOG_ITEMS = 64
+BACKLOG_YIELD_AFTER_S = 0.002
 
 _BARRIER = EnvelopeKind.BARRIER
 
@@ -246,11 +253,13 @@ class WriterWorker:
         pending = self._pending
         batcher = self._batcher
         clock = time.perf_counter
-        slice_end = clock() + YIELD_AFTER_S
+        # keeping up: offer the GIL back often; behind (a GIL-holding host): work longer
+        slice_s = YIELD_AFTER_S if len(released) < BACKLOG_ITEMS else BACKLOG_YIELD_AFTER_S
+        slice_end = clock() + slice_s
         for item in released:
             if clock() > slice_end:  # offer the GIL to a waiting simulation thread
                 time.sleep(0)
-                slice_end = clock() + YIELD_AFTER_S
+                slice_end = clock() + slice_s
             if isinstance(item, GapRecord):
                 self._ledger.record(item)
                 record = OutRecord(
