@@ -15,7 +15,13 @@ comes in two kinds:
   * ``py``: a pure-Python busy loop that holds the GIL, a worst case in which every
     microsecond of the worker's encoding competes with the simulation thread.
 
-Run: ``python benchmarks/bench_sustained.py [--work c|py|both] [--seconds 60]``.
+Two pacings: ``real`` runs the ticks on a 120 Hz wall clock (as a simulation shown to
+a robot does) and measures only the busy part of each tick; ``none`` runs them back to
+back and measures the loop's wall time (a stress case: the worker then competes with
+an always-busy simulation thread).
+
+Run: ``python benchmarks/bench_sustained.py [--work c|py|both] [--pace real|none|both]
+[--seconds 60]``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 from _record_host import RECORD, lane_losses, write_run
 
 from fastsim_contract.protocols import Plugin, PluginContext
@@ -101,10 +108,47 @@ def _null_factory(context: PluginContext) -> Plugin:
     return NullConsumer(context)
 
 
+@attrs.define(eq=False)
+class Paced:
+    """Host work that also paces the loop to real time; measures the busy part of each tick.
+
+    Busy time is everything the simulation thread does between waking for a tick and
+    going to sleep until the next one (backend, capture, Record's pumps, host work, and
+    any wait for the GIL); the sleep itself is excluded.
+    """
+
+    work: Callable[[int], None]
+    period_s: float
+    busy_s: float = 0.0
+    overruns: int = 0
+    _start: float | None = None
+    _woke: float = 0.0
+
+    def __call__(self, tick: int) -> None:
+        self.work(tick)
+        now = time.perf_counter()
+        if self._start is None:
+            self._start = now
+        else:
+            self.busy_s += now - self._woke
+        deadline = self._start + tick * self.period_s
+        if deadline > now:
+            time.sleep(deadline - now)
+        else:
+            self.overruns += 1
+        self._woke = time.perf_counter()
+
+
 def run_once(
-    record: bool, seconds: float, work: Callable[[int], None], *, null: bool = False
+    record: bool, seconds: float, work: Callable[[int], None], *, null: bool = False,
+    paced: bool = False,
 ) -> tuple[float, int, dict[str, Any], str]:
-    """(sim-thread loop seconds, ticks, Record summary, status) of one Run."""
+    """(sim-thread seconds, ticks, Record summary, status) of one Run.
+
+    Unpaced: the loop's wall time.  Paced (real time at 120 Hz): the busy time only.
+    """
+    pacer = Paced(work, 1.0 / 120.0) if paced else None
+    work = pacer if pacer is not None else work
     tmp = Path(tempfile.mkdtemp(prefix="fsr-sustained-"))
     try:
         run_file = write_run(tmp, record=record, channels=90, sensor_hz=120.0)
@@ -125,13 +169,13 @@ def run_once(
             summary = dict(finalizer.result.summary)
         if record and not null and not (tmp / "out" / "episode.fsr").is_file():
             raise SystemExit(f"bench_sustained: no committed file ({outcome.reason})")
-        loop = marks["last"] - marks["first"]
+        loop = pacer.busy_s if pacer is not None else marks["last"] - marks["first"]
         return loop, int(marks["ticks"]), summary, outcome.status
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bench(kind: str, seconds: float, repeat: int) -> bool:
+def bench(kind: str, seconds: float, repeat: int, paced: bool) -> bool:
     """Print one work kind's figures; True when both targets hold."""
     work = _calibrate_c() if kind == "c" else _calibrate_py()
     offs: list[float] = []
@@ -142,9 +186,9 @@ def bench(kind: str, seconds: float, repeat: int) -> bool:
     statuses: set[str] = set()
     ticks = 0
     for _ in range(repeat):
-        off, ticks, _, status_off = run_once(False, seconds, work)
-        nul, _, _, status_null = run_once(True, seconds, work, null=True)
-        on, _, summary, status_on = run_once(True, seconds, work)
+        off, ticks, _, status_off = run_once(False, seconds, work, paced=paced)
+        nul, _, _, status_null = run_once(True, seconds, work, null=True, paced=paced)
+        on, _, summary, status_on = run_once(True, seconds, work, paced=paced)
         offs.append(off)
         nulls.append(nul)
         ons.append(on)
@@ -156,9 +200,10 @@ def bench(kind: str, seconds: float, repeat: int) -> bool:
     n = max(ticks - 1, 1)
     lanes = summary.get("lanes", {})
     ok = lost == 0 and statuses == {"succeeded"} and slowdown <= TARGET_SLOWDOWN
+    mode = "paced to real time, busy time" if paced else "unpaced, loop wall time"
     print(f"sustained, host work '{kind}' (~1 ms/tick), 120 Hz x {seconds:g} s = {ticks} ticks, "
-          f"90 channels, best of {repeat}")
-    print(f"  Record off                 : {off:8.3f} s sim-thread loop")
+          f"90 channels, {mode}, best of {repeat}")
+    print(f"  Record off                 : {off:8.3f} s sim-thread time")
     print(f"  Core capture, null consumer: {nul:8.3f} s  (+{(nul - off) / n * 1e6:.1f} us/tick: backend "
           "sampling + Core stamping, paid only when Record is selected)")
     print(f"  Record on                  : {on:8.3f} s  (+{(on - off) / n * 1e6:.1f} us/tick vs off, "
@@ -183,9 +228,12 @@ def main() -> int:
     parser.add_argument("--work", choices=("c", "py", "both"), default="c")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--pace", choices=("real", "none", "both"), default="both",
+                        help="real: 120 Hz wall-clock ticks (busy time measured); none: back-to-back ticks")
     args = parser.parse_args()
     kinds = ("c", "py") if args.work == "both" else (args.work,)
-    results = [bench(kind, args.seconds, args.repeat) for kind in kinds]
+    paces = {"real": (True,), "none": (False,), "both": (True, False)}[args.pace]
+    results = [bench(kind, args.seconds, args.repeat, paced) for paced in paces for kind in kinds]
     return 0 if all(results) else 1
 
 
