@@ -14,6 +14,7 @@ from fastsim_record.config import RecordConfig, record_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["minimal", "observations-none", "render-once", "geometry", "full", "png-cameras"]
+SHIPPED = [*EXAMPLES, "render-replay", "droid-like"]
 
 
 def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -22,7 +23,12 @@ def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, st
     return code, out, err
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_shipped_example_is_tested() -> None:
+    """Every directory under examples/ is in the compile test (a new example cannot slip by)."""
+    assert sorted(p.name for p in (ROOT / "examples").iterdir() if p.is_dir()) == sorted(SHIPPED)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_every_readme_example_compiles(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Each example Run compiles and `fsr check` prints its effective config, exit 0."""
     path = ROOT / "examples" / name / "run.yaml"
@@ -32,6 +38,15 @@ def test_every_readme_example_compiles(name: str, capsys: pytest.CaptureFixture[
     assert (code, err) == (0, "")
     assert out.startswith("# plugins.record.config (plugin://fastsim/record 0.3.12)\n")
     assert yaml.safe_load(out) == configs["record"].to_mapping()
+
+
+def test_acceptance_gate_config_compiles(capsys: pytest.CaptureFixture[str]) -> None:
+    """The DROID joint-state gate's Run selects both joint channels explicitly and compiles."""
+    path = ROOT / "acceptance" / "configs" / "record-droid-joint-state-explicit.yaml"
+    code, _, err = _check(path, capsys)
+    assert (code, err) == (0, "")
+    include = record_configs(compile_run(load_run(path)))["record"].streams.observations.include
+    assert sorted(c.channel for c in include.values()) == ["robot.joint_position", "robot.joint_velocity"]
 
 
 def test_examples_show_what_the_readme_configures() -> None:
@@ -124,3 +139,49 @@ def test_check_prints_every_record_entry(tmp_path: Path, capsys: pytest.CaptureF
     assert [d["output"]["name"] for d in docs] == ["a.fsr", "b.fsr"]
     assert "# plugins.render.config (plugin://fastsim/record 0.3.8)" in out
     assert "geometry" in docs[0]["streams"]
+
+
+def test_check_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory given as the Run file is one line, exit 2."""
+    code, out, err = _check(tmp_path, capsys)
+    assert (code, out, err) == (2, "", f"{tmp_path}: cannot read the Run file: Is a directory\n")
+
+
+def test_check_binary_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A binary (non-UTF-8) file is one line naming the byte position, exit 2."""
+    run = tmp_path / "run.fsr"
+    run.write_bytes(b"FSR\x00\xd0\x01\xff")
+    code, out, err = _check(run, capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"{run}: cannot read the Run file: 'utf-8' codec can't decode byte 0xd0 in position 4")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "{run}: a Run must be a YAML mapping (got null)"),
+        ("- a\n- b\n", "{run}: a Run must be a YAML mapping (got a list)"),
+        ("just text\n", "{run}: a Run must be a YAML mapping (got 'just text')"),
+        ("schema: fastsim/2\nname: a\nbackend: b\nplugins: 3\n", "plugins: must be a mapping (got 3)"),
+        ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {record: [x]}\n",
+         "plugins.record: must be a mapping (got a list)"),
+        ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {record: {use: plugin://fastsim/record, config: [1]}}\n",
+         "plugins.record.config: must be a mapping (got a list)"),
+        ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {3: {use: plugin://fastsim/record}}\n",
+         "plugins.3: keys must be strings (got 3)"),
+        ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {record: {use: plugin://fastsim/record}}\nlock: [1]\n",
+         "lock: must be a mapping (got a list)"),
+        ("a: &x [*x]\n", "a: unknown key; valid keys are 'backend', 'lock', 'name', 'plugins', 'runtime',"
+                         " 'scenario', 'schema'"),
+    ],
+)
+def test_check_malformed_documents_exact_lines(
+    text: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Malformed Runs (empty, top-level list, non-mapping plugins/config/lock) name the place, exit 2."""
+    run = tmp_path / "run.yaml"
+    run.write_text(text)
+    code, out, err = _check(run, capsys)
+    assert (code, out) == (2, "")
+    assert expected.format(run=run) in err.splitlines()
