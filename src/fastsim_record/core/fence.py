@@ -8,7 +8,7 @@ rule holds; otherwise it aborts and names every rule that failed, in rule order.
 | #  | rule (commit requires)                                                        | README source                     |
 |----|-------------------------------------------------------------------------------|-----------------------------------|
 | F1 | a terminal cut was received                                                   | never commit after a missing cut  |
-| F2 | every selected source was consumed exactly through its cut sequence, no     | commits only after consuming      |
+| F2 | every selected source was consumed exactly through its cut sequence, no       | commits only after consuming      |
 |    | source outside the cut was consumed, and nothing beyond the cut was released  | every selected source through cut |
 | F3 | every global sequence at or below the cut was released or explained by a gap  | never commit after a hole         |
 | F4 | no required stream lost data                                                  | required-stream loss is fatal     |
@@ -16,6 +16,21 @@ rule holds; otherwise it aborts and names every rule that failed, in rule order.
 | F6 | no fatal error is latched (lane, pump, worker, encoder)                       | latched error prevents success    |
 
 A commit is ``degraded`` when any gap record was written (declared optional loss).
+
+The README's "commit is never attempted after ..." list, and who decides each item:
+
+| README condition                 | decided by                                                  |
+|----------------------------------|-------------------------------------------------------------|
+| an unexplained global seq. hole  | this fence, F3 (the worker also latches a hole that         |
+|                                  | outgrows every lane's capacity early, which is F6)          |
+| a missing terminal cut           | this fence, F1                                              |
+| encoder bound violation          | the worker latches the encoder's error; this fence, F6      |
+| corruption                       | the output transaction after a commit decision: structural  |
+|                                  | readback validation fails, nothing is confirmed or committed|
+| wrong readback-lease identity    | the output transaction: ``confirm_validation`` needs the    |
+|                                  | exact readback lease; Core refuses any other one            |
+| worker timeout                   | the finalizer: at its deadline it cancels the worker before |
+|                                  | the transaction completes; this fence is never consulted    |
 """
 
 from __future__ import annotations
@@ -160,9 +175,15 @@ def gather_evidence(
     *,
     calibration_violations: tuple[str, ...] = (),
     fatal_errors: tuple[str, ...] = (),
+    through: int | None = None,
 ) -> FenceEvidence:
-    """Collect the fence evidence from the worker's merge and gap ledger."""
-    through = cut.final_global_sequence if cut is not None else merge.released_through
+    """Collect the fence evidence from the worker's merge and gap ledger.
+
+    Holes are looked for up to ``through``: by default the cut's final global sequence
+    (or, without a cut, what was released).
+    """
+    if through is None:
+        through = cut.final_global_sequence if cut is not None else merge.released_through
     return FenceEvidence(
         released_through=merge.released_through,
         source_progress=merge.source_progress(),
