@@ -37,7 +37,13 @@ import attrs
 
 from fastsim_record.core.batching import Batcher, BatchLimits, FlushReason
 from fastsim_record.core.envelope import Envelope, EnvelopeKind
-from fastsim_record.core.fence import FenceDecision, FenceEvidence, TerminalCut, decide
+from fastsim_record.core.fence import (
+    FenceDecision,
+    FenceEvidence,
+    TerminalCut,
+    decide,
+    gather_evidence,
+)
 from fastsim_record.core.gaps import GapLedger, GapRecord
 from fastsim_record.core.merge import OrderedMerge
 from fastsim_record.errors import OutputError, RecordError, RecordingFailed
@@ -360,15 +366,9 @@ class WriterWorker:
             reason = handle.lane.fatal
             if reason is not None and reason not in fatal:
                 fatal.append(reason)
-        return FenceEvidence(
-            released_through=merge.released_through,
-            source_progress=merge.source_progress(),
-            holes=tuple(merge.holes(through)),
-            held=merge.held,
-            required_losses=tuple(g.stream for g in self._ledger.required_losses),
-            calibration_violations=self._calibration_violations,
-            fatal_errors=tuple(fatal),
-            gaps=self._ledger.gap_count,
+        return gather_evidence(
+            None, merge, self._ledger, through=through,
+            calibration_violations=self._calibration_violations, fatal_errors=tuple(fatal),
         )
 
     def _finish(
