@@ -120,18 +120,39 @@ def test_gather_evidence_from_merge_and_ledger() -> None:
 
 @given(case=fence_cases())
 def test_commits_iff_every_rule_holds(case: tuple[TerminalCut | None, FenceEvidence]) -> None:
-    """The fence commits if and only if F1-F6 hold (independent oracle)."""
+    """The fence commits iff F1-F6 hold, and names exactly the failed rules in order (oracle)."""
     cut, ev = case
     progress = dict(ev.source_progress)
-    holds = (
-        cut is not None
-        and all(progress.get(s, 0) == n for s, n in cut.sources.items())
-        and set(progress) <= set(cut.sources)
-        and ev.released_through == cut.final_global_sequence
-        and not ev.required_losses
-        and not ev.calibration_violations
-        and not ev.fatal_errors
-    )
+    failed: list[FenceRule] = []
+    if cut is None:
+        failed.append(FenceRule.CUT_RECEIVED)
+    else:
+        final = cut.final_global_sequence
+        if (
+            ev.released_through > final
+            or any(progress.get(s, 0) != n for s, n in cut.sources.items())
+            or not set(progress) <= set(cut.sources)
+        ):
+            failed.append(FenceRule.SOURCES_CONSUMED)
+        if ev.released_through < final:
+            failed.append(FenceRule.NO_HOLE)
+    if ev.required_losses:
+        failed.append(FenceRule.NO_REQUIRED_LOSS)
+    if ev.calibration_violations:
+        failed.append(FenceRule.CALIBRATION_MET)
+    if ev.fatal_errors:
+        failed.append(FenceRule.NO_FATAL)
     decision = decide(cut, ev)
-    assert decision.commit == holds
-    assert decision.commit == (not decision.violations)
+    assert [v.rule for v in decision.violations] == failed
+    assert decision.commit == (not failed)
+    assert decision.degraded == (ev.gaps > 0)
+
+
+def test_gather_evidence_looks_for_holes_through_the_given_sequence() -> None:
+    """gather_evidence(through=n) reports the unreleased tail up to n as a hole."""
+    f = EnvelopeFactory()
+    merge = OrderedMerge()
+    merge.push(f.record("s"))
+    merge.release()
+    assert gather_evidence(None, merge, GapLedger()).holes == ()
+    assert gather_evidence(None, merge, GapLedger(), through=3).holes == ((2, 3),)
