@@ -6,6 +6,8 @@ Per tick, on the calling (simulation) thread:
     |---|------------------------------------------------------------------------------|
     | 1 | stop if a completion request arrived                                         |
     | 2 | stamp the tick (``advance``): every item of this tick carries tick/sim time   |
+    |   | (``tick / sensor_hz``, or the backend's ``sim_time_ns(tick)`` when it has    |
+    |   | one: a render Replay keeps its source's simulation clock)                   |
     | 3 | ``script(tick)``; a reset starts a generation (barrier + generation.started) |
     | 4 | each scripted command: audit (issued) -> ``apply_control`` -> result         |
     | 5 | ``step(substeps)``, then the render side (fluid emitter step, render.state,  |
@@ -72,6 +74,7 @@ def run_loop(
     blocks = _block_sampler(host, backend) if observe else None
     cameras = bool(host.context.capture.cameras)
     terminal = host.terminal
+    clock: Callable[[int], int] | None = getattr(backend, "sim_time_ns", None)  # Replay's source clock
     done = 0
     try:
         render = RenderCapture.build(host, backend)  # None: no render-side work per tick
@@ -79,7 +82,7 @@ def run_loop(
         for tick in range(1, ticks + 1):
             if terminal.completion_requested():
                 break
-            host.advance(tick, round(tick * dt_ns))
+            host.advance(tick, round(tick * dt_ns) if clock is None else clock(tick))
             script = backend.script(tick)
             if script.reset:
                 backend.reset(host.context.generation + 1)

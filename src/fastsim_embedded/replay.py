@@ -9,12 +9,19 @@ usually with explicit cameras) writes the new, camera-bearing FSR.
     | 1 | read SOURCE: its SHA-256, and the ``render.state`` stream's records (the index |
     |   | gives sequences without reading payloads)                                      |
     | 2 | prepare RUN with exactly one tick per recorded sample (duration = n / rate)    |
-    | 3 | tick k: a change of recorded generation starts a new Runtime generation; then  |
+    | 3 | tick k carries sample k's recorded simulation time (``sim_time_ns``: the loop  |
+    |   | uses the source's clock, not ``k / sensor_hz``); when sample k's generation    |
+    |   | differs from the current one a new Runtime generation starts; then             |
     |   | ``step`` decodes sample k (bounded), writes its joint and rigid poses into the |
     |   | model exactly (``apply_state``) and runs ``mj_forward``; physics never steps  |
     | 4 | cameras and numeric channels are sampled from the posed scene as in a live Run |
     | 5 | Core exposes ``render.replay`` and a ``ReplaySource``: Record writes           |
     |   | ``mode: render``, the source SHA-256 and the complete source sequence          |
+
+So every record of the new FSR lines up with the source in generation and simulation
+time: the camera frame rendered from sample k has sample k's ``(generation,
+sim_time_ns)``.  The source's generations must therefore start at 0 or 1 and rise by
+one at a time (any embedded-host recording does); ``read_track`` refuses others.
 
 Replay never issues control commands or plugin events of its own; the Run's lifecycle,
 control and event streams are therefore the Replay's, not the source's.
@@ -88,6 +95,14 @@ def read_track(path: str | os.PathLike[str]) -> RenderTrack:
     records = tuple(r for r in reader.records(STREAM) if r.kind.name == "DATA")
     if not records:
         raise RunConfigError([RunIssue("SOURCE", f"{source}: the {STREAM!r} stream is empty")])
+    generation = 0
+    for record in records:
+        if record.generation not in (generation, generation + 1):
+            raise RunConfigError([RunIssue("SOURCE", (
+                f"{source}: render.state record {record.stream_sequence} is in generation "
+                f"{record.generation} after {generation}; Replay needs generations 0, 1, 2 ..."
+            ))])
+        generation = record.generation
     rate = float(stream.attributes.get("rate_hz", 30.0))
     sha = _sha256(source)
     replay_source = ReplaySource(
@@ -113,7 +128,7 @@ class ReplayBackend:
     applied: list[npt.NDArray[Any]] = attrs.field(factory=list)  # joint positions read back
     entity: str = "robot"
     _tick: int = attrs.field(init=False, default=0)
-    _generation: int | None = attrs.field(init=False, default=None)
+    _generation: int = attrs.field(init=False, default=0)  # the host boots in generation 0
     _render: Any = attrs.field(init=False, default=None)
     _forward: Any = attrs.field(init=False, default=None)
 
@@ -153,11 +168,15 @@ class ReplayBackend:
     def reset(self, generation: int) -> None:
         """Nothing to reset: every tick's state comes from the recording."""
 
+    def sim_time_ns(self, tick: int) -> int:
+        """The recorded simulation time of sample ``tick`` (the loop's clock, row 3)."""
+        return self.track.records[tick - 1].sim_time_ns
+
     def script(self, tick: int) -> TickScript:
         """A reset exactly where the recorded generation changes; no commands or events."""
         self._tick = tick
         generation = self.track.records[tick - 1].generation
-        reset = self._generation is not None and generation != self._generation
+        reset = generation != self._generation
         self._generation = generation
         return TickScript(reset=reset)
 

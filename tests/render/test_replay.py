@@ -32,7 +32,7 @@ _CAMERA = """
             encoding: png"""
 
 
-def _run(path: Path, name: str, streams: str, scene_extra: str = "") -> Path:
+def _run(path: Path, name: str, streams: str, scene_extra: str = "", sensor_hz: int = 15) -> Path:
     path.write_text(
         f"""schema: fastsim/2
 name: {name}
@@ -44,7 +44,7 @@ scenario:
         use: robot://droid/panda-2f85
     mujoco: {{width: 96, height: 72, cameras: [exterior_left, wrist], reset_every_s: 0.6}}
 {scene_extra}
-runtime: {{sensor_hz: 15, rate_policy: exact}}
+runtime: {{sensor_hz: {sensor_hz}, rate_policy: exact}}
 plugins:
   record:
     use: plugin://fastsim/record
@@ -194,3 +194,27 @@ def test_recorded_fluid_particles_are_drawn_in_replay(
         assert float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean()) < 0.5
     changed = np.abs(with_fluid[-1].astype(np.int16) - dry[-1].astype(np.int16)).max(axis=2) > 30
     assert int(changed.sum()) >= 5  # the particles are visible in the camera
+
+
+def test_replay_output_keeps_the_source_generation_and_simulation_time(tmp_path: Path) -> None:
+    """Replay records carry each source sample's (generation, sim time), not the Replay's own tick clock."""
+    source_run = _run(
+        tmp_path / "source.yaml", "source",
+        "        observations: {mode: none, include: {}}\n        render_state: {enabled: true, rate_hz: 10}",
+        sensor_hz=60,
+    )
+    prepared = prepare_run(source_run, duration_s=1.0)
+    assert run_session(prepared, tmp_path).outcome.ok
+    with FsrReader(tmp_path / "source.fsr") as reader:
+        expected = [(r.generation, r.sim_time_ns) for r in reader.records("render.state")]
+    # 60 Hz ticks sampled at 10 Hz, a reset at 0.6 s: sample times are not multiples of 1/15 s
+    assert expected[0] == (0, round(1e9 / 60))
+    assert {g for g, _ in expected} == {0, 1}
+    replay_run = _run(tmp_path / "replay.yaml", "replayed", _JOINTS + _cameras())
+    outcome, backend = replay(tmp_path / "source.fsr", replay_run, tmp_path)
+    assert outcome.outcome.ok, outcome.outcome.reason
+    assert len(backend.applied) == len(expected)
+    with FsrReader(tmp_path / "replayed.fsr") as reader:
+        for stream in ("cameras.wrist.rgb", "observations"):
+            got = [(r.generation, r.sim_time_ns) for r in reader.records(stream) if r.kind.name == "DATA"]
+            assert got == expected, stream
