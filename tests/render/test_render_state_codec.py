@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import tracemalloc
 import zlib
 from collections.abc import Mapping
 from typing import Any
@@ -140,6 +141,19 @@ def test_zip_bomb_never_inflates_past_the_declared_size() -> None:
     """A payload declaring 1 KiB that inflates to 64 MiB is refused after 1 KiB."""
     with pytest.raises(RenderStatePayloadError, match="beyond its declared 1024 bytes"):
         decode_render_state(_forge(bytes(64 << 20), declared=1024))
+
+
+def test_zip_bomb_allocates_at_most_its_declared_size() -> None:
+    """Decoding a 64 MiB zip bomb that declares 64 KiB peaks far below the bomb's size."""
+    bomb = _forge(bytes(64 << 20), declared=64 << 10)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RenderStatePayloadError, match="beyond its declared"):
+            decode_render_state(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # unbounded inflation would allocate 64 MiB
 
 
 def test_declared_size_above_the_limit_is_refused_before_inflating() -> None:
