@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import io
+import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from fastsim_record.fsr import FsrReader, FsrWriter, RecordIn, RunMetadata, StreamSpec
-from fastsim_record.fsr._layout import BATCH_HEADER, FILE_HEADER, RECORD_DTYPE, TRAILER, pad8
+from fastsim_record.fsr._layout import (
+    BATCH_HEADER,
+    FILE_HEADER,
+    INDEX_DTYPE,
+    PROJECTION_DTYPE,
+    RECORD_DTYPE,
+    TRAILER,
+    pad8,
+)
+from fastsim_record.fsr._sections import encode_tail
 
 RUN = RunMetadata("run-1", "completion-1", {"name": "tests", "version": "0"})
 STREAMS = [
@@ -122,3 +134,19 @@ class CountingFile:
 
     def close(self) -> None:
         self._f.close()
+
+
+def footer_parts(data: bytes) -> tuple[int, Any, Any, dict[str, Any]]:
+    """(index offset, index, projections, footer object) of a sealed file."""
+    t = len(data) - TRAILER.size
+    i_off, i_len, p_off, p_len, f_off, f_len = TRAILER.unpack_from(data, t)[:6]
+    index = np.frombuffer(data[i_off:i_off + i_len], INDEX_DTYPE)
+    proj = np.frombuffer(data[p_off:p_off + p_len], PROJECTION_DTYPE)
+    return i_off, index, proj, json.loads(data[f_off:f_off + f_len])
+
+
+def with_footer(data: bytes, edit: Callable[[dict[str, Any]], None]) -> bytes:
+    """``data`` with its footer JSON edited and the tail (CRCs included) re-encoded."""
+    i_off, index, proj, footer = footer_parts(data)
+    edit(footer)
+    return data[:i_off] + encode_tail(i_off, index, proj, footer)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from fastsim_record.cli import main
+from fastsim_record.fsr import FsrWriter, RecordIn, RunMetadata, StreamSpec
+
+from .helpers import with_footer
 
 Capture = pytest.CaptureFixture[str]
 
@@ -42,6 +46,53 @@ def test_info_text(fsr_file: Path, capsys: Capture) -> None:
     assert "records 400" in out
     assert "cameras.overview.rgb" in out
     assert "degraded true" in out
+
+
+LONG = "cameras.exterior_left.extrinsics.quaternion_xyzw"
+
+
+def _cells(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each cell: runs of text separated by two or more spaces."""
+    return [m.span() for m in re.finditer(r"\S+(?: \S+)*", line)]
+
+
+def test_info_table_columns_fit_long_stream_names(tmp_path: Path, capsys: Capture) -> None:
+    """Every column of the fsr info stream table lines up, however long a stream name or codec is."""
+    path = tmp_path / "long.fsr"
+    streams = [
+        StreamSpec(0, LONG, "camera.quaternion", {"media_type": "application/x-float64"}),
+        StreamSpec(1, "cameras.exterior_left.rgb", "camera.rgb", {"codec": "jpeg-quality-92-chroma-444-long"}),
+        StreamSpec(2, "a", "event", {}),
+    ]
+    with open(path, "wb") as f:
+        writer = FsrWriter(f, RunMetadata("r", "c"), streams)
+        writer.write_batch([RecordIn.data(0, 1, 1, 0, 0, b"q" * 32), RecordIn.data(1, 2, 1, 0, 5, b"j"),
+                            RecordIn.data(0, 3, 2, 1, 10**12, b"q" * 32)])
+        writer.seal()
+    capsys.readouterr()
+    assert main(["info", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(k for k, line in enumerate(lines) if line.startswith("stream "))
+    header, rows = _cells(lines[head]), [_cells(line) for line in lines[head + 1:]]
+    assert len(header) == 6
+    assert len(rows) == 3
+    right = (1, 2)  # records and gaps are right-aligned; the rest left-aligned
+    for row, line in zip(rows, lines[head + 1:]):
+        assert len(row) == 6, line
+        for k, ((start, end), (h_start, h_end)) in enumerate(zip(row, header)):
+            assert end == h_end if k in right else start == h_start, (k, line)
+    assert lines[head + 1].startswith(LONG + "  ")
+    assert lines[head + 1].split()[1:3] == ["2", "0"]
+
+
+def test_info_of_a_forged_footer_exits_1_without_a_traceback(fsr_file: Path, capsys: Capture) -> None:
+    """A footer re-sealed with valid CRCs but nonsense totals is one 'invalid:' line, exit 1."""
+    fsr_file.write_bytes(with_footer(fsr_file.read_bytes(), lambda footer: footer.update(streams=[{"stream_id": 0}])))
+    capsys.readouterr()
+    assert main(["info", str(fsr_file)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("invalid: footer: ")
+    assert err.count("\n") == 1
 
 
 @pytest.mark.parametrize("profile", ["structural", "fast", "strong"])

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import random
 import tracemalloc
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fastsim_record.cli import info as info_cli
 from fastsim_record.fsr import FormatError, FsrReader, validate
 from fastsim_record.fsr._layout import BATCH_HEADER, TRAILER, crc
 from fastsim_record.fsr.synth import write_synthetic
 
-from .helpers import regions, small_file
+from .helpers import footer_parts as _footer_parts
+from .helpers import regions, small_file, with_footer
 
 DATA = small_file("strong")
 STRUCTURAL = small_file("structural")
@@ -231,3 +235,112 @@ def test_empty_record_metadata_must_have_length_zero(monkeypatch: pytest.MonkeyP
     monkeypatch.undo()
     with pytest.raises(FormatError, match="empty record metadata must be stored with length 0"):
         validate(io.BytesIO(data))
+
+
+# -- forged footers and fields with valid CRCs: still only FormatError ---------------
+
+_WEIRD_JSON: st.SearchStrategy[Any] = st.sampled_from(
+    [None, True, 0, -1, 2**70, 1.5, "x", [], [1], {}, {"a": 1}, [{}], [{"stream_id": 1}], {"gap": "x"}]
+)
+
+
+def _read_everything(data: bytes) -> None:
+    """Open, summarise as `fsr info` does, seek and read every record and payload."""
+    with FsrReader(io.BytesIO(data)) as reader:
+        info_cli.table(info_cli.summary(reader)["streams"])
+        for spec in reader.streams:
+            list(reader.seek(spec.stream_id, 0, 0))
+        for rec in reader.records():
+            assert len(rec.payload) == rec.payload_length
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(footer: dict[str, Any]) -> None:
+        obj: Any = footer
+        for key in path[:-1]:
+            obj = obj[key]
+        obj[path[-1]] = value
+    return edit
+
+
+FORGED_FOOTERS = [
+    ("streams is not a list", ("streams",), "abc", "footer: streams must list every declared stream"),
+    ("a stream total lacks its id", ("streams", 0, "stream_id"), 99, "footer: stream 1: totals must have"),
+    ("a stream count is a string", ("streams", 1, "records"), "3", "footer: stream 7: counts must be"),
+    ("generations is a number", ("streams", 2, "generations"), 1, "footer: stream 9: generations must"),
+    ("batch count lies", ("batches",), 2, "footer: batches disagrees with the batch index"),
+    ("record count lies", ("records",), 10, "footer: records disagrees with the batch index"),
+    ("kinds miss one", ("records_by_kind",), {"data": 9}, "footer: records_by_kind must map"),
+    ("global span is a number", ("global_sequence",), 1, "footer: global_sequence must be"),
+    ("gaps without degraded", ("degraded",), False, "footer: gap records present but degraded is false"),
+]
+
+
+@pytest.mark.parametrize(("label", "path", "value", "reason"), FORGED_FOOTERS, ids=[f[0] for f in FORGED_FOOTERS])
+def test_a_forged_footer_is_rejected_when_the_reader_opens(label: str, path: tuple[Any, ...], value: Any, reason: str) -> None:
+    """A footer with valid CRCs but the wrong shape or index totals is a FormatError at open."""
+    data = with_footer(STRUCTURAL, _set(path, value))
+    with pytest.raises(FormatError) as info:
+        FsrReader(io.BytesIO(data))
+    assert info.value.reason.startswith(reason), str(info.value)
+    assert info.value.offset == _footer_parts(STRUCTURAL)[0] + 64 * 3 + 48 * len(_footer_parts(STRUCTURAL)[2])
+
+
+def _footer_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _footer_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for k, item in enumerate(value):
+            out += _footer_paths(item, (*prefix, k))
+    return out
+
+
+FOOTER_PATHS = _footer_paths(_footer_parts(STRUCTURAL)[3])
+
+
+@given(st.lists(st.tuples(st.sampled_from(FOOTER_PATHS), _WEIRD_JSON), min_size=1, max_size=3))
+def test_footers_forged_with_valid_crcs_give_only_format_errors(edits: list[tuple[tuple[Any, ...], Any]]) -> None:
+    """Any value of any footer key, re-sealed with valid CRCs, never crashes the reader or fsr info."""
+    def edit(footer: dict[str, Any]) -> None:
+        for path, value in edits:
+            with contextlib.suppress(LookupError, TypeError):
+                _set(path, json.loads(json.dumps(value)))(footer)
+
+    with contextlib.suppress(FormatError):
+        _read_everything(with_footer(STRUCTURAL, edit))
+
+
+_STRUCTURAL_REGIONS = [
+    (a, b) for a, b, name in regions(STRUCTURAL)
+    if name in ("file header", "batch header", "record table", "index", "projections", "trailer")
+]
+_EDGE_VALUES = [0, 1, 2, 7, 8, 80, 120, 2**16 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1]
+
+
+@given(st.lists(
+    st.tuples(st.sampled_from(_STRUCTURAL_REGIONS), st.integers(0, 10**6), st.sampled_from([1, 2, 4, 8]),
+              st.one_of(st.sampled_from(_EDGE_VALUES), st.integers(0, 2**64 - 1))),
+    min_size=1, max_size=3,
+))
+def test_fields_forged_with_valid_crcs_give_only_format_errors(
+    edits: list[tuple[tuple[int, int], int, int, int]],
+) -> None:
+    """Any value in any header, table, index, projection or trailer field, CRCs recomputed, gives only FormatError."""
+    data = bytearray(STRUCTURAL)
+    for (a, b), pick, width, value in edits:
+        at = a + width * (pick % max(1, (b - a) // width))
+        data[at:at + width] = (value % 2 ** (8 * width)).to_bytes(width, "little")
+    data[28:32] = crc(bytes(data[:28])).to_bytes(4, "little")
+    blob = _refresh(data)
+    tracemalloc.start()
+    try:
+        with contextlib.suppress(FormatError):
+            validate(io.BytesIO(blob))
+        with contextlib.suppress(FormatError):
+            _read_everything(blob)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * len(blob) + (1 << 20)

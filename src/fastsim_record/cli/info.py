@@ -22,7 +22,7 @@ from typing import Any
 
 from fastsim_record.fsr import FormatError, FsrReader
 
-__all__ = ["add_arguments", "run", "summary"]
+__all__ = ["add_arguments", "run", "summary", "table"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,30 +78,60 @@ def summary(reader: FsrReader) -> dict[str, Any]:
     }
 
 
-def _text(info: dict[str, Any]) -> str:
-    def span(s: dict[str, Any]) -> str:
-        lo, hi = s["min"], s["max"]
-        return "-" if lo is None else f"{lo / 1e9:.3f}..{hi / 1e9:.3f} s"
+def _cell(text: str) -> str:
+    """``text`` as one table cell: control characters are shown escaped."""
+    return text if text.isprintable() else json.dumps(text)[1:-1]
 
+
+def _span(s: dict[str, Any]) -> str:
+    lo, hi = s["min"], s["max"]
+    return "-" if lo is None else f"{lo / 1e9:.3f}..{hi / 1e9:.3f} s"
+
+
+def _generations(gens: list[int]) -> str:
+    if not gens:
+        return "-"
+    if len(gens) <= 3:
+        return ",".join(map(str, gens))
+    return f"{gens[0]}..{gens[-1]} ({len(gens)})"
+
+
+#: the stream table's columns: title, right-aligned
+_COLUMNS = (("stream", False), ("records", True), ("gaps", True), ("codec", False),
+            ("generations", False), ("sim time", False))
+
+
+def table(streams: list[dict[str, Any]]) -> list[str]:
+    """The stream table as lines; every column is as wide as its widest cell."""
+    rows = [[title for title, _ in _COLUMNS]]
+    for s in streams:
+        codec = s["codec"].get("codec") or s["codec"].get("media_type") or "-"
+        rows.append([
+            _cell(s["name"]), str(s["records"]), str(s["gap"]), _cell(str(codec)),
+            _generations(s["generations"]), _span(s["sim_time_ns"]),
+        ])
+    widths = [max(len(row[k]) for row in rows) for k in range(len(_COLUMNS))]
+    lines = []
+    for row in rows:
+        cells = [
+            cell.rjust(width) if right else cell.ljust(width)
+            for cell, width, (_, right) in zip(row, widths, _COLUMNS)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _text(info: dict[str, Any]) -> str:
     lines = [
         f"records {info['records']} in {info['batches']} batches, {info['payload_bytes']} payload bytes, "
         f"{info['size']} bytes",
         f"mode {info['mode']}, integrity {info['integrity']}, degraded {str(info['degraded']).lower()}, "
         f"recovered {str(info['recovered']).lower()}",
-        f"run {info['run_id']}, completion {info['completion_id']}, sim time {span(info['sim_time_ns'])}",
+        f"run {info['run_id']}, completion {info['completion_id']}, sim time {_span(info['sim_time_ns'])}",
     ]
     if info["source_sha256"]:
         lines.append(f"source sha256 {info['source_sha256']}")
-    lines.append(f"{'stream':<40} {'records':>9} {'gaps':>6}  {'codec':<24} generations  sim time")
-    for s in info["streams"]:
-        codec = s["codec"].get("codec") or s["codec"].get("media_type") or "-"
-        gens = s["generations"]
-        gen_text = "-" if not gens else (f"{gens[0]}" if len(gens) == 1 else f"{gens[0]}..{gens[-1]}")
-        lines.append(
-            f"{s['name']:<40} {s['records']:>9} {s['gap']:>6}  {codec!s:<24} {gen_text:<12} "
-            f"{span(s['sim_time_ns'])}"
-        )
-    return "\n".join(lines)
+    return "\n".join(lines + table(info["streams"]))
 
 
 def run(args: argparse.Namespace) -> int:

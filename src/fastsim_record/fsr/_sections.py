@@ -232,7 +232,7 @@ def read_tail(src: Source, head: Head) -> Tail:
     _check_index(index, head.data_start, i_off)
     _check_projections(proj, head.stream_ids, len(index), p_off)
     footer = decode_object(fb, f_off, "footer")
-    _check_footer(footer, head, f_off)
+    _check_footer(footer, head, index, f_off)
     return Tail(i_off, index, proj, pb, footer, f_off, footer_identity(fb, raw))
 
 
@@ -260,7 +260,28 @@ def _check_projections(proj: Array, stream_ids: Array, batches: int, at: int) ->
         raise FormatError(at + 48 * int(bad[0]), "stream projection names an unknown stream or batch")
 
 
-def _check_footer(footer: dict[str, Any], head: Head, at: int) -> None:
+_KIND_KEYS = frozenset({"data", "gap", "barrier"})
+_STREAM_TOTAL_KEYS = frozenset(
+    {"stream_id", "records", "data", "gap", "barrier", "payload_bytes", "first_stream_sequence",
+     "last_stream_sequence", "generations"}
+)
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _count_or_null(value: Any) -> bool:
+    return value is None or _count(value)
+
+
+def _check_footer(footer: dict[str, Any], head: Head, index: Array, at: int) -> None:
+    """The footer's shape, its identity keys, and the totals the index alone implies.
+
+    Totals that need the record tables (per-stream counts, sequences, generations) are
+    recomputed by the validator; here every value gets the type its key promises, so a
+    reader of a forged footer never trips over a wrong type.
+    """
     def bad(reason: str) -> FormatError:
         return FormatError(at, f"footer: {reason}")
 
@@ -276,3 +297,37 @@ def _check_footer(footer: dict[str, Any], head: Head, at: int) -> None:
         raise bad("a recovered file must be degraded")
     if footer["terminal_fence"] is not None and not isinstance(footer["terminal_fence"], dict):
         raise bad("terminal_fence must be an object or null")
+    if footer["batches"] != len(index) or type(footer["batches"]) is not int:
+        raise bad("batches disagrees with the batch index")
+    records = int(index["record_count"].sum())
+    if footer["records"] != records or type(footer["records"]) is not int:
+        raise bad("records disagrees with the batch index")
+    if not _count(footer["payload_bytes"]):
+        raise bad("payload_bytes must be a non-negative integer")
+    kinds = footer["records_by_kind"]
+    if not isinstance(kinds, dict) or set(kinds) != _KIND_KEYS or not all(map(_count, kinds.values())):
+        raise bad("records_by_kind must map data, gap and barrier to counts")
+    if sum(kinds.values()) != records:
+        raise bad("records_by_kind does not add up to records")
+    if kinds["gap"] and not footer["degraded"]:
+        raise bad("gap records present but degraded is false")
+    span = footer["global_sequence"]
+    if (
+        not isinstance(span, dict) or set(span) != {"first", "last"}
+        or not all(map(_count_or_null, span.values()))
+        or (span["first"] is None) != (records == 0) or (span["last"] is None) != (records == 0)
+    ):
+        raise bad("global_sequence must be {first, last}: integers, or null when there are no records")
+    streams = footer["streams"]
+    if not isinstance(streams, list) or len(streams) != len(head.streams):
+        raise bad("streams must list every declared stream")
+    for entry, spec in zip(streams, head.streams):
+        if not isinstance(entry, dict) or set(entry) != _STREAM_TOTAL_KEYS or entry["stream_id"] != spec.stream_id:
+            raise bad(f"stream {spec.stream_id}: totals must have exactly {sorted(_STREAM_TOTAL_KEYS)}, in stream order")
+        if not all(_count(entry[k]) for k in ("records", "data", "gap", "barrier", "payload_bytes")) or not all(
+            _count_or_null(entry[k]) for k in ("first_stream_sequence", "last_stream_sequence")
+        ):
+            raise bad(f"stream {spec.stream_id}: counts must be non-negative integers")
+        gens = entry["generations"]
+        if not isinstance(gens, list) or not all(type(g) is int and 0 <= g < 2**32 for g in gens):
+            raise bad(f"stream {spec.stream_id}: generations must be a list of generations")
