@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from fastsim_embedded import render_capture
+from fastsim_embedded.backends.synthetic import SyntheticBackend
 from fastsim_embedded.bus import CaptureBus
 from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import run_session
 from fastsim_embedded.synthetic_render import SyntheticGeometry, SyntheticRenderSource
 from fastsim_record.adapters.fluid import decode_fluid_batch
@@ -54,10 +56,15 @@ class Counter:
         self.state_reads = 0
         self.geometry_reads = 0
         self.builds: list[object] = []
+        self.render_source_calls = 0
+        self.after_steps = 0
+        self.hosts: list[EmbeddedHost] = []
         original_subscribe = CaptureBus.subscribe
         original_state = SyntheticRenderSource.render_state
         original_catalog = SyntheticGeometry.catalog
         original_build = render_capture.RenderCapture.build.__func__  # type: ignore[attr-defined]
+        original_source = SyntheticBackend.render_source
+        original_after = render_capture.RenderCapture.after_step
         counter = self
 
         def subscribe(bus: CaptureBus, stream: str, sink: Any, **kw: Any) -> Any:
@@ -77,15 +84,29 @@ class Counter:
             counter.builds.append(built)
             return built
 
+        def render_source(backend: SyntheticBackend) -> Any:
+            counter.render_source_calls += 1
+            return original_source(backend)
+
+        def after_step(capture: Any, dt_s: float) -> None:
+            counter.after_steps += 1
+            original_after(capture, dt_s)
+
+        monkeypatch.setattr(SyntheticBackend, "render_source", render_source)
+        monkeypatch.setattr(render_capture.RenderCapture, "after_step", after_step)
         monkeypatch.setattr(CaptureBus, "subscribe", subscribe)
         monkeypatch.setattr(SyntheticRenderSource, "render_state", state)
         monkeypatch.setattr(SyntheticGeometry, "catalog", catalog)
         monkeypatch.setattr(render_capture.RenderCapture, "build", classmethod(build))
 
 
-def _record(tmp_path: Path, streams: str, scene_extra: str = "", duration: float = 1.0) -> FsrReader:
+def _record(
+    tmp_path: Path, streams: str, scene_extra: str = "", duration: float = 1.0,
+    counter: Counter | None = None,
+) -> FsrReader:
     prepared = prepare_run(_run_file(tmp_path, streams, scene_extra), duration_s=duration)
-    result = run_session(prepared, tmp_path / "out")
+    on_host = None if counter is None else counter.hosts.append
+    result = run_session(prepared, tmp_path / "out", on_host=on_host)
     assert result.outcome.ok, result.outcome.reason
     return FsrReader(tmp_path / "out" / "out.fsr")
 
@@ -93,14 +114,17 @@ def _record(tmp_path: Path, streams: str, scene_extra: str = "", duration: float
 def test_disabled_render_state_has_no_subscription_and_no_capture(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A Run without render_state/geometry subscribes to neither and reads no state per tick."""
+    """A Run without render_state/geometry has no render participant (subscription, grant) and no per-tick render work."""
     counter = Counter(monkeypatch)
-    reader = _record(tmp_path, "")
+    reader = _record(tmp_path, "", counter=counter)
     assert "render.state" not in counter.subscriptions
     assert "geometry" not in counter.subscriptions
+    assert not {g for _, g in counter.hosts[0].grants} & {"render.state", "scene.geometry@2"}
     assert counter.state_reads == 0
     assert counter.geometry_reads == 0
     assert counter.builds == [None]
+    assert counter.after_steps == 0
+    assert counter.render_source_calls <= 3  # compile, boot and build look once each: never per tick
     assert {s.name for s in reader.streams} == _BASE_STREAMS
 
 
@@ -109,9 +133,11 @@ def test_render_state_run_records_the_required_stream_at_rate(
 ) -> None:
     """render_state at 30 Hz over 1 s of 120 Hz: one subscription, 31 reads, 31 decodable records."""
     counter = Counter(monkeypatch)
-    reader = _record(tmp_path, "        render_state: {enabled: true, rate_hz: 30}")
+    reader = _record(tmp_path, "        render_state: {enabled: true, rate_hz: 30}", counter=counter)
     assert counter.subscriptions.count("render.state") == 1
-    assert counter.state_reads == 31
+    assert ("record", "render.state") in counter.hosts[0].grants
+    assert counter.after_steps == 120
+    assert counter.state_reads == 31  # the 30 Hz gate decides before any read or sequence
     stream = reader.stream("render.state")
     assert stream.attributes["required"] is True
     assert stream.codec["zlib_level"] == 1
@@ -141,10 +167,13 @@ def test_geometry_run_stores_assets_once_and_moving_transforms(
     assert len(records) == 11
 
 
-def test_fluid_run_adds_only_the_fluid_stream(tmp_path: Path) -> None:
-    """With a scene emitter the FSR gains fluid.emissions (schema JSON); nothing else changes."""
+def test_fluid_run_adds_only_the_fluid_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a scene emitter the FSR gains fluid.emissions (schema JSON); no render state is read."""
+    counter = Counter(monkeypatch)
     fluid = "    fluid: {name: water, rate_per_tick: 4, capacity: 100}"
     reader = _record(tmp_path, "", fluid, duration=0.5)
+    assert counter.state_reads == 0
+    assert "render.state" not in counter.subscriptions
     assert {s.name for s in reader.streams} == _BASE_STREAMS | {"fluid.emissions"}
     documents = [decode_fluid_batch(r.payload) for r in reader.records("fluid.emissions")]
     assert len(documents) == 60
