@@ -218,3 +218,19 @@ def test_replay_output_keeps_the_source_generation_and_simulation_time(tmp_path:
         for stream in ("cameras.wrist.rgb", "observations"):
             got = [(r.generation, r.sim_time_ns) for r in reader.records(stream) if r.kind.name == "DATA"]
             assert got == expected, stream
+
+
+def test_readme_flow_render_once_then_replay_needs_no_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shipped examples chain as the README shows: fsr record render-once, then fsr replay render-replay."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    out = str(tmp_path)
+    assert fsr_main(["record", str(examples / "render-once" / "run.yaml"), "--output-dir", out,
+                     "--duration", "0.3", "--no-progress"]) == 0
+    assert fsr_main(["replay", str(tmp_path / "source.fsr"), str(examples / "render-replay" / "run.yaml"),
+                     "--output-dir", out]) == 0
+    assert "replayed 10 render.state samples, mode render" in capsys.readouterr().out
+    with FsrReader(tmp_path / "replay.fsr") as reader:
+        assert reader.mode == "render"
+        assert len(list(reader.records("cameras.wrist.rgb"))) == 10
