@@ -125,6 +125,24 @@ def test_missing_required_sample_fails_closed(camera_run: CameraRun) -> None:
     _fails(camera_run, drop, "C5")
 
 
+def test_required_camera_that_never_publishes_fails_closed(camera_run: CameraRun) -> None:
+    """A required camera that publishes no sample at all fails the run; no file is published."""
+
+    def silence(tick: int, readings: list[Any]) -> list[Any]:
+        return [r for r in readings if r.camera != "cam00"]
+
+    _fails(camera_run, silence, "missing required sample: required camera 'cam00'")
+
+
+def test_required_camera_dropping_out_fails_closed(camera_run: CameraRun) -> None:
+    """A required camera that stops publishing mid-run while another camera goes on fails the run."""
+
+    def drop_out(tick: int, readings: list[Any]) -> list[Any]:
+        return readings if tick < 12 else [r for r in readings if r.camera != "cam00"]
+
+    _fails(camera_run, drop_out, "'cam00' published nothing in tick 12")
+
+
 def test_intrinsics_after_the_next_tick_fails_closed(camera_run: CameraRun) -> None:
     """A new epoch's intrinsics held back to the next tick fails the run (rule C4)."""
     held: list[Any] = []

@@ -93,6 +93,49 @@ def test_missing_required_sample_fails_closed() -> None:
     assert any("C5" in r and "translation" in r for r in stage.at_cut())
 
 
+def test_required_camera_silent_in_a_tick_fails_at_the_next_tick() -> None:
+    """A required camera with no sample in a tick another camera published in fails when the tick ends."""
+    stage = _stage("a", "b")
+    for envelope in _envelopes(camera_tick("a", tick=1), tick=1):
+        stage.encode(envelope)
+    with pytest.raises(CalibrationError, match="missing required sample: required camera 'b'"):
+        stage.encode(next(_envelopes(camera_tick("a", tick=2), tick=2)))
+    reasons = stage.at_cut()
+    assert any("'b' published nothing in tick 1" in r for r in reasons)
+    assert any("'b' published no sample before the terminal cut" in r for r in reasons)
+
+
+def test_lone_required_camera_that_never_publishes_fails_at_the_cut() -> None:
+    """With nothing published at all, a required camera still fails closed at the cut."""
+    reasons = _stage("only").at_cut()
+    assert reasons == (
+        "calibration rule C5: missing required sample: required camera 'only' published no "
+        "sample before the terminal cut",
+    )
+
+
+def test_required_camera_absent_from_a_tick_fails_at_a_reset_barrier() -> None:
+    """A required camera silent in the last tick before a reset fails when the barrier ends the tick."""
+    stage = _stage("a", "b")
+    for envelope in _envelopes(camera_tick("a", tick=1) + camera_tick("b", tick=1), tick=1):
+        stage.encode(envelope)
+    for envelope in _envelopes(camera_tick("a", tick=2), tick=2):
+        stage.encode(envelope)
+    with pytest.raises(CalibrationError, match="'b' published nothing in tick 2"):
+        stage.barrier(1)
+
+
+def test_optional_camera_may_stay_silent() -> None:
+    """An optional camera that never publishes, or skips ticks, is not a violation."""
+    stage = CameraStage(
+        (CameraSetup("a", CHANNELS, True, JpegEncoder(W, H)), CameraSetup("b", CHANNELS, False, JpegEncoder(W, H)))
+    )
+    for tick in (1, 2, 3):
+        for envelope in _envelopes(camera_tick("a", tick=tick), tick=tick):
+            stage.encode(envelope)
+    assert stage.at_cut() == ()
+
+
 def test_optional_camera_may_skip_a_sample() -> None:
     """An optional camera tick missing a sample is not a calibration violation."""
     stage = _stage("cam", required=False)

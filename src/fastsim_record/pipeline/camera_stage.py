@@ -14,6 +14,11 @@ The writer worker hands every released media envelope (in global order) to
     | 3 | record checks and encoding (``CameraRecordEncoder``):       | DescriptorDrift /            |
     |   | JPEG/PNG for RGB (the only place a frame is converted),    | CalibrationError             |
     |   | exact float64 bytes for K, translation and quaternion      |                              |
+    | 4 | missing required sample (rule C5, whole cameras): every    | CalibrationError             |
+    |   | selected camera shares Core's capture cadence, so when a   |                              |
+    |   | tick ends (next tick, barrier, cut) a required camera with |                              |
+    |   | no sample in a tick another camera published in fails, and |                              |
+    |   | at the cut a required camera that never published fails   |                              |
 
 Every violation is also kept, so :meth:`at_cut` hands the fence (rule F5) the complete
 list; a stage that raised once is failed for good (fail closed).
@@ -81,10 +86,16 @@ class CameraStage:
     _calibration: CalibrationTracker = attrs.field(init=False)
     _descriptors: DescriptorTracker = attrs.field(init=False, factory=DescriptorTracker)
     _failures: list[str] = attrs.field(init=False, factory=list)
+    # rule 4: the (generation, tick) being released, its cameras, and every camera seen
+    _tick: tuple[int, int] | None = attrs.field(init=False, default=None)
+    _tick_cameras: set[str] = attrs.field(init=False, factory=set)
+    _published: set[str] = attrs.field(init=False, factory=set)
+    _required: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._encoders = {s.alias: CameraRecordEncoder(s.alias, s.encoder) for s in self.setups}
         self._calibration = CalibrationTracker({s.alias: s.required for s in self.setups})
+        self._required = frozenset(s.alias for s in self.setups if s.required)
         for setup in self.setups:
             for role in ("rgb", "intrinsics", "translation", "quaternion_xyzw"):
                 self._descriptors.observe(camera_stream_name(setup.alias, role), _declared(setup, role))
@@ -105,6 +116,14 @@ class CameraStage:
         sample = envelope.payload
         if not isinstance(sample, CameraSample) or sample.camera not in self._encoders:
             raise self._latch(DescriptorDrift(f"{envelope.stream}: not a selected camera sample"))
+        key = (envelope.generation, envelope.tick)
+        if key != self._tick:
+            missing = self._end_tick()
+            self._tick = key
+            if missing is not None:
+                raise self._latch(CalibrationError(missing, camera=sample.camera, rule=5))
+        self._tick_cameras.add(sample.camera)
+        self._published.add(sample.camera)
         stream = camera_stream_name(sample.camera, sample.role)
         value = sample.value
         if isinstance(value, np.ndarray):  # a numpy dtype compares equal to its name
@@ -132,6 +151,10 @@ class CameraStage:
 
     def barrier(self, generation: int) -> None:
         """A reset barrier: a pending forward reference or incomplete tick raises (fail closed)."""
+        missing = self._end_tick()
+        self._tick = None
+        if missing is not None:
+            raise self._latch(CalibrationError(missing, rule=5))
         before = len(self._calibration.violations)
         self._calibration.barrier(generation)
         new = self._calibration.violations[before:]
@@ -142,11 +165,31 @@ class CameraStage:
     def at_cut(self) -> tuple[str, ...]:
         """The terminal cut: every calibration and descriptor violation, in detection order."""
         reasons = list(self._failures)
+        late = [self._end_tick()]
+        late += [
+            f"calibration rule C5: missing required sample: required camera {alias!r} "
+            "published no sample before the terminal cut"
+            for alias in sorted(self._required - self._published)
+        ]
+        reasons += [r for r in late if r is not None and r not in reasons]
         for violation in self._calibration.at_cut():
             reason = f"calibration rule C{int(violation.rule)}: {violation.reason}"
             if reason not in reasons:
                 reasons.append(reason)
         return tuple(reasons)
+
+    def _end_tick(self) -> str | None:
+        """Rule 4 for the tick being released: a required camera absent while another published."""
+        seen, self._tick_cameras = self._tick_cameras, set()
+        absent = sorted(self._required - seen) if seen else []
+        if not absent or self._tick is None:
+            return None
+        generation, tick = self._tick
+        return (
+            f"calibration rule C5: missing required sample: required camera {absent[0]!r} "
+            f"published nothing in tick {tick} (generation {generation}) while "
+            f"{sorted(seen)[0]!r} did"
+        )
 
     def _latch(self, error: DescriptorDrift | CalibrationError) -> DescriptorDrift | CalibrationError:
         self._failures.append(str(error))
