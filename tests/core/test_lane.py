@@ -165,16 +165,17 @@ def test_counters_conserve(spec: LaneSpec, script: list[Envelope], pops: list[in
 
 
 class LaneMachine(RuleBasedStateMachine):
-    """A lane against a plain-deque model of the admission table."""
+    """A lane against an independent model of admission rules A1-A9 and every counter."""
 
     def __init__(self) -> None:
         super().__init__()
         self.factory = EnvelopeFactory()
         self.lane: Lane | None = None
         self.model: deque[Envelope] = deque()
-        self.lost: list[int] = []
-        self.taken: list[int] = []
+        self.lost: list[tuple[int, GapReason]] = []
+        self.taken: list[tuple[int, GapReason]] = []
         self.out: list[Envelope] = []
+        self.enqueued = self.failures = self.degradations = self.high_water = 0
         self.fatal = False
         self.degraded = False
 
@@ -183,41 +184,71 @@ class LaneMachine(RuleBasedStateMachine):
     def create(self, spec: LaneSpec) -> None:
         self.lane = Lane(spec, [False])
 
+    def _bytes(self) -> int:
+        return sum(e.admission_size for e in self.model)
+
+    def _expect(self, env: Envelope) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
+        """The model's answer (outcome, gaps) for ``env``; updates the model state."""
+        assert self.lane is not None
+        spec, size = self.lane.spec, env.admission_size
+        if self.fatal:  # A2
+            self.failures += 1
+            return AdmissionOutcome.FATAL, []
+        fits = len(self.model) < spec.max_items and self._bytes() + size <= spec.max_bytes
+        if fits and not self.degraded:  # A1
+            return self._admit(env, AdmissionOutcome.ACCEPTED, [])
+        policy = spec.overload
+        if policy is OverloadPolicy.FAIL_RUN:  # A4
+            return self._latch()
+        if policy is OverloadPolicy.DEGRADE_RECORDING or self.degraded:  # A8, A3
+            self.degraded = True
+            return self._drop(env, GapReason.DEGRADED)
+        if policy is OverloadPolicy.DROP_NEWEST or size > spec.max_bytes:  # A5, A7
+            return self._drop(env, GapReason(policy.value))
+        victims: list[Envelope] = []  # A6: evict the oldest until it fits
+        while (len(self.model) - len(victims) >= spec.max_items
+               or self._bytes() - sum(v.admission_size for v in victims) + size > spec.max_bytes):
+            victim = self.model[len(victims)]
+            if victim.required:  # A9
+                return self._latch()
+            victims.append(victim)
+        for _ in victims:
+            self.model.popleft()
+        gaps = [(v.global_sequence, GapReason.DROP_OLDEST) for v in victims]
+        self.lost += gaps
+        return self._admit(env, AdmissionOutcome.EVICTED, gaps)
+
+    def _admit(self, env: Envelope, outcome: AdmissionOutcome,
+               gaps: list[tuple[int, GapReason]]) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
+        self.model.append(env)
+        self.enqueued += 1
+        self.high_water = max(self.high_water, len(self.model))
+        return outcome, gaps
+
+    def _drop(self, env: Envelope, reason: GapReason) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
+        if env.required:  # A9
+            return self._latch()
+        gap = [(env.global_sequence, reason)]
+        self.lost += gap
+        self.enqueued += 1
+        self.degradations += reason is GapReason.DEGRADED
+        return AdmissionOutcome.DROPPED, gap
+
+    def _latch(self) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
+        self.fatal = True
+        self.failures += 1
+        return AdmissionOutcome.FATAL, []
+
     @precondition(lambda self: self.lane is not None)
-    @rule(size=st.integers(0, 9000), required=st.booleans())
-    def publish(self, size: int, required: bool) -> None:
+    @rule(size=st.one_of(st.none(), st.integers(0, 9000)), required=st.booleans())
+    def publish(self, size: int | None, required: bool) -> None:
         assert self.lane is not None
         env = self.factory.record("obs", required=required, size=size)
         adm = self.lane.try_publish(env)
-        spec = self.lane.spec
-        fits = len(self.model) < spec.max_items and sum(e.admission_size for e in self.model) + size <= spec.max_bytes
-        if self.fatal:
-            assert adm.fatal
-        elif self.degraded or not fits:
-            self._overflow(env, adm.outcome, [g.first_global for g in adm.gaps])
-        else:
-            assert adm is ACCEPTED
-            self.model.append(env)
-
-    def _overflow(self, env: Envelope, outcome: AdmissionOutcome, gaps: list[int]) -> None:
-        assert self.lane is not None
-        policy = self.lane.spec.overload
-        if policy is OverloadPolicy.FAIL_RUN:
-            assert outcome is AdmissionOutcome.FATAL
-            self.fatal = True
-        elif outcome is AdmissionOutcome.FATAL:  # A9: a required envelope would be lost
-            self.fatal = True
-        elif outcome is AdmissionOutcome.DROPPED:
-            assert gaps == [env.global_sequence]
-            self.lost += gaps
-            self.degraded = self.degraded or policy is OverloadPolicy.DEGRADE_RECORDING
-        else:
-            assert outcome is AdmissionOutcome.EVICTED
-            assert policy is OverloadPolicy.DROP_OLDEST
-            evicted = [self.model.popleft().global_sequence for _ in gaps]
-            assert evicted == gaps
-            self.lost += gaps
-            self.model.append(env)
+        outcome, gaps = self._expect(env)
+        assert adm.outcome is outcome
+        assert [(g.first_global, g.reason) for g in adm.gaps] == gaps
+        assert all(g.count == 1 and g.stream == "obs" for g in adm.gaps)
 
     @precondition(lambda self: self.lane is not None)
     @rule(n=st.integers(0, 3))
@@ -230,21 +261,30 @@ class LaneMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.lane is not None)
     @rule()
+    def pop(self) -> None:
+        assert self.lane is not None
+        got = self.lane.pop()
+        assert got == (self.model.popleft() if self.model else None)
+        if got is not None:
+            self.out.append(got)
+
+    @precondition(lambda self: self.lane is not None)
+    @rule()
     def take_gaps(self) -> None:
         assert self.lane is not None
-        self.taken += [g.first_global for g in self.lane.take_gaps()]
+        self.taken += [(g.first_global, g.reason) for g in self.lane.take_gaps()]
 
     @invariant()
-    def conserves(self) -> None:
+    def counters_match_the_model(self) -> None:
         if self.lane is None:
             return
         c = self.lane.counters()
         assert c.enqueued == c.dequeued + c.depth + c.lost
-        assert c.depth == len(self.model)
-        assert c.lost == len(self.lost)
-        assert c.dequeued == len(self.out)
+        assert (c.depth, c.depth_bytes, c.high_water) == (len(self.model), self._bytes(), self.high_water)
+        assert (c.enqueued, c.dequeued, c.lost) == (self.enqueued, len(self.out), len(self.lost))
+        assert (c.failures, c.degradations, c.degraded) == (self.failures, self.degradations, self.degraded)
         assert (c.fatal is not None) == self.fatal
-        assert sorted(self.taken) == sorted(self.lost[: len(self.taken)])
+        assert self.taken == self.lost[: len(self.taken)]
 
 
 TestLaneMachine = LaneMachine.TestCase
