@@ -55,6 +55,8 @@ __all__ = [
     "RuntimeSpec",
     "load_run",
     "parse_run",
+    "parse_run_data",
+    "read_run_text",
     "run_from_mapping",
     "run_to_mapping",
 ]
@@ -269,21 +271,29 @@ def parse_yaml(text: str, *, source: str = "<run>") -> object:
         raise RunConfigError([RunIssue(source, f"YAML syntax error: {detail}")]) from None
 
 
-def parse_run(text: str, *, source: str = "<run>") -> RunDocument:
-    """Parse a Run from YAML text."""
+def parse_run_data(text: str, *, source: str = "<run>") -> Mapping[str, Any]:
+    """The Run's YAML as a mapping, not yet structured (``RunConfigError`` otherwise)."""
     data = parse_yaml(text, source=source)
     if not isinstance(data, Mapping):
         raise RunConfigError([RunIssue(source, f"a Run must be a YAML mapping (got {describe(data)})")])
-    return run_from_mapping(data, source=source)
+    return data
+
+
+def parse_run(text: str, *, source: str = "<run>") -> RunDocument:
+    """Parse a Run from YAML text."""
+    return run_from_mapping(parse_run_data(text, source=source), source=source)
+
+
+def read_run_text(path: str | os.PathLike[str]) -> str:
+    """A Run file's text; an unreadable file is one issue, never a traceback."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise RunConfigError([RunIssue(os.fspath(path), f"cannot read the Run file: {reason}")]) from None
 
 
 def load_run(path: str | os.PathLike[str]) -> RunDocument:
     """Read and parse a Run file; an unreadable file is one issue, never a traceback."""
-    source = os.fspath(path)
-    try:
-        with open(source, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RunConfigError([RunIssue(source, f"cannot read the Run file: {reason}")]) from None
-    return parse_run(text, source=source)
+    return parse_run(read_run_text(path), source=os.fspath(path))

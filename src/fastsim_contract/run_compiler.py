@@ -16,19 +16,34 @@ Version selection for a plugin entry ``plugins.<alias>: {use: URI}``:
 Every issue of every plugin is collected; ``compile_run`` raises one
 ``RunConfigError`` listing them all, or returns a ``CompiledRun`` whose ``lock`` pins
 every selected component (so re-compiling it later selects the same manifests).
+
+``load_and_compile(path)`` reads a Run file and compiles it, reporting the Run-level
+issues and the plugins' config issues together: when the document itself has issues,
+the plugins are compiled against a stand-in Run with every reported key removed (its
+default applies).  Component issues are kept except where the stand-in guessed: none
+when the lock was repaired (the version is unknown), and none citing a repaired
+``runtime`` key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import os
+from collections.abc import Collection, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from fastsim_contract.run import RunDocument, RunLock
+from fastsim_contract.run import (
+    RUN_SCHEMA,
+    RunDocument,
+    RunLock,
+    parse_run_data,
+    read_run_text,
+    run_from_mapping,
+)
 from fastsim_contract.run_errors import RunConfigError, RunIssue
-from fastsim_contract.run_structure import unknown_key_message
+from fastsim_contract.run_structure import unknown_key_message, without_paths
 
 __all__ = [
     "COMPONENTS_ENTRY_POINT_GROUP",
@@ -40,6 +55,7 @@ __all__ = [
     "RecordingSources",
     "compile_run",
     "discover_catalogs",
+    "load_and_compile",
 ]
 
 COMPONENTS_ENTRY_POINT_GROUP = "fastsim.components"
@@ -185,7 +201,7 @@ def compile_run(
     for entry in run.plugins:
         catalog = catalogs.get(entry.use)
         if catalog is None:
-            known = unknown_key_message(entry.use, catalogs).replace("unknown key", "no installed component provides it")
+            known = _unknown_component_message(entry.use, catalogs)
             issues.append(RunIssue(f"plugins.{entry.alias}.use", known))
             continue
         version = run.lock.components.get(entry.use, catalog.latest)
@@ -209,3 +225,59 @@ def compile_run(
     if issues:
         raise RunConfigError(issues)
     return CompiledRun(run=run, components=tuple(compiled), lock=RunLock({**run.lock.components, **pins}))
+
+
+def _unknown_component_message(uri: str, catalogs: Mapping[str, ComponentCatalog]) -> str:
+    if not catalogs:
+        return "no installed component provides it; no component catalog is installed"
+    nearest = unknown_key_message(uri, catalogs)
+    if "did you mean" in nearest:
+        return "no installed component provides it;" + nearest.partition(";")[2]
+    return "no installed component provides it; installed components are " + ", ".join(
+        f"'{c}'" for c in sorted(catalogs)
+    )
+
+
+_STAND_IN_ATTEMPTS = 4
+#: Required Run keys no component reads: a stand-in keeps its checks going without them.
+_PLACEHOLDERS = {"schema": RUN_SCHEMA, "name": "stand-in", "backend": "stand-in"}
+
+
+def _issues_despite(
+    data: Mapping[str, Any],
+    run_issues: Sequence[RunIssue],
+    catalogs: Mapping[str, ComponentCatalog],
+    source: str,
+) -> list[RunIssue]:
+    """Component issues of a stand-in Run (see the module header), or none."""
+    repaired = [i.path for i in run_issues]
+    stand_in: RunDocument | None = None
+    for _ in range(_STAND_IN_ATTEMPTS):
+        try:
+            stand_in = run_from_mapping({**_PLACEHOLDERS, **without_paths(data, repaired)}, source=source)
+            break
+        except RunConfigError as again:
+            repaired.extend(i.path for i in again.issues)
+    if stand_in is None or any(p == "lock" or p.startswith("lock.") for p in repaired):
+        return []
+    runtime_guessed = any(p == "runtime" or p.startswith("runtime.") for p in repaired)
+    try:
+        compile_run(stand_in, catalogs)
+    except RunConfigError as exc:
+        return [i for i in exc.issues if not (runtime_guessed and "runtime." in i.message)]
+    return []
+
+
+def load_and_compile(
+    path: str | os.PathLike[str], catalogs: Mapping[str, ComponentCatalog] | None = None
+) -> CompiledRun:
+    """Read, parse and compile a Run file; ``RunConfigError`` lists every issue found."""
+    if catalogs is None:
+        catalogs = discover_catalogs()
+    source = os.fspath(path)
+    data = parse_run_data(read_run_text(source), source=source)
+    try:
+        run = run_from_mapping(data, source=source)
+    except RunConfigError as exc:
+        raise RunConfigError([*exc.issues, *_issues_despite(data, exc.issues, catalogs, source)]) from None
+    return compile_run(run, catalogs)

@@ -40,6 +40,7 @@ __all__ = [
     "strict_converter",
     "structure_issues",
     "unknown_key_message",
+    "without_paths",
 ]
 
 T = TypeVar("T")
@@ -79,6 +80,37 @@ def unknown_key_message(key: str, valid: Iterable[str]) -> str:
     if not names:
         return "unknown key; no keys are accepted here"
     return "unknown key; valid keys are " + ", ".join(f"'{n}'" for n in names)
+
+
+def without_paths(data: Mapping[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``data`` with every reported dotted path removed, so its default applies.
+
+    A path that is absent (a missing required key) removes its parent entry instead.
+    Used to check the rest of a document despite issues already reported.
+    """
+    root: dict[str, Any] = _copy(data)
+    for path in paths:
+        if path:
+            _remove(root, path.split("."))
+    return root
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    return value
+
+
+def _remove(root: dict[str, Any], parts: list[str]) -> None:
+    parent: Any = root
+    for part in parts[:-1]:
+        if not isinstance(parent, dict) or part not in parent:
+            return  # already removed with an ancestor
+        parent = parent[part]
+    if isinstance(parent, dict) and parts[-1] in parent:
+        del parent[parts[-1]]
+    elif len(parts) > 1:
+        _remove(root, parts[:-1])
 
 
 def _int(value: object, _: object) -> int:

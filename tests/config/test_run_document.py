@@ -13,8 +13,9 @@ from fastsim_contract.run import (
     run_from_mapping,
     run_to_mapping,
 )
-from fastsim_contract.run_compiler import compile_run
+from fastsim_contract.run_compiler import compile_run, load_and_compile
 from fastsim_contract.run_errors import RunConfigError
+from fastsim_contract.run_structure import without_paths
 from fastsim_record import COMPONENT_ID
 from fastsim_record.config.catalog import CATALOG
 
@@ -145,3 +146,81 @@ def test_compile_run_discovers_the_catalog_through_entry_points() -> None:
     """Without explicit catalogs, compile_run finds Record through fastsim.components."""
     compiled = compile_run(parse_run(MINIMAL))
     assert compiled.component("record").manifest == CATALOG.manifest("0.3.12")
+
+
+def _load_issues(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(RunConfigError) as info:
+        load_and_compile(path, {COMPONENT_ID: CATALOG})
+    return [str(i) for i in info.value.issues]
+
+
+CAMERA_Q0 = "{overview: {rgb: a, intrinsics: b, translation: c, quaternion_xyzw: d, quality: 0}}"
+
+
+def test_run_level_and_component_issues_are_reported_together(tmp_path: Path) -> None:
+    """A Run with document errors still has its Record config checked; every issue is listed."""
+    text = (
+        "schema: fastsim/2\nname: ''\nbackend: b\nruntime: {sensor_hz: 0}\n"
+        "plugins:\n  bad: {usee: x}\n  worse: {use: nope}\n"
+        f"  record: {{use: plugin://fastsim/record, config: {{streams: {{cameras: {CAMERA_Q0}}}, zzz: 1}}}}\n"
+    )
+    assert _load_issues(tmp_path, text) == [
+        "name: must not be empty",
+        "runtime.sensor_hz: must be a positive number (got 0.0)",
+        "plugins.bad.use: is required",
+        "plugins.bad.usee: unknown key; did you mean 'use'?",
+        "plugins.worse.use: must be a component URI such as 'plugin://fastsim/record' (got 'nope')",
+        "plugins.record.config.streams.cameras.overview.quality: must be an integer from 1 through 100 (got 0)",
+        "plugins.record.config.zzz: unknown key; valid keys are 'batching', 'finalize', 'integrity',"
+        " 'output', 'queues', 'streams'",
+    ]
+
+
+def test_component_rules_do_not_guess_a_broken_runtime(tmp_path: Path) -> None:
+    """With runtime.output itself invalid, the integrity rule is not judged against its default."""
+    text = (
+        "schema: fastsim/2\nname: a\nbackend: b\nruntime: {output: {integrity: sha265}}\n"
+        "plugins: {record: {use: plugin://fastsim/record, config: {integrity: fast, batching: {max_items: 0}}}}\n"
+    )
+    assert _load_issues(tmp_path, text) == [
+        "runtime.output.integrity: must be one of 'none', 'sha256' (got 'sha265')",
+        "plugins.record.config.batching.max_items: must be a positive integer (got 0)",
+    ]
+
+
+def test_component_is_not_checked_against_a_guessed_version(tmp_path: Path) -> None:
+    """With the lock itself invalid, the config is not judged against the latest schema."""
+    text = (
+        "schema: fastsim/2\nname: a\nbackend: b\nlock: {components: {plugin://fastsim/record: 7}}\n"
+        "plugins: {record: {use: plugin://fastsim/record, config: {finalize: {postprocessors: {v: {}}}}}}\n"
+    )
+    assert _load_issues(tmp_path, text) == ["lock.components.plugin://fastsim/record: must be a string (got 7)"]
+
+
+def test_load_and_compile_valid_run(tmp_path: Path) -> None:
+    """A valid Run file compiles exactly as load_run + compile_run."""
+    path = tmp_path / "run.yaml"
+    path.write_text(MINIMAL)
+    catalogs = {COMPONENT_ID: CATALOG}
+    assert load_and_compile(path, catalogs) == compile_run(load_run(path), catalogs)
+
+
+def test_unknown_component_lists_the_installed_ones() -> None:
+    """A `use:` far from every installed component lists the installed ones."""
+    data = run_mapping()
+    data["plugins"]["record"]["use"] = "sim://acme/teleport"
+    with pytest.raises(RunConfigError) as info:
+        compile_mapping(data)
+    assert str(info.value) == (
+        "plugins.record.use: no installed component provides it; installed components are"
+        " 'plugin://fastsim/record'"
+    )
+
+
+def test_without_paths_removes_each_reported_key_once() -> None:
+    """Reported keys go; a missing required key takes its parent; a removed ancestor stops the walk."""
+    data = {"a": {"b": 1, "c": 2}, "p": {"x": {"usee": 1}, "y": {"use": 2}}}
+    assert without_paths(data, ["a.b", "p.x.use", "p.x.usee", "q.r"]) == {"a": {"c": 2}, "p": {"y": {"use": 2}}}
+    assert data["p"] == {"x": {"usee": 1}, "y": {"use": 2}}

@@ -4,7 +4,7 @@
     |---|------------------------------------------|------------------------|--------------------|------|
     | 1 | valid, one or more Record plugin entries | effective config YAML  | -                  | 0    |
     | 2 | unreadable file, YAML syntax error       | -                      | ``path: message``  | 2    |
-    | 3 | any Run or component issue               | -                      | every issue, 1/line| 2    |
+    | 3 | any Run or component issue (together)    | -                      | every issue, 1/line| 2    |
     | 4 | valid Run without a Record plugin entry  | -                      | one line           | 2    |
 
 Each Record entry is printed as one YAML document headed by a comment naming its
@@ -18,8 +18,7 @@ import sys
 
 import yaml
 
-from fastsim_contract.run import load_run
-from fastsim_contract.run_compiler import ComponentCatalog, compile_run, discover_catalogs
+from fastsim_contract.run_compiler import ComponentCatalog, discover_catalogs, load_and_compile
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_record import COMPONENT_ID
 from fastsim_record.config.catalog import CATALOG
@@ -44,7 +43,7 @@ def _catalogs() -> dict[str, ComponentCatalog]:
 def run(args: argparse.Namespace) -> int:
     """Compile, print the effective Record config(s); 0 when valid, 2 otherwise."""
     try:
-        compiled = compile_run(load_run(args.run_file), _catalogs())
+        compiled = load_and_compile(args.run_file, _catalogs())
     except RunConfigError as exc:
         for issue in exc.issues:
             print(issue, file=sys.stderr)

@@ -26,7 +26,12 @@ from typing import Any
 import attrs
 
 from fastsim_contract.run import RunDocument
-from fastsim_contract.run_structure import describe, strict_converter, structure_issues
+from fastsim_contract.run_structure import (
+    describe,
+    strict_converter,
+    structure_issues,
+    without_paths,
+)
 from fastsim_record.config.model import (
     DEFAULT_JPEG_QUALITY,
     LEGACY_RAW_ENCODING,
@@ -62,31 +67,11 @@ def _with_lane_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**raw, "queues": merged}
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _copy(v) for k, v in value.items()}
-    return value
-
-
-def _remove(root: dict[str, Any], path: str) -> None:
-    parts = path.split(".")
-    parent: Any = root
-    for part in parts[:-1]:
-        parent = parent.get(part) if isinstance(parent, dict) else None
-    if isinstance(parent, dict) and parts[-1] in parent:
-        del parent[parts[-1]]
-    elif len(parts) > 1:
-        _remove(root, ".".join(parts[:-1]))
-
-
 def _rules_despite(
     raw: Mapping[str, Any], bad_paths: list[str], *, run: RunDocument, schema: SchemaProfile
 ) -> list[ConfigIssue]:
     """Rule issues of a copy with every reported key removed (see step 4)."""
-    repaired = _copy(raw)
-    for path in bad_paths:
-        if path:
-            _remove(repaired, path)
+    repaired = without_paths(raw, bad_paths)
     structured, problems = structure_issues(_CONVERTER, _with_lane_defaults(repaired), RecordConfig)
     if structured is None or problems:
         return []
