@@ -3,16 +3,22 @@
 Both Runs are the same DROID-like MuJoCo scene on the embedded host at 120 Hz (physics
 stepped every tick, no cameras, observations off, Record selected), for ``--seconds``
 simulated seconds.  The only difference is ``streams.render_state``: ``{enabled: true,
-rate_hz: 30}`` against the default (disabled).  A host-work callback stamps every tick
-on the simulation thread, so the per-tick figures include MuJoCo stepping, Core's
-publication and Record's pump, and whatever the writer worker (zlib level 1 on its own
-thread) costs this thread through the GIL.
+rate_hz: 30}`` against the default (disabled).
 
-Printed per configuration (median of ``--repeat`` interleaved Runs, so background load
-hits both alike): wall and thread-CPU microseconds per tick; then the microseconds
-render.state adds per tick and per sample, and the ratio.  The time spent inside the
-render-side capture call itself (state sampling, stamping, Record's pump) is measured
-directly and is the least noisy figure on a shared machine.
+Fair comparison: the headline Runs are uninstrumented and identical except for that
+one setting.  Both get the same host-work callback, which stamps every tick on the
+simulation thread with ``perf_counter`` (wall) and ``thread_time`` (this thread's CPU);
+disabled and enabled Runs alternate ``--repeat`` times and the median of each is
+reported, so background load on a shared machine hits both alike.  Printed:
+
+* wall and simulation-thread CPU microseconds per tick, per configuration;
+* the microseconds per tick render.state adds (wall and CPU) and the on/off ratios.
+  CPU is the simulation thread's own work (state sampling, stamping, Record's pump);
+  wall additionally contains the time this thread waits for the GIL while the writer
+  worker encodes (zlib level 1) on its own thread;
+* from one extra instrumented enabled Run: the time inside the render-side capture call
+  (``RenderCapture.after_step``) per tick and per sample, as thread CPU and as wall.
+
 Run: ``MUJOCO_GL=egl python benchmarks/bench_render_state.py``.
 """
 
@@ -53,19 +59,21 @@ def _run_file(root: Path, enabled: bool) -> Path:
 
 
 class CaptureTimer:
-    """Accumulates the time spent inside ``RenderCapture.after_step`` (this thread)."""
+    """Accumulates wall and thread-CPU time inside ``RenderCapture.after_step``."""
 
     def __init__(self) -> None:
-        self.seconds = 0.0
-        self.calls = 0
+        self.wall = 0.0
+        self.cpu = 0.0
+        self.samples = 0
         original = render_capture.RenderCapture.after_step
         timer = self
 
         def timed(capture: render_capture.RenderCapture, dt_s: float) -> None:
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.thread_time()
             original(capture, dt_s)
-            timer.seconds += time.perf_counter() - start
-            timer.calls += 1
+            timer.cpu += time.thread_time() - cpu
+            timer.wall += time.perf_counter() - wall
+            timer.samples = capture.counts["state_samples"]
 
         setattr(render_capture.RenderCapture, "after_step", timed)  # noqa: B010
         self._original = original
@@ -75,8 +83,8 @@ class CaptureTimer:
         setattr(render_capture.RenderCapture, "after_step", self._original)  # noqa: B010
 
 
-def measure(enabled: bool, seconds: float) -> tuple[float, float, int, float]:
-    """(wall s/tick, CPU s/tick, render.state samples, capture s/tick) of one Run."""
+def measure(enabled: bool, seconds: float) -> tuple[float, float, int]:
+    """(wall s/tick, simulation-thread CPU s/tick, ticks) of one uninstrumented Run."""
     with tempfile.TemporaryDirectory(prefix="fsr-bench-rs-") as tmp:
         root = Path(tmp)
         prepared = prepare_run(_run_file(root, enabled), duration_s=seconds)
@@ -85,20 +93,21 @@ def measure(enabled: bool, seconds: float) -> tuple[float, float, int, float]:
         def work(_tick: int) -> None:
             stamps.append((time.perf_counter(), time.thread_time()))
 
-        timer = CaptureTimer()
-        try:
-            result = run_session(prepared, root / "out", host_work=work)
-        finally:
-            timer.restore()
+        result = run_session(prepared, root / "out", host_work=work)
         if not result.outcome.ok:
             raise SystemExit(f"run failed: {result.outcome.reason}")
-        samples = 0
-        for finalizer in result.outcome.finalizers:
-            samples = int(str(finalizer.result.summary.get("records", 0)))
         ticks = len(stamps) - 1
-        wall = (stamps[-1][0] - stamps[0][0]) / ticks
-        cpu = (stamps[-1][1] - stamps[0][1]) / ticks
-        return wall, cpu, samples, timer.seconds / max(1, len(stamps))
+        return (stamps[-1][0] - stamps[0][0]) / ticks, (stamps[-1][1] - stamps[0][1]) / ticks, ticks + 1
+
+
+def capture_call(seconds: float) -> tuple[float, float, int, int]:
+    """(wall s, thread-CPU s, samples, ticks) inside the capture call of one enabled Run."""
+    timer = CaptureTimer()
+    try:
+        _, _, ticks = measure(True, seconds)
+    finally:
+        timer.restore()
+    return timer.wall, timer.cpu, timer.samples, ticks
 
 
 def main() -> None:
@@ -107,31 +116,27 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="simulated seconds per Run")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    runs: dict[bool, list[tuple[float, float, int, float]]] = {False: [], True: []}
+    runs: dict[bool, list[tuple[float, float, int]]] = {False: [], True: []}
     for _ in range(args.repeat):
         for enabled in (False, True):
             runs[enabled].append(measure(enabled, args.seconds))
-    best: dict[bool, tuple[float, float, int, float]] = {}
-    for enabled, figures in runs.items():
-        best[enabled] = (
-            statistics.median(f[0] for f in figures), statistics.median(f[1] for f in figures),
-            figures[0][2], statistics.median(f[3] for f in figures),
-        )
-    ticks = round(args.seconds * 120)
+    med = {
+        enabled: (statistics.median(f[0] for f in figures), statistics.median(f[1] for f in figures))
+        for enabled, figures in runs.items()
+    }
     for enabled in (False, True):
-        wall, cpu, records, capture = best[enabled]
+        wall, cpu = med[enabled]
         label = "render_state 30 Hz" if enabled else "render_state off  "
-        print(f"{label}: {wall * 1e6:8.1f} us/tick wall, {cpu * 1e6:8.1f} us/tick CPU, "
-              f"{records} records, capture call {capture * 1e6:6.2f} us/tick")
-    off, on = best[False], best[True]
-    samples = round(args.seconds * 30) + 1
-    added = on[0] - off[0]
-    print(f"added by render.state: {added * 1e6:+.1f} us/tick wall, {(on[1] - off[1]) * 1e6:+.1f} us/tick CPU "
-          f"({ticks} ticks, ~{samples} samples: {added * ticks / samples * 1e6:+.1f} us/sample); "
-          f"ratio on/off {on[0] / off[0]:.3f} wall, {on[1] / off[1]:.3f} CPU")
-    print(f"capture call alone (sample + stamp + pump, this thread): {on[3] * 1e6:.2f} us/tick "
-          f"= {on[3] * ticks / samples * 1e6:.1f} us/sample; off: no capture object "
-          f"({off[3] * 1e6:.2f} us/tick)")
+        print(f"{label}: {wall * 1e6:8.1f} us/tick wall, {cpu * 1e6:8.1f} us/tick sim-thread CPU "
+              f"(median of {args.repeat}, {runs[enabled][0][2]} ticks)")
+    (off_wall, off_cpu), (on_wall, on_cpu) = med[False], med[True]
+    print(f"added by render.state at 30 Hz: {(on_cpu - off_cpu) * 1e6:+.1f} us/tick sim-thread CPU "
+          f"(ratio {on_cpu / off_cpu:.3f}), {(on_wall - off_wall) * 1e6:+.1f} us/tick wall "
+          f"(ratio {on_wall / off_wall:.3f})")
+    wall, cpu, samples, ticks = capture_call(args.seconds)
+    print(f"capture call (sample + stamp + pump), one instrumented Run: {cpu / ticks * 1e6:.2f} us/tick "
+          f"= {cpu / max(1, samples) * 1e6:.1f} us/sample thread CPU; {wall / ticks * 1e6:.2f} us/tick "
+          f"wall incl. GIL waits ({samples} samples in {ticks} ticks); disabled: no capture object")
 
 
 if __name__ == "__main__":
