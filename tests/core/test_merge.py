@@ -112,36 +112,66 @@ def test_any_arrival_order_merges_to_the_same_output(script: list[Envelope], dat
     assert merge.held == 0
 
 
+POOL = 12
+
+
 class MergeMachine(RuleBasedStateMachine):
-    """The merge against a model: released output is always the contiguous prefix."""
+    """The merge against a model of M1-M5: items, multi-sequence gaps, conflicts, holes, progress."""
 
     def __init__(self) -> None:
         super().__init__()
         f = EnvelopeFactory()
-        self.pool = [f.record("s", required=False) for _ in range(12)]
-        self.pushed: set[int] = set()
+        self.pool = [f.record("s", required=False) for _ in range(POOL)]
+        self.items: dict[int, Item] = {}  # first global sequence -> item fed
+        self.covered: set[int] = set()
         self.merge = OrderedMerge()
         self.out: list[Item] = []
 
-    @rule(i=st.integers(0, 11), as_gap=st.booleans())
-    def push(self, i: int, as_gap: bool) -> None:
-        env = self.pool[i]
-        item: Item = GapRecord.for_envelope(env, GapReason.DROP_OLDEST) if as_gap else env
+    def _feed_model(self, item: Item, seqs: range) -> None:
         result = _feed(self.merge, item)
-        assert (result is not None) == (env.global_sequence in self.pushed)
-        self.pushed.add(env.global_sequence)
+        assert (result is not None) == any(s in self.covered for s in seqs)  # M3
+        if result is None:
+            self.items[seqs[0]] = item
+            self.covered.update(seqs)
+
+    @rule(i=st.integers(0, POOL - 1))
+    def push(self, i: int) -> None:
+        env = self.pool[i]
+        self._feed_model(env, range(env.global_sequence, env.global_sequence + 1))
+
+    @rule(i=st.integers(0, POOL - 1), n=st.integers(1, 4))
+    def explain(self, i: int, n: int) -> None:
+        last = min(i + n, POOL) - 1
+        gap = attrs.evolve(GapRecord.for_envelope(self.pool[i], GapReason.DROP_OLDEST),
+                           last_global=last + 1, last_capture=last + 1)
+        self._feed_model(gap, gap.global_sequences)
 
     @rule()
     def release(self) -> None:
         self.out += self.merge.release()
+        frontier = 1
+        while frontier in self.items:  # M2: a gap consumes its whole range
+            item = self.items[frontier]
+            frontier = (item.last_global if isinstance(item, GapRecord) else item.global_sequence) + 1
+        assert self.merge.released_through == frontier - 1
 
     @invariant()
-    def prefix(self) -> None:
-        seqs = [x.global_sequence if isinstance(x, Envelope) else x.first_global for x in self.out]
-        assert seqs == list(range(1, len(seqs) + 1))
-        assert self.merge.released_through == len(seqs)
-        expected_held = len(self.pushed) - len(seqs)
-        assert self.merge.held == expected_held
+    def released_output_is_the_contiguous_prefix(self) -> None:
+        expect, seen = 1, []
+        for x in self.out:  # M1, M2, M4
+            first = x.global_sequence if isinstance(x, Envelope) else x.first_global
+            assert first == expect
+            assert x is self.items[first]
+            seen.append(first)
+            expect = (x.last_global if isinstance(x, GapRecord) else first) + 1
+        through = expect - 1
+        assert self.merge.released_through == through
+        assert self.merge.held == sum(1 for s in self.items if s > through)
+        missing = [s for s in range(through + 1, POOL + 1) if s not in self.covered]
+        holes = self.merge.holes(POOL)
+        assert [s for a, b in holes for s in range(a, b + 1)] == missing
+        if self.out:  # M5: progress is the last released capture sequence
+            assert self.merge.source_progress() == {"observations": through}
 
 
 TestMergeMachine = MergeMachine.TestCase
