@@ -151,6 +151,15 @@ class CompiledComponent:
         """The grants this component requests for a scene with these numeric channels."""
         return self.config.required_grants(scene_numeric_channels)
 
+    def effective_config(self) -> dict[str, Any]:
+        """The effective config as plain data, in this version's schema.
+
+        Keys the selected version's schema lacks, and unset (``null``) values, are left
+        out, so the result authored under the same lock compiles to the same config.
+        """
+        within: dict[str, Any] = _within_schema(self.config.to_mapping(), self.manifest.config_schema)
+        return within
+
 
 @attrs.frozen
 class CompiledRun:
@@ -170,6 +179,24 @@ class CompiledRun:
     def components_using(self, component_id: str) -> tuple[CompiledComponent, ...]:
         """Every compiled plugin of this component, in authored order."""
         return tuple(c for c in self.components if c.component_id == component_id)
+
+
+def _within_schema(value: Any, schema: Mapping[str, Any]) -> Any:
+    if not isinstance(value, Mapping):
+        return value
+    properties = schema.get("properties")
+    extra = schema.get("additionalProperties")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if item is None:
+            continue
+        if isinstance(properties, Mapping) and key in properties:
+            out[key] = _within_schema(item, properties[key])
+        elif isinstance(extra, Mapping):
+            out[key] = _within_schema(item, extra)
+        elif properties is None and extra is None:
+            out[key] = item
+    return out
 
 
 def discover_catalogs() -> dict[str, ComponentCatalog]:

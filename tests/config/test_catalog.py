@@ -188,3 +188,22 @@ def test_optional_captures_add_their_grants() -> None:
     assert compiled.required_grants(SCENE) == {
         GRANT_OUTPUT, GRANT_CAMERA, GRANT_RENDER_STATE, GRANT_SCENE_GEOMETRY
     }
+
+
+@pytest.mark.parametrize("version", ALL)
+def test_effective_config_authors_back_under_its_lock(version: str) -> None:
+    """Every version's printed effective config compiles again, under the same lock, to the same config."""
+    streams: dict[str, object] = {
+        "observations": {"mode": "explicit", "include": {"j": {"channel": "robot.joint_position"}}},
+        "cameras": {"overview": camera()},
+    }
+    if tuple(int(n) for n in version.split(".")) >= (0, 3, 6):
+        streams["cameras"] = {"overview": camera(), "wrist": camera(encoding="png")}
+    component = compile_mapping(run_mapping({"streams": streams}, version=version)).component("record")
+    effective = component.effective_config()
+    again = compile_mapping(run_mapping(effective, version=version)).component("record")
+    assert again.config == component.config
+    assert again.effective_config() == effective
+    has = set(effective["streams"])
+    assert ("render_state" in has, "geometry" in has) == (
+        version not in ("0.3.0", "0.3.1"), version == "0.3.12")

@@ -8,7 +8,8 @@
     | 4 | valid Run without a Record plugin entry  | -                      | one line           | 2    |
 
 Each Record entry is printed as one YAML document headed by a comment naming its
-path and the catalog version it compiled against.  Never a traceback.
+path and the catalog version it compiled against, in that version's schema (so it can
+be authored back under the same lock).  Never a traceback.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     documents = []
     for component in records:
         header = f"# plugins.{component.alias}.config ({COMPONENT_ID} {component.version})\n"
-        body = yaml.safe_dump(component.config.to_mapping(), sort_keys=False, default_flow_style=False)
+        body = yaml.safe_dump(component.effective_config(), sort_keys=False, default_flow_style=False)
         documents.append(header + body)
     sys.stdout.write("---\n".join(documents))
     return 0
