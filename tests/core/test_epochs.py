@@ -31,11 +31,23 @@ def test_c1_intrinsics_declares_the_epoch_digest() -> None:
 
 
 def test_c2_records_sharing_the_current_digest_are_valid() -> None:
-    """C2: later ticks whose RGB and extrinsics carry the current digest are valid."""
-    tr = CalibrationTracker({"a": True})
+    """C2: later ticks whose RGB and extrinsics carry the current digest need no new intrinsics."""
+    tr = CalibrationTracker({"a": False})
     _tick(tr, 1, "d1")
-    _tick(tr, 2, "d1", roles=(RGB, T, Q, K))
+    _tick(tr, 2, "d1", roles=(RGB, T, Q))
+    _tick(tr, 3, "d1", roles=(RGB, T, Q))
     assert _rules(tr) == []
+
+
+def test_c3_c4_a_superseded_digest_is_not_the_current_epoch() -> None:
+    """C3/C4: RGB carrying the previous epoch's digest after a new declaration fails at tick end."""
+    tr = CalibrationTracker({"a": False})
+    _tick(tr, 1, "d1")
+    _tick(tr, 2, "d2", roles=(K, T, Q))
+    tr.observe("a", RGB, "d1", tick=2, generation=0)
+    violations = tr.at_cut()
+    assert [v.rule for v in violations] == [CalibrationRule.DEADLINE]
+    assert "d1" in violations[0].reason
 
 
 def test_c3_forward_reference_within_the_same_tick_is_allowed() -> None:
@@ -133,3 +145,12 @@ def test_d2_changed_descriptor_is_drift() -> None:
     assert drift is not None
     assert "descriptor changed" in drift.reason
     assert tr.drifts == (drift,)
+
+
+def test_epochs_are_independent_per_camera() -> None:
+    """Per camera: camera b cannot use the digest camera a declared; its reference stays open."""
+    tr = CalibrationTracker({"a": False, "b": False})
+    _tick(tr, 1, "d1", camera="a")
+    tr.observe("b", RGB, "d1", tick=1, generation=0)
+    violations = tr.at_cut()
+    assert [(v.rule, v.camera) for v in violations] == [(CalibrationRule.DEADLINE, "b")]
