@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from fastsim_embedded import render_capture
@@ -14,10 +17,12 @@ from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import run_session
 from fastsim_embedded.synthetic_render import SyntheticGeometry, SyntheticRenderSource
+from fastsim_record.adapters import fluid, geometry
 from fastsim_record.adapters.fluid import decode_fluid_batch
 from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
 from fastsim_record.adapters.render_state import decode_render_state
 from fastsim_record.fsr import FsrReader, validate
+from fastsim_record.pipeline import render_streams
 
 _BASE_STREAMS = {"lifecycle", "events", "control.audit", "control.result"}
 
@@ -190,3 +195,41 @@ def test_render_state_carries_fluid_positions(tmp_path: Path) -> None:
     assert positions is not None
     assert positions.dtype.str == "<f4"
     assert positions.shape == (120, 3)
+
+
+def test_render_side_encoding_runs_only_in_the_writer_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """zlib and JSON encoding of render.state, geometry and fluid.emissions run off the simulation thread; capture publishes raw float arrays."""
+    calls: dict[str, list[str]] = {"render.state": [], "geometry": [], "fluid.emissions": []}
+    for name, cls in (
+        ("render.state", render_streams.RenderStateEncoder),
+        ("geometry", geometry.GeometryEncoder),
+        ("fluid.emissions", fluid.FluidEmissionEncoder),
+    ):
+        def encode(self: Any, payload: object, _name: str = name, _orig: Any = cls.encode) -> bytes:
+            calls[_name].append(threading.current_thread().name)
+            result: bytes = _orig(self, payload)
+            return result
+
+        monkeypatch.setattr(cls, "encode", encode)
+    published: list[object] = []
+
+    def on_host(host: EmbeddedHost) -> None:
+        host.bus.subscribe("render.state", lambda e: published.append(e.payload))
+
+    fluid_scene = "    fluid: {name: water, rate_per_tick: 2, capacity: 50}"
+    streams = "        render_state: {enabled: true, rate_hz: 30}\n        geometry: {enabled: true, rate_hz: 10}"
+    prepared = prepare_run(_run_file(tmp_path, streams, fluid_scene), duration_s=0.5)
+    result = run_session(prepared, tmp_path / "out", on_host=on_host)
+    assert result.outcome.ok, result.outcome.reason
+    simulation = threading.current_thread().name
+    for name, threads in calls.items():
+        assert threads, name
+        assert simulation not in threads, name
+    assert published
+    for payload in published:
+        assert isinstance(payload, Mapping)
+        assert all(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in payload.values())
+    joints = [p["articulation/robot/joint_position"] for p in published]  # type: ignore[index]
+    assert all(j.dtype == np.float64 for j in joints)
