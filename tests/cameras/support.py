@@ -114,8 +114,12 @@ class CameraRun:
         doctor: Doctor | None = None,
         observations: Mapping[str, object] | None = None,
         media: Mapping[str, object] | None = None,
+        lock: str | None = None,
     ) -> SessionResult:
-        """Write the Run, wrap ``inner`` in a KeepingBackend and run it to its outcome."""
+        """Write the Run, wrap ``inner`` in a KeepingBackend and run it to its outcome.
+
+        ``lock`` pins the Record catalog version (``lock.components``).
+        """
         name = f"keeping-{inner}"
 
         def factory(spec: BackendSpec) -> KeepingBackend:
@@ -139,6 +143,8 @@ class CameraRun:
             "runtime": {"sensor_hz": sensor_hz, "duration_s": duration_s},
             "plugins": {"record": {"use": RECORD, "config": config}},
         }
+        if lock is not None:
+            run["lock"] = {"components": {RECORD: lock}}
         path = self.tmp_path / "run.yaml"
         path.write_text(yaml.safe_dump(run, sort_keys=False))
 

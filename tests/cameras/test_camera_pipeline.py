@@ -79,6 +79,25 @@ def test_exact_rgb_k_translation_and_quaternion_in_the_file(camera_run: CameraRu
     assert all(len(d) == 1 for d in digests.values())
 
 
+@pytest.mark.parametrize("version", ["0.3.0", "0.3.5"])
+def test_run_locked_to_a_legacy_version_records_raw_rgb(camera_run: CameraRun, version: str) -> None:
+    """A Run locked to 0.3.0-0.3.5 records its cameras as legacy raw RGB that reads back exactly."""
+    result = camera_run(
+        inner="synthetic+cameras", scene=SCENE, cameras={"cam00": camera_alias("cam00")}, lock=version,
+    )
+    assert result.outcome.ok, result.outcome.reason
+    assert camera_run.backend is not None
+    published = [r.value for _, r in camera_run.backend.kept if r.role == "rgb" and r.camera == "cam00"]
+    with FsrReader(camera_run.output) as reader:
+        descriptor = ImageDescriptor.from_dict(reader.stream("cameras.cam00.rgb").codec)
+        payloads = [r.payload for r in reader.records("cameras.cam00.rgb") if r.kind is RecordKind.DATA]
+    assert descriptor == ImageDescriptor.raw_rgb(64, 48)
+    assert len(payloads) == len(published) == 30
+    for payload, frame in zip(payloads, published):
+        assert payload == frame.tobytes()
+        assert np.array_equal(decode_frame(payload, descriptor), frame)
+
+
 def test_no_media_lane_without_cameras(camera_run: CameraRun) -> None:
     """With no camera alias Record creates no media lane, no camera pump and no camera stream."""
     result = camera_run(

@@ -12,6 +12,7 @@ from fastsim_record.adapters.codecs import (
     JpegEncoder,
     OpenCvDecoder,
     PngEncoder,
+    RawRgbEncoder,
     decode_frame,
     encoder_for,
     encoder_for_camera,
@@ -106,7 +107,12 @@ def test_encode_leaves_the_input_untouched() -> None:
     """Encoding a read-only capture buffer neither fails nor mutates it."""
     frame = _frame()
     before = frame.copy()
-    for enc in (encoder_for(width=64, height=48), encoder_for("png", width=64, height=48)):
+    encoders = (
+        encoder_for(width=64, height=48),
+        encoder_for("png", width=64, height=48),
+        encoder_for("raw", width=64, height=48),
+    )
+    for enc in encoders:
         enc.encode(frame)
         enc.encode(frame)
     assert not frame.flags.writeable
@@ -130,6 +136,21 @@ def test_legacy_raw_rgb_payload_decodes() -> None:
     assert np.array_equal(decode_frame(frame.tobytes(), legacy), frame)
     bare = ImageDescriptor.from_dict({"width": 20, "height": 12})
     assert np.array_equal(decode_frame(frame.tobytes(), bare), frame)
+
+
+def test_legacy_raw_encoding_records_packed_rgb() -> None:
+    """`encoding: raw` (what 0.3.0-0.3.5 cameras compile to) writes packed rows, descriptor raw_rgb."""
+    frame = _frame(12, 20)
+    enc = encoder_for("raw", width=20, height=12)
+    assert isinstance(enc, RawRgbEncoder)
+    assert enc.descriptor == ImageDescriptor.raw_rgb(20, 12)
+    payload = enc.encode(frame)
+    assert payload == frame.tobytes()
+    assert np.array_equal(decode_frame(payload, ImageDescriptor.from_dict(enc.descriptor.to_dict())), frame)
+    strided = np.ascontiguousarray(np.concatenate([frame, frame], axis=1))[:, ::2]
+    assert enc.encode(strided) == np.ascontiguousarray(strided).tobytes()
+    with pytest.raises(ConfigError, match=r"cameras\.overview\.quality"):
+        encoder_for("raw", 92, width=20, height=12, path="cameras.overview")
 
 
 def test_legacy_raw_rgb_of_wrong_length_is_rejected() -> None:
@@ -161,7 +182,12 @@ def test_payload_not_matching_descriptor_is_rejected() -> None:
 )
 def test_non_rgb_input_is_rejected(bad: U8) -> None:
     """Anything but uint8 (H, W, 3) of the descriptor's size is refused with a clear error."""
-    for enc in (encoder_for(width=64, height=48), encoder_for("png", width=64, height=48)):
+    encoders = (
+        encoder_for(width=64, height=48),
+        encoder_for("png", width=64, height=48),
+        encoder_for("raw", width=64, height=48),
+    )
+    for enc in encoders:
         with pytest.raises(DescriptorDrift, match=r"frame: expected uint8 RGB of shape \(48, 64, 3\)"):
             enc.encode(bad)
 

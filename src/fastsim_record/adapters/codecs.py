@@ -14,6 +14,11 @@ RGB array and nothing else touches it.
   dispatched to OpenCV's thread pool, whose workers then spin on the second core for
   ~0.5 ms per frame; strips stay on the worker thread.
 
+* Legacy raw RGB (``RawRgbEncoder``) is what a Run locked to a 0.3.0-0.3.5 catalog
+  version records (those versions compile cameras to ``encoding: raw``): the packed
+  rows, copied once into the payload in the worker, descriptor ``raw_rgb``.  It is
+  not authorable from 0.3.6 on (the config rules reject ``raw`` there).
+
 An encoder is not thread-safe: the worker owns one per camera stream.  Decoding (readers
 only) uses OpenCV for both codecs and plain reshaping for legacy raw RGB.
 
@@ -26,7 +31,9 @@ Factory rules (:func:`encoder_for`):
     | 3 | jpeg     | anything else | ConfigError naming ``quality``             |
     | 4 | png      | None          | PNG, lossless, compression level 1         |
     | 5 | png      | not None      | ConfigError: PNG is always lossless        |
-    | 6 | other    | -             | ConfigError naming ``encoding``            |
+    | 6 | raw      | None          | legacy raw RGB (0.3.0-0.3.5 locked Runs)   |
+    | 7 | raw      | not None      | ConfigError: raw RGB has no quality        |
+    | 8 | other    | -             | ConfigError naming ``encoding``            |
 """
 
 from __future__ import annotations
@@ -57,12 +64,15 @@ __all__ = [
     "JpegEncoder",
     "OpenCvDecoder",
     "PngEncoder",
+    "RawRgbEncoder",
     "decode_frame",
     "encoder_for",
     "encoder_for_camera",
 ]
 
 _STRIP_PIXELS: Final = 10_240
+#: the effective encoding a 0.3.0-0.3.5 camera compiles to (and the descriptor's name)
+_LEGACY_RAW: Final = frozenset({"raw", CODEC_RAW_RGB})
 
 
 class CameraCodecSettings(Protocol):
@@ -144,6 +154,22 @@ class PngEncoder:
         return _imencode(".png", self._scratch.to_bgr(rgb), self._params)
 
 
+@attrs.define(eq=False)
+class RawRgbEncoder:
+    """Legacy 0.3.0-era raw RGB: the packed ``H x W x 3`` rows, lossless, no compression."""
+
+    width: int
+    height: int
+    descriptor: ImageDescriptor = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.descriptor = ImageDescriptor.raw_rgb(self.width, self.height)
+
+    def encode(self, frame: RgbFrame) -> bytes:
+        """The frame's packed rows (C order), copied once into the payload."""
+        return check_rgb_frame(frame, self.descriptor).tobytes()
+
+
 def encoder_for(
     encoding: str = CODEC_JPEG,
     quality: int | None = None,
@@ -170,6 +196,12 @@ def encoder_for(
                 [ConfigIssue(f"{path}.quality", "not allowed with encoding: png (always lossless)")]
             )
         return PngEncoder(width, height)
+    if encoding in _LEGACY_RAW:
+        if quality is not None:
+            raise ConfigError(
+                [ConfigIssue(f"{path}.quality", "not allowed with legacy raw RGB (lossless)")]
+            )
+        return RawRgbEncoder(width, height)
     raise ConfigError(
         [ConfigIssue(f"{path}.encoding", f"must be 'jpeg' or 'png', got {encoding!r}")]
     )

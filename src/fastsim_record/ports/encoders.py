@@ -14,7 +14,8 @@ Descriptor rules (``ImageDescriptor.check``):
     | 3 | raw_rgb       | application/octet-stream | False | None    | None        | None                  |
 
 Row 3 is the 0.3.0-era legacy payload: packed RGB rows, ``width * height * 3`` bytes.
-Readers accept it; new recordings never write it.  Every descriptor has
+Readers accept it; it is written only for Runs locked to catalog versions 0.3.0-0.3.5
+(whose cameras compile to ``encoding: raw``), never for a new compilation.  Every descriptor has
 ``color_space == "srgb"`` and channel order R, G, B after decoding.
 
 Only RGB goes through this port.  Depth, segmentation, normals and every other numeric
