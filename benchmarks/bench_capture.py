@@ -1,8 +1,9 @@
 """Simulation-thread cost per tick of Record's capture path: Record on vs Record off.
 
 Per tick the host publishes what a 120 Hz scene with 90 numeric channels publishes:
-one observation tick (90 channels, one atomic item), a control command (audit and
-result), one plugin event and one lifecycle item.  With Record off the Run selects no
+one observation tick (90 channels, one atomic item, published the way the run loop
+does it: the synthetic backend's ``PackedSampling`` buffer), a control command (audit
+and result), one plugin event and one lifecycle item.  With Record off the Run selects no
 plugin, so the same publisher calls find an empty capture plan and return at once.
 With Record on, each call stamps an envelope and runs Record's pump (validation plus a
 non-waiting ``try_publish``) on this thread; the writer worker encodes and writes on
@@ -21,11 +22,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 
 from _record_host import RecordRun, lane_losses
 
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
+from fastsim_embedded.loop import observation_publisher
 
 
 def _drained(run: RecordRun) -> None:
@@ -35,7 +37,7 @@ def _drained(run: RecordRun) -> None:
         time.sleep(0.001)
 
 
-def _loop(run: RecordRun, ticks: int, values: Mapping[str, object], chunk: int = 60) -> tuple[float, float]:
+def _loop(run: RecordRun, ticks: int, observe: Callable[[], object] | None, chunk: int = 60) -> tuple[float, float]:
     """Publish ``ticks`` ticks in chunks of ``chunk``; timed (wall, thread CPU) seconds.
 
     Between chunks (0.5 simulated seconds at 120 Hz) the loop waits, untimed, for the
@@ -54,7 +56,8 @@ def _loop(run: RecordRun, ticks: int, values: Mapping[str, object], chunk: int =
             host.advance(tick, round(tick * dt_ns))
             host.publish_control_issued(command)
             host.publish_control_applied(command, outcome)
-            host.publish_observation(values)
+            if observe is not None:
+                observe()
             host.publish_plugin_event("scene.marker", {"tick": tick})
             host.publish_lifecycle("tick.done", tick=tick)
         wall += time.perf_counter() - wall0
@@ -67,8 +70,7 @@ def measure(record: bool, ticks: int, channels: int, null: bool = False) -> tupl
     run = RecordRun.build(record=record, channels=channels, null_consumer=null)
     backend = run.prepared.backend
     backend.step(1)
-    values = dict(backend.sample_numeric())
-    wall, cpu = _loop(run, ticks, values)
+    wall, cpu = _loop(run, ticks, observation_publisher(run.host, backend))
     outcome, summary = run.finish()
     if record and not null and outcome.status != "succeeded":
         raise SystemExit(f"bench_capture: Record run did not succeed: {outcome.reason}")

@@ -16,10 +16,12 @@ Global recording sequence
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import attrs
+import numpy as np
 
 __all__ = [
     "SERVICE_CEILING_BYTES",
@@ -36,6 +38,8 @@ __all__ = [
     "FinalizerResult",
     "GenerationBarrier",
     "ObservationTick",
+    "PackedLayout",
+    "PackedValues",
     "RowViews",
     "SampleBlock",
     "SourceKind",
@@ -131,6 +135,76 @@ class RowViews(Sequence[object]):
 
     def __repr__(self) -> str:
         return f"RowViews({len(self.rows)} rows of {len(self.blocks)} blocks)"
+
+
+@attrs.frozen
+class PackedLayout:
+    """Where each channel of a packed tick lives: channels back to back, no padding.
+
+    ``fields`` is one ``(dtype, shape)`` per channel in sample order; ``dtype`` is a
+    numpy dtype string with its byte order (``"<f8"``), ``shape`` one sample's shape.
+    Channel ``i`` occupies ``offsets[i]`` .. ``offsets[i] + prod(shape) * itemsize`` in
+    C order; ``nbytes`` is the whole tick.  Core builds one layout per Run and shares it
+    across ticks, so a consumer can check it once and then compare by identity.
+    """
+
+    fields: tuple[tuple[str, tuple[int, ...]], ...]
+    offsets: tuple[int, ...] = attrs.field(init=False)
+    nbytes: int = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        offsets: list[int] = []
+        at = 0
+        for dtype, shape in self.fields:
+            offsets.append(at)
+            at += math.prod(shape) * np.dtype(dtype).itemsize
+        object.__setattr__(self, "offsets", tuple(offsets))
+        object.__setattr__(self, "nbytes", at)
+
+
+class PackedValues(Sequence[object]):
+    """Channel values of one tick packed into ONE read-only buffer (``PackedLayout``).
+
+    ``buffer`` is a read-only, C-contiguous numpy array of exactly ``layout.nbytes``
+    bytes that nobody mutates afterwards; the whole tick is ``buffer.tobytes()``.  Item
+    ``i`` is a read-only array view of channel ``i`` (made on access).  A backend that
+    keeps its numeric state packed lets Core publish a 90-channel tick as one buffer,
+    and a consumer encode it with one copy.
+    """
+
+    __slots__ = ("buffer", "layout")
+    buffer: Any
+    layout: PackedLayout
+
+    def __init__(self, buffer: Any, layout: PackedLayout) -> None:
+        if buffer.nbytes != layout.nbytes:
+            raise ValueError(f"PackedValues: buffer has {buffer.nbytes} bytes, layout {layout.nbytes}")
+        object.__setattr__(self, "buffer", buffer)
+        object.__setattr__(self, "layout", layout)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __len__(self) -> int:
+        return len(self.layout.fields)
+
+    @overload
+    def __getitem__(self, i: int) -> object: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[object, ...]: ...
+    def __getitem__(self, i: int | slice) -> object:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        dtype, shape = self.layout.fields[i]
+        raw = self.buffer.reshape(-1).view(np.uint8)
+        return np.frombuffer(raw, dtype=dtype, count=math.prod(shape), offset=self.layout.offsets[i]).reshape(shape)
+
+    def __iter__(self) -> Iterator[object]:
+        for i in range(len(self.layout.fields)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"PackedValues({len(self.layout.fields)} channels, {self.layout.nbytes} bytes)"
 
 
 class SampleBlock(Sequence[ChannelSample]):

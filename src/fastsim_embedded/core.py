@@ -48,6 +48,8 @@ from fastsim_contract.values import (
     FinalizerRegistrationRequest,
     GenerationBarrier,
     ObservationTick,
+    PackedLayout,
+    PackedValues,
     RowViews,
     SampleBlock,
     SourceKind,
@@ -228,6 +230,8 @@ class EmbeddedHost:
     _channel_seq: dict[str, int] = attrs.field(init=False, factory=dict)
     _observed: int = attrs.field(init=False, default=0)
     _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
+    _packed: PackedLayout | None = attrs.field(init=False, default=None)
+    _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
@@ -385,6 +389,57 @@ class EmbeddedHost:
             blocks = tuple(_read_only(block) for block in blocks)
         self._observed += 1
         block = SampleBlock(names, RowViews(blocks, self._rows), self._observed)
+        ctx = self.context
+        return self.bus.publish(
+            SourceKind.OBSERVATION,
+            generation=ctx.generation,
+            tick=ctx.tick,
+            sim_time_ns=ctx.sim_time_ns,
+            payload=block,
+            wrap=ObservationTick,
+        )
+
+    def bind_numeric_packing(self, packing: Sequence[tuple[str, str, tuple[int, ...]]]) -> bool:
+        """Use packed sampling when ``packing`` covers every planned channel (else ``False``).
+
+        When the plan selects every packed channel in the backend's order the backend's
+        buffer is published as-is; otherwise each tick is gathered into plan order with
+        one C-level copy (a byte index computed here, once per Run).
+        """
+        names = self.context.capture.observation_channels
+        where: dict[str, tuple[int, str, tuple[int, ...]]] = {}
+        at = 0
+        for name, dtype, shape in packing:
+            dt = np.dtype(dtype)
+            where[name] = (at, dt.str, tuple(int(d) for d in shape))
+            at += int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if not names or any(name not in where for name in names):
+            return False
+        self._packed = PackedLayout(tuple(where[name][1:] for name in names))
+        if tuple(names) == tuple(name for name, _, _ in packing):
+            self._gather = None
+        else:
+            self._gather = np.concatenate([
+                np.arange(where[name][0], where[name][0] + nbytes, dtype=np.intp)
+                for name, nbytes in zip(names, np.diff((*self._packed.offsets, self._packed.nbytes)))
+            ])
+        return True
+
+    def publish_observation_packed(self, buffer: Any) -> Envelope | None:
+        """One ObservationTick whose values are ``PackedValues`` over one buffer (``bind_numeric_packing``)."""
+        layout = self._packed
+        if layout is None:
+            return None
+        if self._gather is not None:  # plan order differs: one gather copy
+            buffer = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).take(self._gather)
+            buffer.flags.writeable = False
+        elif buffer.flags.writeable or not buffer.flags.c_contiguous:  # the backend did not freeze it
+            buffer = np.array(buffer, order="C")
+            buffer.flags.writeable = False
+        self._observed += 1
+        block = SampleBlock(
+            self.context.capture.observation_channels, PackedValues(buffer, layout), self._observed
+        )
         ctx = self.context
         return self.bus.publish(
             SourceKind.OBSERVATION,

@@ -29,26 +29,36 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import Backend
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.render_capture import RenderCapture
 
-__all__ = ["HostWork", "Progress", "run_loop", "tick_count"]
+__all__ = ["HostWork", "Progress", "observation_publisher", "run_loop", "tick_count"]
 
 HostWork = Callable[[int], None]
 Progress = Callable[[int, int], None]
 
 
-def _block_sampler(host: EmbeddedHost, backend: Backend) -> Callable[[], tuple[Any, ...]] | None:
-    """The backend's ``sample_numeric_blocks`` when it covers the plan (``BlockSampling``)."""
-    sample = getattr(backend, "sample_numeric_blocks", None)
+def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], object] | None:
+    """What publishes one observation tick: ``None`` when the plan selects no numeric
+    channel (no polling at all); else the cheapest capability the backend has --
+    ``PackedSampling`` (one buffer), then ``BlockSampling`` (row views), then the
+    per-channel ``sample_numeric`` mapping."""
+    if not host.wants_observations():
+        return None
+    packed = getattr(backend, "sample_numeric_packed", None)
+    packing = getattr(backend, "numeric_packing", None)
+    if callable(packed) and callable(packing) and host.bind_numeric_packing(packing()):
+        publish_packed = host.publish_observation_packed
+        return lambda: publish_packed(packed())
+    blocks = getattr(backend, "sample_numeric_blocks", None)
     layout = getattr(backend, "numeric_layout", None)
-    if callable(sample) and callable(layout) and host.bind_numeric_layout(layout()):
-        return sample  # type: ignore[no-any-return]
-    return None
+    if callable(blocks) and callable(layout) and host.bind_numeric_layout(layout()):
+        publish_blocks = host.publish_observation_blocks
+        return lambda: publish_blocks(blocks())
+    return lambda: host.publish_observation(backend.sample_numeric())
 
 
 def tick_count(duration_s: float, sensor_hz: float) -> int:
@@ -70,8 +80,7 @@ def run_loop(
     dt_ns = 1e9 / host.context.sensor_hz
     wall_per_tick = None if not realtime_factor else 1.0 / (host.context.sensor_hz * realtime_factor)
     wall_start = time.monotonic()
-    observe = host.wants_observations()
-    blocks = _block_sampler(host, backend) if observe else None
+    observe = observation_publisher(host, backend)
     cameras = bool(host.context.capture.cameras)
     terminal = host.terminal
     clock: Callable[[int], int] | None = getattr(backend, "sim_time_ns", None)  # Replay's source clock
@@ -93,10 +102,8 @@ def run_loop(
             backend.step(substeps)
             if render is not None:
                 render.after_step(render_dt)
-            if blocks is not None:
-                host.publish_observation_blocks(blocks())
-            elif observe:
-                host.publish_observation(backend.sample_numeric())
+            if observe is not None:
+                observe()
             if cameras:
                 host.publish_cameras(backend.sample_cameras())
             for event in script.events:

@@ -1,4 +1,4 @@
-"""Column-wise observation ticks: SampleBlock/RowViews equal the per-channel form."""
+"""Column-wise observation ticks: SampleBlock/RowViews/PackedValues equal the per-channel form."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from fastsim_contract.values import (
     ChannelSample,
     Envelope,
     ObservationTick,
+    PackedLayout,
+    PackedValues,
     RowViews,
     SampleBlock,
 )
@@ -85,3 +87,70 @@ def test_writeable_blocks_are_frozen_by_the_host(tmp_path: Path) -> None:
     assert isinstance(value, np.ndarray)
     assert value.tolist() == [3.0, 4.0, 5.0]
     assert not value.flags.writeable
+
+
+def test_packed_path_equals_the_mapping_path_for_any_plan_order(tmp_path: Path) -> None:
+    """A packed tick (zero-copy or gathered into another plan order) carries the mapping path's samples."""
+    backend = create_backend(BackendSpec(options={"numeric_channels": 8, "dof": 3}))
+    backend.reset(0)
+    backend.step(3)
+    declared = tuple(c.name for c in backend.channels())
+    for names in (declared, tuple(reversed(declared[1:]))):
+        host, seen = _host(tmp_path, names)
+        assert host.bind_numeric_packing(backend.numeric_packing())
+        host.publish_observation(backend.sample_numeric())
+        host.publish_observation_packed(backend.sample_numeric_packed())
+        by_mapping, by_packed = (e.payload for e in seen)
+        assert isinstance(by_mapping, ObservationTick)
+        assert isinstance(by_packed, ObservationTick)
+        values = by_packed.values
+        assert isinstance(values, PackedValues)
+        assert by_packed.channels == names
+        assert values.buffer.tobytes() == b"".join(np.asarray(v).tobytes() for v in by_mapping.values)
+        assert not values.buffer.flags.writeable
+        for a, b in zip(by_mapping.samples, by_packed.samples):
+            np.testing.assert_array_equal(a.value, b.value)
+            assert isinstance(b.value, np.ndarray)
+            assert not b.value.flags.writeable
+        if names != declared:  # reordered: a gathered copy, not the backend's buffer
+            assert values.buffer is not backend.sample_numeric_packed()
+
+
+def test_full_plan_publishes_the_backend_buffer_without_a_copy(tmp_path: Path) -> None:
+    """When the plan selects every packed channel in order, the tick carries the backend's own buffer."""
+    backend = create_backend(BackendSpec(options={"numeric_channels": 90}))
+    backend.reset(0)
+    backend.step(1)
+    host, seen = _host(tmp_path, tuple(c.name for c in backend.channels()))
+    assert host.bind_numeric_packing(backend.numeric_packing())
+    host.publish_observation_packed(backend.sample_numeric_packed())
+    payload = seen[0].payload
+    assert isinstance(payload, ObservationTick)
+    assert isinstance(payload.values, PackedValues)
+    assert payload.values.buffer is backend.sample_numeric_packed()
+    assert payload.values.layout.nbytes == 90 * 7 * 8
+
+
+def test_writeable_packed_buffers_are_frozen_by_the_host(tmp_path: Path) -> None:
+    """A backend handing a writeable packed buffer gets it copied and frozen before publication."""
+    host, seen = _host(tmp_path, ("x", "y"))
+    assert host.bind_numeric_packing((("x", "float64", (2,)), ("y", "<f8", ())))
+    buffer = np.arange(3.0)
+    host.publish_observation_packed(buffer)
+    buffer[0] = 99.0
+    payload = seen[0].payload
+    assert isinstance(payload, ObservationTick)
+    assert [np.asarray(v).tolist() for v in payload.values] == [[0.0, 1.0], 2.0]
+    assert not host.bind_numeric_packing((("x", "<f8", (2,)),))  # does not cover the plan
+
+
+def test_packed_values_check_their_size_and_refuse_writes() -> None:
+    """PackedValues needs exactly the layout's byte count and is immutable."""
+    layout = PackedLayout((("<f8", (2,)), ("<i4", ())))
+    assert (layout.offsets, layout.nbytes) == ((0, 16), 20)
+    with pytest.raises(ValueError, match="19 bytes, layout 20"):
+        PackedValues(np.zeros(19, np.uint8), layout)
+    values = PackedValues(np.zeros(20, np.uint8), layout)
+    assert len(values) == 2
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        values.buffer = None

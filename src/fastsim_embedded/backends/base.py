@@ -10,7 +10,8 @@ sample (``runtime.sensor_hz``), each tick advancing physics by ``substeps`` step
     3. ``apply_control(cmd)``    for each scripted command, after Core audits it
     4. ``step(substeps)``        advance physics
     5. ``sample_numeric()``      every declared numeric channel, as read-only arrays
-                                 (or ``sample_numeric_blocks()``, see ``BlockSampling``)
+                                 (or ``sample_numeric_packed()``, see ``PackedSampling``,
+                                 or ``sample_numeric_blocks()``, see ``BlockSampling``)
     6. ``sample_cameras()``      every declared camera channel (``()`` when none)
 
 Backends are deterministic for a given :class:`BackendSpec` (same seed, same samples),
@@ -36,6 +37,7 @@ __all__ = [
     "CameraReading",
     "ControlCommand",
     "ControlOutcome",
+    "PackedSampling",
     "ReadOnlySamples",
     "ScenePluginEvent",
     "TickScript",
@@ -158,6 +160,23 @@ class BlockSampling(Protocol):
     def numeric_layout(self) -> Mapping[str, tuple[int, int]]: ...
 
     def sample_numeric_blocks(self) -> tuple[Array, ...]: ...
+
+
+class PackedSampling(Protocol):
+    """Optional capability: every numeric channel packed in ONE read-only buffer per tick.
+
+    The host prefers it over ``BlockSampling``: it publishes each observation tick as
+    ``PackedValues`` over that one buffer (zero-copy when the plan selects every channel
+    in the backend's order, otherwise one gather copy in C), so a 90-channel tick costs
+    the simulation thread one envelope and the Record worker one ``bytes`` copy.
+    ``numeric_packing()`` is fixed for the Run: ``(channel, dtype string, shape)`` in
+    buffer order, back to back, no padding.  ``sample_numeric_packed()`` returns the
+    current state's buffer: a fresh read-only C-contiguous array, never mutated.
+    """
+
+    def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]: ...
+
+    def sample_numeric_packed(self) -> Array: ...
 
 
 #: A backend registry entry: builds a backend for one Run.

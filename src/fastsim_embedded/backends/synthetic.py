@@ -58,11 +58,6 @@ def _period_ticks(value: object, sensor_hz: float) -> int | None:
     return max(1, round(float(value) * sensor_hz))
 
 
-def _frozen(array: Array) -> Array:
-    array.flags.writeable = False
-    return array
-
-
 @attrs.define(eq=False)
 class SyntheticBackend:
     """A seeded, SDK-free scene."""
@@ -77,7 +72,8 @@ class SyntheticBackend:
     _declared: tuple[ChannelDescriptor, ...] = ()
     _names: tuple[str, ...] = ()
     _flat_index: tuple[int, ...] = ()
-    _blocks: tuple[Array, ...] | None = None
+    _state: tuple[tuple[Array, ...], Array] | None = None  # (family blocks, packed buffer)
+    _packed_size: int = 0
     _amp: Array = attrs.field(factory=lambda: np.zeros(0))
     _omega: Array = attrs.field(factory=lambda: np.zeros(0))
     _phase: Array = attrs.field(factory=lambda: np.zeros(0))
@@ -118,6 +114,7 @@ class SyntheticBackend:
         self._declared = tuple(declared)
         n_entities = len(self.entities)
         self._names = tuple(d.name for d in declared)
+        self._packed_size = sum(math.prod(d.shape) for d in declared)
         self._flat_index = tuple(
             (index % len(_FAMILIES)) * n_entities + index // len(_FAMILIES) for index in range(len(declared))
         )
@@ -131,7 +128,7 @@ class SyntheticBackend:
         self._generation = generation
         self._steps = 0
         self._offset = 0.0
-        self._blocks = None
+        self._state = None
 
     def script(self, tick: int) -> TickScript:
         """Resets, commands and events on their fixed tick periods."""
@@ -158,14 +155,14 @@ class SyntheticBackend:
         if command.name != "set_joint_offset" or not isinstance(offset, int | float):
             return ControlOutcome(False, {"error": f"unsupported command {command.name!r}"})
         self._offset = float(offset)
-        self._blocks = None
+        self._state = None
         return ControlOutcome(True, {"offset": self._offset})
 
     def step(self, substeps: int) -> None:
         """Advance physics: the state (closed-form in the step count) is computed here,
         whether or not anyone samples it, as a simulator's step would."""
         self._steps += substeps
-        self._blocks = self._compute_blocks()
+        self._state = self._compute_state()
 
     def _time(self) -> float:
         return self._steps / self.spec.physics_hz
@@ -177,27 +174,45 @@ class SyntheticBackend:
             for index, d in enumerate(self._declared)
         }
 
-    def sample_numeric_blocks(self) -> tuple[Array, ...]:
-        """The current state's read-only (entities x n) blocks, computed by the last step."""
-        if self._blocks is None:
-            self._blocks = self._compute_blocks()
-        return self._blocks
+    def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]:
+        """Every declared channel in packed-buffer order (the declared order)."""
+        return tuple((d.name, np.dtype(d.dtype).str, d.shape) for d in self._declared)
 
-    def _compute_blocks(self) -> tuple[Array, ...]:
-        """The state as fresh read-only blocks: one sin/cos for all entities."""
+    def sample_numeric_packed(self) -> Array:
+        """The current state's read-only packed buffer (``PackedSampling``), made by the last step."""
+        return self._current()[1]
+
+    def sample_numeric_blocks(self) -> tuple[Array, ...]:
+        """The current state's read-only (entities x n) blocks: views of the packed state."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[tuple[Array, ...], Array]:
+        if self._state is None:
+            self._state = self._compute_state()
+        return self._state
+
+    def _compute_state(self) -> tuple[tuple[Array, ...], Array]:
+        """The state as one fresh read-only (entities x (2 dof + 7)) array, one row per
+        entity holding its joint position, joint velocity and base pose back to back --
+        the declared channel order, so its flat prefix is the packed tick -- plus the
+        three family blocks as views of it.  One sin/cos for all entities."""
         t = self._time()
+        dof = self.dof
         angle = self._omega * t + self._phase
-        position = self._amp * np.sin(angle) + self._offset
-        velocity = self._amp * self._omega * np.cos(angle)
+        state = np.zeros((len(self.entities), 2 * dof + 7))
+        state[:, :dof] = self._amp * np.sin(angle) + self._offset
+        state[:, dof:2 * dof] = self._amp * self._omega * np.cos(angle)
         rows = np.arange(len(self.entities), dtype=np.float64)
         yaw = 0.5 * t + rows
-        poses = np.zeros((len(self.entities), 7))
-        poses[:, 0] = np.cos(yaw)
-        poses[:, 1] = np.sin(yaw)
-        poses[:, 2] = 0.1 * rows
-        poses[:, 5] = np.sin(yaw / 2)
-        poses[:, 6] = np.cos(yaw / 2)
-        return (_frozen(position), _frozen(velocity), _frozen(poses))
+        pose = 2 * dof
+        state[:, pose] = np.cos(yaw)
+        state[:, pose + 1] = np.sin(yaw)
+        state[:, pose + 2] = 0.1 * rows
+        state[:, pose + 5] = np.sin(yaw / 2)
+        state[:, pose + 6] = np.cos(yaw / 2)
+        state.flags.writeable = False
+        blocks = (state[:, :dof], state[:, dof:pose], state[:, pose:])
+        return blocks, state.reshape(-1)[: self._packed_size]
 
     def sample_numeric(self) -> Mapping[str, Array]:
         """Every declared channel: a read-only row view of this tick's blocks."""

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from fastsim_contract.values import ChannelDescriptor, ObservationTick
+from fastsim_contract.values import ChannelDescriptor, ObservationTick, PackedLayout, PackedValues
 from fastsim_record.errors import DescriptorDrift, RecordingFailed
 
 __all__ = ["JSON_CODEC", "JsonEncoder", "NumericTickEncoder"]
@@ -101,6 +101,8 @@ class NumericTickEncoder:
             })
             offset += nbytes
         self.record_bytes = offset
+        self._packed_row = tuple((self._dtypes[c.name].str, self._shapes[c.name]) for c in channels)
+        self._packed_ok: PackedLayout | None = None  # the last packed layout found identical
         self._dtype_row = tuple(self._dtypes[c.name] for c in channels)
         self._shape_row = tuple(self._shapes[c.name] for c in channels)
         self.codec: Mapping[str, object] = {
@@ -120,6 +122,11 @@ class NumericTickEncoder:
         channels = payload.channels  # column-wise: no per-channel objects on a SampleBlock
         if channels is self._order or channels == self._order:  # fast path: declared order
             values = payload.values
+            if values.__class__ is PackedValues:  # one buffer: one copy (layout checked once)
+                layout = values.layout
+                if layout is self._packed_ok or self._packed_matches(layout):
+                    packed: bytes = values.buffer.tobytes()
+                    return packed
             try:  # C-level maps: exact dtype and shape of every channel, then one join
                 if tuple(map(_DTYPE, values)) == self._dtype_row and (
                     tuple(map(_SHAPE, values)) == self._shape_row
@@ -128,6 +135,14 @@ class NumericTickEncoder:
             except (AttributeError, TypeError):  # not arrays: the slow path names the channel
                 pass
         return self._encode_slow(payload)
+
+    def _packed_matches(self, layout: PackedLayout) -> bool:
+        """A packed layout is the record layout (rules 1-3) when every channel has the
+        declared little-endian dtype and shape; remembered by identity (Core shares one)."""
+        if layout.fields != self._packed_row or layout.nbytes != self.record_bytes:
+            return False
+        self._packed_ok = layout
+        return True
 
     def _encode_slow(self, payload: ObservationTick) -> bytes:
         """Rules 1-5 in full: any order, convertible byte orders, precise drift messages."""
