@@ -386,10 +386,14 @@ def test_postprocessors_must_be_empty() -> None:
         ({"finalize": {"timeout": 3}}, f"{P}.finalize.timeout: unknown key; did you mean 'requested_timeout_s'?"),
         ({"zzz": 1}, f"{P}.zzz: unknown key; valid keys are 'batching', 'finalize', 'integrity',"
                      " 'output', 'queues', 'streams'"),
+        ({"cameras": {"overview": camera(quality=0)}}, f"{P}.cameras: unknown key; did you mean 'streams.cameras'?"),
+        ({"name": "a.fsr"}, f"{P}.name: unknown key; did you mean 'output.name'?"),
+        ({"postprocessors": {}}, f"{P}.postprocessors: unknown key; did you mean 'finalize.postprocessors'?"),
+        ({"media": {}}, f"{P}.media: unknown key; did you mean 'queues.media'?"),
     ],
 )
 def test_unknown_keys_suggest_the_nearest(config: dict[str, Any], line: str) -> None:
-    """Unknown keys are rejected with the nearest valid key suggested."""
+    """Unknown keys are rejected with the nearest valid key (or the section it belongs in) suggested."""
     assert issues(config) == [line]
 
 

@@ -6,7 +6,8 @@ The only place authored data becomes typed values (a private cattrs converter wi
     1. the config must be a mapping (absent or ``null`` means ``{}``); a partially
        authored lane gets that lane's default sizes
     2. keys the selected version does not have yet  (rules 1-3)
-    3. structure: unknown keys (nearest key suggested), types, field validators
+    3. structure: unknown keys (nearest key suggested; a section's key authored at the
+       top level, such as ``cameras``, points to ``streams.cameras``), types, validators
     4. cross-field, Run-level and version rules     (rules 4-12).  If 3 failed, the rules
        run on a *repaired* copy (each reported key removed, so its default applies;
        a missing required key removes its parent entry) and rule issues beside a
@@ -84,6 +85,27 @@ def _rules_despite(
     return [i for i in check_rules(structured, run=run, profile=schema) if not beside_a_repair(i.path)]
 
 
+def _section_keys() -> dict[str, str]:
+    attrs.resolve_types(RecordConfig)
+    found: dict[str, str] = {}
+    for section in attrs.fields(RecordConfig):
+        if isinstance(section.type, type) and attrs.has(section.type):
+            for field in attrs.fields(section.type):
+                found.setdefault(field.name, f"{section.name}.{field.name}")
+    return found
+
+
+#: A key of a section (``cameras`` -> ``streams.cameras``), by name.
+_SECTION_KEYS = _section_keys()
+
+
+def _misplaced(path: str, message: str) -> str:
+    """An unknown top-level key that belongs one section down points there."""
+    if message.startswith("unknown key") and "did you mean" not in message and path in _SECTION_KEYS:
+        return f"unknown key; did you mean '{_SECTION_KEYS[path]}'?"
+    return message
+
+
 def _prefixed(prefix: str, issue: ConfigIssue) -> ConfigIssue:
     if not prefix:
         return issue
@@ -118,7 +140,7 @@ def compile_record_config(
         raise ConfigError([ConfigIssue(path_prefix, f"must be a mapping (got {describe(raw)})")])
     issues = list(check_available_keys(raw, schema))
     structured, problems = structure_issues(_CONVERTER, _with_lane_defaults(raw), RecordConfig)
-    issues.extend(ConfigIssue(p.path, p.message) for p in problems)
+    issues.extend(ConfigIssue(p.path, _misplaced(p.path, p.message)) for p in problems)
     if structured is not None:
         issues.extend(check_rules(structured, run=run, profile=schema))
     else:
