@@ -50,6 +50,7 @@ def test_a4_fail_run_latches_fatal_and_a2_keeps_it() -> None:
     first = lane.try_publish(_optional(f))
     assert first.fatal
     assert "overflow" in first.reason
+    assert (first.rule, first.required_loss) == ("A4", False)
     lane.pop()
     again = lane.try_publish(_optional(f))
     assert again.outcome is AdmissionOutcome.FATAL
@@ -111,6 +112,7 @@ def test_a9_lossy_policy_never_loses_a_required_envelope() -> None:
     lane.try_publish(f.record("obs", required=True))
     adm = lane.try_publish(_optional(f))
     assert adm.fatal
+    assert (adm.rule, adm.required_loss) == ("A9", True)
     assert "required" in adm.reason
     assert lane.counters().lost == 0
 

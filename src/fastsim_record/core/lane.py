@@ -82,11 +82,12 @@ class AdmissionOutcome(enum.Enum):
 
 @attrs.frozen
 class Admission:
-    """Decision for one ``try_publish``: outcome, gaps it created, and a reason."""
+    """Decision for one ``try_publish``: outcome, gaps it created, a reason and the rule."""
 
     outcome: AdmissionOutcome
     gaps: tuple[GapRecord, ...] = ()
     reason: str = ""
+    rule: str = "A1"  # the admission rule that decided (A1-A9)
 
     @property
     def admitted(self) -> bool:
@@ -97,6 +98,11 @@ class Admission:
     def fatal(self) -> bool:
         """True when the lane has latched a fatal error."""
         return self.outcome is AdmissionOutcome.FATAL
+
+    @property
+    def required_loss(self) -> bool:
+        """True when the refusal is rule A9: a lossy rule would have lost a required envelope."""
+        return self.rule == "A9"
 
 
 #: The one pre-allocated answer for the common case (rule A1).
@@ -215,26 +221,27 @@ class Lane:
     def _overload(self, envelope: Envelope, size: int) -> Admission:
         if self._fatal is not None:  # A2
             self._failures += 1
-            return Admission(AdmissionOutcome.FATAL, (), self._fatal)
+            return Admission(AdmissionOutcome.FATAL, (), self._fatal, "A2")
         if self._degraded:  # A3
-            return self._drop_new(envelope, GapReason.DEGRADED)
+            return self._drop_new(envelope, GapReason.DEGRADED, "A3")
         policy = self._policy
         name = self.spec.name.value
         if policy is OverloadPolicy.FAIL_RUN:  # A4
             return self._latch(
                 f"{name} lane overflow under fail_run: {len(self._items)}/{self._max_items} items, "
                 f"{self._bytes}+{size}/{self._max_bytes} bytes (stream {envelope.stream!r}, "
-                f"global sequence {envelope.global_sequence})"
+                f"global sequence {envelope.global_sequence})",
+                "A4",
             )
         if policy is OverloadPolicy.DROP_NEWEST:  # A5
-            return self._drop_new(envelope, GapReason.DROP_NEWEST)
+            return self._drop_new(envelope, GapReason.DROP_NEWEST, "A5")
         if policy is OverloadPolicy.DEGRADE_RECORDING:  # A8
             self._degraded = True
             self._admit_items = 0
-            return self._drop_new(envelope, GapReason.DEGRADED)
+            return self._drop_new(envelope, GapReason.DEGRADED, "A8")
         # DROP_OLDEST
         if size > self._max_bytes:  # A7
-            return self._drop_new(envelope, GapReason.DROP_OLDEST)
+            return self._drop_new(envelope, GapReason.DROP_OLDEST, "A7")
         items = self._items
         evict = 0
         freed = 0
@@ -256,9 +263,9 @@ class Lane:
         self._enqueued += 1
         if len(items) > self._high_water:
             self._high_water = len(items)
-        return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest")
+        return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest", "A6")
 
-    def _drop_new(self, envelope: Envelope, reason: GapReason) -> Admission:
+    def _drop_new(self, envelope: Envelope, reason: GapReason, rule: str) -> Admission:
         if envelope.required:  # A9
             return self._required_loss(envelope)
         gap = GapRecord.for_envelope(envelope, reason)
@@ -267,19 +274,20 @@ class Lane:
         self._lost += 1
         if reason is GapReason.DEGRADED:
             self._degradations += 1
-        return Admission(AdmissionOutcome.DROPPED, (gap,), f"{self.spec.name.value} lane {reason.value}")
+        return Admission(AdmissionOutcome.DROPPED, (gap,), f"{self.spec.name.value} lane {reason.value}", rule)
 
     def _required_loss(self, envelope: Envelope) -> Admission:
         return self._latch(
             f"{self.spec.name.value} lane overflow would lose required stream "
-            f"{envelope.stream!r} at global sequence {envelope.global_sequence}"
+            f"{envelope.stream!r} at global sequence {envelope.global_sequence}",
+            "A9",
         )
 
-    def _latch(self, reason: str) -> Admission:
+    def _latch(self, reason: str, rule: str) -> Admission:
         self._fatal = reason
         self._admit_items = 0
         self._failures += 1
-        return Admission(AdmissionOutcome.FATAL, (), reason)
+        return Admission(AdmissionOutcome.FATAL, (), reason, rule)
 
     # -- worker side ----------------------------------------------------------------
 
