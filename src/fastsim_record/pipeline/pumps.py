@@ -128,7 +128,7 @@ class Pump:
         if admission is not ACCEPTED:
             pressed = True
             if admission.fatal:
-                error_type = RequiredLossError if "required" in admission.reason else RecordingFailed
+                error_type = RequiredLossError if admission.required_loss else RecordingFailed
                 self._monitor.latch(error_type(admission.reason, lane=lane.spec.name.value))
         if pressed and not self._wake.is_set():
             self._wake.set()
