@@ -157,7 +157,7 @@ def _mapping_hook(conv: cattrs.Converter, tp: Any) -> Callable[[Any, Any], Any]:
             if not isinstance(key, str):
                 exc: Exception = ValueError(f"keys must be strings (got {describe(key)})")
                 exc.__notes__ = [cattrs.errors.IterableValidationNote(
-                    f"Structuring mapping key @ key {key!r}", key, str)]
+                    f"Structuring mapping key @ key {key!r}", describe(key), str)]
                 errors.append(exc)
                 continue
             try:

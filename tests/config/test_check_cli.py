@@ -171,6 +171,8 @@ def test_check_binary_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
          "plugins.record.config: must be a mapping (got a list)"),
         ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {3: {use: plugin://fastsim/record}}\n",
          "plugins.3: keys must be strings (got 3)"),
+        ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {record: {use: plugin://fastsim/record, config: {~: 1}}}\n",
+         "plugins.record.config.null: keys must be strings (got null)"),
         ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {record: {use: plugin://fastsim/record}}\nlock: [1]\n",
          "lock: must be a mapping (got a list)"),
         ("a: &x [*x]\n", "a: unknown key; valid keys are 'backend', 'lock', 'name', 'plugins', 'runtime',"
