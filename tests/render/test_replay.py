@@ -197,7 +197,7 @@ def test_recorded_fluid_particles_are_drawn_in_replay(
 
 
 def test_replay_output_keeps_the_source_generation_and_simulation_time(tmp_path: Path) -> None:
-    """Replay records carry each source sample's (generation, sim time), not the Replay's own tick clock."""
+    """Replay records carry each source sample's (generation, sim time), not the Replay's own clock; physics never steps."""
     source_run = _run(
         tmp_path / "source.yaml", "source",
         "        observations: {mode: none, include: {}}\n        render_state: {enabled: true, rate_hz: 10}",
@@ -214,6 +214,7 @@ def test_replay_output_keeps_the_source_generation_and_simulation_time(tmp_path:
     outcome, backend = replay(tmp_path / "source.fsr", replay_run, tmp_path)
     assert outcome.outcome.ok, outcome.outcome.reason
     assert len(backend.applied) == len(expected)
+    assert backend.render_source().data.time == 0.0  # posed with mj_forward only: never stepped
     with FsrReader(tmp_path / "replayed.fsr") as reader:
         for stream in ("cameras.wrist.rgb", "observations"):
             got = [(r.generation, r.sim_time_ns) for r in reader.records(stream) if r.kind.name == "DATA"]
