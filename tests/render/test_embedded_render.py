@@ -246,3 +246,36 @@ def test_render_state_round_trip_and_exact_apply(mesh_scene: tuple[Any, Any]) ->
     target.apply_state(decoded.arrays)
     assert fresh.qpos.tobytes() == data.qpos.tobytes()
     assert decoded.arrays["rigid/puck/linear_velocity"].tolist() == [0.5, 0.5, 0.5]
+
+
+@pytest.mark.mujoco
+def test_mujoco_run_records_scene_geometry_through_record(tmp_path: Path) -> None:
+    """A MuJoCo Run with streams.geometry writes one visual assets record, then moving-body transforms at rate_hz."""
+    from fastsim_embedded.compile import prepare_run
+    from fastsim_embedded.session import run_session
+    from fastsim_record.adapters.geometry import decode_transforms, record_kind
+    from fastsim_record.fsr import FsrReader
+
+    run = tmp_path / "geo.yaml"
+    run.write_text(
+        "schema: fastsim/2\nname: geo\nbackend: mujoco\n"
+        "scenario: {scene: {robots: {robot: {use: robot://droid/panda-2f85}}, mujoco: {cameras: []}}}\n"
+        "plugins:\n  record:\n    use: plugin://fastsim/record\n    config:\n"
+        "      output: {name: geo.fsr}\n"
+        "      streams: {observations: {mode: none, include: {}}, geometry: {enabled: true, rate_hz: 10}}\n",
+        encoding="utf-8",
+    )
+    result = run_session(prepare_run(run, duration_s=1.0), tmp_path)
+    assert result.outcome.ok, result.outcome.reason
+    with FsrReader(tmp_path / "geo.fsr") as reader:
+        assert reader.stream("geometry").kind == "scene.geometry@2"
+        records = [r.payload for r in reader.records("geometry")]
+    assert len(records) == 11
+    assets = decode_assets(records[0]).manifest
+    assert assets["catalog"] == "visual"
+    motions = {b["name"]: b["motion"] for b in assets["bodies"]}
+    assert {"world", "table"} <= {n for n, m in motions.items() if m == "static"}
+    moving = {n for n, m in motions.items() if m != "static"}
+    assert {"cube", "hand"} <= moving
+    assert all(record_kind(r) == "transforms" for r in records[1:])
+    assert set(decode_transforms(records[-1])) == moving
