@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from fastsim_record.fsr import (
     RecordKind,
     RunMetadata,
     StreamSpec,
+    recover,
     validate,
 )
 
@@ -159,3 +161,63 @@ def test_sequences_do_not_wrap_around() -> None:
         _writer().write_batch([RecordIn.data(1, top, 1, 0, 0, b""), RecordIn.data(9, 0, 1, 0, 0, b"")])
     with pytest.raises(ValueError, match="stream sequence hole"):
         _writer().write_batch([RecordIn.data(1, 1, top, 0, 0, b""), RecordIn.data(1, 2, 0, 0, 0, b"")])
+
+
+class _FullDisk(io.BytesIO):
+    """A file that accepts ``room`` bytes, then fails every write like a full disk."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def write(self, data: Any) -> int:
+        n = memoryview(data).nbytes
+        if self.tell() + n > self.room:
+            super().write(bytes(data)[: max(0, self.room - self.tell())])
+            raise OSError(28, "No space left on device")
+        return super().write(data)
+
+
+def test_a_failed_write_latches_the_writer_and_recovery_keeps_the_whole_batches(tmp_path: Path) -> None:
+    """After a write error nothing more is appended (no batch after a torn one); recovery keeps what was whole."""
+    first = [RecordIn.data(1, 1, 1, 0, 0, b"a" * 100)]
+    probe = io.BytesIO()
+    _writer(probe).write_batch(first)
+    disk = _FullDisk(len(probe.getvalue()) + 150)
+    writer = _writer(disk)
+    writer.write_batch(first)
+    with pytest.raises(OSError, match="No space left"):
+        writer.write_batch([RecordIn.data(1, 2, 2, 0, 1, b"b" * 400)])
+    disk.room = 1 << 20  # space again: still nothing may follow the torn batch
+    for action in (lambda: writer.write_batch([RecordIn.data(1, 3, 3, 0, 2, b"c")]), writer.seal, writer.flush):
+        with pytest.raises(ValueError, match="FSR writer is failed"):
+            action()
+    writer.close()
+    src = tmp_path / "a.fsr.incomplete"
+    src.write_bytes(disk.getvalue())
+    report = recover(src, tmp_path / "a.fsr")
+    assert (report.records_kept, report.batches_kept, report.lossless) == (1, 1, False)
+    validate(tmp_path / "a.fsr")
+
+
+class _ShortReads(io.BytesIO):
+    """A file whose reads return at most 7 bytes at a time (allowed for raw files and pipes)."""
+
+    def read(self, n: int | None = -1) -> bytes:
+        return super().read(7 if n is None or n < 0 else min(n, 7))
+
+
+def test_short_reads_are_not_mistaken_for_truncation() -> None:
+    """A reader on a file that returns short reads still validates and reads every payload."""
+    data = _writer_bytes()
+    validate(_ShortReads(data))
+    with FsrReader(_ShortReads(data)) as reader:
+        assert [r.payload for r in reader.records()] == [b"x" * 40, b"y" * 3]
+
+
+def _writer_bytes() -> bytes:
+    buf = io.BytesIO()
+    writer = _writer(buf)
+    writer.write_batch([RecordIn.data(1, 1, 1, 0, 0, b"x" * 40, {"k": 1}), RecordIn.data(7, 2, 1, 0, 0, b"y" * 3)])
+    writer.seal()
+    return buf.getvalue()

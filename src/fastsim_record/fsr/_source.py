@@ -26,8 +26,15 @@ class Source:
             raise FormatError(offset, f"truncated: {what} needs {length} bytes")
         self.file.seek(offset)
         data = self.file.read(length)
-        if len(data) != length:
-            raise FormatError(offset, f"truncated: {what} needs {length} bytes")
+        if len(data) != length:  # a short read is not the end of the file: read on
+            parts = [data]
+            got = len(data)
+            while got < length and (more := self.file.read(length - got)):
+                parts.append(more)
+                got += len(more)
+            if got != length:
+                raise FormatError(offset, f"truncated: {what} needs {length} bytes")
+            data = b"".join(parts)
         return data
 
     def close(self) -> None:

@@ -9,7 +9,11 @@ Decision table: writer states
 |---|---------|-------------|-------|-------------------|--------------|
 | 1 | open    | append      | yes   | -> sealed         | -> closed    |
 | 2 | sealed  | ValueError  | yes   | ValueError        | -> closed    |
-| 3 | closed  | ValueError  | ValueError | ValueError   | no-op        |
+| 3 | failed  | ValueError  | ValueError | ValueError   | -> closed    |
+| 4 | closed  | ValueError  | ValueError | ValueError   | no-op        |
+
+A write to the file that raises (disk full, a revoked lease) moves the writer to
+``failed``: the file may end in a torn batch, so nothing more is appended to it.
 """
 
 from __future__ import annotations
@@ -159,8 +163,7 @@ class FsrWriter:
             facts.sim_time_max, sha, crc(body), 0,
         )
         header = header[:116] + crc(header[:116]).to_bytes(4, "little")
-        self._file.write(header)
-        self._file.write(buf)
+        self._write(header, buf)
         length = len(header) + len(buf)
         self._acc.add(self._pos, length, flags, table, facts)
         self._pos += length
@@ -168,12 +171,24 @@ class FsrWriter:
             self._degraded = True
         return length
 
+    def _write(self, *parts: bytes) -> None:
+        try:
+            for part in parts:
+                self._file.write(part)
+        except BaseException:
+            self._state = "failed"
+            raise
+
     def flush(self, fsync: bool = False) -> None:
         """Flush buffered bytes to the OS; with ``fsync`` also to stable storage."""
         self._require("open", "sealed")
-        self._file.flush()
-        if fsync:
-            os.fsync(self._file.fileno())
+        try:
+            self._file.flush()
+            if fsync:
+                os.fsync(self._file.fileno())
+        except BaseException:
+            self._state = "failed"
+            raise
 
     def seal(
         self,
@@ -199,7 +214,7 @@ class FsrWriter:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"terminal fence is not JSON-able: {exc}") from None
         tail = encode_tail(self._pos, acc.index_array(), acc.projection_array(), footer)
-        self._file.write(tail)
+        self._write(tail)
         self._pos += len(tail)
         self._state = "sealed"
         self.flush(fsync)
