@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from fastsim_record.cli import _host
 from fastsim_record.cli import replay as replay_cli
 
 
@@ -14,7 +15,7 @@ def test_replay_without_an_installed_host_exits_2_with_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With no fastsim.hosts/embedded-replay entry point, fsr replay explains that in one line and exits 2."""
-    monkeypatch.setattr(replay_cli, "entry_points", lambda **_: ())
+    monkeypatch.setattr(_host, "entry_points", lambda **_: ())
     parser = argparse.ArgumentParser()
     replay_cli.add_arguments(parser)
     args = parser.parse_args(["source.fsr", "run.yaml"])
@@ -35,8 +36,7 @@ def test_replay_with_a_broken_host_exits_2_naming_the_error(
         def load(self) -> Any:
             raise ImportError("no module named broken\nsecond line")
 
-    monkeypatch.setattr(replay_cli, "entry_points", lambda **_: (Broken(),))
-    monkeypatch.setattr(replay_cli, "_BROKEN", [])
+    monkeypatch.setattr(_host, "entry_points", lambda **_: (Broken(),))
     args = argparse.Namespace(source="s.fsr", run="r.yaml")
     assert replay_cli.run(args) == 2
     err = capsys.readouterr().err.strip()
