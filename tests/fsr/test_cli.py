@@ -175,3 +175,30 @@ def test_synth_rejects_bad_arguments(tmp_path: Path, capsys: Capture) -> None:
     assert main(["synth", str(tmp_path / "x.fsr"), "--records", "-1"]) == 2
     assert "--records" in capsys.readouterr().err
     assert not (tmp_path / "x.fsr").exists()
+
+
+def test_validate_exit_codes_from_a_real_process(fsr_file: Path, tmp_path: Path) -> None:
+    """The fsr process exits 0/1/2 for valid/invalid/unusable input, with one stderr line and no traceback."""
+    import subprocess
+    import sys
+
+    corrupt = tmp_path / "corrupt.fsr"
+    data = bytearray(fsr_file.read_bytes())
+    data[-100] ^= 0x10
+    corrupt.write_bytes(bytes(data))
+    argv = [[str(fsr_file)], [str(corrupt)], [str(tmp_path / "missing.fsr")], [str(fsr_file), "--integrity", "x"]]
+    procs = [  # started together: four interpreter start-ups overlap
+        subprocess.Popen([sys.executable, "-m", "fastsim_record.cli", "validate", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for args in argv
+    ]
+    outputs = [p.communicate() for p in procs]
+    valid, invalid, missing, usage = (
+        subprocess.CompletedProcess(p.args, p.returncode, out, err) for p, (out, err) in zip(procs, outputs)
+    )
+    assert (valid.returncode, invalid.returncode, missing.returncode, usage.returncode) == (0, 1, 2, 2)
+    assert valid.stdout.startswith("valid: ")
+    assert "footer_identity" in valid.stdout
+    assert re.fullmatch(r"invalid: .+ at offset \d+\n", invalid.stderr), invalid.stderr
+    assert missing.stderr.count("\n") == 1
+    assert all("Traceback" not in p.stderr for p in (valid, invalid, missing, usage))
