@@ -17,39 +17,14 @@ from __future__ import annotations
 
 from fastsim_contract.run_compiler import CompiledRun
 from fastsim_record import COMPONENT_ID
+from fastsim_record.config import model
 from fastsim_record.config.compile import compile_record_config
-from fastsim_record.config.model import (
-    BatchingConfig,
-    CameraConfig,
-    FinalizeConfig,
-    ObservationChannel,
-    ObservationsConfig,
-    OutputConfig,
-    QueueConfig,
-    QueuesConfig,
-    RateCaptureConfig,
-    RecordConfig,
-    StreamsConfig,
-)
+from fastsim_record.config.model import *  # noqa: F403 - the model's public names are the package's
+from fastsim_record.config.model import RecordConfig
 from fastsim_record.config.versions import LATEST, VERSIONS
 
-__all__ = [
-    "LATEST",
-    "VERSIONS",
-    "BatchingConfig",
-    "CameraConfig",
-    "FinalizeConfig",
-    "ObservationChannel",
-    "ObservationsConfig",
-    "OutputConfig",
-    "QueueConfig",
-    "QueuesConfig",
-    "RateCaptureConfig",
-    "RecordConfig",
-    "StreamsConfig",
-    "compile_record_config",
-    "record_configs",
-]
+__all__ = ["LATEST", "VERSIONS", "compile_record_config", "record_configs"]
+__all__ += model.__all__
 
 
 def record_configs(compiled: CompiledRun) -> dict[str, RecordConfig]:
