@@ -133,6 +133,31 @@ def test_descriptor_drift_fails_closed(camera_run: CameraRun) -> None:
     _fails(camera_run, shrink, "drift")
 
 
+def test_depth_frame_on_the_rgb_channel_never_reaches_the_jpeg_encoder(
+    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A float depth image published on the RGB channel fails the run as drift before any encoder sees it."""
+    seen: list[tuple[str, tuple[int, ...]]] = []
+    original = codecs.JpegEncoder.encode
+
+    def encode(self: codecs.JpegEncoder, frame: RgbFrame) -> bytes:
+        seen.append((str(frame.dtype), frame.shape))
+        return original(self, frame)
+
+    monkeypatch.setattr(codecs.JpegEncoder, "encode", encode)
+
+    def depth(tick: int, readings: list[Any]) -> list[Any]:
+        if tick != 5:
+            return readings
+        image = np.ones((48, 64), dtype=np.float32)
+        image.flags.writeable = False
+        return [attrs.evolve(r, value=image) if r.role == "rgb" else r for r in readings]
+
+    _fails(camera_run, depth, "drift")
+    assert seen
+    assert set(seen) == {("uint8", (48, 64, 3))}
+
+
 def test_missing_required_sample_fails_closed(camera_run: CameraRun) -> None:
     """A required camera tick without its quaternion sample fails the run (rule C5)."""
 

@@ -73,6 +73,15 @@ def test_depth_channel_never_reaches_the_rgb_encoder() -> None:
         select_cameras(_config(a=_cam("a")), _run(*channels))
 
 
+@pytest.mark.parametrize("kind", ["depth", "segmentation", "normals"])
+def test_rgb_shaped_non_rgb_channel_never_reaches_the_rgb_encoder(kind: str) -> None:
+    """A uint8 (H, W, 3) channel of a non-RGB kind is refused by its kind alone, at prepare."""
+    channels = list(camera_descriptors("a", 64, 48))
+    channels[0] = attrs.evolve(channels[0], kind=kind)
+    with pytest.raises(ConfigError, match=rf"cameras\.a\.rgb:.*declared kind '{kind}'"):
+        select_cameras(_config(a=_cam("a")), _run(*channels))
+
+
 def test_wrong_calibration_channel_shape_is_a_config_error() -> None:
     """A quaternion channel declared with three elements is rejected at prepare."""
     channels = list(camera_descriptors("a", 64, 48))
