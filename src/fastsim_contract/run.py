@@ -42,7 +42,15 @@ import attrs
 import yaml
 
 from fastsim_contract.run_errors import RunConfigError, RunIssue
-from fastsim_contract.run_structure import describe, strict_converter, structure_issues
+from fastsim_contract.run_structure import (
+    describe,
+    non_empty,
+    one_of,
+    optional_positive_number,
+    positive_number,
+    strict_converter,
+    structure_issues,
+)
 
 __all__ = [
     "INTEGRITY_POLICIES",
@@ -73,26 +81,6 @@ RATE_POLICIES = ("exact", "nearest_tick")
 INTEGRITY_POLICIES = ("none", "sha256")
 
 
-def _one_of(choices: tuple[str, ...]) -> Any:
-    listed = ", ".join(f"'{c}'" for c in choices)
-
-    def check(_: object, __: attrs.Attribute[Any], value: str) -> None:
-        if value not in choices:
-            raise ValueError(f"must be one of {listed} (got {describe(value)})")
-
-    return check
-
-
-def _non_empty(_: object, __: attrs.Attribute[Any], value: str) -> None:
-    if not value.strip():
-        raise ValueError("must not be empty")
-
-
-def _positive(_: object, __: attrs.Attribute[Any], value: float) -> None:
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"must be a positive number (got {describe(value)})")
-
-
 def _schema(_: object, __: attrs.Attribute[Any], value: str) -> None:
     if value != RUN_SCHEMA:
         raise ValueError(f"must be '{RUN_SCHEMA}' (got {describe(value)})")
@@ -108,24 +96,19 @@ def _component_uri(_: object, __: attrs.Attribute[Any], value: str) -> None:
 class RunOutputPolicy:
     """Core's trusted output policy for the Run's artifacts."""
 
-    integrity: str = attrs.field(default="none", validator=_one_of(INTEGRITY_POLICIES))
+    integrity: str = attrs.field(default="none", validator=one_of(INTEGRITY_POLICIES))
     preserve_incomplete: bool = True
     publish_incomplete: bool = False
-
-
-def _optional_positive(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
-    if value is not None:
-        _positive(_, attribute, value)
 
 
 @attrs.frozen
 class RuntimeSpec:
     """Core runtime settings: capture cadence, optional physics rate and length, output policy."""
 
-    sensor_hz: float = attrs.field(default=120.0, validator=_positive)
-    rate_policy: str = attrs.field(default="exact", validator=_one_of(RATE_POLICIES))
-    physics_hz: float | None = attrs.field(default=None, validator=_optional_positive)
-    duration_s: float | None = attrs.field(default=None, validator=_optional_positive)
+    sensor_hz: float = attrs.field(default=120.0, validator=positive_number)
+    rate_policy: str = attrs.field(default="exact", validator=one_of(RATE_POLICIES))
+    physics_hz: float | None = attrs.field(default=None, validator=optional_positive_number)
+    duration_s: float | None = attrs.field(default=None, validator=optional_positive_number)
     output: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
 
 
@@ -154,8 +137,8 @@ class RunLock:
 @attrs.frozen
 class _RunSpec:
     schema: str = attrs.field(validator=_schema)
-    name: str = attrs.field(validator=_non_empty)
-    backend: str = attrs.field(validator=_non_empty)
+    name: str = attrs.field(validator=non_empty)
+    backend: str = attrs.field(validator=non_empty)
     scenario: Mapping[str, Any] = attrs.field(factory=dict)
     runtime: RuntimeSpec = attrs.field(factory=RuntimeSpec)
     plugins: Mapping[str, _PluginSpec] = attrs.field(factory=dict)

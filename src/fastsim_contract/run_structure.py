@@ -37,6 +37,10 @@ from fastsim_contract.run_errors import RunIssue
 __all__ = [
     "describe",
     "join_path",
+    "non_empty",
+    "one_of",
+    "optional_positive_number",
+    "positive_number",
     "strict_converter",
     "structure_issues",
     "unknown_key_message",
@@ -80,6 +84,35 @@ def unknown_key_message(key: str, valid: Iterable[str]) -> str:
     if not names:
         return "unknown key; no keys are accepted here"
     return "unknown key; valid keys are " + ", ".join(f"'{n}'" for n in names)
+
+
+def one_of(choices: tuple[str, ...], *, legacy: tuple[str, ...] = ()) -> Any:
+    """attrs validator: the value is one of ``choices`` (``legacy`` values pass silently)."""
+    listed = ", ".join(f"'{c}'" for c in choices)
+
+    def check(_: object, __: attrs.Attribute[Any], value: str) -> None:
+        if value not in choices and value not in legacy:
+            raise ValueError(f"must be one of {listed} (got {describe(value)})")
+
+    return check
+
+
+def non_empty(_: object, __: attrs.Attribute[Any], value: str) -> None:
+    """attrs validator: a non-blank string."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+
+
+def positive_number(_: object, __: attrs.Attribute[Any], value: float) -> None:
+    """attrs validator: a finite number greater than zero."""
+    if not 0 < value < float("inf"):
+        raise ValueError(f"must be a positive number (got {describe(value)})")
+
+
+def optional_positive_number(_: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    """attrs validator: ``null`` or a finite number greater than zero."""
+    if value is not None:
+        positive_number(_, attribute, value)
 
 
 def without_paths(data: Mapping[str, Any], paths: Iterable[str]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_contract.run_structure import describe
+from fastsim_contract.run_structure import describe, non_empty, one_of, positive_number
 
 __all__ = [
     "CAMERA_ENCODINGS",
@@ -65,30 +65,10 @@ GRANT_SCENE_GEOMETRY = "scene.geometry@2"
 GRANT_OUTPUT = "output.write_lease"
 
 
-def _quote(choices: Collection[str]) -> str:
-    return ", ".join(f"'{c}'" for c in choices)
-
-
-def one_of(choices: tuple[str, ...], *, legacy: tuple[str, ...] = ()) -> Any:
-    """Validator: the value is one of ``choices`` (``legacy`` values pass silently)."""
-
-    def check(_: object, __: attrs.Attribute[Any], value: str) -> None:
-        if value not in choices and value not in legacy:
-            raise ValueError(f"must be one of {_quote(choices)} (got {describe(value)})")
-
-    return check
-
-
 def positive_int(_: object, __: attrs.Attribute[Any], value: int) -> None:
     """Validator: an integer greater than zero."""
     if value <= 0:
         raise ValueError(f"must be a positive integer (got {describe(value)})")
-
-
-def positive_number(_: object, __: attrs.Attribute[Any], value: float) -> None:
-    """Validator: a finite number greater than zero."""
-    if not 0 < value < float("inf"):
-        raise ValueError(f"must be a positive number (got {describe(value)})")
 
 
 def exactly_one(_: object, __: attrs.Attribute[Any], value: int) -> None:
@@ -104,12 +84,6 @@ def jpeg_quality(_: object, __: attrs.Attribute[Any], value: int | None) -> None
     """Validator: an exact integer from 1 through 100 (or omitted)."""
     if value is not None and not 1 <= value <= 100:
         raise ValueError(f"must be an integer from 1 through 100 (got {describe(value)})")
-
-
-def non_empty(_: object, __: attrs.Attribute[Any], value: str) -> None:
-    """Validator: a non-blank string."""
-    if not value.strip():
-        raise ValueError("must not be empty")
 
 
 def bare_file_name(_: object, __: attrs.Attribute[Any], value: str) -> None:
