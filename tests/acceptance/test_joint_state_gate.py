@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +85,45 @@ def test_gate_passes_on_a_real_recording(recording: Path, tmp_path: Path) -> Non
     for channel in ("robot.joint_position", "robot.joint_velocity"):
         assert report["evidence"][channel]["records"] > 0
         assert report["evidence"][channel]["declared"]["shape"] == [13]
+
+
+@pytest.mark.parametrize("script", ["validate_record_joint_state.py", "scripts/validate_record_joint_state.py"])
+def test_gate_runs_as_a_script_from_both_documented_paths(recording: Path, tmp_path: Path, script: str) -> None:
+    """``python acceptance/[scripts/]validate_record_joint_state.py`` exits 0 and writes a passing report."""
+    report = tmp_path / "report.json"
+    argv = ["--config", str(CONFIG), "--fsr", str(recording), "--report", str(report)]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "acceptance" / script), *argv], capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(report.read_text())["passed"] is True
+
+
+def test_gate_fails_on_wrong_entity_shape_and_length(recording: Path, tmp_path: Path) -> None:
+    """A position channel declared for another entity with 12 elements fails D4 (exit 1)."""
+
+    def declare(spec: StreamSpec) -> StreamSpec:
+        attributes = json.loads(json.dumps(spec.attributes))
+        for channel in attributes["channels"]:
+            if channel["name"] == "robot.joint_position":
+                channel["entity"], channel["shape"] = "other_robot", [12]
+        return attrs.evolve(spec, attributes=attributes)
+
+    code, report = _run(_doctor(recording, tmp_path / "shape.fsr", stream=declare), tmp_path)
+    assert code == 1
+    failures = [f for f in report["failures"] if f.startswith("D4: robot.joint_position")]
+    assert any("entity" in f for f in failures)
+    assert any("shape" in f for f in failures)
+
+
+def test_gate_fails_on_a_short_payload(recording: Path, tmp_path: Path) -> None:
+    """A tick record one float short of the declared byte length fails E2 (exit 1)."""
+    code, report = _run(
+        _doctor(recording, tmp_path / "short.fsr", record=lambda r: attrs.evolve(r, payload=r.payload[:-8])),
+        tmp_path,
+    )
+    assert code == 1
+    assert any(f.startswith("E2:") for f in report["failures"]), report["failures"]
 
 
 def test_gate_fails_on_a_non_finite_sample(recording: Path, tmp_path: Path) -> None:
