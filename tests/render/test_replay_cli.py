@@ -1,14 +1,21 @@
-"""``fsr replay`` without a host: the plugin's command never imports one."""
+"""``fsr replay`` without a host, and the Replay's reading of its source FSR (no simulator needed)."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from fastsim_contract.run_errors import RunConfigError
+from fastsim_embedded.replay import read_track
+from fastsim_record.adapters.render_state import encode_render_state
 from fastsim_record.cli import _host
 from fastsim_record.cli import replay as replay_cli
+from fastsim_record.fsr import FsrWriter, RecordIn, RunMetadata, StreamSpec
 
 
 def test_replay_without_an_installed_host_exits_2_with_one_line(
@@ -41,3 +48,43 @@ def test_replay_with_a_broken_host_exits_2_naming_the_error(
     assert replay_cli.run(args) == 2
     err = capsys.readouterr().err.strip()
     assert err == "fsr replay: broken.module:COMMAND: ImportError: no module named broken"
+
+
+def _source(path: Path, generations: list[int]) -> Path:
+    state = {
+        "rigid/a/pose": np.array([0, 0, 0, 0, 0, 0, 1.0]),
+        "rigid/a/linear_velocity": np.zeros(3),
+        "rigid/a/angular_velocity": np.zeros(3),
+    }
+    payload = encode_render_state(state)
+    records = [
+        RecordIn.data(1, i + 1, i + 1, generation, (i + 1) * 33_333_333, payload)
+        for i, generation in enumerate(generations)
+    ]
+    with FsrWriter(path, RunMetadata("r", "c"), [StreamSpec(1, "render.state", "render.state")]) as writer:
+        writer.write_batch(records)
+        writer.seal({})
+    return path
+
+
+def test_read_track_describes_the_complete_source_sequence(tmp_path: Path) -> None:
+    """The Replay source names the source's SHA-256, its full stream/global sequence and generations."""
+    path = _source(tmp_path / "s.fsr", [0, 0, 1, 1, 2])
+    track = read_track(path)
+    assert track.source.fence() == {
+        "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "source_name": "s.fsr",
+        "stream": "render.state",
+        "records": 5,
+        "stream_sequence": {"first": 1, "last": 5},
+        "global_sequence": {"first": 1, "last": 5},
+        "generations": [0, 1, 2],
+        "complete": True,
+    }
+
+
+def test_read_track_refuses_a_source_whose_generations_skip(tmp_path: Path) -> None:
+    """Replay keeps the source's generations, so a source jumping from generation 0 to 2 is refused."""
+    with pytest.raises(RunConfigError) as info:
+        read_track(_source(tmp_path / "s.fsr", [0, 0, 2]))
+    assert "render.state record 3 is in generation 2 after 0" in str(info.value.issues[0])
