@@ -137,6 +137,21 @@ def test_a_staged_file_changed_after_seal_is_not_published(tmp_path: Path) -> No
     assert not (tmp_path / "episode.fsr").exists()
 
 
+def test_a_staged_file_replaced_before_readback_is_not_read_back(tmp_path: Path) -> None:
+    """A readback lease only opens the exact file that was sealed; a replaced one fails the lease."""
+    leases = FilesystemLeases(tmp_path)
+    lease = _sealed(leases)
+    staged = tmp_path / "episode.fsr.incomplete"
+    data = staged.read_bytes()
+    staged.rename(tmp_path / "kept-aside")  # keeps the inode in use
+    staged.write_bytes(data)  # same bytes, another file
+    with pytest.raises(LeaseError, match="changed after it was sealed"):
+        leases.open_readback(lease)
+    with pytest.raises(LeaseError, match="is failed"):
+        leases.commit(lease)
+    assert not (tmp_path / "episode.fsr").exists()
+
+
 def test_commit_is_idempotent(tmp_path: Path) -> None:
     """A second commit returns the same path and changes nothing; abort afterwards is a no-op."""
     leases = FilesystemLeases(tmp_path)

@@ -9,7 +9,7 @@ Decision table: ``FilesystemLeases`` write-lease states
 | # | state     | seal      | open_readback | confirm_validation | reject_validation | commit          | abort               |
 |---|-----------|-----------|---------------|--------------------|-------------------|-----------------|---------------------|
 | 1 | writing   | -> sealed | LeaseError    | LeaseError         | -> failed         | LeaseError      | -> aborted          |
-| 2 | sealed    | LeaseError| new readback  | exact readback -> confirmed | -> failed | LeaseError      | -> aborted          |
+| 2 | sealed    | LeaseError| new readback (staged file unchanged, else -> failed) | exact readback -> confirmed | -> failed | LeaseError | -> aborted |
 | 3 | confirmed | LeaseError| LeaseError    | LeaseError         | -> failed         | publish -> committed | -> aborted     |
 | 4 | failed    | LeaseError| LeaseError    | LeaseError         | stays failed      | LeaseError      | -> aborted          |
 | 5 | committed | LeaseError| LeaseError    | LeaseError         | LeaseError        | no-op (same path) | no-op             |
@@ -178,7 +178,13 @@ class FilesystemLeases:
         self._state(own, "sealed")
         if own.readback is not None:
             self.close_readback(own.readback)
-        own.readback = _FsReadbackLease(own, open(own.staging, "rb", buffering=0))  # noqa: SIM115
+        handle = open(own.staging, "rb", buffering=0)  # noqa: SIM115 - owned by the lease
+        st = os.fstat(handle.fileno())
+        if (st.st_size, st.st_mtime_ns, st.st_ino) != own.sealed_stat:
+            handle.close()
+            own.state = "failed"
+            raise LeaseError("staged file changed after it was sealed")
+        own.readback = _FsReadbackLease(own, handle)
         return own.readback
 
     def close_readback(self, readback: ReadbackLease) -> None:
