@@ -137,6 +137,13 @@ class MujocoRenderSource:
                 raise ValueError(
                     f"replay: {key} has shape {tuple(value.shape)}, the scene's articulation {qa.shape}"
                 )
+        for name, _, _, _ in self._rigid:  # every free body is posed from the state, none left behind
+            key = f"rigid/{name}/pose"
+            value = state.get(key)
+            if value is None:
+                raise ValueError(f"replay: the recorded state has no {key!r} (scene rigid body {name!r})")
+            if tuple(value.shape) != (7,):
+                raise ValueError(f"replay: {key} has shape {tuple(value.shape)}, expected (7,)")
 
     def apply_state(self, state: Mapping[str, npt.NDArray[Any]]) -> None:
         """Pose the model from a recorded state (rows 1 and 3, exact); velocities zeroed."""

@@ -279,3 +279,16 @@ def test_mujoco_run_records_scene_geometry_through_record(tmp_path: Path) -> Non
     assert {"cube", "hand"} <= moving
     assert all(record_kind(r) == "transforms" for r in records[1:])
     assert set(decode_transforms(records[-1])) == moving
+
+
+@pytest.mark.mujoco
+def test_replay_check_refuses_a_state_that_leaves_a_scene_body_unposed(mesh_scene: tuple[Any, Any]) -> None:
+    """check_state accepts the scene's own state and refuses one missing a free body's pose."""
+    from fastsim_embedded.mujoco_render import MujocoRenderSource
+
+    source = MujocoRenderSource(*mesh_scene)
+    state = dict(source.render_state())
+    source.check_state(state)
+    del state["rigid/puck/pose"]
+    with pytest.raises(ValueError, match="no 'rigid/puck/pose' \\(scene rigid body 'puck'\\)"):
+        source.check_state(state)
