@@ -479,3 +479,19 @@ def test_effective_config_is_a_fixed_point() -> None:
     }
     effective = compile_config(authored)
     assert compile_config(effective.to_mapping()) == effective
+
+
+def test_structuring_uses_a_private_strict_converter() -> None:
+    """Authored data is structured by a module-private converter with forbid_extra_keys=True; cattrs' global one is untouched."""
+    import cattrs
+
+    import fastsim_record.config as config_package
+    from fastsim_record.config import compile as compile_module
+
+    converter = compile_module._CONVERTER
+    assert converter.forbid_extra_keys is True
+    assert converter is not cattrs.global_converter
+    assert "_CONVERTER" not in compile_module.__all__
+    assert not any(isinstance(getattr(config_package, name), cattrs.Converter) for name in config_package.__all__)
+    assert cattrs.structure("3", int) == 3  # the global converter still coerces; ours never does
+    assert issues({"batching": {"max_items": "3"}}) == [f"{P}.batching.max_items: must be an integer (got '3')"]
