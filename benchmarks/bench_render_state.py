@@ -17,7 +17,10 @@ reported, so background load on a shared machine hits both alike.  Printed:
   wall additionally contains the time this thread waits for the GIL while the writer
   worker encodes (zlib level 1) on its own thread;
 * from one extra instrumented enabled Run: the time inside the render-side capture call
-  (``RenderCapture.after_step``) per tick and per sample, as thread CPU and as wall.
+  (``RenderCapture.after_step``) per tick and per sample, as thread CPU and as wall;
+* isolated: the scene stepped on this thread alone (no Record, no worker), with and
+  without the capture call, alternating passes: the capture work itself, free of the
+  GIL and cache contention a busy 2-core machine adds to the in-Run figures.
 
 Run: ``MUJOCO_GL=egl python benchmarks/bench_render_state.py``.
 """
@@ -34,6 +37,7 @@ import yaml
 
 from fastsim_embedded import render_capture
 from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import run_session
 
 
@@ -110,6 +114,51 @@ def capture_call(seconds: float) -> tuple[float, float, int, int]:
     return timer.wall, timer.cpu, timer.samples, ticks
 
 
+def isolated(seconds: float, repeat: int) -> tuple[float, float, float, int]:
+    """(step CPU s/tick off, step CPU s/tick on, capture-call CPU s/tick, samples per pass).
+
+    No Record and no worker thread: the same scene is stepped on this thread, and the
+    enabled passes also run the render-side capture (sampling, stamping, publishing to a
+    no-op subscriber).  Off and on passes alternate; medians are kept.  The capture call
+    is timed directly, so its figure is the capture work itself, free of the GIL and
+    cache contention a busy 2-core machine adds to the in-Run figures.
+    """
+    with tempfile.TemporaryDirectory(prefix="fsr-bench-rs-") as tmp:
+        prepared = prepare_run(_run_file(Path(tmp), True), duration_s=seconds)
+        host = EmbeddedHost.create(capture=prepared.capture, output_dir=Path(tmp), sensor_hz=120.0)
+        host.bus.subscribe("render.state", lambda _envelope: None)
+        host.bus.close_history()
+        backend = prepared.backend
+        capture = render_capture.RenderCapture.build(host, backend)
+        assert capture is not None
+        ticks = round(seconds * 120)
+        steps: dict[bool, list[float]] = {False: [], True: []}
+        calls: list[float] = []
+        tick = 0
+        clock = time.thread_time
+        for _ in range(repeat):
+            for enabled in (False, True):
+                step_s = call_s = 0.0
+                before = capture.counts["state_samples"]
+                for _ in range(ticks):
+                    tick += 1
+                    host.advance(tick, round(tick * 1e9 / 120))
+                    start = clock()
+                    backend.step(prepared.substeps)
+                    step_s += clock() - start
+                    if enabled:
+                        start = clock()
+                        capture.after_step(1 / 120)
+                        call_s += clock() - start
+                steps[enabled].append(step_s / ticks)
+                if enabled:
+                    calls.append(call_s / ticks)
+                    samples = capture.counts["state_samples"] - before
+        backend.close()
+        return (statistics.median(steps[False]), statistics.median(steps[True]),
+                statistics.median(calls), samples)
+
+
 def main() -> None:
     """Print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -137,7 +186,11 @@ def main() -> None:
     print(f"capture call (sample + stamp + pump), one instrumented Run: {cpu / ticks * 1e6:.2f} us/tick "
           f"= {cpu / max(1, samples) * 1e6:.1f} us/sample thread CPU; {wall / ticks * 1e6:.2f} us/tick "
           f"wall incl. GIL waits ({samples} samples in {ticks} ticks); disabled: no capture object")
-
+    off, on, call, samples = isolated(min(args.seconds, 10.0), args.repeat)
+    ticks = round(min(args.seconds, 10.0) * 120)
+    print(f"isolated (this thread only, no Record worker): capture call {call * 1e6:.2f} us/tick "
+          f"= {call * ticks / samples * 1e6:.1f} us/sample; MuJoCo step {off * 1e6:.1f} us/tick off, "
+          f"{on * 1e6:.1f} on; (step + capture) / step = {(on + call) / off:.3f}")
 
 if __name__ == "__main__":
     main()
