@@ -19,6 +19,7 @@ import importlib.util
 import json
 import sys
 
+SDKS = {"mujoco", "isaaclab", "isaacsim", "omni", "pxr", "pybullet", "sapien", "genesis", "dm_control", "gymnasium"}
 groups = {g: {ep.name: ep.value for ep in md.entry_points(group=g)}
           for g in ("fastsim.components", "fastsim.plugins")}
 catalog = md.entry_points(group="fastsim.components")["record"].load()
@@ -34,6 +35,7 @@ print(json.dumps({
     "has_plugin_module": has_plugin,
     "factory_callable": factory_callable,
     "mujoco_imported": "mujoco" in sys.modules,
+    "simulator_sdks": sorted(m for m in sys.modules if m.split(".")[0] in SDKS),
     "embedded_imported": "fastsim_embedded" in sys.modules,
     "location": __import__("fastsim_record").__file__,
 }))
@@ -74,4 +76,5 @@ def test_wheel_installs_isolated_with_discoverable_entry_points(tmp_path: Path) 
     assert report["has_plugin_module"] is True
     assert report["factory_callable"] is True
     assert report["mujoco_imported"] is False
+    assert report["simulator_sdks"] == []
     assert report["embedded_imported"] is False
