@@ -15,8 +15,11 @@ holds up to 2048 items / 512 MiB (about half a second of 12 cameras).
 For each N the script runs the Run to its committed (or failed) outcome and measures the
 simulation thread's busy time per tick (tick work, excluding the real-time pacing sleep).
 The baseline is the same scene with Record off (no plugin: Core captures nothing), run
-in the same process.  It prints, per N, the outcome, the lanes' high-water marks and the
-busy-time ratio against the baseline, then the largest zero-loss N and its slowdown.
+in the same process.  It prints, per N, the outcome, the lanes' high-water marks, the
+busy-time ratio against the baseline and the writer thread's CPU (share of a core, and
+CPU ms per camera frame: its four records, the JPEG encode and the file writes), then
+the largest zero-loss N and its slowdown.  The machine is shared: a busy neighbour
+shows up as a writer that gets less than its CPU need, so run it twice.
 
     python benchmarks/bench_cameras.py [--duration 8] [--counts 4,8,12,16,20]
 """
@@ -153,6 +156,7 @@ def trial(cameras: int, *, record: bool, duration_s: float) -> dict[str, Any]:
         "media_high_water": lanes.get("media", {}).get("high_water"),
         "file_mb": size / 1e6,
         "worker_cpu_s": float(summary.get("worker_cpu_s", 0.0)),
+        "frames": int(lanes.get("media", {}).get("dequeued", 0)) // 4,
     }
 
 
@@ -179,7 +183,8 @@ def main() -> None:
         print(f"{n:3d} cameras: {status}; busy {row['busy_mean_s'] * 1e3:.3f} ms/tick "
               f"(period {1e3 / SENSOR_HZ:.2f} ms, wall {row['wall_s']:.2f} s), slowdown "
               f"x{ratio:.2f}, media high-water {row['media_high_water']}, writer CPU "
-              f"{row['worker_cpu_s'] / max(row['wall_s'], 1e-9):.2f} core, "
+              f"{row['worker_cpu_s'] / max(row['wall_s'], 1e-9):.2f} core "
+              f"({row['worker_cpu_s'] * 1e3 / max(row['frames'], 1):.2f} ms/frame), "
               f"file {row['file_mb']:.0f} MB")
         if row["ok"] and row["lost"] == 0:
             best = {**row, "ratio": ratio}
