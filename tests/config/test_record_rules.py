@@ -495,3 +495,23 @@ def test_structuring_uses_a_private_strict_converter() -> None:
     assert not any(isinstance(getattr(config_package, name), cattrs.Converter) for name in config_package.__all__)
     assert cattrs.structure("3", int) == 3  # the global converter still coerces; ours never does
     assert issues({"batching": {"max_items": "3"}}) == [f"{P}.batching.max_items: must be an integer (got '3')"]
+
+
+@pytest.mark.parametrize("alias", ["", "a.b", "x y", "a/b", "-lead"])
+def test_camera_alias_must_be_a_stream_name_segment(alias: str) -> None:
+    """A camera alias names the streams cameras.<alias>.*: letters, digits, '_' and '-' only."""
+    assert issues({"streams": {"cameras": {alias: camera()}}}) == [
+        f"{P}.streams.cameras: alias {alias!r} must be letters, digits, '_' and '-'"
+        " (it names the FSR streams cameras.<alias>.*)"
+    ]
+    assert compile_config({"streams": {"cameras": {"exterior-left_2": camera()}}}).streams.cameras
+
+
+def test_an_observation_channel_is_selected_once() -> None:
+    """Two include entries selecting the same channel are rejected at the second."""
+    assert issues({"streams": {"observations": {"mode": "explicit", "include": {
+        "a": {"channel": "robot.joint_position"},
+        "b": {"channel": "robot.joint_position", "required": False},
+    }}}}) == [
+        f"{P}.streams.observations.include.b.channel: 'robot.joint_position' is already selected by include.a"
+    ]

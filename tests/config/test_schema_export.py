@@ -64,3 +64,11 @@ def test_schema_name_pattern_agrees_with_the_validator(name: str) -> None:
     except ValueError:
         valid = False
     assert bool(re.match(pattern, name)) is valid
+
+
+def test_schema_camera_alias_pattern_is_the_rules() -> None:
+    """The schema's camera alias pattern is the compiler's alias rule."""
+    from fastsim_record.config.rules import _ALIAS
+
+    cameras = config_json_schema()["properties"]["streams"]["properties"]["cameras"]
+    assert cameras["propertyNames"]["pattern"] == f"^{_ALIAS.pattern}$"

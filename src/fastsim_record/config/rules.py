@@ -19,6 +19,9 @@ before structuring; the other rules on the structured ``RecordConfig``.
     |10 | 0.3.0  | integrity                      | fast/strong need runtime.output sha256     |
     |11 | 0.3.0  | queues.critical.overload       | fail_run only                              |
     |12 | 0.3.0  | queues.numeric|media.overload  | lossy only if every stream in lane optional|
+    |13 | 0.3.0  | streams.cameras                | an alias is a stream-name segment          |
+    |   |        |                                | (letters, digits, '_', '-')                |
+    |14 | 0.3.0  | streams.observations.include   | each channel is selected once              |
 
 Lane contents: numeric = selected observations (``all_numeric`` channels count as
 required), plus render.state and geometry when enabled (both required); media =
@@ -27,6 +30,7 @@ camera RGB.  A lane with no stream accepts any overload policy (it is not create
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -39,6 +43,7 @@ from fastsim_record.errors import ConfigIssue
 __all__ = ["check_available_keys", "check_rules", "lane_required_streams"]
 
 _COMPONENT = "plugin://fastsim/record"
+_ALIAS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 
 
 def _unavailable(key: str, since: str, profile: SchemaProfile) -> str:
@@ -92,7 +97,7 @@ def lane_required_streams(config: RecordConfig) -> dict[str, list[str]]:
 def check_rules(
     config: RecordConfig, *, run: RunDocument, profile: SchemaProfile
 ) -> Iterator[ConfigIssue]:
-    """Rules 4-12 on the structured config."""
+    """Rules 4-14 on the structured config."""
     streams = config.streams
     if profile.strict_prepare_contract:
         for name in ("lifecycle", "events", "control"):
@@ -124,6 +129,21 @@ def check_rules(
             "streams.observations.include",
             "must select at least one channel when mode is 'explicit' (use mode 'none' to record no observations)",
         )
+    seen: dict[str, str] = {}
+    for alias, channel in observations.include.items():
+        if channel.channel in seen:
+            yield ConfigIssue(
+                f"streams.observations.include.{alias}.channel",
+                f"'{channel.channel}' is already selected by include.{seen[channel.channel]}",
+            )
+        seen.setdefault(channel.channel, alias)
+    for alias in streams.cameras:
+        if not _ALIAS.fullmatch(alias):
+            yield ConfigIssue(
+                "streams.cameras",
+                f"alias {describe(alias)} must be letters, digits, '_' and '-'"
+                " (it names the FSR streams cameras.<alias>.*)",
+            )
     if profile.camera_codecs:
         for alias, camera in streams.cameras.items():
             if camera.encoding == LEGACY_RAW_ENCODING:

@@ -97,7 +97,12 @@ def config_json_schema(version: str = LATEST) -> dict[str, Any]:
                 }, ("channel",)),
             },
         }),
-        "cameras": {"type": "object", "default": {}, "additionalProperties": _camera(p.camera_codecs)},
+        "cameras": {
+            "type": "object",
+            "default": {},
+            "propertyNames": {"pattern": "^[A-Za-z0-9_][A-Za-z0-9_-]*$"},
+            "additionalProperties": _camera(p.camera_codecs),
+        },
     }
     if p.render_state:
         streams["render_state"] = _rate_capture("optional render.state trajectory for camera-only Replay")
