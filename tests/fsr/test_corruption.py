@@ -259,6 +259,8 @@ def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
         obj: Any = footer
         for key in path[:-1]:
             obj = obj[key]
+        if isinstance(obj, dict) != isinstance(path[-1], str):  # an earlier edit changed the container
+            raise TypeError(path)
         obj[path[-1]] = value
     return edit
 
