@@ -5,23 +5,28 @@ Targets: zero loss (no lane lost or failed an envelope, the Run succeeded and co
 and the simulation thread slowed by at most 3% against Record off.
 
 The simulation thread is the embedded host's run loop (``run_session``): backend step,
-control, observation capture and events every tick, plus the host work.  Its time is
-the loop's wall time from the first to the last tick (the progress callback), measured
-for both configurations in this one process.  The host work is calibrated to ~1 ms and
-comes in two kinds:
+control, observation capture and events every tick, plus the host work.  Record off is
+the same Run (same synthetic scene, same host work) selecting no plugin, so Core
+captures nothing; a third configuration keeps Record's capture plan with do-nothing
+subscribers (Core's own capture cost).  The host work is calibrated to ~1 ms and comes
+in two kinds:
 
-  * ``c``  (default): work in C that releases the GIL, like a physics step
-    (SHA-256 of a buffer), so Record's writer worker runs beside it;
+  * ``c``  (default): work in C that releases the GIL for its whole duration, like a
+    physics step (MuJoCo's ``mj_step``): SHA-256 of a ~1 MB buffer (``hashlib`` drops
+    the GIL for buffers over 2 KiB), so Record's writer worker can run beside it;
   * ``py``: a pure-Python busy loop that holds the GIL, a worst case in which every
     microsecond of the worker's encoding competes with the simulation thread.
 
-Two pacings: ``real`` runs the ticks on a 120 Hz wall clock (as a simulation shown to
-a robot does) and measures only the busy part of each tick; ``none`` runs them back to
-back and measures the loop's wall time (a stress case: the worker then competes with
-an always-busy simulation thread).
+Two pacings: ``real`` (default) runs the ticks on a 120 Hz wall clock, as a real run
+does, and measures only the busy part of each tick (wall and thread CPU); ``none`` runs
+them back to back and measures the loop (a stress case: the worker then competes with
+an always-busy simulation thread).  The configurations run interleaved, ``--repeat``
+times with rotating order; slowdowns are medians of the per-repeat ratios.  Wall time
+includes every wait (GIL, and cores taken by other processes on a shared machine);
+thread CPU time excludes waits and is the stable figure on a loaded machine.
 
 Run: ``python benchmarks/bench_sustained.py [--work c|py|both] [--pace real|none|both]
-[--seconds 60]``.
+[--seconds 60] [--repeat 3]``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -46,19 +52,25 @@ TARGET_SLOWDOWN = 0.03
 WORK_S = 0.001
 
 
-def _calibrate_c() -> Callable[[int], None]:
-    """SHA-256 over a buffer sized to take ~1 ms (GIL released for the whole hash)."""
-    size = 1 << 16
-    while True:
+def _calibrate_c(paced: bool = True) -> Callable[[int], None]:
+    """SHA-256 over a buffer sized to take ~1 ms (GIL released for the whole hash).
+
+    Sized in the conditions it runs in: paced, each hash follows a sleep (the CPU then
+    runs it at a different speed than back to back), so the median of hashes measured
+    right after a sleep is what is calibrated to ``WORK_S``.
+    """
+    size = 1 << 20
+    for _ in range(4):
         data = bytes(size)
-        t0 = time.perf_counter()
-        for _ in range(20):
+        times = []
+        for _ in range(15):
+            if paced:
+                time.sleep(0.006)
+            t0 = time.perf_counter()
             hashlib.sha256(data).digest()
-        per = (time.perf_counter() - t0) / 20
-        if per >= WORK_S or size > 1 << 26:
-            break
-        size = int(size * max(1.2, WORK_S / max(per, 1e-6)))
-    data = bytes(int(size * WORK_S / per))
+            times.append(time.perf_counter() - t0)
+        size = max(1 << 12, int(size * WORK_S / statistics.median(times)))
+    data = bytes(size)
 
     def work(_tick: int) -> None:
         hashlib.sha256(data).digest()
@@ -114,38 +126,56 @@ class Paced:
 
     Busy time is everything the simulation thread does between waking for a tick and
     going to sleep until the next one (backend, capture, Record's pumps, host work, and
-    any wait for the GIL); the sleep itself is excluded.
+    any wait for the GIL); the sleep itself is excluded.  ``cpu_s`` is the same span in
+    the thread's own CPU time: it excludes waits (for the GIL, or for a core another
+    process holds), so it is the figure that survives a loaded machine.
     """
 
     work: Callable[[int], None]
     period_s: float
     busy_s: float = 0.0
+    cpu_s: float = 0.0
     overruns: int = 0
     _start: float | None = None
     _woke: float = 0.0
+    _woke_cpu: float = 0.0
 
     def __call__(self, tick: int) -> None:
         self.work(tick)
         now = time.perf_counter()
+        cpu = time.thread_time()
         if self._start is None:
             self._start = now
         else:
             self.busy_s += now - self._woke
+            self.cpu_s += cpu - self._woke_cpu
         deadline = self._start + tick * self.period_s
         if deadline > now:
             time.sleep(deadline - now)
         else:
             self.overruns += 1
         self._woke = time.perf_counter()
+        self._woke_cpu = time.thread_time()
+
+
+@attrs.frozen
+class Measured:
+    """One Run's simulation-thread figures."""
+
+    wall_s: float  # busy (paced) or loop (unpaced) wall time
+    cpu_s: float  # the same span in the thread's own CPU time
+    ticks: int
+    summary: dict[str, Any]
+    status: str
 
 
 def run_once(
     record: bool, seconds: float, work: Callable[[int], None], *, null: bool = False,
     paced: bool = False,
-) -> tuple[float, int, dict[str, Any], str]:
-    """(sim-thread seconds, ticks, Record summary, status) of one Run.
+) -> Measured:
+    """The simulation thread's figures for one Run.
 
-    Unpaced: the loop's wall time.  Paced (real time at 120 Hz): the busy time only.
+    Unpaced: the loop's wall and CPU time.  Paced (real time at 120 Hz): busy time only.
     """
     pacer = Paced(work, 1.0 / 120.0) if paced else None
     work = pacer if pacer is not None else work
@@ -158,7 +188,9 @@ def run_once(
         def progress(tick: int, total: int) -> None:
             now = time.perf_counter()
             marks.setdefault("first", now)
+            marks.setdefault("first_cpu", time.thread_time())
             marks["last"] = now
+            marks["last_cpu"] = time.thread_time()
             marks["ticks"] = tick
 
         factories = {RECORD: _null_factory} if null else None
@@ -169,48 +201,61 @@ def run_once(
             summary = dict(finalizer.result.summary)
         if record and not null and not (tmp / "out" / "episode.fsr").is_file():
             raise SystemExit(f"bench_sustained: no committed file ({outcome.reason})")
-        loop = pacer.busy_s if pacer is not None else marks["last"] - marks["first"]
-        return loop, int(marks["ticks"]), summary, outcome.status
+        if pacer is not None:
+            wall, cpu = pacer.busy_s, pacer.cpu_s
+        else:
+            wall, cpu = marks["last"] - marks["first"], marks["last_cpu"] - marks["first_cpu"]
+        return Measured(wall, cpu, int(marks["ticks"]), summary, outcome.status)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 def bench(kind: str, seconds: float, repeat: int, paced: bool) -> bool:
-    """Print one work kind's figures; True when both targets hold."""
-    work = _calibrate_c() if kind == "c" else _calibrate_py()
-    offs: list[float] = []
-    nulls: list[float] = []
-    ons: list[float] = []
-    lost = 0
-    summary: dict[str, Any] = {}
-    statuses: set[str] = set()
-    ticks = 0
-    for _ in range(repeat):
-        off, ticks, _, status_off = run_once(False, seconds, work, paced=paced)
-        nul, _, _, status_null = run_once(True, seconds, work, null=True, paced=paced)
-        on, _, summary, status_on = run_once(True, seconds, work, paced=paced)
-        offs.append(off)
-        nulls.append(nul)
-        ons.append(on)
-        lost += lane_losses(summary)
-        statuses |= {status_off, status_null, status_on}
-    off, nul, on = min(offs), min(nulls), min(ons)
-    slowdown = on / off - 1.0
-    own = on / nul - 1.0
+    """Print one work kind's figures; True when both targets hold.
+
+    The three configurations run interleaved, their order rotating every repeat, so
+    that a machine whose load drifts affects them alike; each slowdown is the median
+    over repeats of the ratio within one repeat.
+    """
+    work = _calibrate_c(paced) if kind == "c" else _calibrate_py()
+    configs = {"off": (False, False), "null": (True, True), "on": (True, False)}
+    runs: dict[str, list[Measured]] = {name: [] for name in configs}
+    names = list(configs)
+    for r in range(repeat):
+        for name in names[r % 3:] + names[: r % 3]:
+            record, null = configs[name]
+            runs[name].append(run_once(record, seconds, work, null=null, paced=paced))
+    off, nul, on = runs["off"], runs["null"], runs["on"]
+    lost = sum(lane_losses(m.summary) for m in on)
+    statuses = {m.status for ms in runs.values() for m in ms}
+    ticks = on[-1].ticks
     n = max(ticks - 1, 1)
+    wall_slow = _median([b.wall_s / a.wall_s - 1.0 for a, b in zip(off, on)])
+    cpu_slow = _median([b.cpu_s / a.cpu_s - 1.0 for a, b in zip(off, on)])
+    own_wall = _median([b.wall_s / a.wall_s - 1.0 for a, b in zip(nul, on)])
+    summary = on[-1].summary
     lanes = summary.get("lanes", {})
-    ok = lost == 0 and statuses == {"succeeded"} and slowdown <= TARGET_SLOWDOWN
-    mode = "paced to real time, busy time" if paced else "unpaced, loop wall time"
+    ok = lost == 0 and statuses == {"succeeded"} and wall_slow <= TARGET_SLOWDOWN
+
+    def per_tick(ms: list[Measured], field: str) -> float:
+        return _median([getattr(m, field) for m in ms]) / n * 1e6
+
+    mode = "paced to real time, busy time" if paced else "unpaced, loop time"
     print(f"sustained, host work '{kind}' (~1 ms/tick), 120 Hz x {seconds:g} s = {ticks} ticks, "
-          f"90 channels, {mode}, best of {repeat}")
-    print(f"  Record off                 : {off:8.3f} s sim-thread time")
-    print(f"  Core capture, null consumer: {nul:8.3f} s  (+{(nul - off) / n * 1e6:.1f} us/tick: backend "
-          "sampling + Core stamping, paid only when Record is selected)")
-    print(f"  Record on                  : {on:8.3f} s  (+{(on - off) / n * 1e6:.1f} us/tick vs off, "
-          f"+{(on - nul) / n * 1e6:.1f} us/tick vs null consumer)")
-    print(f"  slowdown vs Record off     : {slowdown * 100:+.2f} %  (target <= {TARGET_SLOWDOWN * 100:.0f} %)")
-    print(f"  slowdown from Record itself: {own * 100:+.2f} %  (Record on vs the null consumer)")
-    print(f"  writer worker CPU          : {summary.get('worker_cpu_s', 0.0) / n * 1e6:.1f} us/tick on its own thread")
+          f"90 channels, {mode}; {repeat} interleaved repeat(s), medians")
+    print("  sim thread per tick        :      wall      CPU   (us/tick)")
+    for label, ms in (("Record off", off), ("Core capture, null consumer", nul), ("Record on", on)):
+        print(f"  {label:27s}: {per_tick(ms, 'wall_s'):9.1f} {per_tick(ms, 'cpu_s'):8.1f}")
+    print(f"  slowdown vs Record off     : {wall_slow * 100:+.2f} % wall (target <= {TARGET_SLOWDOWN * 100:.0f} %), "
+          f"{cpu_slow * 100:+.2f} % thread CPU")
+    print(f"  slowdown from Record itself: {own_wall * 100:+.2f} % wall (Record on vs the null consumer)")
+    print(f"  per-repeat wall slowdowns  : {', '.join(f'{b.wall_s / a.wall_s - 1.0:+.1%}' for a, b in zip(off, on))}")
+    worker = _median([m.summary.get("worker_cpu_s", 0.0) for m in on]) / n * 1e6
+    print(f"  writer worker CPU          : {worker:.1f} us/tick on its own thread")
     print(f"  loss       : {lost} envelopes lost or failed (target 0); statuses {sorted(statuses)}")
     for name, lane in lanes.items():
         print(f"  lane {name:8s}: enqueued {lane['enqueued']}, high-water {lane['high_water']}/"
@@ -218,7 +263,7 @@ def bench(kind: str, seconds: float, repeat: int, paced: bool) -> bool:
     print(f"  writer     : {summary.get('batches')} batches, {summary.get('payload_bytes')} payload bytes, "
           f"batch {summary.get('batch_elapsed_s', 0.0):.3f} s, finalize "
           f"{summary.get('finalize_elapsed_s', 0.0):.3f} s, readback {summary.get('readback_elapsed_s', 0.0):.3f} s")
-    print(f"  verdict    : {'PASS' if ok else 'FAIL'}")
+    print(f"  verdict    : {'PASS' if ok else 'FAIL'}", flush=True)
     return ok
 
 
@@ -227,8 +272,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", choices=("c", "py", "both"), default="c")
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--pace", choices=("real", "none", "both"), default="both",
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pace", choices=("real", "none", "both"), default="real",
                         help="real: 120 Hz wall-clock ticks (busy time measured); none: back-to-back ticks")
     args = parser.parse_args()
     kinds = ("c", "py") if args.work == "both" else (args.work,)
