@@ -515,3 +515,24 @@ def test_an_observation_channel_is_selected_once() -> None:
     }}}}) == [
         f"{P}.streams.observations.include.b.channel: 'robot.joint_position' is already selected by include.a"
     ]
+
+
+def test_a_lane_rule_is_not_judged_from_a_repaired_required_flag() -> None:
+    """A bad `required` is reported alone: the lane rule is not guessed from its default (true)."""
+    assert issues({"streams": {"cameras": {"x": camera(required="no")}}, "queues": {"media": {"overload": "drop_oldest"}}}) == [
+        f"{P}.streams.cameras.x.required: must be true or false (got 'no')"
+    ]
+    assert issues({"streams": {"observations": {"mode": "none"}, "render_state": {"enabled": "yes"}},
+                   "queues": {"numeric": {"overload": "drop_oldest"}}}) == [
+        f"{P}.streams.render_state.enabled: must be true or false (got 'yes')"
+    ]
+
+
+def test_a_lane_rule_is_still_reported_beside_an_unrelated_bad_limit() -> None:
+    """A bad max_items does not hide the lane's overload rule, which does not read it."""
+    assert issues({"queues": {"numeric": {"overload": "drop_oldest", "max_items": 0}}}) == [
+        f"{P}.queues.numeric.max_items: must be a positive integer (got 0)",
+        f"{P}.queues.numeric.overload: must be 'fail_run' because the numeric lane carries required"
+        " stream streams.observations (all_numeric channels are required); 'drop_oldest' is valid"
+        " only when every stream in the lane is optional",
+    ]

@@ -8,11 +8,10 @@ The only place authored data becomes typed values (a private cattrs converter wi
     2. keys the selected version does not have yet  (rules 1-3)
     3. structure: unknown keys (nearest key suggested; a section's key authored at the
        top level, such as ``cameras``, points to ``streams.cameras``), types, validators
-    4. cross-field, Run-level and version rules     (rules 4-12).  If 3 failed, the rules
+    4. cross-field, Run-level and version rules     (rules 4-14).  If 3 failed, the rules
        run on a *repaired* copy (each reported key removed, so its default applies;
-       a missing required key removes its parent entry) and rule issues beside a
-       repaired key (same parent below the top-level sections, or an ancestor of it)
-       are dropped, so one
+       a missing required key removes its parent entry) and a rule issue is dropped
+       when any path it was judged from (``rules.rule_findings``) was repaired, so one
        document's structural and rule errors are reported together without guesses
     5. compiler defaults: JPEG quality 92; legacy (< 0.3.6) cameras record raw RGB
 
@@ -40,7 +39,7 @@ from fastsim_record.config.model import (
     QueuesConfig,
     RecordConfig,
 )
-from fastsim_record.config.rules import check_available_keys, check_rules
+from fastsim_record.config.rules import check_available_keys, check_rules, rule_findings
 from fastsim_record.config.versions import LATEST, SchemaProfile, profile
 from fastsim_record.errors import ConfigError, ConfigIssue
 
@@ -72,17 +71,20 @@ def _rules_despite(
     raw: Mapping[str, Any], bad_paths: list[str], *, run: RunDocument, schema: SchemaProfile
 ) -> list[ConfigIssue]:
     """Rule issues of a copy with every reported key removed (see step 4)."""
-    repaired = without_paths(raw, bad_paths)
-    structured, problems = structure_issues(_CONVERTER, _with_lane_defaults(repaired), RecordConfig)
+    structured, problems = structure_issues(
+        _CONVERTER, _with_lane_defaults(without_paths(raw, bad_paths)), RecordConfig
+    )
     if structured is None or problems:
         return []
-    parents = {p.rpartition(".")[0] for p in bad_paths if p.count(".") >= 2}
 
-    def beside_a_repair(path: str) -> bool:
-        near = path.rpartition(".")[0] in parents
-        return near or any(bad == path or bad.startswith(path + ".") for bad in bad_paths)
+    def guessed(inputs: tuple[str, ...]) -> bool:
+        return any(
+            bad == read or bad.startswith(read + ".") or read.startswith(bad + ".")
+            for bad in bad_paths
+            for read in inputs
+        )
 
-    return [i for i in check_rules(structured, run=run, profile=schema) if not beside_a_repair(i.path)]
+    return [i for i, inputs in rule_findings(structured, run=run, profile=schema) if not guessed(inputs)]
 
 
 def _section_keys() -> dict[str, str]:

@@ -40,7 +40,7 @@ from fastsim_record.config.model import CAMERA_ENCODINGS, LEGACY_RAW_ENCODING, R
 from fastsim_record.config.versions import SchemaProfile
 from fastsim_record.errors import ConfigIssue
 
-__all__ = ["check_available_keys", "check_rules", "lane_required_streams"]
+__all__ = ["Finding", "check_available_keys", "check_rules", "lane_required_streams", "rule_findings"]
 
 _COMPONENT = "plugin://fastsim/record"
 _ALIAS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
@@ -94,52 +94,75 @@ def lane_required_streams(config: RecordConfig) -> dict[str, list[str]]:
     return {"numeric": numeric, "media": media}
 
 
+#: A rule issue and the config paths it was judged from (its own path among them).
+Finding = tuple[ConfigIssue, tuple[str, ...]]
+
+#: What each lane's overload rule reads besides the overload itself.
+_LANE_INPUTS = {
+    "numeric": ("streams.observations", "streams.render_state", "streams.geometry"),
+    "media": ("streams.cameras",),
+}
+
+
+def _finding(path: str, message: str, *inputs: str) -> Finding:
+    return ConfigIssue(path, message), (path, *inputs)
+
+
 def check_rules(
     config: RecordConfig, *, run: RunDocument, profile: SchemaProfile
 ) -> Iterator[ConfigIssue]:
     """Rules 4-14 on the structured config."""
+    for issue, _ in rule_findings(config, run=run, profile=profile):
+        yield issue
+
+
+def rule_findings(config: RecordConfig, *, run: RunDocument, profile: SchemaProfile) -> Iterator[Finding]:
+    """Rules 4-14, each issue with the paths it was judged from."""
     streams = config.streams
     if profile.strict_prepare_contract:
         for name in ("lifecycle", "events", "control"):
             if not getattr(streams, name):
-                yield ConfigIssue(
+                yield _finding(
                     f"streams.{name}",
                     "must be true: the global capture source mask is compiled before plugin startup (got false)",
                 )
         if not config.finalize.preserve_incomplete:
-            yield ConfigIssue(
+            yield _finding(
                 "finalize.preserve_incomplete",
                 "must be true: Core's RunOutputPolicy decides incomplete preservation (got false)",
             )
         if config.finalize.postprocessors:
             count = len(config.finalize.postprocessors)
-            yield ConfigIssue(
+            yield _finding(
                 "finalize.postprocessors",
                 "must be empty: Record produces only the primary FSR artifact"
                 f" (got {count} entr{'y' if count == 1 else 'ies'})",
             )
     observations = streams.observations
     if observations.mode != "explicit" and observations.include:
-        yield ConfigIssue(
+        yield _finding(
             "streams.observations.include",
             f"must be empty unless mode is 'explicit' (mode is '{observations.mode}')",
+            "streams.observations.mode",
         )
     if observations.mode == "explicit" and not observations.include:
-        yield ConfigIssue(
+        yield _finding(
             "streams.observations.include",
             "must select at least one channel when mode is 'explicit' (use mode 'none' to record no observations)",
+            "streams.observations.mode",
         )
     seen: dict[str, str] = {}
     for alias, channel in observations.include.items():
         if channel.channel in seen:
-            yield ConfigIssue(
+            yield _finding(
                 f"streams.observations.include.{alias}.channel",
                 f"'{channel.channel}' is already selected by include.{seen[channel.channel]}",
+                f"streams.observations.include.{seen[channel.channel]}",
             )
         seen.setdefault(channel.channel, alias)
     for alias in streams.cameras:
         if not _ALIAS.fullmatch(alias):
-            yield ConfigIssue(
+            yield _finding(
                 "streams.cameras",
                 f"alias {describe(alias)} must be letters, digits, '_' and '-'"
                 " (it names the FSR streams cameras.<alias>.*)",
@@ -148,31 +171,33 @@ def check_rules(
         for alias, camera in streams.cameras.items():
             if camera.encoding == LEGACY_RAW_ENCODING:
                 choices = ", ".join(f"'{c}'" for c in CAMERA_ENCODINGS)
-                yield ConfigIssue(
+                yield _finding(
                     f"streams.cameras.{alias}.encoding",
                     f"must be one of {choices} (got {describe(camera.encoding)})",
                 )
             if camera.encoding == "png" and camera.quality is not None:
-                yield ConfigIssue(
+                yield _finding(
                     f"streams.cameras.{alias}.quality",
                     "is not accepted with encoding 'png', which is always lossless",
+                    f"streams.cameras.{alias}.encoding",
                 )
     if config.integrity in ("fast", "strong") and run.runtime.output.integrity != "sha256":
-        yield ConfigIssue(
+        yield _finding(
             "integrity",
             f"'{config.integrity}' requires the Run's output policy integrity 'sha256'"
             f" (runtime.output.integrity is '{run.runtime.output.integrity}')",
         )
     if config.queues.critical.overload != "fail_run":
-        yield ConfigIssue(
+        yield _finding(
             "queues.critical.overload",
             f"must be 'fail_run': the critical lane is lossless (got '{config.queues.critical.overload}')",
         )
     for lane, required in lane_required_streams(config).items():
         overload = getattr(config.queues, lane).overload
         if overload != "fail_run" and required:
-            yield ConfigIssue(
+            yield _finding(
                 f"queues.{lane}.overload",
                 f"must be 'fail_run' because the {lane} lane carries required stream"
                 f" {required[0]}; '{overload}' is valid only when every stream in the lane is optional",
+                *_LANE_INPUTS[lane],
             )
