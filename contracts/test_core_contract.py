@@ -23,6 +23,7 @@ from contracts.kit import (
 )
 from fastsim_contract.errors import GrantRefused, LeaseError, SubscriptionRefused, TerminalError
 from fastsim_contract.harness import CameraDriver, HarnessOutputPolicy
+from fastsim_contract.run import RATE_POLICIES
 from fastsim_contract.values import (
     CameraCapture,
     CameraSample,
@@ -45,6 +46,33 @@ def _register(core: object, component: str, mode: str = "ok", *, required: bool 
     request = FinalizerRegistrationRequest(component, required, timeout, ("lifecycle",))
     core.register_finalizer(request, finalizer)  # type: ignore[attr-defined]
     return finalizer
+
+
+# -- 1. the run context --------------------------------------------------------------------
+
+
+def test_run_context_states_identity_rates_policy_and_live_facts(make_core: MakeCore) -> None:
+    """The run context names the Run and its completion, rates, policies, channels, and follows tick, time and generation."""
+    policy = HarnessOutputPolicy(integrity="sha256", preserve_incomplete=True, publish_incomplete=False)
+    driver = make_core(capture=plan(), channels=CHANNELS, sensor_hz=50.0, output_policy=policy)
+    core = driver.core("record")
+    run = core.run
+    assert isinstance(run.run_id, str)
+    assert run.run_id
+    assert isinstance(run.completion_id, str)
+    assert run.completion_id not in ("", run.run_id)
+    assert run.sensor_hz == 50.0
+    assert run.rate_policy in RATE_POLICIES
+    assert run.physics_hz >= run.sensor_hz
+    assert run.output_policy.integrity == "sha256"
+    assert (run.output_policy.preserve_incomplete, run.output_policy.publish_incomplete) == (True, False)
+    assert tuple(run.channels) == CHANNELS
+    assert (run.generation, run.tick) == (0, 0)
+    driver.tick(_values(0))
+    driver.tick(_values(1))
+    assert (core.run.tick, core.run.sim_time_ns) == (2, 2 * 20_000_000)  # read afresh: may be a snapshot
+    driver.reset()
+    assert core.run.generation == 1
 
 
 # -- 2/4. sequencing and subscriptions ---------------------------------------------------
