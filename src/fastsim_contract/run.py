@@ -252,6 +252,8 @@ def parse_yaml(text: str, *, source: str = "<run>") -> object:
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise RunConfigError([RunIssue(source, f"YAML syntax error: {detail}")]) from None
+    except RecursionError:
+        raise RunConfigError([RunIssue(source, "YAML nesting is too deep to load")]) from None
 
 
 def parse_run_data(text: str, *, source: str = "<run>") -> Mapping[str, Any]:

@@ -175,6 +175,7 @@ def test_check_binary_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
          "plugins.record.config.null: keys must be strings (got null)"),
         ("schema: fastsim/2\nname: a\nbackend: b\nplugins: {record: {use: plugin://fastsim/record}}\nlock: [1]\n",
          "lock: must be a mapping (got a list)"),
+        ("a: " + "[" * 5000 + "]" * 5000 + "\n", "{run}: YAML nesting is too deep to load"),
         ("a: &x [*x]\n", "a: unknown key; valid keys are 'backend', 'lock', 'name', 'plugins', 'runtime',"
                          " 'scenario', 'schema'"),
     ],

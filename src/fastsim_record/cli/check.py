@@ -3,7 +3,8 @@
     | # | outcome                                  | stdout                 | stderr             | exit |
     |---|------------------------------------------|------------------------|--------------------|------|
     | 1 | valid, one or more Record plugin entries | effective config YAML  | -                  | 0    |
-    | 2 | unreadable file, YAML syntax error       | -                      | ``path: message``  | 2    |
+    | 2 | unreadable file, YAML syntax error,      | -                      | ``path: message``  | 2    |
+    |   | nesting too deep                         |                        |                    |      |
     | 3 | any Run or component issue (together)    | -                      | every issue, 1/line| 2    |
     | 4 | valid Run without a Record plugin entry  | -                      | one line           | 2    |
 
@@ -48,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
     except RunConfigError as exc:
         for issue in exc.issues:
             print(issue, file=sys.stderr)
+        return 2
+    except RecursionError:  # a document nested deeper than the checks can walk
+        print(f"{args.run_file}: the Run is nested too deeply to check", file=sys.stderr)
         return 2
     records = compiled.components_using(COMPONENT_ID)
     if not records:
