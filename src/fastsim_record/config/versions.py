@@ -9,7 +9,7 @@ which defaults differ.  The history (see ``docs/catalog-history.md``):
     |         | no ``encoding``/``quality``); global sources and finalize unrestricted |
     | 0.3.1   | none (package compatibility only)                                      |
     | 0.3.2   | ``streams.render_state`` {enabled, rate_hz}                            |
-    | 0.3.3   | none (structural-validation writer default)                            |
+    | 0.3.3   | none (structural-validation writer; integrity default unchanged)       |
     | 0.3.4   | none (atomic numeric tick records)                                     |
     | 0.3.5   | none (producer-computed critical envelope sizes, Core 0.1.0a33)        |
     | 0.3.6   | camera ``encoding`` jpeg|png and ``quality``; JPEG quality 92 default  |
@@ -50,7 +50,7 @@ _SUMMARIES = {
     "0.3.0": "ordered per-channel observation capture and native FSR camera streams (raw RGB)",
     "0.3.1": "package compatibility only; schema unchanged from 0.3.0",
     "0.3.2": "optional render.state trajectory: streams.render_state",
-    "0.3.3": "structural-validation writer default; schema unchanged",
+    "0.3.3": "structural-validation writer without payload hashing; schema unchanged",
     "0.3.4": "atomic per-tick numeric observation records; schema unchanged",
     "0.3.5": "producer-computed critical envelope sizes (Core 0.1.0a33); schema unchanged",
     "0.3.6": "camera encoding jpeg|png with quality; JPEG quality 92 by default",
