@@ -80,3 +80,45 @@ def test_invalid_component_config_exits_2_naming_the_field(
     err = capsys.readouterr().err
     assert err.startswith("plugins.record.config.integrity:")
     assert "Traceback" not in err
+
+
+def test_a_recorded_run_exits_0_commits_the_named_file_and_prints_the_summary(
+    write_run: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With Record selected: exit 0, DIR/<output.name> committed, the finalizer summary printed, fsr info counts real records."""
+    plugins = {"record": {"use": "plugin://fastsim/record", "config": {"output": {"name": "cli.fsr"}}}}
+    out_dir = tmp_path / "o"
+    code = main(_no_progress(write_run(plugins=plugins), "--duration", "1", "--output-dir", str(out_dir)))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert sorted(p.name for p in out_dir.iterdir()) == ["cli.fsr"]
+    for key in ("payload_bytes", "batch_elapsed_s", "finalize_elapsed_s", "readback_elapsed_s"):
+        assert key in out
+    for lane in ("critical", "numeric"):
+        for counter in ("capacity_items", "depth", "high_water", "enqueued", "dequeued", "lost", "failures",
+                        "degradations"):
+            assert f"lanes.{lane}.{counter}" in out
+    assert "lanes.media" not in out  # no cameras selected: no media lane
+    assert f"committed {out_dir / 'cli.fsr'}" in out
+    assert main(["info", str(out_dir / "cli.fsr"), "--json"]) == 0
+    info = capsys.readouterr().out
+    assert '"observations"' in info
+    assert '"lifecycle"' in info
+
+
+def test_a_failed_recorded_run_exits_1_and_leaves_nothing_under_the_final_name(
+    write_run: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Record run that fails (required numeric overflow) exits 1 with one line and no file under the final name."""
+    plugins = {"record": {"use": "plugin://fastsim/record", "config": {
+        "output": {"name": "fail.fsr"},
+        "queues": {"numeric": {"max_items": 1, "max_bytes": 1, "overload": "fail_run"}},
+    }}}
+    out_dir = tmp_path / "o"
+    code = main(_no_progress(write_run(plugins=plugins), "--duration", "1", "--output-dir", str(out_dir)))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("fsr record: run failed: ")
+    assert "overflow" in err.splitlines()[0]
+    assert "Traceback" not in err
+    assert not (out_dir / "fail.fsr").exists()

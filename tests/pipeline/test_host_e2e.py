@@ -11,6 +11,9 @@ import pytest
 import yaml
 
 from fastsim_contract.values import SourceKind
+from fastsim_embedded.backends import register_backend
+from fastsim_embedded.backends.base import BackendSpec
+from fastsim_embedded.backends.synthetic import SyntheticBackend, create_backend
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import SessionResult, run_session
@@ -28,11 +31,12 @@ def _run(
     config: Mapping[str, Any] | None = None,
     options: Mapping[str, object] | None = None,
     hosts: list[EmbeddedHost] | None = None,
+    backend: str = "synthetic",
 ) -> SessionResult:
     document = {
         "schema": "fastsim/2",
         "name": "record-e2e",
-        "backend": "synthetic",
+        "backend": backend,
         "scenario": {"scene": {"robots": {"robot": {"use": "robot://example/robot"}}}},
         "runtime": {"sensor_hz": 60.0},
         "plugins": {"record": {"use": RECORD, **({"config": dict(config)} if config else {})}},
@@ -96,12 +100,45 @@ def test_the_file_ends_exactly_at_the_terminal_cut(tmp_path: Path) -> None:
     assert last_event == "run.stopping"
 
 
+class _CountingBackend(SyntheticBackend):
+    """The synthetic scene, counting every numeric sampling call."""
+
+    samples = 0
+
+    def sample_numeric_packed(self) -> Any:
+        _CountingBackend.samples += 1
+        return super().sample_numeric_packed()
+
+    def sample_numeric_blocks(self) -> Any:
+        _CountingBackend.samples += 1
+        return super().sample_numeric_blocks()
+
+    def sample_numeric(self) -> Any:
+        _CountingBackend.samples += 1
+        return super().sample_numeric()
+
+
+def _counting(spec: BackendSpec) -> _CountingBackend:
+    base = create_backend(spec)
+    return _CountingBackend(
+        base.spec, base.entities, base.n_channels, base.dof, base.command_every, base.event_every, base.reset_every
+    )
+
+
 def test_observations_off_records_no_numeric_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """With observations off the host sequences no ticks and the file has no observation stream."""
+    """With observations off the host sequences no ticks, never polls numeric samples, and the file has no observation stream."""
+    register_backend("counting-synthetic", _counting)
+    _CountingBackend.samples = 0
     hosts: list[EmbeddedHost] = []
-    result = _run(tmp_path, config={"streams": {"observations": {"mode": "none", "include": {}}}}, hosts=hosts)
+    result = _run(
+        tmp_path, config={"streams": {"observations": {"mode": "none", "include": {}}}}, hosts=hosts,
+        backend="counting-synthetic",
+    )
     assert result.outcome.status == "succeeded", result.outcome.reason
+    assert result.ticks == 60
+    assert _CountingBackend.samples == 0
     assert not hosts[0].bus.captures(SourceKind.OBSERVATION)
+    assert set(hosts[0].context.capture.sources) == {"lifecycle", "events", "control.audit", "control.result"}
     names = [s["name"] for s in _info(tmp_path / "out" / "episode.fsr", capsys)["streams"]]
     assert "observations" not in names
 
