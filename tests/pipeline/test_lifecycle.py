@@ -127,3 +127,17 @@ def test_second_finalize_returns_the_first_result() -> None:
     again = finalizer.finalize(h.core.cut(), 0.0)
     assert again is first
     assert h.core.outputs.steps().count("commit") == 1
+
+
+def test_record_registers_one_required_finalizer_for_its_selected_sources() -> None:
+    """Prepare registers exactly one required FinalizerRegistrationRequest naming the selected sources and the timeout."""
+    h = Harness.started(make_config(timeout_s=42.0))
+    (registration,) = h.core.registrations
+    request = registration.request
+    assert request.required is True
+    assert request.requested_timeout_s == 42.0
+    assert set(request.sources) == {"lifecycle", "events", "control.audit", "control.result", "observations"}
+    assert h.finish().ok
+    none = Harness.started(make_config(observations="none"))
+    assert "observations" not in none.core.registrations[0].request.sources
+    assert none.finish().ok
