@@ -8,7 +8,8 @@ usually with explicit cameras) writes the new, camera-bearing FSR.
     |---|--------------------------------------------------------------------------------|
     | 1 | read SOURCE: its SHA-256, and the ``render.state`` stream's records (the index |
     |   | gives sequences without reading payloads)                                      |
-    | 2 | prepare RUN with exactly one tick per recorded sample (duration = n / rate)    |
+    | 2 | prepare RUN with exactly one tick per recorded sample (duration = n / rate);   |
+    |   | a Record output that would replace SOURCE is refused                          |
     | 3 | tick k carries sample k's recorded simulation time (``sim_time_ns``: the loop  |
     |   | uses the source's clock, not ``k / sensor_hz``); when sample k's generation    |
     |   | differs from the current one a new Runtime generation starts; then             |
@@ -234,6 +235,15 @@ def replay(
 ) -> tuple[SessionResult, ReplayBackend]:
     """Run a camera-only Replay of ``source`` with ``run``; returns the session result."""
     prepared, wrapped, track = prepare_replay(source, run, backend=backend)
+    for component in prepared.compiled.components:  # never commit over the file being replayed
+        output = component.config.to_mapping().get("output")
+        name = output.get("name") if isinstance(output, Mapping) else None
+        if isinstance(name, str) and (Path(output_dir) / name).resolve() == track.path.resolve():
+            wrapped.close()
+            raise RunConfigError([RunIssue(
+                f"plugins.{component.alias}.config.output.name",
+                f"{name!r} in {output_dir} would replace the Replay source {track.path}",
+            )])
 
     def on_host(host: EmbeddedHost) -> None:
         host.context.services = host.context.services | {RENDER_REPLAY_SERVICE}

@@ -235,3 +235,19 @@ def test_readme_flow_render_once_then_replay_needs_no_flags(
     with FsrReader(tmp_path / "replay.fsr") as reader:
         assert reader.mode == "render"
         assert len(list(reader.records("cameras.wrist.rgb"))) == 10
+
+
+def test_replay_refuses_to_commit_over_its_source(
+    recorded: tuple[Path, Path, list[np.ndarray]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Replay whose output name would replace SOURCE exits 2 with one line and leaves SOURCE intact."""
+    source = recorded[0]
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    same_name = _run(tmp_path / "same.yaml", "live", _cameras())
+    code = fsr_main(["replay", str(source), str(same_name), "--output-dir", str(source.parent)])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plugins.record.config.output.name: 'live.fsr' in ")
+    assert "would replace the Replay source" in err
+    assert len(err.splitlines()) == 1
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == digest
