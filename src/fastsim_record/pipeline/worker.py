@@ -17,6 +17,7 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     | 5 | after a fatal error nothing more is encoded or written                 |
     | 6 | after ``YIELD_AFTER_S`` of work the worker offers the GIL back (sleep 0)|
     |   | or after ``BACKLOG_YIELD_AFTER_S`` when it is behind (a long release)   |
+    |   | an RGB encode restarts the slice: the codec ran without the GIL        |
     | 7 | more items held behind a hole than all lanes hold together is fatal    |
     |   | (the merge never grows without bound)                                  |
 
@@ -301,6 +302,8 @@ class WriterWorker:
                     self._fail(RecordingFailed(f"{item.stream}: encoding failed: {exc!r}"))
                     return
                 self.encoded += 1
+                if encoded.role == "rgb":  # the codec ran without the GIL: a yield just happened
+                    slice_end = clock() + slice_s
                 record = OutRecord(
                     item.stream, "data", item.global_sequence, item.capture_sequence,
                     item.generation, item.sim_time_ns, encoded.payload,
