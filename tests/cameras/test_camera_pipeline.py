@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -198,6 +199,45 @@ def test_intrinsics_after_the_next_tick_fails_closed(camera_run: CameraRun) -> N
         return held + out if tick == 2 else out
 
     _fails(camera_run, delay, "C4")
+
+
+class _WorkerClock:
+    """Stands in for the worker's ``time``: only RGB encodes advance the clock; counts GIL yields."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.yields = 0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def thread_time(self) -> float:
+        return time.thread_time()
+
+    def sleep(self, seconds: float) -> None:
+        self.yields += seconds == 0
+        time.sleep(seconds)
+
+
+def test_rgb_encode_counts_as_the_workers_gil_yield(
+    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An RGB encode runs without the GIL, so the worker adds no sleep(0) hand-off between frames."""
+    from fastsim_record.pipeline import worker
+
+    clock = _WorkerClock()
+    original = codecs.JpegEncoder.encode
+
+    def encode(self: codecs.JpegEncoder, frame: RgbFrame) -> bytes:
+        clock.now += 0.01  # longer than any GIL slice, spent without the GIL
+        return original(self, frame)
+
+    monkeypatch.setattr(codecs.JpegEncoder, "encode", encode)
+    monkeypatch.setattr(worker, "time", clock)
+    result = camera_run(inner="synthetic+cameras", scene=SCENE, cameras={"cam00": TWO["cam00"]})
+    assert result.outcome.ok, result.outcome.reason
+    assert clock.now == pytest.approx(0.3)  # 30 frames encoded
+    assert clock.yields == 0
 
 
 def test_capture_path_hands_the_worker_the_published_buffer(

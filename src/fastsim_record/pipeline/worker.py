@@ -302,7 +302,7 @@ class WriterWorker:
                     self._fail(RecordingFailed(f"{item.stream}: encoding failed: {exc!r}"))
                     return
                 self.encoded += 1
-                if encoded.role == "rgb":  # the codec ran without the GIL: a yield just happened
+                if encoded.role == "rgb":  # the codec ran without the GIL: that was the yield
                     slice_end = clock() + slice_s
                 record = OutRecord(
                     item.stream, "data", item.global_sequence, item.capture_sequence,
