@@ -219,6 +219,34 @@ def test_invalid_mujoco_gl_names_the_variable() -> None:
     assert "MUJOCO_GL=osmesa" in last
 
 
+_BROKEN_GL_LIBRARY = """
+import sys
+
+class NoGlLibrary:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mujoco":  # what PyOpenGL raises when MUJOCO_GL=osmesa has no libOSMesa
+            raise AttributeError("'NoneType' object has no attribute 'glGetError'")
+
+sys.meta_path.insert(0, NoGlLibrary())
+import fastsim_embedded.backends.mujoco_scene
+"""
+
+
+@pytest.mark.parametrize("gl", ["osmesa", "broken-library"])
+def test_missing_gl_library_names_the_variable(gl: str) -> None:
+    """A GL backend whose library is missing fails importing with RenderUnavailable, not a raw error."""
+    code = _BROKEN_GL_LIBRARY if gl == "broken-library" else "import fastsim_embedded.backends.mujoco_scene"
+    env = {**os.environ, "MUJOCO_GL": "osmesa"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if gl == "osmesa" and proc.returncode == 0:
+        return  # this machine has libOSMesa: nothing to report
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode != 0
+    assert "RenderUnavailable" in last
+    assert "MUJOCO_GL=osmesa" in last
+    assert "set MUJOCO_GL=egl" in last
+
+
 def test_failed_gl_context_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     """If the Renderer cannot get a GL context, render() raises RenderUnavailable naming MUJOCO_GL."""
 

@@ -68,7 +68,12 @@ def _gl_message(exc: BaseException) -> str:
 os.environ.setdefault("MUJOCO_GL", "egl")
 try:
     import mujoco
-except RuntimeError as _exc:  # an invalid MUJOCO_GL value fails the import itself
+except ModuleNotFoundError as _exc:  # mujoco itself missing: the [sim] extra, not a GL problem
+    if _exc.name != "mujoco":
+        raise RenderUnavailable(_gl_message(_exc)) from _exc
+    raise
+except Exception as _exc:  # an invalid MUJOCO_GL value, or its GL library missing (osmesa
+    # without libOSMesa fails inside PyOpenGL with an AttributeError), fails the import itself
     raise RenderUnavailable(_gl_message(_exc)) from _exc
 
 __all__ = [
