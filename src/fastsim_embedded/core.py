@@ -433,22 +433,13 @@ class EmbeddedHost:
         if self._gather is not None:  # plan order differs: one gather copy
             buffer = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).take(self._gather)
             buffer.flags.writeable = False
-        elif buffer.flags.writeable or not buffer.flags.c_contiguous:  # the backend did not freeze it
+        elif buffer.flags.writeable:  # the backend did not freeze it
             buffer = np.array(buffer, order="C")
             buffer.flags.writeable = False
         self._observed += 1
-        block = SampleBlock(
-            self.context.capture.observation_channels, PackedValues(buffer, layout), self._observed
-        )
         ctx = self.context
-        return self.bus.publish(
-            SourceKind.OBSERVATION,
-            generation=ctx.generation,
-            tick=ctx.tick,
-            sim_time_ns=ctx.sim_time_ns,
-            payload=block,
-            wrap=ObservationTick,
-        )
+        block = SampleBlock(ctx.capture.observation_channels, PackedValues(buffer, layout), self._observed)
+        return self.bus.publish_observation(ctx.generation, ctx.tick, ctx.sim_time_ns, block, ObservationTick)
 
     def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
         """Camera samples of the planned cameras, one envelope each."""

@@ -57,8 +57,11 @@ __all__ = [
     "BACKLOG_ITEMS", "BACKLOG_YIELD_AFTER_S", "POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker",
 ]
 
-#: The worker drains on this poll; pumps wake it earlier only under lane pressure.
-POLL_S = 0.02
+#: The worker sleeps on its wake event and drains on this poll; pumps wake it earlier
+#: only under lane pressure (1/8 of a lane's items), finishing and stopping at once.
+#: Each wake-up runs the worker's code cold and shares the caches with the simulation
+#: thread, so fewer, larger drains cost the simulation less (0.1 s = 12 ticks at 120 Hz).
+POLL_S = 0.1
 #: The worker offers the GIL back after this much continuous work, so a simulation
 #: thread coming back from C work waits at most this long behind encoding, while a
 #: worker that only gets forced GIL switches still makes progress in each of them.
