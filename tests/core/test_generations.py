@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 from hypothesis import given
+from hypothesis import strategies as st
 
 from fastsim_record.core import Envelope, SourceContinuity, StreamIndexer
 from fastsim_record.testing.envelopes import EnvelopeFactory
@@ -92,3 +93,21 @@ def test_p1_stream_index_restarts_per_generation() -> None:
     assert [ix.next_index("s", 0) for _ in range(3)] == [0, 1, 2]
     assert ix.next_index("t", 0) == 0
     assert [ix.next_index("s", 1) for _ in range(2)] == [0, 1]
+
+
+
+@given(script=envelope_scripts(), skip=st.sets(st.integers(0, 40)))
+def test_advance_agrees_with_check(script: list[Envelope], skip: set[int]) -> None:
+    """advance(scalars) continues exactly where check's fast path would, and changes nothing otherwise."""
+    fast = SourceContinuity("observations")
+    full = SourceContinuity("observations")
+    for i, env in enumerate(script):
+        if env.source != "observations" or i in skip:  # skipping makes S2 discontinuities
+            continue
+        before = (fast.last_capture, fast.generation)
+        if not env.is_barrier and fast.advance(env.global_sequence, env.capture_sequence, env.generation):
+            assert full.check(env) is None
+        else:
+            assert (fast.last_capture, fast.generation) == before
+            assert fast.check(env) == full.check(env)
+        assert (fast.last_capture, fast.generation) == (full.last_capture, full.generation)

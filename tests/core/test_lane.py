@@ -290,3 +290,47 @@ class LaneMachine(RuleBasedStateMachine):
 
 
 TestLaneMachine = LaneMachine.TestCase
+
+
+def _carry(envelope: Envelope) -> tuple[str, Envelope]:
+    return ("carrier", envelope)
+
+
+def _materialize(item: object) -> Envelope:
+    if isinstance(item, tuple):
+        envelope: Envelope = item[1]
+        return envelope
+    assert isinstance(item, Envelope)
+    return item
+
+
+@given(spec=lane_specs(), script=envelope_scripts(required=False), pops=st.lists(st.integers(0, 3)))
+def test_carriers_decide_and_account_like_envelopes(
+    spec: LaneSpec, script: list[Envelope], pops: list[int]
+) -> None:
+    """try_admit of carriers decides, counts, gaps and drains exactly as try_publish of envelopes."""
+    plain = Lane(spec, [False])
+    carried = Lane(spec, [False], materialize=_materialize)
+    for i, env in enumerate(script):
+        assert carried.try_admit(_carry(env), env.size) == plain.try_publish(env)
+        if pops and pops[i % len(pops)]:
+            assert carried.drain(pops[i % len(pops)]) == plain.drain(pops[i % len(pops)])
+        assert carried.take_gaps() == plain.take_gaps()
+        assert carried.counters() == plain.counters()
+    assert carried.drain() == plain.drain()
+
+
+def test_carrier_lane_materializes_eviction_victims_and_passes_envelopes_through() -> None:
+    """A6 on a carrier lane gaps the materialized victim; an envelope admitted beside carriers drains as is."""
+    f = EnvelopeFactory()
+    lane = Lane(
+        LaneSpec(name=LaneName.NUMERIC, max_items=2, max_bytes=1000, overload=OverloadPolicy.DROP_OLDEST),
+        [False], materialize=_materialize,
+    )
+    first, second, third = (_optional(f) for _ in range(3))
+    assert lane.try_admit(_carry(first), first.size) is ACCEPTED
+    assert lane.try_publish(second) is ACCEPTED
+    admission = lane.try_admit(_carry(third), third.size)
+    assert admission.outcome is AdmissionOutcome.EVICTED
+    assert [g.first_global for g in admission.gaps] == [first.global_sequence]
+    assert lane.drain() == [second, third]

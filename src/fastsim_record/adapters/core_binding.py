@@ -1,8 +1,10 @@
 """The Core binding: contract envelopes in, core envelopes out; Core errors translated.
 
 The pipeline talks to Core only through this module.  A :class:`EnvelopeConverter`
-runs on the publishing thread inside a pump, so it does only cheap checks and builds
-one frozen :class:`fastsim_record.core.envelope.Envelope`; it never encodes.
+runs on the publishing thread inside a pump, so it does only cheap checks
+(``validate``); the frozen :class:`fastsim_record.core.envelope.Envelope` is built by
+``build`` -- on the writer worker, through ``materialize``, for the carriers a pump
+admits -- and it never encodes.
 
 Envelope validation (``EnvelopeConverter.__call__``):
 
@@ -40,9 +42,10 @@ from fastsim_record.core.envelope import EnvelopeKind, LaneName
 from fastsim_record.errors import ContractError, RecordError
 from fastsim_record.ports.sources import Closeable, EnvelopeSink, SourceSpec
 
-__all__ = ["CoreBinding", "EnvelopeConverter", "translate"]
+__all__ = ["CoreBinding", "EnvelopeConverter", "materialize", "translate"]
 
 _BARRIER = SourceKind.GENERATION_BARRIER
+_OBSERVATION = SourceKind.OBSERVATION
 
 
 def translate(exc: BaseException, what: str) -> RecordError:
@@ -71,11 +74,16 @@ class EnvelopeConverter:
 
     def __call__(self, item: object) -> CoreEnvelope:
         """Validate and convert; raises ContractError naming the field."""
+        self.validate(item)
+        return self.build(item)  # type: ignore[arg-type]  # validate checked the class
+
+    def validate(self, item: object) -> int | None:
+        """Rules 1-4 without building anything: the admission size (``None``: ceiling)."""
         if item.__class__ is not Envelope:
             raise ContractError(
                 f"{self.source}: expected a stamped contract Envelope, got {type(item).__name__}"
             )
-        envelope = item
+        envelope: Envelope = item
         kind = envelope.source
         if kind not in self._kinds:  # a tuple: identity comparisons, no Enum hashing
             raise ContractError(f"{self.source}: envelope of source {kind!r} on this subscription")
@@ -90,26 +98,36 @@ class EnvelopeConverter:
         if kind is _BARRIER:
             if payload.__class__ is not GenerationBarrier:
                 raise ContractError(f"{self.source}: barrier payload must be a GenerationBarrier")
-            return CoreEnvelope(
-                global_sequence=seq, source=self.source, capture_sequence=cap, stream=self.stream,
-                lane=self.lane, generation=envelope.generation, tick=envelope.tick,
-                sim_time_ns=envelope.sim_time_ns, required=self.required, size=0,
-                kind=EnvelopeKind.BARRIER, payload=payload,
-            )
+            return 0
         if kind is SourceKind.OBSERVATION:
             if payload.__class__ is not ObservationTick:
                 raise ContractError(f"{self.source}: observation payload must be an ObservationTick")
-            size = self.fixed_size
-        else:
-            if not isinstance(payload, dict) and not isinstance(payload, Mapping):  # dict: C check
-                raise ContractError(f"{self.source}: payload must be a mapping")
-            size = envelope.portable_size
+            return self.fixed_size
+        if not isinstance(payload, dict) and not isinstance(payload, Mapping):  # dict: C check
+            raise ContractError(f"{self.source}: payload must be a mapping")
+        return envelope.portable_size
+
+    def build(self, envelope: Envelope) -> CoreEnvelope:
+        """The core envelope of a ``validate``d contract envelope (no checks)."""
+        barrier = envelope.source is _BARRIER
         return CoreEnvelope(
-            global_sequence=seq, source=self.source, capture_sequence=cap, stream=self.stream,
-            lane=self.lane, generation=envelope.generation, tick=envelope.tick,
-            sim_time_ns=envelope.sim_time_ns, required=self.required, size=size,
-            payload=payload,
+            global_sequence=envelope.global_sequence, source=self.source,
+            capture_sequence=envelope.source_sequence, stream=self.stream, lane=self.lane,
+            generation=envelope.generation, tick=envelope.tick, sim_time_ns=envelope.sim_time_ns,
+            required=self.required,
+            size=0 if barrier else self.fixed_size if envelope.source is _OBSERVATION else envelope.portable_size,
+            kind=EnvelopeKind.BARRIER if barrier else EnvelopeKind.RECORD, payload=envelope.payload,
         )
+
+
+def materialize(item: object) -> CoreEnvelope:
+    """A lane item as its core envelope: a pump's carrier ``(contract envelope,
+    converter)`` is built now (on the worker); a core envelope passes through."""
+    if item.__class__ is tuple:
+        contract, convert = item
+        built: CoreEnvelope = convert.build(contract)
+        return built
+    return item  # type: ignore[return-value]
 
 
 @attrs.define(eq=False)

@@ -77,6 +77,22 @@ class SourceContinuity:
             return None
         return self._check_slow(envelope)
 
+    def advance(self, global_sequence: int, capture_sequence: int, generation: int) -> bool:
+        """``check``'s fast path from scalars, for an ordinary record of this source.
+
+        True (and the tracker advanced) when it continues the source; False changes
+        nothing: the caller then runs ``check`` on the full envelope for the verdict.
+        """
+        if (
+            capture_sequence == self._next_capture
+            and global_sequence > self._last_global
+            and generation == self.generation
+        ):
+            self._next_capture += 1
+            self._last_global = global_sequence
+            return True
+        return False
+
     def _check_slow(self, envelope: Envelope) -> Discontinuity | None:
         problem = self._problem(envelope)
         self._next_capture = envelope.capture_sequence + 1

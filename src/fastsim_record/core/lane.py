@@ -28,6 +28,13 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 | A8 | full, degrade_recording                    | DROPPED   | latch degraded, then A3     |
 | A9 | a lossy rule would lose a required envelope| FATAL     | latch fatal, failures+1     |
 
+Carriers (``try_admit``): a lane built with ``materialize`` may hold cheap carriers
+instead of envelopes; the capture side passes each carrier with its admission size and
+``materialize(carrier)`` builds the envelope only when one is needed -- on the rare
+overload paths (A2-A9, including every eviction victim) and when the worker drains.
+``materialize`` must pass an ``Envelope`` through unchanged (``try_publish`` still
+admits envelopes).  Admission decisions and accounting are the same for both forms.
+
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
 envelope leaves exactly one single-sequence ``GapRecord`` for the worker
 (``take_gaps``), so the lane's ``lost`` counter and the gap records agree.
@@ -37,7 +44,8 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import attrs
 
@@ -167,10 +175,11 @@ class Lane:
 
     spec: LaneSpec
     stream_required: tuple[bool, ...] = attrs.field(default=(), converter=_flags)
+    materialize: Callable[[Any], Envelope] | None = attrs.field(default=None, kw_only=True)
     _max_items: int = attrs.field(init=False)
     _max_bytes: int = attrs.field(init=False)
     _policy: OverloadPolicy = attrs.field(init=False)
-    _items: deque[Envelope] = attrs.field(init=False, factory=deque)
+    _items: deque[Any] = attrs.field(init=False, factory=deque)  # envelopes or carriers
     _bytes: int = attrs.field(init=False, default=0)
     _admit_items: int = attrs.field(init=False, default=0)  # max_items while open, else 0
     _high_water: int = attrs.field(init=False, default=0)
@@ -216,9 +225,30 @@ class Lane:
             if n >= self._high_water:
                 self._high_water = n + 1
             return ACCEPTED
-        return self._overload(envelope, size)
+        return self._overload(envelope, envelope, size)
 
-    def _overload(self, envelope: Envelope, size: int) -> Admission:
+    def try_admit(self, carrier: object, size: int | None) -> Admission:
+        """``try_publish`` for a carrier of a lane built with ``materialize``: ``size`` is
+        its envelope's producer size; the envelope is built only on overload."""
+        if size is None:
+            size = SIZE_CEILING
+        items = self._items
+        n = len(items)
+        if n < self._admit_items and self._bytes + size <= self._max_bytes:
+            items.append(carrier)
+            self._bytes += size
+            self._enqueued += 1
+            if n >= self._high_water:
+                self._high_water = n + 1
+            return ACCEPTED
+        return self._overload(carrier, self._envelope(carrier), size)
+
+    def _envelope(self, item: Any) -> Envelope:
+        materialize = self.materialize
+        envelope: Envelope = item if materialize is None else materialize(item)
+        return envelope
+
+    def _overload(self, item: object, envelope: Envelope, size: int) -> Admission:
         if self._fatal is not None:  # A2
             self._failures += 1
             return Admission(AdmissionOutcome.FATAL, (), self._fatal, "A2")
@@ -246,19 +276,19 @@ class Lane:
         evict = 0
         freed = 0
         while len(items) - evict >= self._max_items or self._bytes - freed + size > self._max_bytes:
-            victim = items[evict]
+            victim = self._envelope(items[evict])
             if victim.required:  # A9
                 return self._required_loss(victim)
             freed += victim.admission_size
             evict += 1
         gaps = []
         for _ in range(evict):
-            victim = items.popleft()
+            victim = self._envelope(items.popleft())
             gaps.append(GapRecord.for_envelope(victim, GapReason.DROP_OLDEST))
         self._bytes -= freed
         self._lost += evict
         self._gaps.extend(gaps)
-        items.append(envelope)
+        items.append(item)
         self._bytes += size
         self._enqueued += 1
         if len(items) > self._high_water:
@@ -295,7 +325,7 @@ class Lane:
         """Remove and return the oldest admitted envelope, or ``None`` when empty."""
         if not self._items:
             return None
-        envelope = self._items.popleft()
+        envelope = self._envelope(self._items.popleft())
         self._bytes -= envelope.admission_size
         self._dequeued += 1
         return envelope
@@ -304,7 +334,11 @@ class Lane:
         """Remove and return up to ``limit`` (default: all) oldest envelopes in order."""
         items = self._items
         n = len(items) if limit is None else min(limit, len(items))
-        out = [items.popleft() for _ in range(n)]
+        materialize = self.materialize
+        if materialize is None:
+            out = [items.popleft() for _ in range(n)]
+        else:
+            out = [materialize(items.popleft()) for _ in range(n)]
         freed = 0
         for envelope in out:
             size = envelope.size

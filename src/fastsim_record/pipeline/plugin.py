@@ -39,7 +39,12 @@ import attrs
 from fastsim_contract.protocols import FinalizerRegistration, PluginContext, RunContext
 from fastsim_contract.values import ChannelDescriptor
 from fastsim_record import COMPONENT_ID, __version__
-from fastsim_record.adapters.core_binding import CoreBinding, EnvelopeConverter, translate
+from fastsim_record.adapters.core_binding import (
+    CoreBinding,
+    EnvelopeConverter,
+    materialize,
+    translate,
+)
 from fastsim_record.adapters.fsr_sink import FsrSink
 from fastsim_record.adapters.payloads import JsonEncoder, NumericTickEncoder
 from fastsim_record.config.model import GRANT_CAMERA, GRANT_OBSERVATION, RecordConfig
@@ -190,6 +195,7 @@ class RecordPlugin:
                 LaneSpec(name=LaneName(lane_name), max_items=q.max_items, max_bytes=q.max_bytes,
                          overload=OverloadPolicy(q.overload)),
                 [s.required for s in specs],
+                materialize=materialize,
             )
             self.lanes[lane_name] = LaneHandle(lane, wake)
         decls: list[StreamDecl] = []

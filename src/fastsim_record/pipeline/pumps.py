@@ -1,7 +1,10 @@
 """Pumps: one per selected source, running on Core's publishing thread.
 
 A pump validates one immutable, stamped envelope and calls its lane's non-waiting
-``try_publish``.  It does no encoding, compression, hashing, file access or worker
+``try_admit`` with a cheap carrier ``(contract envelope, converter)``: the writer worker
+builds the core envelope (``core_binding.materialize``), so the simulation thread builds
+no frozen object per item.  Barriers, discontinuities and custom converters (cameras)
+take the full path: convert, ``SourceContinuity.check``, ``try_publish``.  It does no encoding, compression, hashing, file access or worker
 join; the only shared state it touches is its lane (under the lane's lock) and the
 worker's wake-up event.
 
@@ -10,9 +13,10 @@ Per envelope (``Pump.__call__``):
     | # | step                                              | on failure              |
     |---|---------------------------------------------------|-------------------------|
     | 1 | cancelled? drop silently                          |                         |
-    | 2 | convert (Core binding rules 1-4)                  | latch ContractError     |
+    | 2 | validate (Core binding rules 1-4)                 | latch ContractError     |
     | 3 | continuity (core ``SourceContinuity`` S1-S4)      | latch ContractError     |
-    | 4 | ``lane.try_publish`` under the lane lock          | FATAL -> latch failure  |
+    | 4 | ``lane.try_admit`` of a carrier under the lane    | FATAL -> latch failure  |
+    |   | lock (the worker builds the core envelope)        |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
     |   | holds >= 1/8 of its items, or an item was refused |                         |
 
@@ -29,10 +33,10 @@ from typing import Final
 
 import attrs
 
-from fastsim_contract.values import SourceKind
+from fastsim_contract.values import Envelope, SourceKind
 from fastsim_record.adapters.core_binding import EnvelopeConverter
 from fastsim_record.core.generations import SourceContinuity
-from fastsim_record.core.lane import ACCEPTED, Lane
+from fastsim_record.core.lane import ACCEPTED, Admission, Lane
 from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossError
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.ports.sources import Closeable
@@ -61,6 +65,8 @@ PUMP_KINDS: Final[dict[str, tuple[frozenset[SourceKind], bool]]] = {
 #: simulation thread on every envelope costs a GIL hand-off per envelope.
 PRESSURE_SHARE = 8
 
+_BARRIER = SourceKind.GENERATION_BARRIER
+
 
 @attrs.define(eq=False)
 class LaneHandle:
@@ -79,7 +85,7 @@ class Pump:
     """The sink Core calls for one selected source (rules 1-5)."""
 
     __slots__ = (
-        "_cancelled", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_pressure", "_wake",
+        "_cancelled", "_carrier", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_pressure", "_wake",
         "delivered", "name", "subscription",
     )
 
@@ -94,6 +100,8 @@ class Pump:
     ) -> None:
         self.name = name
         self._convert = convert
+        # the stock converter admits carriers (rule 2 without building the core envelope)
+        self._carrier = convert if convert.__class__ is EnvelopeConverter else None
         self._continuity = SourceContinuity(name, carries_barriers=carries_barriers)
         self._lane = handle.lane
         self._lock = handle.lock
@@ -108,6 +116,31 @@ class Pump:
         """Validate and admit one envelope; never waits, never raises into Core."""
         if self._cancelled:
             return
+        if self._carrier is None:  # a custom converter (cameras): build the core envelope
+            self._admit_envelope(item)
+            return
+        try:
+            size = self._carrier.validate(item)
+        except ContractError as exc:
+            self._monitor.latch(exc)
+            return
+        except Exception as exc:  # capture failure: never propagate into Core's thread
+            self._monitor.latch(RecordingFailed(f"{self.name}: capture failed: {exc!r}"))
+            return
+        contract: Envelope = item  # type: ignore[assignment]  # validate checked the class
+        if contract.source is _BARRIER or not self._continuity.advance(
+            contract.global_sequence, contract.source_sequence, contract.generation
+        ):  # rare: barriers and discontinuities take the full path
+            self._admit_envelope(item)
+            return
+        carrier = (item, self._carrier)  # the worker builds the core envelope (materialize)
+        lane = self._lane
+        with self._lock:
+            admission = lane.try_admit(carrier, size)
+            pressed = lane.depth >= self._pressure
+        self._admitted(admission, pressed)
+
+    def _admit_envelope(self, item: object) -> None:
         try:
             envelope = self._convert(item)
         except ContractError as exc:
@@ -124,12 +157,15 @@ class Pump:
         with self._lock:
             admission = lane.try_publish(envelope)
             pressed = lane.depth >= self._pressure
+        self._admitted(admission, pressed)
+
+    def _admitted(self, admission: Admission, pressed: bool) -> None:
         self.delivered += 1
         if admission is not ACCEPTED:
             pressed = True
             if admission.fatal:
                 error_type = RequiredLossError if admission.required_loss else RecordingFailed
-                self._monitor.latch(error_type(admission.reason, lane=lane.spec.name.value))
+                self._monitor.latch(error_type(admission.reason, lane=self._lane.spec.name.value))
         if pressed and not self._wake.is_set():
             self._wake.set()
 

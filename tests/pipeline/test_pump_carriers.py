@@ -1,0 +1,60 @@
+"""The stock pump admits cheap carriers; the worker side builds the core envelopes."""
+
+from __future__ import annotations
+
+import threading
+
+from fastsim_contract.values import Envelope, GenerationBarrier, SourceKind
+from fastsim_record.adapters.core_binding import EnvelopeConverter, materialize
+from fastsim_record.core.envelope import Envelope as CoreEnvelope
+from fastsim_record.core.envelope import EnvelopeKind, LaneName
+from fastsim_record.core.lane import Lane, LaneSpec
+from fastsim_record.errors import ContractError
+from fastsim_record.pipeline.monitor import Monitor
+from fastsim_record.pipeline.pumps import PUMP_KINDS, LaneHandle, Pump
+
+
+def _pump() -> tuple[Pump, LaneHandle, Monitor, EnvelopeConverter]:
+    handle = LaneHandle(
+        Lane(LaneSpec(name=LaneName.CRITICAL, max_items=64, max_bytes=1 << 30), [True], materialize=materialize),
+        threading.Event(),
+    )
+    monitor = Monitor(lambda _reason: False)
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, PUMP_KINDS["events"][0])
+    return Pump("events", convert, handle, monitor), handle, monitor, convert
+
+
+def _event(seq: int, cap: int, generation: int = 0) -> Envelope:
+    return Envelope(seq, SourceKind.PLUGIN_EVENT, generation, cap, cap * 10, {"event": "x"}, 17, cap)
+
+
+def test_pump_builds_no_core_envelope_and_drain_materializes_the_converted_one() -> None:
+    """An ordinary envelope enters the lane as a carrier; drain yields what the converter builds."""
+    pump, handle, monitor, convert = _pump()
+    items = [_event(1, 1), _event(3, 2)]
+    for item in items:
+        pump(item)
+    assert not any(isinstance(held, CoreEnvelope) for held in handle.lane._items)
+    assert handle.lane.drain() == [convert(item) for item in items]
+    assert handle.lane.counters().depth_bytes == 0
+    assert monitor.error is None
+
+
+def test_pump_discontinuity_still_latches_the_rule() -> None:
+    """A skipped capture sequence is latched as S2 and not admitted."""
+    pump, handle, monitor, _ = _pump()
+    pump(_event(1, 1))
+    pump(_event(2, 3))
+    assert isinstance(monitor.error, ContractError)
+    assert handle.lane.depth == 1
+
+
+def test_converter_build_matches_the_full_conversion_for_barriers() -> None:
+    """A barrier converts to a BARRIER core envelope of size 0 through build, as before."""
+    convert = EnvelopeConverter(
+        "observations", "numeric.tick", LaneName.NUMERIC, True, PUMP_KINDS["observations"][0], 100
+    )
+    barrier = Envelope(5, SourceKind.GENERATION_BARRIER, 1, 4, 40, GenerationBarrier(1, 0), None, 3)
+    built = materialize((barrier, convert))
+    assert (built.kind, built.size, built.capture_sequence) == (EnvelopeKind.BARRIER, 0, 3)
+    assert built == convert(barrier)
