@@ -119,6 +119,18 @@ def test_validate_invalid_file_is_one_line_exit_1(fsr_file: Path, capsys: Captur
     assert " at offset " in err
 
 
+def test_validate_of_an_unsealed_file_points_to_recover(fsr_file: Path, capsys: Capture) -> None:
+    """An unsealed (truncated) file is invalid on one line that names `fsr recover`."""
+    data = fsr_file.read_bytes()
+    fsr_file.write_bytes(data[: len(data) - 8])
+    capsys.readouterr()
+    assert main(["validate", str(fsr_file)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("invalid: ")
+    assert "fsr recover" in err
+
+
 def test_validate_usage_errors_exit_2(fsr_file: Path, tmp_path: Path, capsys: Capture) -> None:
     """An unreadable path or fast/strong without a sha256 policy exits 2."""
     assert main(["validate", str(tmp_path / "missing.fsr")]) == 2

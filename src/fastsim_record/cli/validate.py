@@ -38,13 +38,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the receipt as JSON")
 
 
+_UNSEALED_HINT = " (an unsealed .incomplete file can be rebuilt with 'fsr recover FILE -o OUT.fsr')"
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate and print the receipt; 0 valid, 1 invalid, 2 usage or unreadable."""
     policy = args.policy_integrity or ("none" if args.integrity == "structural" else "sha256")
     try:
         receipt = validate(args.file, args.integrity, policy)
     except FormatError as exc:
-        print(f"invalid: {exc}", file=sys.stderr)
+        hint = _UNSEALED_HINT if "not sealed" in exc.reason else ""
+        print(f"invalid: {exc}{hint}", file=sys.stderr)
         return 1
     except IntegrityPolicyError as exc:
         print(f"fsr validate: {exc}", file=sys.stderr)
