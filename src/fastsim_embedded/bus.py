@@ -29,7 +29,15 @@ from typing import Any
 import attrs
 
 from fastsim_contract.errors import SubscriptionRefused, TerminalError
-from fastsim_contract.values import CapturePlan, Envelope, SourceKind
+from fastsim_contract.values import (
+    CapturePlan,
+    Envelope,
+    ObservationTick,
+    PackedLayout,
+    PackedValues,
+    SampleBlock,
+    SourceKind,
+)
 
 __all__ = ["SUBSCRIBABLE", "CaptureBus", "SinkError"]
 
@@ -50,6 +58,32 @@ _OBSERVATION = SourceKind.OBSERVATION
 _OBSERVATIONS: str = SourceKind.OBSERVATION.value
 
 Sink = Callable[[Envelope], None]
+
+# The packed observation's immutable values, built through their slots on the hot path
+# (``publish_observation_packed``); tests pin them equal to the constructed values.
+_new = object.__new__
+
+
+def _slot(cls: type, name: str) -> Callable[[object, object], None]:
+    setter: Callable[[object, object], None] = vars(cls)[name].__set__  # the slot's member descriptor
+    return setter
+
+
+_set_buffer = _slot(PackedValues, "buffer")
+_set_layout = _slot(PackedValues, "layout")
+_set_channels = _slot(SampleBlock, "channels")
+_set_values = _slot(SampleBlock, "values")
+_set_channel_sequence = _slot(SampleBlock, "channel_sequence")
+_set_capture_sequence = _slot(ObservationTick, "capture_sequence")
+_set_samples = _slot(ObservationTick, "samples")
+_set_global = _slot(Envelope, "global_sequence")
+_set_source = _slot(Envelope, "source")
+_set_generation = _slot(Envelope, "generation")
+_set_tick = _slot(Envelope, "tick")
+_set_sim_time = _slot(Envelope, "sim_time_ns")
+_set_payload = _slot(Envelope, "payload")
+_set_portable_size = _slot(Envelope, "portable_size")
+_set_source_sequence = _slot(Envelope, "source_sequence")
 
 
 class SinkError(Exception):
@@ -145,18 +179,42 @@ class CaptureBus:
                 self._deliver(sub, envelope)
         return envelope
 
-    def publish_observation(
-        self, generation: int, tick: int, sim_time_ns: int, samples: Any, wrap: Callable[[int, Any], object]
+    def publish_observation_packed(
+        self, generation: int, tick: int, sim_time_ns: int, channels: tuple[str, ...], buffer: Any,
+        layout: PackedLayout, channel_sequence: int,
     ) -> Envelope:
-        """``publish`` specialised for the per-tick observation (the simulation thread's hot
-        path: no keyword plumbing, no source lookups); same rules, same result."""
+        """``publish`` specialised for the per-tick packed observation (the simulation
+        thread's hot path): same rules, same values -- an ``Envelope`` of an
+        ``ObservationTick`` of a ``SampleBlock`` over ``PackedValues`` -- built in this one
+        frame through the slots (no keyword plumbing, no per-object ``__init__``; the only
+        check ``PackedValues`` makes, the buffer size, is made here)."""
+        if buffer.nbytes != layout.nbytes:
+            raise ValueError(f"PackedValues: buffer has {buffer.nbytes} bytes, layout {layout.nbytes}")
+        values = _new(PackedValues)
+        _set_buffer(values, buffer)
+        _set_layout(values, layout)
+        block = _new(SampleBlock)
+        _set_channels(block, channels)
+        _set_values(block, values)
+        _set_channel_sequence(block, channel_sequence)
         with self._lock:
             if self._sealed:
                 raise TerminalError("publish on 'observations' after the terminal cut")
             self._global += 1
             seq = self._source_seq.get(_OBSERVATIONS, 0) + 1
             self._source_seq[_OBSERVATIONS] = seq
-            envelope = Envelope(self._global, _OBSERVATION, generation, tick, sim_time_ns, wrap(seq, samples), None, seq)
+            observation = _new(ObservationTick)
+            _set_capture_sequence(observation, seq)
+            _set_samples(observation, block)
+            envelope = _new(Envelope)
+            _set_global(envelope, self._global)
+            _set_source(envelope, _OBSERVATION)
+            _set_generation(envelope, generation)
+            _set_tick(envelope, tick)
+            _set_sim_time(envelope, sim_time_ns)
+            _set_payload(envelope, observation)
+            _set_portable_size(envelope, None)
+            _set_source_sequence(envelope, seq)
             if self._history_open:
                 self._history.setdefault(_OBSERVATIONS, []).append(envelope)
             for sub in self._subscribers.get(_OBSERVATIONS, ()):

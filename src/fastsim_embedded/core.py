@@ -49,7 +49,6 @@ from fastsim_contract.values import (
     GenerationBarrier,
     ObservationTick,
     PackedLayout,
-    PackedValues,
     RowViews,
     SampleBlock,
     SourceKind,
@@ -438,8 +437,10 @@ class EmbeddedHost:
             buffer.flags.writeable = False
         self._observed += 1
         ctx = self.context
-        block = SampleBlock(ctx.capture.observation_channels, PackedValues(buffer, layout), self._observed)
-        return self.bus.publish_observation(ctx.generation, ctx.tick, ctx.sim_time_ns, block, ObservationTick)
+        return self.bus.publish_observation_packed(
+            ctx.generation, ctx.tick, ctx.sim_time_ns, ctx.capture.observation_channels, buffer, layout,
+            self._observed,
+        )
 
     def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
         """Camera samples of the planned cameras, one envelope each."""

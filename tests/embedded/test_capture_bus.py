@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import threading
 
-from fastsim_contract.values import CapturePlan, Envelope, SourceKind
+import numpy as np
+import pytest
+
+from fastsim_contract.values import (
+    CapturePlan,
+    Envelope,
+    ObservationTick,
+    PackedLayout,
+    PackedValues,
+    SampleBlock,
+    SourceKind,
+)
 from fastsim_embedded.bus import CaptureBus
 
 PLAN = CapturePlan(sources=frozenset({"lifecycle", "events", "control.audit", "control.result"}))
@@ -54,3 +65,41 @@ def test_sources_outside_the_plan_are_not_built_or_sequenced() -> None:
     first = bus.publish(SourceKind.LIFECYCLE, generation=0, tick=1, sim_time_ns=0, payload={})
     assert first is not None
     assert first.global_sequence == 1
+
+
+def test_packed_observation_built_through_slots_equals_the_constructed_values() -> None:
+    """The hot path's slot-built envelope sets every slot and carries what the constructors build."""
+    for cls, expected in (
+        (PackedValues, {"buffer", "layout"}),
+        (SampleBlock, {"channels", "values", "channel_sequence"}),
+        (ObservationTick, {"capture_sequence", "samples"}),
+        (Envelope, {"global_sequence", "source", "generation", "tick", "sim_time_ns", "payload",
+                    "portable_size", "source_sequence"}),
+    ):  # a new field on any of these must be set by publish_observation_packed too
+        assert set(vars(cls)["__slots__"]) - {"__weakref__"} == expected, cls.__name__
+    bus = CaptureBus(CapturePlan(sources=frozenset({"observations"})))
+    layout = PackedLayout((("<f8", (3,)), ("<f4", (2,))))
+    buffer = np.arange(4, dtype="<f8")
+    buffer.flags.writeable = False
+    seen: list[Envelope] = []
+    bus.subscribe("observations", seen.append)
+    got = bus.publish_observation_packed(2, 7, 70, ("a", "b"), buffer, layout, 5)
+    block = SampleBlock(("a", "b"), PackedValues(buffer, layout), 5)
+    want = Envelope(1, SourceKind.OBSERVATION, 2, 7, 70, ObservationTick(1, block), None, 1)
+    assert seen == [got]
+
+    def facts(e: Envelope) -> tuple[object, ...]:
+        tick = e.payload
+        assert isinstance(tick, ObservationTick)
+        assert isinstance(tick.samples, SampleBlock)
+        values = tick.samples.values
+        assert isinstance(values, PackedValues)
+        return (
+            e.global_sequence, e.source, e.generation, e.tick, e.sim_time_ns, e.portable_size,
+            e.source_sequence, tick.capture_sequence, tick.samples.channels, tick.samples.channel_sequence,
+            id(values.buffer), id(values.layout), [v.tolist() for v in values],  # type: ignore[attr-defined]
+        )
+
+    assert facts(got) == facts(want)
+    with pytest.raises(ValueError, match="buffer has 8 bytes"):
+        bus.publish_observation_packed(2, 8, 80, ("a", "b"), buffer[:1], layout, 6)
