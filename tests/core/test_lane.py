@@ -23,6 +23,7 @@ from fastsim_record.core import (
     OverloadPolicy,
     overload_problem,
 )
+from fastsim_record.core.lane import PRESSED
 from fastsim_record.testing.envelopes import EnvelopeFactory
 from fastsim_record.testing.strategies import envelope_scripts, lane_specs
 
@@ -334,3 +335,18 @@ def test_carrier_lane_materializes_eviction_victims_and_passes_envelopes_through
     assert admission.outcome is AdmissionOutcome.EVICTED
     assert [g.first_global for g in admission.gaps] == [first.global_sequence]
     assert lane.drain() == [second, third]
+
+
+def test_a1_answers_pressed_once_the_lane_holds_pressure_items() -> None:
+    """A1 with pressure_items: ACCEPTED below it, the admitted PRESSED from it on, for both admission forms."""
+    f = EnvelopeFactory()
+    spec = LaneSpec(name=LaneName.NUMERIC, max_items=8, max_bytes=1000)
+    lane = Lane(spec, [False], materialize=_materialize, pressure_items=2)
+    first, second, third = (_optional(f) for _ in range(3))
+    assert lane.try_publish(first) is ACCEPTED
+    assert lane.try_admit(_carry(second), second.size) is PRESSED
+    assert lane.try_publish(third) is PRESSED
+    assert PRESSED.admitted
+    assert not PRESSED.fatal
+    lane.drain()
+    assert lane.try_publish(_optional(f)) is ACCEPTED

@@ -99,7 +99,7 @@ class EnvelopeConverter:
             if payload.__class__ is not GenerationBarrier:
                 raise ContractError(f"{self.source}: barrier payload must be a GenerationBarrier")
             return 0
-        if kind is SourceKind.OBSERVATION:
+        if kind is _OBSERVATION:
             if payload.__class__ is not ObservationTick:
                 raise ContractError(f"{self.source}: observation payload must be an ObservationTick")
             return self.fixed_size

@@ -18,6 +18,7 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 | #  | state / condition                          | outcome   | accounting                  |
 |----|--------------------------------------------|-----------|-----------------------------|
 | A1 | open, depth < max_items, bytes+size <= max | ACCEPTED  | enqueued+1                  |
+|    | ... and the lane then holds >= pressure    | PRESSED   | as A1 (drain soon)          |
 | A2 | fatal latched                              | FATAL     | failures+1                  |
 | A3 | degraded                                   | DROPPED   | enqueued+1 lost+1 degr.+1   |
 | A4 | full, fail_run                             | FATAL     | latch fatal, failures+1     |
@@ -55,6 +56,7 @@ from fastsim_record.core.gaps import GapReason, GapRecord
 
 __all__ = [
     "ACCEPTED",
+    "PRESSED",
     "Admission",
     "AdmissionOutcome",
     "Lane",
@@ -115,6 +117,8 @@ class Admission:
 
 #: The one pre-allocated answer for the common case (rule A1).
 ACCEPTED = Admission(AdmissionOutcome.ACCEPTED)
+#: Rule A1 when the lane then holds at least ``pressure_items``: admitted, drain soon.
+PRESSED = Admission(AdmissionOutcome.ACCEPTED, (), "lane under pressure", "A1")
 
 
 @attrs.frozen(kw_only=True)
@@ -176,6 +180,8 @@ class Lane:
     spec: LaneSpec
     stream_required: tuple[bool, ...] = attrs.field(default=(), converter=_flags)
     materialize: Callable[[Any], Envelope] | None = attrs.field(default=None, kw_only=True)
+    #: A1 answers PRESSED instead of ACCEPTED once the lane holds this many items.
+    pressure_items: int | None = attrs.field(default=None, kw_only=True)
     _max_items: int = attrs.field(init=False)
     _max_bytes: int = attrs.field(init=False)
     _policy: OverloadPolicy = attrs.field(init=False)
@@ -224,7 +230,8 @@ class Lane:
             self._enqueued += 1
             if n >= self._high_water:
                 self._high_water = n + 1
-            return ACCEPTED
+            pressure = self.pressure_items
+            return ACCEPTED if pressure is None or n + 1 < pressure else PRESSED
         return self._overload(envelope, envelope, size)
 
     def try_admit(self, carrier: object, size: int | None) -> Admission:
@@ -240,7 +247,8 @@ class Lane:
             self._enqueued += 1
             if n >= self._high_water:
                 self._high_water = n + 1
-            return ACCEPTED
+            pressure = self.pressure_items
+            return ACCEPTED if pressure is None or n + 1 < pressure else PRESSED
         return self._overload(carrier, self._envelope(carrier), size)
 
     def _envelope(self, item: Any) -> Envelope:

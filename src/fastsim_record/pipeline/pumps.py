@@ -18,7 +18,8 @@ Per envelope (``Pump.__call__``):
     | 4 | ``lane.try_admit`` of a carrier under the lane    | FATAL -> latch failure  |
     |   | lock (the worker builds the core envelope)        |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
-    |   | holds >= 1/8 of its items, or an item was refused |                         |
+    |   | holds >= 1/8 of its items (it answers PRESSED),   |                         |
+    |   | or an item was evicted or refused                 |                         |
 
 Pump table (``PUMP_KINDS``): which contract source kinds each pump kind accepts, and
 whether the source carries generation barriers.  Camera, render-state, geometry and
@@ -79,13 +80,15 @@ class LaneHandle:
 
     def __attrs_post_init__(self) -> None:
         self.pressure = max(1, self.lane.spec.max_items // PRESSURE_SHARE)
+        if self.lane.pressure_items is None:  # the lane answers PRESSED from this depth on
+            self.lane.pressure_items = self.pressure
 
 
 class Pump:
     """The sink Core calls for one selected source (rules 1-5)."""
 
     __slots__ = (
-        "_cancelled", "_carrier", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_pressure", "_wake",
+        "_cancelled", "_carrier", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_wake",
         "delivered", "name", "subscription",
     )
 
@@ -106,7 +109,6 @@ class Pump:
         self._lane = handle.lane
         self._lock = handle.lock
         self._wake = handle.wake
-        self._pressure = handle.pressure
         self._monitor = monitor
         self._cancelled = False
         self.delivered = 0
@@ -134,11 +136,12 @@ class Pump:
             self._admit_envelope(item)
             return
         carrier = (item, self._carrier)  # the worker builds the core envelope (materialize)
-        lane = self._lane
         with self._lock:
-            admission = lane.try_admit(carrier, size)
-            pressed = lane.depth >= self._pressure
-        self._admitted(admission, pressed)
+            admission = self._lane.try_admit(carrier, size)
+        if admission is ACCEPTED:
+            self.delivered += 1
+            return
+        self._admitted(admission)
 
     def _admit_envelope(self, item: object) -> None:
         try:
@@ -153,20 +156,19 @@ class Pump:
         if problem is not None:
             self._monitor.latch(ContractError(problem.reason, rule=problem.rule))
             return
-        lane = self._lane
         with self._lock:
-            admission = lane.try_publish(envelope)
-            pressed = lane.depth >= self._pressure
-        self._admitted(admission, pressed)
+            admission = self._lane.try_publish(envelope)
+        self._admitted(admission)
 
-    def _admitted(self, admission: Admission, pressed: bool) -> None:
+    def _admitted(self, admission: Admission) -> None:
+        """Rule 5: anything but a plain ACCEPTED (PRESSED, a loss, a fatal) wakes the worker."""
         self.delivered += 1
-        if admission is not ACCEPTED:
-            pressed = True
-            if admission.fatal:
-                error_type = RequiredLossError if admission.required_loss else RecordingFailed
-                self._monitor.latch(error_type(admission.reason, lane=self._lane.spec.name.value))
-        if pressed and not self._wake.is_set():
+        if admission is ACCEPTED:
+            return
+        if admission.fatal:
+            error_type = RequiredLossError if admission.required_loss else RecordingFailed
+            self._monitor.latch(error_type(admission.reason, lane=self._lane.spec.name.value))
+        if not self._wake.is_set():
             self._wake.set()
 
     @property
