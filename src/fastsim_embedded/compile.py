@@ -29,7 +29,12 @@ from typing import Any
 import attrs
 
 from fastsim_contract.run import RunDocument, load_run
-from fastsim_contract.run_compiler import CompiledComponent, CompiledRun, compile_run
+from fastsim_contract.run_compiler import (
+    CompiledComponent,
+    CompiledRun,
+    compile_run,
+    load_and_compile,
+)
 from fastsim_contract.run_errors import RunConfigError, RunIssue
 from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescriptor, SourceKind
 from fastsim_embedded.backends import UnknownBackend, create_backend
@@ -174,7 +179,12 @@ def prepare_run(
     seed: int = 0,
 ) -> PreparedRun:
     """Load, compile and plan a Run; ``RunConfigError`` for anything authored wrong."""
-    document = load_run(path)
+    try:
+        document = load_run(path)
+    except RunConfigError:
+        # Errors in the Run must not hide the plugins' own: report them all at once.
+        load_and_compile(path)
+        raise
     if backend is not None:
         document = document.with_backend(backend)
     compiled = compile_run(document)

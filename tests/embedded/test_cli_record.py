@@ -122,3 +122,18 @@ def test_a_failed_recorded_run_exits_1_and_leaves_nothing_under_the_final_name(
     assert "overflow" in err.splitlines()[0]
     assert "Traceback" not in err
     assert not (out_dir / "fail.fsr").exists()
+
+
+def test_run_errors_do_not_hide_plugin_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad Run field and a bad Record field are both reported by `fsr record`, exit 2."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "schema: fastsim/2\nname: ''\nbackend: synthetic\nscenario: {}\n"
+        "plugins:\n  record:\n    use: plugin://fastsim/record\n"
+        "    config: {integrity: nonsense}\n"
+    )
+    assert main(_no_progress(bad, "--output-dir", str(tmp_path / "o"))) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("name: ")
+    assert "plugins.record.config.integrity: " in err
+    assert "Traceback" not in err
