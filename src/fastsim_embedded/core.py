@@ -37,6 +37,7 @@ import attrs
 import numpy as np
 
 from fastsim_contract.errors import GrantRefused, SubscriptionRefused
+from fastsim_contract.payloads import freeze, portable_size
 from fastsim_contract.protocols import EnvelopeSink, Finalizer, OutputPolicy, Subscription
 from fastsim_contract.values import (
     CameraSample,
@@ -62,7 +63,6 @@ from fastsim_embedded.backends.base import (
 )
 from fastsim_embedded.bus import CaptureBus
 from fastsim_embedded.output import ComponentOutputs, FileOutputService
-from fastsim_embedded.payloads import freeze, portable_size
 from fastsim_embedded.terminal import (
     FinalizerOutcome,
     Registration,

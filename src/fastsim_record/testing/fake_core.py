@@ -36,16 +36,17 @@ Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import attrs
 import numpy as np
 
 from fastsim_contract.errors import GrantRefused, SubscriptionRefused, TerminalError
+from fastsim_contract.payloads import FrozenDict, freeze
+from fastsim_contract.payloads import portable_size as _portable_size
 from fastsim_contract.protocols import Finalizer
 from fastsim_contract.values import (
     CameraSample,
@@ -91,39 +92,6 @@ _CONTROL = ("control.audit", "control.result")
 
 class InjectedFault(RuntimeError):
     """An error raised on purpose by a fake."""
-
-
-class FrozenDict(dict[str, Any]):
-    """A read-only dict (JSON-serialisable); every mutator raises ``TypeError``."""
-
-    def _refuse(self, *_: object, **__: object) -> NoReturn:
-        raise TypeError("envelope payloads are immutable")
-
-    __setitem__ = _refuse
-    __delitem__ = _refuse
-    clear = _refuse
-    pop = _refuse
-    popitem = _refuse
-    setdefault = _refuse
-    update = _refuse
-    __ior__ = _refuse
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return hash(tuple(sorted(self.items())))
-
-
-def freeze(value: object) -> Any:
-    """A deep read-only copy of JSON-like data."""
-    if isinstance(value, Mapping):
-        return FrozenDict({str(k): freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
-    return value
-
-
-def _portable_size(payload: object) -> int:
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return len(text.encode("utf-8"))
 
 
 @attrs.frozen

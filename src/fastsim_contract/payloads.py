@@ -1,4 +1,5 @@
-"""Immutable payloads and their producer-computed portable byte size.
+"""Immutable envelope payloads and their producer-computed portable byte size (Core's side
+of the contract; the embedded host and the fake Core both use it).
 
 Event-like payloads (lifecycle, plugin events, control) are frozen into
 :class:`FrozenDict` (a read-only ``dict`` subclass, so ``json.dumps`` still accepts it)
