@@ -219,24 +219,11 @@ class Lane:
 
     def try_publish(self, envelope: Envelope) -> Admission:
         """Admit ``envelope`` at once or answer why not (rules A1-A9); never waits."""
-        size = envelope.size
-        if size is None:
-            size = SIZE_CEILING
-        items = self._items
-        n = len(items)
-        if n < self._admit_items and self._bytes + size <= self._max_bytes:
-            items.append(envelope)
-            self._bytes += size
-            self._enqueued += 1
-            if n >= self._high_water:
-                self._high_water = n + 1
-            pressure = self.pressure_items
-            return ACCEPTED if pressure is None or n + 1 < pressure else PRESSED
-        return self._overload(envelope, envelope, size)
+        return self.try_admit(envelope, envelope.size)
 
     def try_admit(self, carrier: object, size: int | None) -> Admission:
-        """``try_publish`` for a carrier of a lane built with ``materialize``: ``size`` is
-        its envelope's producer size; the envelope is built only on overload."""
+        """Admit ``carrier`` (an envelope, or a carrier of a lane built with ``materialize``)
+        whose envelope's producer size is ``size``; the envelope is built only on overload."""
         if size is None:
             size = SIZE_CEILING
         items = self._items
