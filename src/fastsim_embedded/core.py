@@ -361,6 +361,9 @@ class EmbeddedHost:
                     break
         self._observed += 1
         block = SampleBlock(names, picked, self._observed)
+        return self._publish_tick(block)
+
+    def _publish_tick(self, block: SampleBlock) -> Envelope | None:
         ctx = self.context
         return self.bus.publish(
             SourceKind.OBSERVATION,
@@ -388,15 +391,7 @@ class EmbeddedHost:
             blocks = tuple(_read_only(block) for block in blocks)
         self._observed += 1
         block = SampleBlock(names, RowViews(blocks, self._rows), self._observed)
-        ctx = self.context
-        return self.bus.publish(
-            SourceKind.OBSERVATION,
-            generation=ctx.generation,
-            tick=ctx.tick,
-            sim_time_ns=ctx.sim_time_ns,
-            payload=block,
-            wrap=ObservationTick,
-        )
+        return self._publish_tick(block)
 
     def bind_numeric_packing(self, packing: Sequence[tuple[str, str, tuple[int, ...]]]) -> bool:
         """Use packed sampling when ``packing`` covers every planned channel (else ``False``).
