@@ -140,6 +140,22 @@ def test_wrist_camera_moves_with_the_arm(scene: MujocoDroidScene) -> None:
     np.testing.assert_allclose(left1.quaternion_xyzw, left0.quaternion_xyzw, atol=1e-12)
 
 
+def test_poses_after_a_step_describe_the_new_joint_state(scene: MujocoDroidScene) -> None:
+    """After a step, body and camera poses are those of the new qpos, not one step behind."""
+    import mujoco
+
+    scene.reset()
+    _run_script(scene, 20)  # the arm is moving
+    fresh = mujoco.MjData(scene.model)
+    fresh.qpos[:] = scene.data.qpos
+    fresh.qvel[:] = scene.data.qvel
+    mujoco.mj_forward(scene.model, fresh)
+    np.testing.assert_array_equal(scene.data.xpos, fresh.xpos)
+    np.testing.assert_array_equal(scene.data.xquat, fresh.xquat)
+    np.testing.assert_array_equal(scene.data.cam_xpos, fresh.cam_xpos)
+    np.testing.assert_array_equal(scene.data.cam_xmat, fresh.cam_xmat)
+
+
 def test_scripted_command_is_a_pure_function_of_tick(scene: MujocoDroidScene) -> None:
     """The script gives 8 finite float64 targets and the same tick gives the same command."""
     scene.reset()

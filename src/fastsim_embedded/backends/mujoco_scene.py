@@ -266,11 +266,24 @@ class MujocoDroidScene:
         mujoco.mj_forward(self.model, self.data)
 
     def step(self, n: int = 1) -> None:
-        """Advance physics by ``n`` MuJoCo steps."""
+        """Advance physics by ``n`` MuJoCo steps, then bring the pose-derived quantities
+        up to the new state.
+
+        ``mj_step`` computes kinematics *before* it integrates, so after it body, site
+        and camera poses (``xpos``, ``xquat``, ``cam_xpos``: what cameras render, their
+        extrinsics and the scene's geometry) describe the state one step earlier than
+        ``qpos``.  Every sample of one tick must describe the same instant, so the
+        position stage's kinematics, centre-of-mass and camera/light placement are run
+        again on the new ``qpos`` (as dm_control's ``Physics.step`` does; a few µs, no
+        collision detection).
+        """
         if n < 0:
             raise ValueError(f"step count must be >= 0, got {n}")
         if n:
             mujoco.mj_step(self.model, self.data, nstep=n)
+            mujoco.mj_kinematics(self.model, self.data)
+            mujoco.mj_comPos(self.model, self.data)
+            mujoco.mj_camlight(self.model, self.data)
 
     def advance(self, seconds: float) -> int:
         """Advance physics by ``seconds`` (rounded to whole steps); returns the step count."""
