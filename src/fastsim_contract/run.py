@@ -34,7 +34,9 @@ installed component catalogs lives in ``fastsim_contract.run_compiler``.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Mapping
 from typing import Any
 
@@ -269,14 +271,44 @@ def parse_run(text: str, *, source: str = "<run>") -> RunDocument:
     return run_from_mapping(parse_run_data(text, source=source), source=source)
 
 
+#: A Run is a short YAML document; anything larger is refused before it is read.
+MAX_RUN_BYTES = 16 * 1024 * 1024
+
+
 def read_run_text(path: str | os.PathLike[str]) -> str:
-    """A Run file's text; an unreadable file is one issue, never a traceback."""
+    """A Run file's text; an unreadable file is one issue, never a traceback.
+
+    Only a regular file is opened: a FIFO would block until a writer appears and a
+    device such as ``/dev/zero`` never ends, so both are refused by their type, and a
+    file over ``MAX_RUN_BYTES`` by its size.
+    """
+    source = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        with open(path, "rb", opener=_open_nonblocking) as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if not stat.S_ISREG(info.st_mode):
+                raise RunConfigError([RunIssue(source, "cannot read the Run file: not a regular file")])
+            if info.st_size > MAX_RUN_BYTES:
+                raise RunConfigError([RunIssue(
+                    source, f"cannot read the Run file: {info.st_size} bytes is over the "
+                    f"{MAX_RUN_BYTES}-byte limit for a Run",
+                )])
+            data = handle.read(MAX_RUN_BYTES + 1)
+        if len(data) > MAX_RUN_BYTES:
+            raise RunConfigError([RunIssue(
+                source, f"cannot read the Run file: over the {MAX_RUN_BYTES}-byte limit for a Run",
+            )])
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RunConfigError([RunIssue(os.fspath(path), f"cannot read the Run file: {reason}")]) from None
+        raise RunConfigError([RunIssue(source, f"cannot read the Run file: {reason}")]) from None
+
+
+def _open_nonblocking(file: str, flags: int) -> int:
+    """``open`` with O_NONBLOCK, so opening a FIFO with no writer returns at once."""
+    return os.open(file, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def load_run(path: str | os.PathLike[str]) -> RunDocument:

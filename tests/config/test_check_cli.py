@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import yaml
 
+from fastsim_contract import run as run_module
 from fastsim_contract.run import load_run
 from fastsim_contract.run_compiler import compile_run
 from fastsim_record.cli import main
@@ -146,6 +148,32 @@ def test_check_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     """A directory given as the Run file is one line, exit 2."""
     code, out, err = _check(tmp_path, capsys)
     assert (code, out, err) == (2, "", f"{tmp_path}: cannot read the Run file: Is a directory\n")
+
+
+def test_check_fifo_is_refused_without_blocking(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A FIFO given as the Run file is refused at once (no writer needed), exit 2."""
+    fifo = tmp_path / "run.yaml"
+    os.mkfifo(fifo)
+    code, out, err = _check(fifo, capsys)
+    assert (code, out, err) == (2, "", f"{fifo}: cannot read the Run file: not a regular file\n")
+
+
+def test_check_device_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """A character device such as /dev/zero (endless) is refused by its type, exit 2."""
+    code, out, err = _check(Path("/dev/zero"), capsys)
+    assert (code, out, err) == (2, "", "/dev/zero: cannot read the Run file: not a regular file\n")
+
+
+def test_check_oversized_run_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Run file over the size limit is refused by its size before it is read, exit 2."""
+    monkeypatch.setattr(run_module, "MAX_RUN_BYTES", 64)
+    run = tmp_path / "run.yaml"
+    run.write_text("schema: fastsim/2\n" + "# padding\n" * 10)
+    code, out, err = _check(run, capsys)
+    assert (code, out) == (2, "")
+    assert err == f"{run}: cannot read the Run file: 118 bytes is over the 64-byte limit for a Run\n"
 
 
 def test_check_binary_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
