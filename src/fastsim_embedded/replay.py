@@ -67,9 +67,15 @@ class RenderTrack:
 
     path: Path
     sha256: str
-    records: tuple[Record, ...]
+    records: tuple[Record, ...]  # payloads are read lazily through ``reader``
     rate_hz: float
     source: ReplaySource
+    reader: FsrReader | None = attrs.field(default=None, eq=False, repr=False)
+
+    def close(self) -> None:
+        """Close the source file (idempotent); payloads cannot be read afterwards."""
+        if self.reader is not None:
+            self.reader.close()
 
 
 def _sha256(path: Path) -> str:
@@ -87,6 +93,14 @@ def read_track(path: str | os.PathLike[str]) -> RenderTrack:
         reader = FsrReader(source)
     except Exception as exc:
         raise RunConfigError([RunIssue("SOURCE", f"{source}: {exc}")]) from None
+    try:
+        return _track(source, reader)
+    except BaseException:
+        reader.close()
+        raise
+
+
+def _track(source: Path, reader: FsrReader) -> RenderTrack:
     try:
         stream = reader.stream(STREAM)
     except Exception:
@@ -117,7 +131,7 @@ def read_track(path: str | os.PathLike[str]) -> RenderTrack:
         global_last=records[-1].global_sequence,
         generations=tuple(sorted({r.generation for r in records})),
     )
-    return RenderTrack(source, sha, records, rate, replay_source)
+    return RenderTrack(source, sha, records, rate, replay_source, reader)
 
 
 @attrs.define(eq=False)
@@ -207,8 +221,11 @@ class ReplayBackend:
         return self._render
 
     def close(self) -> None:
-        """Close the inner backend."""
-        self.inner.close()
+        """Close the inner backend and the Replay source file."""
+        try:
+            self.inner.close()
+        finally:
+            self.track.close()
 
 
 def prepare_replay(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,20 @@ def test_read_track_refuses_a_source_whose_generations_skip(tmp_path: Path) -> N
     with pytest.raises(RunConfigError) as info:
         read_track(_source(tmp_path / "s.fsr", [0, 0, 2]))
     assert "render.state record 3 is in generation 2 after 0" in str(info.value.issues[0])
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_read_track_closes_its_source_on_close_and_on_refusal(tmp_path: Path) -> None:
+    """The track's reader is closed by ``close`` and never leaked when the source is refused."""
+    before = _open_fds()
+    track = read_track(_source(tmp_path / "s.fsr", [0, 0, 1]))
+    assert _open_fds() == before + 1
+    track.close()
+    track.close()  # idempotent
+    assert _open_fds() == before
+    with pytest.raises(RunConfigError):
+        read_track(_source(tmp_path / "bad.fsr", [0, 2]))
+    assert _open_fds() == before
