@@ -77,6 +77,50 @@ def test_numeric_samples_match_the_declaration(backend: MujocoBackend) -> None:
         assert not value.flags.writeable
 
 
+def test_packed_sample_is_the_per_channel_samples_back_to_back(backend: MujocoBackend) -> None:
+    """PackedSampling: one fresh read-only buffer equal to joint position then velocity, bit for bit."""
+    _run(backend, 10)  # the arm is moving: velocities are not zero
+    assert backend.numeric_packing() == (
+        ("robot.joint_position", "<f8", (13,)), ("robot.joint_velocity", "<f8", (13,)),
+    )
+    packed = backend.sample_numeric_packed()
+    values = backend.sample_numeric()
+    expected = values["robot.joint_position"].tobytes() + values["robot.joint_velocity"].tobytes()
+    assert packed.tobytes() == expected
+    assert np.any(values["robot.joint_velocity"] != 0)
+    assert not packed.flags.writeable
+    assert packed.flags.c_contiguous
+    assert backend.sample_numeric_packed() is not packed  # fresh each call, never mutated
+
+
+def test_host_publishes_mujoco_ticks_packed() -> None:
+    """The run loop picks PackedSampling for the MuJoCo backend when the plan selects its channels."""
+    from fastsim_embedded.loop import observation_publisher
+
+    class Host:
+        bound: object = None
+
+        def wants_observations(self) -> bool:
+            return True
+
+        def bind_numeric_packing(self, packing: object) -> bool:
+            self.bound = packing
+            return True
+
+        def publish_observation_packed(self, buffer: object) -> object:
+            return buffer
+
+    b = _backend(reset_every_s=None)
+    try:
+        host = Host()
+        publish = observation_publisher(host, b)  # type: ignore[arg-type]
+        assert publish is not None
+        assert host.bound == b.numeric_packing()
+        assert np.asarray(publish()).shape == (26,)
+    finally:
+        b.close()
+
+
 def test_camera_readings_carry_the_calibration_digest(backend: MujocoBackend) -> None:
     """Every reading of a camera shares its profile digest; intrinsics carry the profile and K."""
     readings = backend.sample_cameras()

@@ -190,6 +190,14 @@ class MujocoBackend:
             f"{self.entity}.joint_velocity": self.scene.joint_velocity(),
         }
 
+    def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]:
+        """``PackedSampling``: joint position then joint velocity, float64, in one buffer."""
+        return tuple((d.name, "<f8", d.shape) for d in self._declared if d.kind == "numeric")
+
+    def sample_numeric_packed(self) -> Array:
+        """``PackedSampling``: this tick's joint state as one new read-only buffer."""
+        return self.scene.joint_state()
+
     def sample_cameras(self) -> Sequence[CameraReading]:
         """RGB, K, translation and quaternion of every declared camera, with its digest."""
         readings: list[CameraReading] = []

@@ -299,6 +299,10 @@ class MujocoDroidScene:
         """``robot.joint_velocity``: the 13 joint velocities (rad/s), a new read-only array."""
         return _readonly(self.data.qvel[self._dofadr].astype(np.float64))
 
+    def joint_state(self) -> F64:
+        """Joint position then joint velocity, back to back: one new read-only (26,) array."""
+        return _readonly(np.concatenate((self.data.qpos[self._qposadr], self.data.qvel[self._dofadr])))
+
     # -- control --------------------------------------------------------------------
 
     def apply_command(self, command: Sequence[float] | F64) -> None:
