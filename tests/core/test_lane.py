@@ -337,6 +337,19 @@ def test_carrier_lane_materializes_eviction_victims_and_passes_envelopes_through
     assert lane.drain() == [second, third]
 
 
+def test_a1_answers_pressed_once_the_lane_holds_pressure_bytes() -> None:
+    """A1 with pressure_bytes: ACCEPTED below it, PRESSED once the admitted bytes reach it, for both forms."""
+    f = EnvelopeFactory()
+    spec = LaneSpec(name=LaneName.NUMERIC, max_items=8, max_bytes=10_000)
+    first, second, third = (_optional(f) for _ in range(3))
+    lane = Lane(spec, [False], materialize=_materialize, pressure_bytes=first.size + second.size)
+    assert lane.try_publish(first) is ACCEPTED
+    assert lane.try_admit(_carry(second), second.size) is PRESSED
+    assert lane.try_publish(third) is PRESSED
+    lane.drain()
+    assert lane.try_publish(_optional(f)) is ACCEPTED
+
+
 def test_a1_answers_pressed_once_the_lane_holds_pressure_items() -> None:
     """A1 with pressure_items: ACCEPTED below it, the admitted PRESSED from it on, for both admission forms."""
     f = EnvelopeFactory()

@@ -58,3 +58,19 @@ def test_converter_build_matches_the_full_conversion_for_barriers() -> None:
     built = materialize((barrier, convert))
     assert (built.kind, built.size, built.capture_sequence) == (EnvelopeKind.BARRIER, 0, 3)
     assert built == convert(barrier)
+
+
+def test_pump_wakes_the_worker_at_an_eighth_of_the_lane_bytes() -> None:
+    """Byte pressure: events of producer size 17 wake the worker once the lane holds 1/8 of max_bytes."""
+    handle = LaneHandle(
+        Lane(LaneSpec(name=LaneName.CRITICAL, max_items=4096, max_bytes=8 * 17 * 3), [True], materialize=materialize),
+        threading.Event(),
+    )
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, PUMP_KINDS["events"][0])
+    pump = Pump("events", convert, handle, Monitor(lambda _reason: False), carries_barriers=False)
+    assert (handle.lane.pressure_items, handle.lane.pressure_bytes) == (512, 51)
+    pump(_event(1, 1))
+    pump(_event(2, 2))
+    assert not handle.wake.is_set()  # 34 bytes: below 1/8 of the bytes, far below 1/8 of the items
+    pump(_event(3, 3))
+    assert handle.wake.is_set()  # 51 bytes

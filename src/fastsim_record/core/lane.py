@@ -19,6 +19,7 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 |----|--------------------------------------------|-----------|-----------------------------|
 | A1 | open, depth < max_items, bytes+size <= max | ACCEPTED  | enqueued+1                  |
 |    | ... and the lane then holds >= pressure    | PRESSED   | as A1 (drain soon)          |
+|    |     items or >= pressure bytes             |           |                             |
 | A2 | fatal latched                              | FATAL     | failures+1                  |
 | A3 | degraded                                   | DROPPED   | enqueued+1 lost+1 degr.+1   |
 | A4 | full, fail_run                             | FATAL     | latch fatal, failures+1     |
@@ -117,7 +118,8 @@ class Admission:
 
 #: The one pre-allocated answer for the common case (rule A1).
 ACCEPTED = Admission(AdmissionOutcome.ACCEPTED)
-#: Rule A1 when the lane then holds at least ``pressure_items``: admitted, drain soon.
+#: Rule A1 when the lane then holds at least ``pressure_items`` items or ``pressure_bytes``
+#: bytes: admitted, drain soon.
 PRESSED = Admission(AdmissionOutcome.ACCEPTED, (), "lane under pressure", "A1")
 
 
@@ -182,6 +184,8 @@ class Lane:
     materialize: Callable[[Any], Envelope] | None = attrs.field(default=None, kw_only=True)
     #: A1 answers PRESSED instead of ACCEPTED once the lane holds this many items.
     pressure_items: int | None = attrs.field(default=None, kw_only=True)
+    #: ... or once its admitted bytes reach this many (None: items alone decide).
+    pressure_bytes: int | None = attrs.field(default=None, kw_only=True)
     _max_items: int = attrs.field(init=False)
     _max_bytes: int = attrs.field(init=False)
     _policy: OverloadPolicy = attrs.field(init=False)
@@ -235,7 +239,10 @@ class Lane:
             if n >= self._high_water:
                 self._high_water = n + 1
             pressure = self.pressure_items
-            return ACCEPTED if pressure is None or n + 1 < pressure else PRESSED
+            if pressure is not None and n + 1 >= pressure:
+                return PRESSED
+            pressure = self.pressure_bytes
+            return ACCEPTED if pressure is None or self._bytes < pressure else PRESSED
         return self._overload(carrier, self._envelope(carrier), size)
 
     def _envelope(self, item: Any) -> Envelope:

@@ -18,7 +18,8 @@ Per envelope (``Pump.__call__``):
     | 4 | ``lane.try_admit`` of a carrier under the lane    | FATAL -> latch failure  |
     |   | lock (the worker builds the core envelope)        |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
-    |   | holds >= 1/8 of its items (it answers PRESSED),   |                         |
+    |   | holds >= 1/8 of its items or of its bytes (it     |                         |
+    |   | answers PRESSED),                                 |                         |
     |   | or an item was evicted or refused                 |                         |
 
 Pump table (``PUMP_KINDS``): which contract source kinds each pump kind accepts, and
@@ -61,8 +62,8 @@ PUMP_KINDS: Final[dict[str, tuple[frozenset[SourceKind], bool]]] = {
 }
 
 
-#: A pump wakes the worker early only when its lane holds this share of its item
-#: capacity; otherwise the worker drains on its own poll.  Waking a thread from the
+#: A pump wakes the worker early only when its lane holds this share of its item or
+#: byte capacity; otherwise the worker drains on its own poll.  Waking a thread from the
 #: simulation thread on every envelope costs a GIL hand-off per envelope.
 PRESSURE_SHARE = 8
 
@@ -82,6 +83,8 @@ class LaneHandle:
         self.pressure = max(1, self.lane.spec.max_items // PRESSURE_SHARE)
         if self.lane.pressure_items is None:  # the lane answers PRESSED from this depth on
             self.lane.pressure_items = self.pressure
+        if self.lane.pressure_bytes is None:  # ... or from this many admitted bytes on
+            self.lane.pressure_bytes = max(1, self.lane.spec.max_bytes // PRESSURE_SHARE)
 
 
 class Pump:
