@@ -342,7 +342,7 @@ def test_a1_answers_pressed_once_the_lane_holds_pressure_bytes() -> None:
     f = EnvelopeFactory()
     spec = LaneSpec(name=LaneName.NUMERIC, max_items=8, max_bytes=10_000)
     first, second, third = (_optional(f) for _ in range(3))
-    lane = Lane(spec, [False], materialize=_materialize, pressure_bytes=first.size + second.size)
+    lane = Lane(spec, [False], materialize=_materialize, pressure_bytes=20)  # two envelopes of 10 bytes
     assert lane.try_publish(first) is ACCEPTED
     assert lane.try_admit(_carry(second), second.size) is PRESSED
     assert lane.try_publish(third) is PRESSED
