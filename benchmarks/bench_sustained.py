@@ -156,7 +156,6 @@ class Paced:
     busy_s: float = 0.0
     cpu_s: float = 0.0
     work_s: float = 0.0
-    overruns: int = 0
     _start: float | None = None
     _woke: float = 0.0
     _woke_cpu: float = 0.0
@@ -165,19 +164,16 @@ class Paced:
         began = time.perf_counter()
         self.work(tick)
         now = time.perf_counter()
-        if self._start is not None:
-            self.work_s += now - began
         cpu = time.thread_time()
-        if self._start is None:
+        if self._start is None:  # the first tick starts the clock and is not counted
             self._start = now
         else:
+            self.work_s += now - began
             self.busy_s += now - self._woke
             self.cpu_s += cpu - self._woke_cpu
         deadline = self._start + tick * self.period_s
         if deadline > now:
             time.sleep(deadline - now)
-        else:
-            self.overruns += 1
         self._woke = time.perf_counter()
         self._woke_cpu = time.thread_time()
 

@@ -34,7 +34,6 @@ installed component catalogs lives in ``fastsim_contract.run_compiler``.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Mapping
@@ -285,9 +284,7 @@ def read_run_text(path: str | os.PathLike[str]) -> str:
     source = os.fspath(path)
     try:
         with open(path, "rb", opener=_open_nonblocking) as handle:
-            info = os.fstat(handle.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            info = os.fstat(handle.fileno())  # open() itself refuses a directory
             if not stat.S_ISREG(info.st_mode):
                 raise RunConfigError([RunIssue(source, "cannot read the Run file: not a regular file")])
             if info.st_size > MAX_RUN_BYTES:

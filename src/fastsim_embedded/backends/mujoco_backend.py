@@ -192,7 +192,7 @@ class MujocoBackend:
 
     def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]:
         """``PackedSampling``: joint position then joint velocity, float64, in one buffer."""
-        return tuple((d.name, "<f8", d.shape) for d in self._declared if d.kind == "numeric")
+        return tuple((d.name, np.dtype(d.dtype).str, d.shape) for d in self._declared if d.kind == "numeric")
 
     def sample_numeric_packed(self) -> Array:
         """``PackedSampling``: this tick's joint state as one new read-only buffer."""

@@ -77,14 +77,13 @@ class LaneHandle:
     lane: Lane
     wake: threading.Event
     lock: threading.Lock = attrs.field(factory=threading.Lock)
-    pressure: int = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.pressure = max(1, self.lane.spec.max_items // PRESSURE_SHARE)
-        if self.lane.pressure_items is None:  # the lane answers PRESSED from this depth on
-            self.lane.pressure_items = self.pressure
-        if self.lane.pressure_bytes is None:  # ... or from this many admitted bytes on
-            self.lane.pressure_bytes = max(1, self.lane.spec.max_bytes // PRESSURE_SHARE)
+        lane = self.lane
+        if lane.pressure_items is None:  # the lane answers PRESSED from this depth on
+            lane.pressure_items = max(1, lane.spec.max_items // PRESSURE_SHARE)
+        if lane.pressure_bytes is None:  # ... or from this many admitted bytes on
+            lane.pressure_bytes = max(1, lane.spec.max_bytes // PRESSURE_SHARE)
 
 
 class Pump:
@@ -126,11 +125,8 @@ class Pump:
             return
         try:
             size = self._carrier.validate(item)
-        except ContractError as exc:
-            self._monitor.latch(exc)
-            return
-        except Exception as exc:  # capture failure: never propagate into Core's thread
-            self._monitor.latch(RecordingFailed(f"{self.name}: capture failed: {exc!r}"))
+        except Exception as exc:
+            self._capture_failed(exc)
             return
         contract: Envelope = item  # type: ignore[assignment]  # validate checked the class
         if contract.source is _BARRIER or not self._continuity.advance(
@@ -149,11 +145,8 @@ class Pump:
     def _admit_envelope(self, item: object) -> None:
         try:
             envelope = self._convert(item)
-        except ContractError as exc:
-            self._monitor.latch(exc)
-            return
-        except Exception as exc:  # capture failure: never propagate into Core's thread
-            self._monitor.latch(RecordingFailed(f"{self.name}: capture failed: {exc!r}"))
+        except Exception as exc:
+            self._capture_failed(exc)
             return
         problem = self._continuity.check(envelope)
         if problem is not None:
@@ -162,6 +155,14 @@ class Pump:
         with self._lock:
             admission = self._lane.try_publish(envelope)
         self._admitted(admission)
+
+    def _capture_failed(self, exc: Exception) -> None:
+        """Rule 2's failures: a contract violation latches as itself, anything else as a
+        capture failure; neither propagates into Core's thread."""
+        if isinstance(exc, ContractError):
+            self._monitor.latch(exc)
+        else:
+            self._monitor.latch(RecordingFailed(f"{self.name}: capture failed: {exc!r}"))
 
     def _admitted(self, admission: Admission) -> None:
         """Rule 5: anything but a plain ACCEPTED (PRESSED, a loss, a fatal) wakes the worker."""
