@@ -160,11 +160,11 @@ def test_legacy_raw_rgb_of_wrong_length_is_rejected() -> None:
 
 
 def test_payload_not_matching_descriptor_is_rejected() -> None:
-    """A JPEG whose decoded size differs from the recorded descriptor fails closed."""
+    """A JPEG whose header size differs from the recorded descriptor fails closed, before decoding."""
     payload = encoder_for(width=64, height=48).encode(_frame())
-    with pytest.raises(PayloadError, match="descriptor says"):
+    with pytest.raises(PayloadError, match="header declares 64x48, the stream descriptor 32x48"):
         decode_frame(payload, ImageDescriptor.jpeg(32, 48))
-    with pytest.raises(PayloadError, match="does not decode"):
+    with pytest.raises(PayloadError, match="does not start with an SOI marker"):
         decode_frame(b"not a jpeg", ImageDescriptor.jpeg(64, 48))
 
 

@@ -45,6 +45,7 @@ import cv2
 import numpy as np
 import simplejpeg
 
+from fastsim_record.adapters.image_header import check_pixels, image_size
 from fastsim_record.errors import ConfigError, ConfigIssue
 from fastsim_record.ports.encoders import (
     CODEC_JPEG,
@@ -66,6 +67,7 @@ __all__ = [
     "PngEncoder",
     "RawRgbEncoder",
     "decode_frame",
+    "decode_frame_bgr",
     "encoder_for",
     "encoder_for_camera",
 ]
@@ -225,8 +227,9 @@ class OpenCvDecoder:
 
 def decode_frame(payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
     """Decode one payload into a ``(height, width, 3)`` uint8 RGB array."""
-    view = memoryview(payload).cast("B")
     if descriptor.payload_codec == CODEC_RAW_RGB:
+        view = memoryview(payload).cast("B")
+        check_pixels(descriptor.width, descriptor.height, "descriptor frame")
         expected = descriptor.width * descriptor.height * 3
         if view.nbytes != expected:
             raise PayloadError(
@@ -235,9 +238,38 @@ def decode_frame(payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
                 field="payload",
             )
         return np.frombuffer(view, dtype=np.uint8).reshape(descriptor.shape).copy()
+    bgr = decode_frame_bgr(payload, descriptor)
+    cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB, dst=bgr)  # in place: no second frame
+    return bgr
+
+
+def decode_frame_bgr(payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
+    """Decode a JPEG or PNG payload into a ``(height, width, 3)`` uint8 **BGR** array.
+
+    The dimensions are read from the JPEG SOF or PNG IHDR header first (see
+    :mod:`fastsim_record.adapters.image_header`): a payload whose header disagrees with the
+    descriptor, or declares more than ``MAX_FRAME_PIXELS``, is refused before OpenCV
+    allocates anything, so decoding never holds more than one declared frame.
+    """
     if descriptor.payload_codec not in (CODEC_JPEG, CODEC_PNG):
         raise PayloadError(f"image descriptor payload_codec: unknown {descriptor.payload_codec!r}")
-    bgr = cv2.imdecode(np.frombuffer(view, dtype=np.uint8), cv2.IMREAD_COLOR)
+    check_pixels(descriptor.width, descriptor.height, "descriptor frame")
+    view = memoryview(payload).cast("B")
+    width, height = image_size(view, descriptor.payload_codec)
+    if (width, height) != (descriptor.width, descriptor.height):
+        raise PayloadError(
+            f"{descriptor.payload_codec} header declares {width}x{height}, "
+            f"the stream descriptor {descriptor.width}x{descriptor.height}",
+            field="payload",
+        )
+    try:
+        bgr = cv2.imdecode(np.frombuffer(view, dtype=np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error as exc:
+        message = str(exc).strip().splitlines()[-1] if str(exc).strip() else "cv2.error"
+        raise PayloadError(
+            f"{descriptor.payload_codec} payload of {view.nbytes} bytes does not decode: {message}",
+            field="payload",
+        ) from None
     if bgr is None:
         raise PayloadError(
             f"{descriptor.payload_codec} payload of {view.nbytes} bytes does not decode",
@@ -249,4 +281,4 @@ def decode_frame(payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
             f"descriptor says {descriptor.shape}",
             field="payload",
         )
-    return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), dtype=np.uint8)
+    return np.asarray(bgr, dtype=np.uint8)

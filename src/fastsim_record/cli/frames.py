@@ -10,7 +10,13 @@ legacy 0.3.0-era raw-RGB payload) and written losslessly as
     | 2 | ``--every`` below 1, unreadable FILE, DIR cannot | one line                     | 2    |
     |   | be created, or no camera ALIAS in the file       | (naming the known aliases)   |      |
     | 3 | FILE is not a valid FSR, or a payload does not   | ``invalid: <reason>``        | 1    |
-    |   | decode                                           |                              |      |
+    |   | decode, or its JPEG SOF / PNG IHDR header names  | (names the record's offset)  |      |
+    |   | other dimensions than the descriptor, or more    |                              |      |
+    |   | than ``MAX_FRAME_PIXELS`` (2**26) pixels         |                              |      |
+
+Each payload's header is checked before it is decoded, and a frame is decoded straight to
+OpenCV's BGR order and encoded from there, so ``fsr frames`` holds at most about two
+declared frames (the decoded frame and its PNG) besides the interpreter.
 
 Never a traceback.
 """
@@ -20,12 +26,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import cv2
+import numpy as np
 
-from fastsim_record.adapters.codecs import decode_frame
+from fastsim_record.adapters.codecs import decode_frame, decode_frame_bgr
+from fastsim_record.adapters.image_header import check_pixels
 from fastsim_record.fsr import FormatError, FsrReader, RecordKind
-from fastsim_record.ports.encoders import ImageDescriptor, PayloadError
+from fastsim_record.ports.encoders import CODEC_RAW_RGB, ImageDescriptor, PayloadError
 
 __all__ = ["add_arguments", "run"]
 
@@ -68,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return 2
             descriptor = ImageDescriptor.from_dict(reader.stream(stream_name).codec)
+            check_pixels(descriptor.width, descriptor.height, f"stream {stream_name} descriptor frame")
             out = Path(args.output)
             try:
                 out.mkdir(parents=True, exist_ok=True)
@@ -83,6 +93,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"wrote {written} frames to {out}")
     return 0
+
+
+def _decode_bgr(payload: bytes, descriptor: ImageDescriptor) -> np.ndarray[Any, Any]:
+    if descriptor.payload_codec == CODEC_RAW_RGB:  # legacy raw RGB: reverse the channels in place
+        rgb = decode_frame(payload, descriptor)
+        cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR, dst=rgb)
+        return rgb
+    return decode_frame_bgr(payload, descriptor)
 
 
 def _write_frames(
@@ -101,11 +119,19 @@ def _write_frames(
         index += 1
         if (index - 1) % every:
             continue
-        rgb = decode_frame(record.payload, descriptor)
-        ok, png = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+        where = f"record at offset {record.payload_offset} (global sequence {record.global_sequence})"
+        try:
+            bgr = _decode_bgr(record.payload, descriptor)
+            ok, png = cv2.imencode(".png", bgr)
+        except cv2.error:
+            ok = False
+        except PayloadError as exc:
+            raise PayloadError(f"{where}: {exc}") from None
         if not ok:
-            raise PayloadError(f"record {record.global_sequence}: could not encode PNG")
+            raise PayloadError(f"{where}: could not encode PNG")
+        del bgr
         name = f"{alias}-g{record.generation}-{record.stream_sequence:06d}.png"
-        (out / name).write_bytes(png.tobytes())
+        with open(out / name, "wb") as dst:
+            dst.write(png.data)
         written += 1
     return written

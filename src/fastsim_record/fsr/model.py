@@ -179,6 +179,8 @@ class Record:
     payload_length: int
     batch_ordinal: int
     _load: Callable[[], bytes] = attrs.field(eq=False, repr=False, hash=False)
+    #: file offset of the payload's first byte (-1 when the record was not read from a file)
+    payload_offset: int = attrs.field(default=-1, eq=False, hash=False)
 
     @property
     def payload(self) -> bytes:

@@ -132,6 +132,7 @@ class FsrReader:
             int(row["global_last"]), int(row["stream_sequence"]), int(row["stream_last"]),
             int(row["generation"]), int(row["sim_time_ns"]), dict(metas[k]), length, batch.ordinal,
             functools.partial(self._src.read_at, batch.payload_offset + off, length, "payload"),
+            batch.payload_offset + off,
         )
 
     def _stream_rows(self, key: str | int) -> np.ndarray[Any, Any]:
