@@ -47,6 +47,7 @@ class HarnessSpec:
     max_finalizer_timeout_s: float = 30.0
     portable_sizes: bool = True  # False: behave like an older Core (no portable_size)
     sensor_hz: float = 100.0
+    flow_stall_s: float = 5.0  # flow control: the longest continuous wait on one gauge
 
 
 @attrs.frozen
@@ -93,6 +94,11 @@ class CoreDriver(Protocol):
 
     def reset(self) -> None:
         """Start the next Runtime generation."""
+        ...
+
+    def end_tick(self, *, paced: bool = False) -> float:
+        """The end of a tick as the Run loop sees it (section 10): an unpaced Run waits
+        while a registered gauge is pressed; returns the seconds it waited."""
         ...
 
     def finish(self, completion: CompletionRequest | None = None) -> Finish:

@@ -25,6 +25,7 @@ __all__ = [
     "EnvelopeSink",
     "Finalizer",
     "FinalizerRegistration",
+    "FlowGauge",
     "OutputPolicy",
     "OutputService",
     "Plugin",
@@ -127,6 +128,22 @@ class FinalizerRegistration(Protocol):
     def unregister(self) -> None: ...
 
 
+class FlowGauge(Protocol):
+    """A consumer's backpressure signal for unpaced Runs (contract section 10).
+
+    Core reads ``pressed`` on its own loop thread once per tick of an unpaced Run, and
+    then waits in ``wait_relieved`` (bounded slices) while it is set.  A paced Run never
+    reads it.  The consumer sets it from its pumps and clears it from its own worker.
+    """
+
+    @property
+    def pressed(self) -> bool: ...
+
+    def wait_relieved(self, timeout_s: float) -> bool:
+        """Block up to ``timeout_s``; ``True`` once the consumer is no longer pressed."""
+        ...
+
+
 class CoreServices(Protocol):
     """What Core offers a prepared plugin."""
 
@@ -149,6 +166,9 @@ class CoreServices(Protocol):
         self, request: FinalizerRegistrationRequest, finalizer: Finalizer
     ) -> FinalizerRegistration: ...
     def request_completion(self, request: CompletionRequest) -> bool: ...
+    def register_flow_gauge(self, gauge: FlowGauge) -> Subscription:
+        """Ask Core to slow an unpaced Run while ``gauge`` is pressed (section 10)."""
+        ...
 
     @property
     def outputs(self) -> OutputService: ...

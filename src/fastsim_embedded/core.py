@@ -38,7 +38,13 @@ import numpy as np
 
 from fastsim_contract.errors import GrantRefused, SubscriptionRefused
 from fastsim_contract.payloads import freeze, portable_size
-from fastsim_contract.protocols import EnvelopeSink, Finalizer, OutputPolicy, Subscription
+from fastsim_contract.protocols import (
+    EnvelopeSink,
+    Finalizer,
+    FlowGauge,
+    OutputPolicy,
+    Subscription,
+)
 from fastsim_contract.values import (
     CameraSample,
     CapturePlan,
@@ -62,6 +68,7 @@ from fastsim_embedded.backends.base import (
     ReadOnlySamples,
 )
 from fastsim_embedded.bus import CaptureBus
+from fastsim_embedded.flow import DEFAULT_STALL_S, FlowControl, GaugeRegistration
 from fastsim_embedded.output import ComponentOutputs, FileOutputService
 from fastsim_embedded.terminal import (
     FinalizerOutcome,
@@ -210,6 +217,10 @@ class EmbeddedCore:
         """Ask to complete the Run; ``True`` when this request won."""
         return self.host.terminal.request_completion(request)
 
+    def register_flow_gauge(self, gauge: FlowGauge) -> GaugeRegistration:
+        """Slow an unpaced Run while ``gauge`` is pressed (``fastsim_embedded.flow``)."""
+        return self.host.flow.register(gauge, self.component)
+
 
 @attrs.define(eq=False)
 class EmbeddedHost:
@@ -220,7 +231,9 @@ class EmbeddedHost:
     portable_sizes: bool = True  # off: envelopes carry no portable_size (older Core)
     max_finalizer_timeout_s: float = 300.0
     revoke_grace_s: float = 5.0
+    flow_stall_s: float = DEFAULT_STALL_S  # flow control: FC4's bound on one wait
     bus: CaptureBus = attrs.field(init=False)
+    flow: FlowControl = attrs.field(init=False)
     terminal: TerminalCoordinator = attrs.field(init=False)
     outputs: FileOutputService = attrs.field(init=False)
     grants: list[tuple[str, str]] = attrs.field(factory=list)
@@ -242,6 +255,7 @@ class EmbeddedHost:
         self.outputs = FileOutputService(
             self.output_dir, self.context.output_policy, self.context.completion_id
         )
+        self.flow = FlowControl(self.flow_stall_s)
 
     @classmethod
     def create(
@@ -509,6 +523,7 @@ class EmbeddedHost:
         )
         final, per_source = self.bus.seal()
         self.terminal.mark_cut()
+        self.flow.close()
         if completion.kind is CompletionKind.FAILED:
             self.outputs.refuse_commits(f"the Run failed ({completion.requested_by}: {completion.reason})")
         return TerminalSemanticCut(

@@ -18,6 +18,8 @@ Per tick, on the calling (simulation) thread:
     | 8 | the optional host-work callback, then progress                               |
     | 9 | pacing, only with ``realtime_factor``: sleep until wall time catches up with |
     |   | sim time / factor (default: as fast as possible)                             |
+    |10 | flow control, only without ``realtime_factor``: while a consumer's gauge is  |
+    |   | pressed, wait for it, bounded (``fastsim_embedded.flow``, FC1-FC6)           |
 
 After the last tick the host requests a normal completion (it loses if anything else
 already won).  A backend exception becomes a failed completion; KeyboardInterrupt a
@@ -84,6 +86,8 @@ def run_loop(
     cameras = bool(host.context.capture.cameras)
     terminal = host.terminal
     clock: Callable[[int], int] | None = getattr(backend, "sim_time_ns", None)  # Replay's source clock
+    settle = None if wall_per_tick is not None else host.flow.settle  # FC1: never when paced
+    stop = terminal.completion_requested
     done = 0
     try:
         render = RenderCapture.build(host, backend)  # None: no render-side work per tick
@@ -117,6 +121,8 @@ def run_loop(
                 ahead = wall_start + tick * wall_per_tick - time.monotonic()
                 if ahead > 0:
                     time.sleep(ahead)
+            elif settle is not None:
+                settle(stop)
     except KeyboardInterrupt:
         host.request_completion(CompletionKind.STOPPED, "interrupted by the operator")
     except Exception as exc:  # the backend or a publisher broke: fail the Run, never hang

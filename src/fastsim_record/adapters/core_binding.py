@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 import attrs
 
 from fastsim_contract.errors import CoreError
-from fastsim_contract.protocols import CoreServices, Finalizer, FinalizerRegistration
+from fastsim_contract.protocols import CoreServices, Finalizer, FinalizerRegistration, FlowGauge
 from fastsim_contract.values import (
     CompletionKind,
     CompletionRequest,
@@ -162,6 +162,18 @@ class CoreBinding:
             return self.core.register_finalizer(request, finalizer)
         except Exception as exc:
             raise translate(exc, "register_finalizer") from exc
+
+    def register_flow_gauge(self, gauge: FlowGauge) -> Closeable | None:
+        """Let an unpaced host wait while ``gauge`` is pressed (contract section 10);
+        ``None`` from an older Core without flow control."""
+        register = getattr(self.core, "register_flow_gauge", None)
+        if register is None:
+            return None
+        try:
+            registration: Closeable = register(gauge)
+        except Exception as exc:
+            raise translate(exc, "register_flow_gauge") from exc
+        return registration
 
     def completion_requester(self) -> Callable[[str], bool]:
         """A callable that asks Core for a failed completion with a reason."""

@@ -57,7 +57,7 @@ from fastsim_record.pipeline.camera_pump import CameraPump
 from fastsim_record.pipeline.camera_wiring import CameraSelection, select_cameras
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.pipeline.pumps import PUMP_KINDS, LaneHandle, Pump
+from fastsim_record.pipeline.pumps import PUMP_KINDS, LaneHandle, PressureGauge, Pump
 from fastsim_record.pipeline.render_streams import (
     RENDER_KINDS,
     render_grants,
@@ -67,7 +67,7 @@ from fastsim_record.pipeline.render_streams import (
 )
 from fastsim_record.pipeline.worker import WriterWorker
 from fastsim_record.ports.sinks import PayloadEncoder, StreamDecl
-from fastsim_record.ports.sources import SOURCE_LANES, SourceSpec
+from fastsim_record.ports.sources import SOURCE_LANES, Closeable, SourceSpec
 
 __all__ = ["RecordPlugin", "Selection", "create_plugin", "select_sources"]
 
@@ -151,6 +151,7 @@ class RecordPlugin:
         self.sink: FsrSink | None = None
         self.finalizer: RecordFinalizer | None = None
         self.registration: FinalizerRegistration | None = None
+        self.flow: Closeable | None = None  # the gauge's registration (None: an older Core)
         self.encoders: dict[str, PayloadEncoder] = {}
         self.cameras: CameraSelection | None = None  # issue 6: the media lane's cameras
         self._state = "new"  # new | prepared | started | stopped | closed
@@ -185,6 +186,7 @@ class RecordPlugin:
                 selection, sources=(*selection.sources, cameras.spec)
             )
         wake = threading.Event()  # one wake-up for the worker, set by any pump
+        gauge = PressureGauge()  # one backpressure signal for an unpaced host
         queues = config.queues
         by_lane: dict[str, list[SourceSpec]] = {}
         for spec in selection.sources:
@@ -197,7 +199,7 @@ class RecordPlugin:
                 [s.required for s in specs],
                 materialize=materialize,
             )
-            self.lanes[lane_name] = LaneHandle(lane, wake)
+            self.lanes[lane_name] = LaneHandle(lane, wake, gauge=gauge)
         decls: list[StreamDecl] = []
         tick_encoder: NumericTickEncoder | None = None
         for spec in selection.sources:
@@ -242,8 +244,10 @@ class RecordPlugin:
                                            batching.max_sim_duration_s),
             monitor=self.monitor,
             camera_stage=cameras.stage if cameras is not None else None,
+            gauge=gauge,
         )
         self.worker.start()
+        self.flow = binding.register_flow_gauge(gauge)
         # the cut names camera sources per channel (cameras.<alias>.<role>)
         consumed = [
             key
@@ -307,6 +311,10 @@ class RecordPlugin:
     def _cleanup(self) -> None:
         self.monitor.disarm()
         self._cancel_pumps()
+        flow, self.flow = self.flow, None
+        if flow is not None:
+            with contextlib.suppress(Exception):  # Core drops gauges at the cut anyway
+                flow.close()
         finalizer = self.finalizer
         host_cancelled = finalizer is not None and finalizer.cancelled
         committed = finalizer is not None and finalizer.committed

@@ -20,7 +20,9 @@ Per envelope (``Pump.__call__``):
     | 5 | wake the worker only under pressure: the lane    |                         |
     |   | holds >= 1/8 of its items or of its bytes (it     |                         |
     |   | answers PRESSED),                                 |                         |
-    |   | or an item was evicted or refused                 |                         |
+    |   | or an item was evicted or refused; then also      |                         |
+    |   | press the ``PressureGauge`` (an unpaced host      |                         |
+    |   | waits for the worker at the end of the tick)      |                         |
 
 Pump table (``PUMP_KINDS``): which contract source kinds each pump kind accepts, and
 whether the source carries generation barriers.  Camera, render-state, geometry and
@@ -43,7 +45,7 @@ from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossEr
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.ports.sources import Closeable
 
-__all__ = ["PRESSURE_SHARE", "PUMP_KINDS", "LaneHandle", "Pump"]
+__all__ = ["PRESSURE_SHARE", "PUMP_KINDS", "LaneHandle", "PressureGauge", "Pump"]
 
 #: pump kind -> (contract source kinds it accepts, carries generation barriers)
 PUMP_KINDS: Final[dict[str, tuple[frozenset[SourceKind], bool]]] = {
@@ -70,6 +72,39 @@ PRESSURE_SHARE = 8
 _BARRIER = SourceKind.GENERATION_BARRIER
 
 
+class PressureGauge:
+    """Record's ``FlowGauge`` (contract section 10), one per plugin.
+
+    Pumps press it together with waking the worker (rule 5); the worker relieves it
+    after every drain, when the lanes are empty.  An unpaced host that reads it pressed
+    at the end of a tick waits for the worker instead of overrunning a lane; a paced
+    host never reads it.  The one ``Event`` is the whole state: set means relieved.
+    """
+
+    __slots__ = ("_relieved",)
+
+    def __init__(self) -> None:
+        self._relieved = threading.Event()
+        self._relieved.set()
+
+    @property
+    def pressed(self) -> bool:
+        """Read by the host once per unpaced tick."""
+        return not self._relieved.is_set()
+
+    def press(self) -> None:
+        """A pump saw pressure (rule 5)."""
+        self._relieved.clear()
+
+    def relieve(self) -> None:
+        """The worker drained every lane (or ended: never hold the host up)."""
+        self._relieved.set()
+
+    def wait_relieved(self, timeout_s: float) -> bool:
+        """The host's bounded wait."""
+        return self._relieved.wait(timeout_s)
+
+
 @attrs.define(eq=False)
 class LaneHandle:
     """A core lane shared by pumps (publishing threads) and the worker, with its lock."""
@@ -77,6 +112,7 @@ class LaneHandle:
     lane: Lane
     wake: threading.Event
     lock: threading.Lock = attrs.field(factory=threading.Lock)
+    gauge: PressureGauge = attrs.field(factory=PressureGauge)  # shared like ``wake``
 
     def __attrs_post_init__(self) -> None:
         lane = self.lane
@@ -90,7 +126,8 @@ class Pump:
     """The sink Core calls for one selected source (rules 1-5)."""
 
     __slots__ = (
-        "_cancelled", "_carrier", "_continuity", "_convert", "_lane", "_lock", "_monitor", "_wake",
+        "_cancelled", "_carrier", "_continuity", "_convert", "_gauge", "_lane", "_lock", "_monitor",
+        "_wake",
         "delivered", "name", "subscription",
     )
 
@@ -111,6 +148,7 @@ class Pump:
         self._lane = handle.lane
         self._lock = handle.lock
         self._wake = handle.wake
+        self._gauge = handle.gauge
         self._monitor = monitor
         self._cancelled = False
         self.delivered = 0
@@ -165,7 +203,8 @@ class Pump:
             self._monitor.latch(RecordingFailed(f"{self.name}: capture failed: {exc!r}"))
 
     def _admitted(self, admission: Admission) -> None:
-        """Rule 5: anything but a plain ACCEPTED (PRESSED, a loss, a fatal) wakes the worker."""
+        """Rule 5: anything but a plain ACCEPTED (PRESSED, a loss, a fatal) wakes the worker
+        and presses the gauge."""
         self.delivered += 1
         if admission is ACCEPTED:
             return
@@ -174,6 +213,7 @@ class Pump:
             self._monitor.latch(error_type(admission.reason, lane=self._lane.spec.name.value))
         if not self._wake.is_set():
             self._wake.set()
+        self._gauge.press()
 
     @property
     def last_capture(self) -> int:

@@ -20,6 +20,8 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     |   | an RGB encode restarts the slice: the codec ran without the GIL        |
     | 7 | more items held behind a hole than all lanes hold together is fatal    |
     |   | (the merge never grows without bound)                                  |
+    | 8 | after each drain, relieve the ``PressureGauge`` the pumps pressed: an  |
+    |   | unpaced host waiting on it (contract section 10) resumes               |
 
 Finishing (``finish(cut)``, run on this thread): drain until the lanes are empty, close
 the partial batch (B6), decide the fence (F1-F6), then either run the output
@@ -50,7 +52,7 @@ from fastsim_record.core.merge import OrderedMerge
 from fastsim_record.errors import OutputError, RecordError, RecordingFailed
 from fastsim_record.pipeline.camera_stage import CameraStage
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.pipeline.pumps import LaneHandle
+from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge
 from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordSink
 
 __all__ = [
@@ -104,9 +106,11 @@ class WriterWorker:
         monitor: Monitor,
         poll_s: float = POLL_S,
         camera_stage: CameraStage | None = None,
+        gauge: PressureGauge | None = None,
     ) -> None:
         self._lanes = dict(lanes)
         self._wake = wake
+        self._gauge = gauge if gauge is not None else PressureGauge()
         self._encoders = dict(encoders)
         # cameras (issue 6): streams the camera stage encodes, with calibration metadata
         self._cameras = camera_stage
@@ -202,6 +206,7 @@ class WriterWorker:
     # -- the thread --------------------------------------------------------------------
     def _run(self) -> None:
         wake = self._wake
+        gauge = self._gauge
         self._cpu_start = time.thread_time()
         try:
             while True:
@@ -210,6 +215,7 @@ class WriterWorker:
                 if self._cancelled.is_set():
                     return
                 self._step()
+                gauge.relieve()  # rule 8: the lanes were just emptied
                 if self._cut is not None:
                     self._finish(*self._cut)
                     return
@@ -220,6 +226,7 @@ class WriterWorker:
             if self._cut is not None and not self._done.is_set():
                 self._complete(FinishOutcome(False, str(self._failed), None, self._summary()))
         finally:
+            gauge.relieve()  # an ended worker never holds an unpaced host up
             if not self._done.is_set() and self._cut is not None and not self.cancelled:
                 self._complete(FinishOutcome(False, str(self._failed or "worker ended"), None, self._summary()))
 
