@@ -142,7 +142,7 @@ def decode_fluid_batch(payload: bytes | memoryview) -> dict[str, Any]:
         _fail(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     try:
         document = json.loads(bytes(payload))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         _fail(f"payload is not JSON: {exc}")
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
         _fail(f"payload schema must be {SCHEMA!r}")

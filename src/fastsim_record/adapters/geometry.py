@@ -36,6 +36,10 @@ Record payload (both kinds, self-describing): ``u32 manifest_length | manifest
   binary area and tile it exactly.
 * transforms: the manifest is ``{"kind": "transforms", "schema", "bodies": [...]}``
   and the binary area holds ``N * 7`` little-endian float64 poses in that order.
+
+Decoding is bounded: the manifest is at most ``MAX_MANIFEST_BYTES`` (16 MiB), holds at
+most one ``{`` or ``[`` per 8 bytes (checked before it is parsed), and a nesting too deep
+for the parser is one ``GeometryPayloadError`` line, never a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -298,9 +302,12 @@ def _split(payload: bytes | memoryview) -> tuple[dict[str, Any], bytes, int]:
     (length,) = _U32.unpack_from(data)
     if length > MAX_MANIFEST_BYTES or 4 + length > len(data):
         _fail(f"manifest length {length} does not fit the {len(data)}-byte payload")
+    raw = data[4 : 4 + length]
+    if raw.count(b"{") + raw.count(b"[") > length // 8 + 4:
+        _fail("manifest nests more objects and arrays than its entries can hold")
     try:
-        manifest = json.loads(data[4 : 4 + length])
-    except ValueError as exc:
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
         _fail(f"manifest is not JSON: {exc}")
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
         _fail(f"manifest schema must be {SCHEMA!r}")

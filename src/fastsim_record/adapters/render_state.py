@@ -48,14 +48,17 @@ Decoding rules (every violation is one :class:`RenderStatePayloadError` line):
     |---|-----------------------------------------------------------------------------------|
     | 1 | magic, version and flags as above                                                 |
     | 2 | ``body_length <= MAX_BODY_BYTES`` (256 MiB) and ``<= max_body_bytes`` if given    |
-    | 3 | inflation stops at ``body_length`` bytes (``decompressobj`` with ``max_length``): |
-    |   | the stream must end exactly there, with no trailing compressed or raw bytes       |
-    | 4 | meta is canonical JSON, ``<= MAX_META_BYTES``, and names the schema above         |
+    | 3 | inflation writes into one preallocated buffer of ``body_length`` bytes, in steps   |
+    |   | of at most 1 MiB out / 64 KiB in, and stops there: the stream must end exactly     |
+    |   | there, with no trailing compressed or raw bytes                                    |
+    | 4 | meta is canonical JSON, ``<= MAX_META_BYTES``, holds at most one ``{`` or ``[``   |
+    |   | per 32 bytes (checked before parsing), and names the schema above                 |
     | 5 | each entry passes the key table, lies inside the body, is 8-aligned, does not     |
     |   | overlap another and has ``nbytes == prod(shape) * itemsize``                      |
 
-So a hostile payload never makes the decoder allocate more than its declared size, and
-never more than ``MAX_BODY_BYTES``.
+So a hostile payload never makes the decoder allocate more than its declared size (plus
+one 1 MiB step), and never more than ``MAX_BODY_BYTES``: the decoded arrays are read-only
+views of that one buffer.
 """
 
 from __future__ import annotations
@@ -105,6 +108,8 @@ VERSION: Final = 1
 MAX_BODY_BYTES: Final = 256 * 1024 * 1024
 MAX_META_BYTES: Final = 4 * 1024 * 1024
 _PREFIX = struct.Struct("<4sHHI")
+_IN_STEP: Final = 64 * 1024
+_OUT_STEP: Final = 1024 * 1024
 _U32 = struct.Struct("<I")
 _FLOATS: Final = frozenset({"<f8", "<f4"})
 
@@ -350,8 +355,14 @@ class RenderState:
         return iter(self.arrays)
 
 
-def _inflate(payload: bytes | memoryview, limit: int) -> tuple[bytes, int]:
-    data = memoryview(payload)
+def _inflate(payload: bytes | memoryview, limit: int) -> tuple[bytearray, int]:
+    """Inflate into one buffer of exactly the declared size, in bounded steps (rule 3).
+
+    The compressed input is fed ``_IN_STEP`` bytes at a time and each call may produce at
+    most ``_OUT_STEP`` bytes, copied straight into the preallocated body: the decoder
+    never holds more than the declared body plus one step, however the stream is built.
+    """
+    data = memoryview(payload).cast("B")
     if len(data) < _PREFIX.size:
         _fail(f"payload of {len(data)} bytes is shorter than its {_PREFIX.size}-byte prefix")
     magic, version, flags, body_len = _PREFIX.unpack_from(data)
@@ -361,30 +372,51 @@ def _inflate(payload: bytes | memoryview, limit: int) -> tuple[bytes, int]:
         _fail(f"unsupported version {version} / flags {flags} at offset 4")
     if body_len > limit:
         _fail(f"declared body of {body_len} bytes exceeds the {limit}-byte limit at offset 8")
+    body = bytearray(body_len)
+    out = memoryview(body)
+    stream = data[_PREFIX.size :]
     inflater = zlib.decompressobj()
+    filled = fed = 0
+    pending: bytes | memoryview = b""
     try:
-        body = inflater.decompress(data[_PREFIX.size:], body_len)
+        while not inflater.eof:
+            if not pending:
+                if fed >= len(stream):
+                    break
+                pending = stream[fed : fed + _IN_STEP]
+                fed += len(pending)
+            room = body_len - filled
+            before = len(pending)
+            piece = inflater.decompress(pending, min(_OUT_STEP, room) or 1)
+            pending = inflater.unconsumed_tail
+            if len(piece) > room:
+                _fail(f"zlib stream inflates beyond its declared {body_len} bytes")
+            out[filled : filled + len(piece)] = piece
+            filled += len(piece)
+            if not piece and len(pending) == before and not inflater.eof:
+                break  # no progress: the stream needs input it does not have
     except zlib.error as exc:
         _fail(f"corrupt zlib stream at offset {_PREFIX.size}: {exc}")
-    if len(body) != body_len or not inflater.eof:
-        if inflater.unconsumed_tail:
-            _fail(f"zlib stream inflates beyond its declared {body_len} bytes")
-        _fail(f"zlib stream is truncated: {len(body)} of {body_len} declared bytes")
-    if inflater.unused_data:
-        _fail(f"{len(inflater.unused_data)} trailing bytes after the zlib stream")
+    if not inflater.eof or filled != body_len:
+        _fail(f"zlib stream is truncated: {filled} of {body_len} declared bytes")
+    trailing = len(inflater.unused_data) + len(pending) + len(stream) - fed
+    if trailing:
+        _fail(f"{trailing} trailing bytes after the zlib stream")
     return body, body_len
 
 
-def _parse_meta(body: bytes) -> list[Mapping[str, Any]]:
+def _parse_meta(body: bytes | bytearray) -> list[Mapping[str, Any]]:
     if len(body) < 4:
         _fail("body is shorter than its metadata length field")
     (meta_len,) = _U32.unpack_from(body)
     if meta_len > MAX_META_BYTES or 4 + meta_len > len(body):
         _fail(f"metadata length {meta_len} does not fit the {len(body)}-byte body")
-    raw = body[4 : 4 + meta_len]
+    raw = bytes(body[4 : 4 + meta_len])
+    if raw.count(b"{") + raw.count(b"[") > meta_len // 32 + 4:
+        _fail("metadata nests more objects and arrays than its entries can hold")
     try:
         meta = json.loads(raw.decode(), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         _fail(f"metadata is not JSON: {exc}")
     if not isinstance(meta, dict) or _canonical(meta) != raw:
         _fail("metadata is not a canonical JSON object")
@@ -431,6 +463,7 @@ def decode_render_state(
     """
     limit = MAX_BODY_BYTES if max_body_bytes is None else min(max_body_bytes, MAX_BODY_BYTES)
     body, body_len = _inflate(payload, limit)
+    frozen = memoryview(body).toreadonly()  # the arrays view the one body, read-only
     entries = _parse_meta(body)
     head_end = _pad8(4 + _U32.unpack_from(body)[0])
     arrays: dict[str, NDArray[Any]] = {}
@@ -440,7 +473,7 @@ def decode_render_state(
         key, dtype, dims, offset, nbytes = _entry_spec(entry, head_end, body_len)
         if key in arrays:
             _fail(f"entry {key!r} appears twice")
-        array = np.frombuffer(body, dtype=np.dtype(dtype), count=math.prod(dims), offset=offset)
+        array = np.frombuffer(frozen, dtype=np.dtype(dtype), count=math.prod(dims), offset=offset)
         arrays[key] = array.reshape(dims)
         specs[key] = (dtype, dims)
         spans.append((offset, offset + nbytes, key))
