@@ -121,3 +121,32 @@ class CommittingFinalizer:
 
     def cancel(self) -> None:
         """Nothing to cancel."""
+
+
+@attrs.define(eq=False)
+class ScriptedGauge:
+    """A ``FlowGauge`` the test presses and relieves, counting the host's waits."""
+
+    relieved: threading.Event = attrs.field(factory=threading.Event)
+    waits: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.relieved.set()
+
+    @property
+    def pressed(self) -> bool:
+        """Pressed until relieved."""
+        return not self.relieved.is_set()
+
+    def press(self) -> None:
+        """Start pressing."""
+        self.relieved.clear()
+
+    def relieve(self) -> None:
+        """Stop pressing."""
+        self.relieved.set()
+
+    def wait_relieved(self, timeout_s: float) -> bool:
+        """Count the call, then wait."""
+        self.waits += 1
+        return self.relieved.wait(timeout_s)

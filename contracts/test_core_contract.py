@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import cast
 
 import attrs
@@ -17,6 +18,7 @@ from contracts.kit import (
     CommittingFinalizer,
     Recorder,
     ScriptedFinalizer,
+    ScriptedGauge,
     plan,
     receipt,
     write_sealed,
@@ -628,3 +630,72 @@ def test_cameras_need_the_grant_and_planned_channels(make_core: MakeCore) -> Non
     without = make_core(capture=plan())
     with pytest.raises(GrantRefused):
         without.core("record").request_grant("camera")
+
+
+# -- 10. flow control for unpaced Runs ---------------------------------------------------
+def test_an_unpaced_tick_waits_until_a_pressed_gauge_is_relieved(make_core: MakeCore) -> None:
+    driver = make_core(capture=plan(), channels=CHANNELS)
+    gauge = ScriptedGauge()
+    driver.core("record").register_flow_gauge(gauge)
+    assert driver.end_tick() < 0.05  # not pressed: no wait
+    assert gauge.waits == 0
+    gauge.press()
+    threading.Timer(0.2, gauge.relieve).start()
+    waited = driver.end_tick()
+    assert 0.15 <= waited < 2.0
+    assert gauge.waits >= 1
+    assert not gauge.pressed
+
+
+def test_a_paced_tick_never_reads_a_gauge(make_core: MakeCore) -> None:
+    driver = make_core(capture=plan(), channels=CHANNELS)
+    gauge = ScriptedGauge()
+    driver.core("record").register_flow_gauge(gauge)
+    gauge.press()
+    assert driver.end_tick(paced=True) == 0.0
+    assert gauge.waits == 0
+
+
+def test_a_stalled_gauge_is_released_after_the_stall_bound(make_core: MakeCore) -> None:
+    driver = make_core(capture=plan(), channels=CHANNELS, flow_stall_s=0.3)
+    gauge = ScriptedGauge()
+    driver.core("record").register_flow_gauge(gauge)
+    gauge.press()
+    waited = driver.end_tick()
+    assert 0.25 <= waited < 3.0
+    waits = gauge.waits
+    assert driver.end_tick() < 0.05  # released: never waited on again in this Run
+    assert gauge.waits == waits
+
+
+def test_a_completion_request_ends_the_wait(make_core: MakeCore) -> None:
+    driver = make_core(capture=plan(), channels=CHANNELS, flow_stall_s=30.0)
+    core = driver.core("record")
+    gauge = ScriptedGauge()
+    core.register_flow_gauge(gauge)
+    gauge.press()
+    stop = CompletionRequest(CompletionKind.STOPPED, "operator", "host")
+    threading.Timer(0.2, core.request_completion, (stop,)).start()
+    assert driver.end_tick() < 5.0
+
+
+def test_a_closed_gauge_registration_is_never_waited_on(make_core: MakeCore) -> None:
+    driver = make_core(capture=plan(), channels=CHANNELS)
+    gauge = ScriptedGauge()
+    registration = driver.core("record").register_flow_gauge(gauge)
+    registration.close()
+    registration.close()  # idempotent
+    gauge.press()
+    assert driver.end_tick() < 0.05
+    assert gauge.waits == 0
+
+
+def test_flow_gauges_cannot_be_registered_after_the_cut(make_core: MakeCore) -> None:
+    driver = make_core(capture=plan(), channels=CHANNELS)
+    core = driver.core("record")
+    gauge = ScriptedGauge()
+    core.register_flow_gauge(gauge)
+    gauge.press()
+    driver.finish()
+    with pytest.raises(TerminalError):
+        core.register_flow_gauge(ScriptedGauge())

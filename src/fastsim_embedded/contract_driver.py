@@ -72,6 +72,12 @@ class EmbeddedDriver:
         """A new generation."""
         self.host.begin_generation("reset")
 
+    def end_tick(self, *, paced: bool = False) -> float:
+        """What ``run_loop`` does at the end of a tick (rule 10): settle only unpaced."""
+        if paced:
+            return 0.0
+        return self.host.flow.settle(self.host.terminal.completion_requested)
+
     def finish(self, completion: CompletionRequest | None = None) -> Finish:
         """Complete, cut, finalize."""
         if completion is not None:
@@ -120,5 +126,6 @@ def make_driver(spec: HarnessSpec, workdir: Path) -> EmbeddedDriver:
         portable_sizes=spec.portable_sizes,
         max_finalizer_timeout_s=spec.max_finalizer_timeout_s,
         revoke_grace_s=2.0,
+        flow_stall_s=spec.flow_stall_s,
     )
     return EmbeddedDriver(host, output_dir)

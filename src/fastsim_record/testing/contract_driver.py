@@ -59,6 +59,10 @@ class FakeDriver:
         """A new generation."""
         self.fake.reset()
 
+    def end_tick(self, *, paced: bool = False) -> float:
+        """The fake's rule 8 (flow control)."""
+        return self.fake.end_tick(paced=paced)
+
     def finish(self, completion: CompletionRequest | None = None) -> Finish:
         """Complete, cut, finalize."""
         if completion is not None:
@@ -102,5 +106,6 @@ def make_driver(spec: HarnessSpec, workdir: Path) -> FakeDriver:
         sensor_hz=spec.sensor_hz,
         portable_sizes=spec.portable_sizes,
         max_finalizer_timeout_s=spec.max_finalizer_timeout_s,
+        flow_stall_s=spec.flow_stall_s,
     )
     return FakeDriver(fake)

@@ -28,6 +28,9 @@ Semantics (``contracts/core-contract.md``; this fake passes the contract suite):
     | 6 | the first completion request wins; the cut seals publishing                 |
     | 7 | finalizers run concurrently to an absolute deadline; late ones are         |
     |   | cancelled and their leases revoked; a required failure fails the Run        |
+    | 8 | flow control (contract section 10): ``end_tick()`` of an unpaced tick waits |
+    |   | while a registered gauge is pressed, at most ``flow_stall_s`` per gauge,   |
+    |   | then releases it; ``end_tick(paced=True)`` never reads a gauge              |
 
 Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
 (``subscribe:<source>``, ``request_grant``, ``register_finalizer``);
@@ -36,6 +39,7 @@ Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -47,7 +51,7 @@ import numpy as np
 from fastsim_contract.errors import GrantRefused, SubscriptionRefused, TerminalError
 from fastsim_contract.payloads import FrozenDict, freeze
 from fastsim_contract.payloads import portable_size as _portable_size
-from fastsim_contract.protocols import Finalizer
+from fastsim_contract.protocols import Finalizer, FlowGauge
 from fastsim_contract.values import (
     CameraSample,
     CapturePlan,
@@ -171,6 +175,16 @@ class _Registration:
 
 
 @attrs.define(eq=False)
+class _Gauge:
+    core: FakeCore
+    gauge: FlowGauge
+
+    def close(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.core.flow_gauges.remove(self)
+
+
+@attrs.define(eq=False)
 class FakeServices:
     """``CoreServices`` for one component."""
 
@@ -208,6 +222,14 @@ class FakeServices:
         """First completion request wins (rule 6)."""
         return self.core.request_completion(request)
 
+    def register_flow_gauge(self, gauge: FlowGauge) -> _Gauge:
+        """Rule 8: wait on ``gauge`` after unpaced ticks (refused after the cut)."""
+        if self.core.sealed:
+            raise TerminalError("register_flow_gauge after the terminal cut")
+        registration = _Gauge(self.core, gauge)
+        self.core.flow_gauges.append(registration)
+        return registration
+
 
 @attrs.define(eq=False)
 class FakeCore:
@@ -222,6 +244,7 @@ class FakeCore:
     services: frozenset[str] = frozenset()
     portable_sizes: bool = True
     max_finalizer_timeout_s: float = 300.0
+    flow_stall_s: float = 5.0
     run_id: str = "run-1"
     completion_id: str = "completion-1"
     # state
@@ -242,6 +265,9 @@ class FakeCore:
     results: list[FinalizerResult] = attrs.field(factory=list)
     held: dict[str, list[Envelope]] = attrs.field(factory=dict)
     final_cut: TerminalSemanticCut | None = None
+    flow_gauges: list[_Gauge] = attrs.field(factory=list)
+    flow_released: list[FlowGauge] = attrs.field(factory=list)
+    flow_waits: int = 0  # ticks after which ``end_tick`` waited on a pressed gauge
     _views: dict[str, FakeServices] = attrs.field(factory=dict)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
     _source_locks: dict[str, threading.RLock] = attrs.field(factory=dict)
@@ -502,6 +528,24 @@ class FakeCore:
             for sub in list(self.subscribers[source]):
                 sub.sink(item)
 
+    def end_tick(self, *, paced: bool = False) -> float:
+        """Rule 8: the end of a tick; the seconds spent waiting on pressed gauges."""
+        if paced:
+            return 0.0
+        started = time.monotonic()
+        for registration in list(self.flow_gauges):
+            deadline = time.monotonic() + self.flow_stall_s
+            if registration.gauge.pressed:
+                self.flow_waits += 1
+            while registration.gauge.pressed and not self._completed.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    registration.close()
+                    self.flow_released.append(registration.gauge)
+                    break
+                registration.gauge.wait_relieved(min(0.05, remaining))
+        return time.monotonic() - started
+
     # -- terminal -----------------------------------------------------------------------
     def wait_completion(self, timeout: float) -> CompletionRequest | None:
         """Wait until some completion request won."""
@@ -522,6 +566,7 @@ class FakeCore:
         })
         with self._lock:
             self.sealed = True
+            self.flow_gauges.clear()
             finals = FrozenDict(dict(self.source_sequences))
             self.final_cut = TerminalSemanticCut(self.global_sequence, finals, winner, self.generation)
         return self.final_cut

@@ -107,16 +107,28 @@ class Harness:
         core.start_producers()
         return cls(core, plugin)
 
-    def run_ticks(self, n: int, *, control: bool = True, events_every: int = 0) -> None:
-        """Publish ``n`` ticks (observation, control audit and result, some events)."""
+    def run_ticks(
+        self, n: int, *, control: bool = True, events_every: int = 0, unpaced: bool = False
+    ) -> int:
+        """Publish ``n`` ticks (observation, control audit and result, some events).
+
+        ``unpaced`` ends each tick as an unpaced host loop does: it waits while Record's
+        gauge is pressed (flow control), and stops once a completion was requested.
+        Returns the ticks published.
+        """
         core = self.core
         for i in range(n):
+            if unpaced and core.winner is not None:
+                return i
             core.publish_tick()
             if control:
                 core.publish("control.audit", {"command": "move", "i": i})
                 core.publish("control.result", {"ok": True, "i": i})
             if events_every and i % events_every == 0:
                 core.publish("events", {"event": "marker", "i": i})
+            if unpaced:
+                core.end_tick()
+        return n
 
     def finish(
         self, kind: CompletionKind = CompletionKind.NORMAL, *, timeout_s: float | None = None
