@@ -11,6 +11,8 @@ A Run is YAML::
       rate_policy: exact          # exact | nearest_tick (see RATE_POLICIES)
       physics_hz: null            # optional physics rate, > 0 (null: the host's default)
       duration_s: null            # optional episode length in simulation seconds, > 0
+      seed: null                  # optional integer 0 .. 2**63-1: drives the scene's
+                                  # randomization (``fsr record --seed`` overrides it)
       output:                     # the trusted Core RunOutputPolicy
         integrity: none           # none | sha256
         preserve_incomplete: true
@@ -22,6 +24,10 @@ A Run is YAML::
     lock:                         # optional: pins component versions
       components:
         plugin://fastsim/record: 0.3.8
+
+An output name may be a template (``render_output_name``): ``{name}`` (the Run's
+name), ``{seed}`` and ``{episode}``, each with an optional format spec such as
+``{episode:05d}``; anything else in braces is an error (``output_name_problem``).
 
 The output policy is authored at ``runtime.output``: it belongs to the Run (to Core),
 not to any plugin, so a plugin cannot select a host path or override preservation.
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import os
 import stat
+import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,7 +69,12 @@ __all__ = [
     "RunLock",
     "RunOutputPolicy",
     "RuntimeSpec",
+    "OUTPUT_NAME_FIELDS",
+    "SEED_MAX",
+    "is_template",
     "load_run",
+    "output_name_problem",
+    "render_output_name",
     "parse_run",
     "parse_run_data",
     "read_run_text",
@@ -80,6 +92,59 @@ RATE_POLICIES = ("exact", "nearest_tick")
 
 #: ``runtime.output.integrity`` values of the Core RunOutputPolicy.
 INTEGRITY_POLICIES = ("none", "sha256")
+
+#: The largest seed (seeds are recorded as signed 64-bit integers).
+SEED_MAX = 2**63 - 1
+
+#: The fields an output-name template may use.
+OUTPUT_NAME_FIELDS = ("name", "seed", "episode")
+
+
+def _fields(template: str) -> list[tuple[str, str]]:
+    """(field, format spec) of every replacement field; ``ValueError`` on bad braces."""
+    found = []
+    for _, field, spec, conversion in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if conversion:
+            raise ValueError(f"conversion !{conversion} is not allowed in an output name")
+        if field not in OUTPUT_NAME_FIELDS:
+            raise ValueError(
+                f"unknown field {{{field}}} (use {', '.join('{' + f + '}' for f in OUTPUT_NAME_FIELDS)})"
+            )
+        if spec and ("{" in spec or "}" in spec):
+            raise ValueError("nested fields are not allowed in an output name")
+        found.append((field, spec or ""))
+    return found
+
+
+def output_name_problem(template: str) -> str | None:
+    """Why ``template`` is not a usable output-name template (``None`` when it is)."""
+    try:
+        _fields(template)
+        template.format(name="run", seed=0, episode=0)
+    except (ValueError, IndexError, KeyError) as exc:
+        return f"is not a valid output-name template: {exc}"
+    return None
+
+
+def is_template(template: str) -> bool:
+    """Whether ``template`` has any replacement field."""
+    try:
+        return bool(_fields(template))
+    except ValueError:
+        return True
+
+
+def render_output_name(template: str, *, name: str, seed: int, episode: int) -> str:
+    """The output name of one episode (``ValueError`` for a bad template)."""
+    _fields(template)
+    return template.format(name=name, seed=seed, episode=episode)
+
+
+def _seed(_: object, __: attrs.Attribute[Any], value: int | None) -> None:
+    if value is not None and not 0 <= value <= SEED_MAX:
+        raise ValueError(f"must be an integer from 0 through 2**63-1 (got {describe(value)})")
 
 
 def _schema(_: object, __: attrs.Attribute[Any], value: str) -> None:
@@ -110,6 +175,7 @@ class RuntimeSpec:
     rate_policy: str = attrs.field(default="exact", validator=one_of(RATE_POLICIES))
     physics_hz: float | None = attrs.field(default=None, validator=optional_positive_number)
     duration_s: float | None = attrs.field(default=None, validator=optional_positive_number)
+    seed: int | None = attrs.field(default=None, validator=_seed)
     output: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
 
 

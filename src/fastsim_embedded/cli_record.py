@@ -1,13 +1,17 @@
-"""``fsr record RUN.yaml``: record a Run on the embedded host.
+"""``fsr record RUN.yaml``: record a Run (or a sweep of seeded episodes) on the embedded host.
 
 Reached through the ``fastsim.hosts`` entry point (``fastsim_record`` never imports this
-package).  Exit codes:
+package).  Exit codes: ``fastsim_embedded.record_summary`` (0 normal, 1 failed, 2 config
+or refused output, 3 stopped; 128+N abandoned by a third signal).  Signals:
+``fastsim_embedded.stop_signals``.  Sweeps (``--episodes``): ``fastsim_embedded.sweep``.
 
-    | # | code | when                                                                  |
-    |---|------|-----------------------------------------------------------------------|
-    | 1 | 0    | the Run did not fail (succeeded, stopped, cancelled) and committed    |
-    | 2 | 1    | the Run failed: nothing under the final name, the reason in one line  |
-    | 3 | 2    | the Run file or the options are invalid (``path: message`` lines)     |
+    | # | option            | effect                                                          |
+    |---|-------------------|-----------------------------------------------------------------|
+    | 1 | --seed S          | the Run's seed (else ``runtime.seed``, else 0)                  |
+    | 2 | --episodes N      | N episodes with seeds S..S+N-1 (a sweep; names are templates)   |
+    | 3 | --jobs J          | parallel episode processes (default: the number of cores)       |
+    | 4 | --overwrite       | replace existing final files (never a crashed ``.incomplete``)  |
+    | 5 | --verbose, --json | the finalizer's full table / one JSON object on stdout           |
 
 No traceback reaches the user.
 """
@@ -15,7 +19,10 @@ No traceback reaches the user.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,10 +32,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fastsim_contract.run import SEED_MAX
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.backends import backend_names
-from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.compile import PreparedRun, check_duration, prepare_run
+from fastsim_embedded.output import OutputRefused
+from fastsim_embedded.record_summary import EXIT_CONFIG, EXIT_FAILED, EpisodeReport, report_of
 from fastsim_embedded.session import SessionResult, run_session
+from fastsim_embedded.stop_signals import StopSignals
 
 __all__ = ["COMMAND", "RecordCommand"]
 
@@ -41,9 +52,8 @@ def _flatten(prefix: str, value: object, out: list[tuple[str, str]]) -> None:
         out.append((prefix, f"{value:.6g}" if isinstance(value, float) else str(value)))
 
 
-def _print_summary(console: Console, result: SessionResult) -> None:
-    outcome = result.outcome
-    for finalizer in outcome.finalizers:
+def _print_table(console: Console, result: SessionResult) -> None:
+    for finalizer in result.outcome.finalizers:
         table = Table(title=f"finalizer {finalizer.request.component}", show_header=False)
         rows: list[tuple[str, str]] = [("ok", str(finalizer.result.ok))]
         if finalizer.result.reason:
@@ -54,81 +64,177 @@ def _print_summary(console: Console, result: SessionResult) -> None:
         console.print(table)
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 through 2**63-1 (got {text!r})") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer from 0 through 2**63-1 (got {text})")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 through 1000000 (got {text!r})") from None
+    if not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 through 1000000 (got {text})")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds (got {text!r})") from None
+    try:
+        check_duration(value)
+    except RunConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.issues[0].message) from None
+    return value
+
+
+def _factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive factor (got {text!r})") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite factor (got {text})")
+    return value
+
+
 @attrs.frozen
 class RecordCommand:
     """The ``record`` subcommand as the ``fsr`` dispatcher expects it."""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Declare ``RUN [--output-dir DIR] [--duration SECONDS] [--backend NAME]``."""
+        """Declare the options of the module table."""
         parser.add_argument("run", metavar="RUN.yaml", help="the FastSim v2 Run file")
         parser.add_argument("--output-dir", default=".", metavar="DIR", help="where artifacts are committed (default: .)")
-        parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+        parser.add_argument("--duration", type=_seconds, default=None, metavar="SECONDS",
                             help="simulated seconds (default: runtime.duration_s, else 10)")
         parser.add_argument("--backend", default=None, metavar="NAME",
                             help=f"override the Run's backend ({', '.join(backend_names())})")
-        parser.add_argument("--realtime", type=float, nargs="?", const=1.0, default=None, metavar="FACTOR",
+        parser.add_argument("--realtime", type=_factor, nargs="?", const=1.0, default=None, metavar="FACTOR",
                             help="pace simulation to FACTOR x wall time (default: as fast as possible)")
+        parser.add_argument("--seed", type=_seed, default=None, metavar="S",
+                            help="the Run's seed (default: runtime.seed, else 0); a sweep uses S, S+1, ...")
+        parser.add_argument("--episodes", type=_count, default=None, metavar="N",
+                            help="record N seeded episodes (output names become templates)")
+        parser.add_argument("--jobs", type=_count, default=None, metavar="J",
+                            help="parallel episode processes of a sweep (default: the number of cores)")
+        parser.add_argument("--overwrite", action="store_true",
+                            help="replace existing output files (default: refuse, exit 2)")
+        parser.add_argument("--verbose", action="store_true", help="also print the finalizer's full table")
+        parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
         parser.add_argument("--no-portable-sizes", action="store_true",
                             help="behave like an older Core: no producer-computed portable_size")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.add_argument("--episode", type=int, default=0, help=argparse.SUPPRESS)  # a sweep worker's index
+        parser.add_argument("--sweep-worker", action="store_true", help=argparse.SUPPRESS)
 
     def run(self, args: argparse.Namespace) -> int:
         """Record; never raise."""
+        if args.episodes is not None and not args.sweep_worker:
+            from fastsim_embedded.sweep import run_sweep
+
+            return run_sweep(args)
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = Console(highlight=False, soft_wrap=True)
+        if args.jobs is not None:
+            err.print("--jobs: only with --episodes", markup=False)
+            return EXIT_CONFIG
+        owns_process = bool(getattr(args, "owns_process", False)) or args.sweep_worker
+        stop = StopSignals().install()
         try:
-            prepared = prepare_run(args.run, backend=args.backend, duration_s=args.duration)
+            report, result = self._record(args, err, out, stop)
+        finally:
+            if not owns_process:
+                stop.close()
+        if report is None:
+            return EXIT_CONFIG
+        stop.exit_code = report.exit_code
+        if args.json or args.sweep_worker:
+            data = report.to_json()
+            if result is not None and args.verbose:
+                data["finalizers"] = [
+                    {"component": f.request.component, "ok": f.result.ok, "reason": f.result.reason,
+                     "summary": f.result.summary}
+                    for f in result.outcome.finalizers
+                ]
+            print(json.dumps(data, sort_keys=True, default=str), flush=True)
+            return report.exit_code
+        if result is not None and args.verbose:
+            _print_table(out, result)
+        if report.status in ("failed", "refused"):
+            err.print(f"fsr record: run {report.line()}".splitlines()[0], markup=False)
+        else:
+            out.print(report.line(), markup=False)
+        return report.exit_code
+
+    def _record(
+        self, args: argparse.Namespace, err: Console, out: Console, stop: StopSignals
+    ) -> tuple[EpisodeReport | None, SessionResult | None]:
+        try:
+            prepared = prepare_run(
+                args.run, backend=args.backend, duration_s=args.duration, seed=args.seed,
+                episode=args.episode, sweep=args.sweep_worker,
+            )
         except RunConfigError as exc:
             for issue in exc.issues:
                 err.print(f"{issue}", markup=False)
-            return 2
+            return None, None
         except Exception as exc:
             err.print(f"fsr record: {args.run}: {type(exc).__name__}: {exc}".splitlines()[0], markup=False)
-            return 2
-        output_dir = Path(args.output_dir)
-        if args.realtime is not None and args.realtime <= 0:
-            err.print(f"--realtime: must be a positive factor (got {args.realtime:g})", markup=False)
-            return 2
-        pacing: dict[str, Any] = {
-            "realtime_factor": args.realtime,
-            "portable_sizes": not args.no_portable_sizes,
-        }
+            return None, None
+        started = time.monotonic()
         try:
-            if args.no_progress or not out.is_terminal:
-                result = run_session(prepared, output_dir, **pacing)
-            else:
-                with Progress(
-                    TextColumn("[bold]recording[/] {task.description}"),
-                    BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=True,
-                ) as bar:
-                    task = bar.add_task(prepared.run.name, total=None)
-                    step = max(1, round(prepared.sensor_hz / 4))
-
-                    def progress(tick: int, total: int) -> None:
-                        if tick % step == 0 or tick == total:
-                            bar.update(task, completed=tick, total=total)
-
-                    result = run_session(prepared, output_dir, progress=progress, **pacing)
+            result = self._session(prepared, args, err, out, stop)
+        except OutputRefused as exc:
+            err.print(f"fsr record: {exc}".splitlines()[0], markup=False)
+            return None, None
         except RunConfigError as exc:
             for issue in exc.issues:
                 err.print(f"{issue}", markup=False)
-            return 2
+            return None, None
         except Exception as exc:  # a host bug: still one line, never a traceback
-            err.print(f"fsr record: run failed: {type(exc).__name__}: {exc}".splitlines()[0], markup=False)
-            return 1
-        _print_summary(out, result)
-        outcome = result.outcome
-        if outcome.status != "failed" and (outcome.committed or prepared.capture_owner is None):
-            for path in outcome.committed:
-                out.print(f"committed {path}", markup=False)
-            out.print(f"{outcome.status}: {result.ticks} ticks, {outcome.cut.final_global_sequence if outcome.cut else 0} records sequenced", markup=False)
-            return 0
-        reason = outcome.reason or "nothing was committed"
-        err.print(f"fsr record: run failed: {reason}".splitlines()[0], markup=False)
-        for path in outcome.disposed:
-            err.print(f"incomplete artifact kept at {path}", markup=False)
-        return 1
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            return EpisodeReport("failed", None, reason, exit_code=EXIT_FAILED,
+                                 seed=prepared.seed, episode=prepared.episode), None
+        report = report_of(
+            result, sensor_hz=prepared.sensor_hz, wall_s=time.monotonic() - started,
+            has_recorder=prepared.capture_owner is not None,
+        )
+        return attrs.evolve(report, seed=prepared.seed, episode=prepared.episode), result
+
+    def _session(
+        self, prepared: PreparedRun, args: argparse.Namespace, err: Console, out: Console, stop: StopSignals
+    ) -> SessionResult:
+        options: dict[str, Any] = {
+            "realtime_factor": args.realtime,
+            "portable_sizes": not args.no_portable_sizes,
+            "overwrite": args.overwrite,
+            "on_host": stop.attach,
+            "on_cut": stop.arm,
+        }
+        if args.no_progress or args.json or args.sweep_worker or not err.is_terminal:
+            return run_session(prepared, Path(args.output_dir), **options)
+        with Progress(
+            TextColumn("[bold]recording[/] {task.description}"),
+            BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=True,
+        ) as bar:
+            task = bar.add_task(prepared.run.name, total=None)
+            step = max(1, round(prepared.sensor_hz / 4))
+
+            def progress(tick: int, total: int) -> None:
+                if tick % step == 0 or tick == total:
+                    bar.update(task, completed=tick, total=total)
+
+            return run_session(prepared, Path(args.output_dir), progress=progress, **options)
 
 
 COMMAND = RecordCommand()
@@ -138,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command standalone (``python -m fastsim_embedded.cli_record``)."""
     parser = argparse.ArgumentParser(prog="fsr record")
     COMMAND.add_arguments(parser)
-    return COMMAND.run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    args.owns_process = argv is None
+    return COMMAND.run(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,13 +22,14 @@ recording cost only when Record is selected).  Every problem is a ``RunConfigErr
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from fastsim_contract.run import RunDocument, load_run
+from fastsim_contract.run import RunDocument, is_template, load_run, render_output_name
 from fastsim_contract.run_compiler import (
     CompiledComponent,
     CompiledRun,
@@ -68,6 +69,9 @@ class PreparedRun:
     substeps: int
     rate_policy: str
     duration_s: float
+    output_names: tuple[str, ...] = ()  # every component's ``output.name`` (reserved first)
+    seed: int = 0
+    episode: int = 0
 
     @property
     def run(self) -> RunDocument:
@@ -170,15 +174,116 @@ def _rates(run: RunDocument) -> tuple[float, float, int]:
     return sensor, physics, substeps
 
 
+def episode_template(name: str) -> str:
+    """A sweep's name for an authored name without fields: ``episode.fsr`` ->
+    ``episode-{episode:05d}.fsr``."""
+    if is_template(name):
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or not stem:
+        return f"{name}-{{episode:05d}}"
+    return f"{stem}-{{episode:05d}}.{suffix}"
+
+
+def _rendered_names(
+    document: RunDocument, compiled: CompiledRun, *, seed: int, episode: int, sweep: bool
+) -> tuple[dict[str, str], list[RunIssue]]:
+    """alias -> this episode's output name, for every component whose name changes."""
+    names: dict[str, str] = {}
+    issues: list[RunIssue] = []
+    for component in compiled.components:
+        authored = _get(component.config.to_mapping(), "output", "name")
+        if not isinstance(authored, str):
+            continue
+        template = episode_template(authored) if sweep else authored
+        try:
+            name = render_output_name(template, name=document.name, seed=seed, episode=episode)
+        except (ValueError, IndexError, KeyError) as exc:
+            issues.append(RunIssue(f"plugins.{component.alias}.config.output.name", str(exc)))
+            continue
+        if name != authored:
+            names[component.alias] = name
+    return names, issues
+
+
+def _with_names(document: RunDocument, names: Mapping[str, str]) -> RunDocument:
+    entries = []
+    for entry in document.plugins:
+        if entry.alias in names:
+            config = dict(entry.config)
+            output = config.get("output")
+            config["output"] = {**(dict(output) if isinstance(output, Mapping) else {}), "name": names[entry.alias]}
+            entry = attrs.evolve(entry, config=config)
+        entries.append(entry)
+    return attrs.evolve(document, plugins=tuple(entries))
+
+
+def episode_names(
+    path: str | os.PathLike[str], *, backend: str | None, seed: int | None, episodes: int
+) -> tuple[int, list[tuple[str, ...]]]:
+    """(first seed, each episode's output names) of a sweep, without building a backend.
+
+    ``RunConfigError`` for an invalid Run, a bad template, or a template that gives two
+    episodes the same name.
+    """
+    document = load_run(path)
+    if backend is not None:
+        document = document.with_backend(backend)
+    first = seed if seed is not None else (document.runtime.seed or 0)
+    compiled = compile_run(document)
+    authored = {
+        c.alias: name for c in compiled.components
+        if isinstance(name := _get(c.config.to_mapping(), "output", "name"), str)
+    }
+    result: list[tuple[str, ...]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for episode in range(episodes):
+        names, issues = _rendered_names(document, compiled, seed=first + episode, episode=episode, sweep=True)
+        if issues:
+            raise RunConfigError(issues)
+        row = []
+        for alias, original in authored.items():
+            name = names.get(alias, original)
+            earlier = seen.setdefault((alias, name), episode)
+            if earlier != episode:
+                raise RunConfigError([RunIssue(
+                    f"plugins.{alias}.config.output.name",
+                    f"the template {original!r} gives episodes {earlier} and {episode} the same name "
+                    f"{name!r}; use {{episode}} or {{seed}} in it",
+                )])
+            row.append(name)
+        result.append(tuple(row))
+    return first, result
+
+
+def check_duration(duration: float) -> None:
+    """A finite, positive number of simulated seconds (``RunConfigError`` otherwise)."""
+    if not (isinstance(duration, int | float) and math.isfinite(duration) and 0 < duration <= MAX_DURATION_S):
+        raise RunConfigError([RunIssue(
+            "--duration", f"must be a finite number of seconds above 0 and at most {MAX_DURATION_S:g} (got {duration!r})"
+        )])
+
+
+#: The longest episode ``fsr record`` accepts: one simulated year.
+MAX_DURATION_S = 365 * 24 * 3600.0
+
+
 def prepare_run(
     path: str | os.PathLike[str],
     *,
     backend: str | None = None,
     duration_s: float | None = None,
     backend_options: Mapping[str, object] | None = None,
-    seed: int = 0,
+    seed: int | None = None,
+    episode: int = 0,
+    sweep: bool = False,
 ) -> PreparedRun:
-    """Load, compile and plan a Run; ``RunConfigError`` for anything authored wrong."""
+    """Load, compile and plan a Run; ``RunConfigError`` for anything authored wrong.
+
+    ``seed`` (default: ``runtime.seed``, else 0) reaches the backend; output-name
+    templates are rendered with the Run's name, the seed and ``episode``.  ``sweep``
+    gives a name without fields the ``-{episode:05d}`` suffix.
+    """
     try:
         document = load_run(path)
     except RunConfigError:
@@ -187,11 +292,18 @@ def prepare_run(
         raise
     if backend is not None:
         document = document.with_backend(backend)
+    if seed is None:
+        seed = document.runtime.seed or 0
     compiled = compile_run(document)
+    names, name_issues = _rendered_names(document, compiled, seed=seed, episode=episode, sweep=sweep)
+    if name_issues:
+        raise RunConfigError(name_issues)
+    if names:
+        document = _with_names(document, names)
+        compiled = compile_run(document)
     sensor, physics, substeps = _rates(document)
     duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
-    if duration <= 0:
-        raise RunConfigError([RunIssue("--duration", f"must be positive seconds (got {duration:g})")])
+    check_duration(duration)
     scene = _get(document.scenario, "scene")
     spec = BackendSpec(
         scene=scene if isinstance(scene, Mapping) else {},
@@ -227,6 +339,10 @@ def prepare_run(
         if issues:
             built.close()
             raise RunConfigError(issues)
+    output_names = tuple(
+        name for c in compiled.components
+        if isinstance(name := _get(c.config.to_mapping(), "output", "name"), str)
+    )
     return PreparedRun(
         compiled=compiled,
         backend_name=document.backend,
@@ -239,4 +355,7 @@ def prepare_run(
         substeps=substeps,
         rate_policy=document.runtime.rate_policy,
         duration_s=duration,
+        output_names=output_names,
+        seed=seed,
+        episode=episode,
     )

@@ -1,12 +1,25 @@
 """The output service: one real-file transaction per artifact name, leases by identity.
 
-    open_write(name)              stage <dir>/<name>.incomplete (O_EXCL after cleanup)
+    reserve(name)                 lock <dir>/.<name>.lock (flock, held to the end of the
+                                  transaction) and refuse the name (``OutputRefused``) when
+                                  <name> exists (unless ``overwrite``), when <name>.incomplete
+                                  exists (a crashed Run's data: ``fsr recover`` it), or when
+                                  another recorder holds the lock
+    open_write(name)              reserve if not yet, then create <dir>/<name>.incomplete
+                                  with O_EXCL | O_NOFOLLOW; remember its inode
     write / flush                 through the opaque write lease (no path, no fd exposed)
     seal(write)                   flush + fsync file, close; the size is now fixed
     open_readback(write)          a new exact readback lease bound to this sealed write
     confirm_validation(rb, r)     rb must be the latest readback lease of that write
-    commit(write)                 fsync, atomic rename to <dir>/<name>, fsync the dir
-    abort(write)                  never publishes; disposes the staging file per policy
+    commit(write)                 the staging inode must still be ours; publish it without
+                                  replacing anything (link + unlink; ``os.replace`` only
+                                  with ``overwrite``), fsync the dir, release the lock
+    abort(write)                  never publishes; disposes the staging file per policy,
+                                  only if the path still holds this transaction's inode
+
+Nothing here ever deletes or replaces a file this service did not create: every
+decision about a path is checked against the inode that ``open_write`` created, and a
+user's existing final file is replaced only when ``overwrite`` was asked for.
 
 Transaction states and what each call accepts:
 
@@ -33,7 +46,12 @@ Disposal of an unpublished staging file (abort, revocation), by ``RunOutputPolic
     |---|--------------------|---------------------|------------------------------------------|
     | 1 | true               | any                 | kept as <dir>/<name>.incomplete          |
     | 2 | false              | true                | quarantined: <dir>/.quarantine/<cid>/... |
+    |   |                    |                     | (a symlinked .quarantine is refused at   |
+    |   |                    |                     | reserve; found later, the file is kept)  |
     | 3 | false              | false               | deleted                                  |
+
+A staging path that no longer holds this transaction's inode (someone moved or
+replaced it) is left alone and reported in ``Transaction.note``.
 
 ``revoke_open`` is Core's deadline-bounded cleanup after a finalizer overran: it runs on
 a helper thread and the caller waits at most until the deadline, so a stalled
@@ -42,6 +60,8 @@ filesystem cannot turn terminal cleanup into an unbounded wait.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import threading
@@ -54,8 +74,25 @@ import attrs
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.protocols import OutputPolicy
 from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
+from fastsim_embedded.output_names import (
+    STAGING_SUFFIX,
+    NameLock,
+    OutputRefused,
+    check_output_name,
+    identity_of,
+    lidentity,
+)
 
-__all__ = ["ComponentOutputs", "FileOutputService", "FileReadbackLease", "FileWriteLease", "Transaction"]
+__all__ = [
+    "ComponentOutputs",
+    "FileOutputService",
+    "FileReadbackLease",
+    "FileWriteLease",
+    "NameLock",
+    "OutputRefused",
+    "Transaction",
+    "check_output_name",
+]
 
 QUARANTINE_DIR = ".quarantine"
 
@@ -82,6 +119,9 @@ class Transaction:
     readback: FileReadbackLease | None = None
     disposed_to: Path | None = None
     lock: threading.Lock = attrs.field(factory=threading.Lock)
+    identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the staging file we created
+    name_lock: NameLock | None = None
+    note: str | None = None  # why a disposal left a path alone
 
 
 @attrs.define(eq=False)
@@ -157,28 +197,105 @@ class FileOutputService:
     output_dir: Path
     policy: OutputPolicy
     completion_id: str
+    overwrite: bool = False  # replace an existing final file (``--overwrite``)
     commit_refusal: str | None = attrs.field(init=False, default=None)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _by_lease: dict[int, tuple[FileWriteLease, Transaction]] = attrs.field(init=False, factory=dict)
     _by_name: dict[str, Transaction] = attrs.field(init=False, factory=dict)
+    _reserved: dict[str, NameLock] = attrs.field(init=False, factory=dict)
+
+    # -- reservation (before any plugin runs) ---------------------------------------
+    def reserve(self, name: str) -> None:
+        """Lock ``name`` for this Run and check that it may be written (``OutputRefused``).
+
+        Idempotent per name.  The lock is held until the transaction commits or is
+        disposed of, or ``release_reservations`` runs.
+        """
+        with self._lock:
+            if name in self._reserved or name in self._by_name:
+                return
+            self._reserved[name] = self._reserve(name)
+
+    def _reserve(self, name: str) -> NameLock:
+        directory = self.output_dir
+        why = check_output_name(name, directory if directory.is_dir() else None)
+        if why is not None:
+            raise OutputRefused(directory / name, why)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputRefused(directory, f"cannot create the output directory: {exc.strerror}") from None
+        if not directory.is_dir():
+            raise OutputRefused(directory, "the output directory is not a directory")
+        final = directory / name
+        lock = NameLock.acquire(directory, name, final)
+        try:
+            self._check_free(name, final)
+        except BaseException:
+            lock.release()
+            raise
+        return lock
+
+    def _check_free(self, name: str, final: Path) -> None:
+        staging = self.output_dir / f"{name}{STAGING_SUFFIX}"
+        if os.path.lexists(staging):
+            raise OutputRefused(
+                staging, "a crashed or stopped Run's data is here; it is never deleted or reused: "
+                f"recover it with `fsr recover {staging} -o <NEW.fsr>`, or move it away",
+            )
+        if os.path.lexists(final):
+            if not self.overwrite:
+                raise OutputRefused(final, "already exists; refusing to overwrite it (pass --overwrite to replace it)")
+            if os.path.isdir(final) and not os.path.islink(final):
+                raise OutputRefused(final, "is a directory; --overwrite replaces only files")
+        if not self.policy.publish_incomplete and self.policy.preserve_incomplete:
+            quarantine = self.output_dir / QUARANTINE_DIR
+            if os.path.islink(quarantine):
+                raise OutputRefused(quarantine, "is a symbolic link; refusing to quarantine files through it")
+            if os.path.lexists(quarantine) and not quarantine.is_dir():
+                raise OutputRefused(quarantine, "is not a directory")
+
+    def release_reservations(self) -> None:
+        """Release every reservation that never became a transaction."""
+        with self._lock:
+            locks = list(self._reserved.values())
+            self._reserved.clear()
+        for lock in locks:
+            lock.release()
 
     # -- the plugin-facing transaction --------------------------------------------
     def open_write(self, name: str, owner: str = "") -> FileWriteLease:
-        """Stage ``<dir>/<name>.incomplete`` and return its opaque write lease."""
-        if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-            raise LeaseError(f"open_write: {name!r} is not a bare file name")
+        """Stage ``<dir>/<name>.incomplete`` (O_EXCL | O_NOFOLLOW) and return its write lease."""
         with self._lock:
             if name in self._by_name:
                 raise LeaseError(f"open_write: {name!r} already has a transaction in this Run")
-            self.output_dir.mkdir(parents=True, exist_ok=True)
-            staging = self.output_dir / f"{name}.incomplete"
-            staging.unlink(missing_ok=True)
-            fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            tx = Transaction(name=name, final=self.output_dir / name, staging=staging, owner=owner, fd=fd)
+            name_lock = self._reserved.pop(name, None)
+            if name_lock is None:
+                name_lock = self._reserve(name)
+            else:  # reserved earlier: the name may have been taken since
+                try:
+                    self._check_free(name, self.output_dir / name)
+                except BaseException:
+                    name_lock.release()
+                    raise
+            staging = self.output_dir / f"{name}{STAGING_SUFFIX}"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                fd = os.open(staging, flags, 0o644)
+            except OSError as exc:
+                name_lock.release()
+                raise OutputRefused(staging, f"cannot create the staging file: {exc.strerror}") from None
+            tx = Transaction(
+                name=name, final=self.output_dir / name, staging=staging, owner=owner, fd=fd,
+                identity=identity_of(os.fstat(fd)), name_lock=name_lock,
+            )
             lease = FileWriteLease(self, tx)
             self._by_lease[id(lease)] = (lease, tx)
             self._by_name[name] = tx
         return lease
+
+    def _still_ours(self, tx: Transaction) -> bool:
+        return tx.identity is not None and lidentity(tx.staging) == tx.identity
 
     def transaction_of(self, lease: object) -> Transaction | None:
         """The transaction of a write or readback lease this service issued, else ``None``."""
@@ -257,10 +374,40 @@ class FileOutputService:
                 raise LeaseError(f"commit: refused, {self.commit_refusal}")
             if tx.state != "confirmed":
                 raise LeaseError(f"commit: the transaction for {tx.name!r} is {tx.state}")
-            os.replace(tx.staging, tx.final)
+            if not self._still_ours(tx):
+                raise LeaseError(f"commit: {tx.staging} is no longer the file this Run wrote")
+            self._publish(tx)
             _fsync_dir(self.output_dir)
             tx.state = "committed"
+            self._release(tx)
         return tx.name
+
+    def _publish(self, tx: Transaction) -> None:
+        """Move the staging inode to the final name, replacing nothing unless ``overwrite``."""
+        if self.overwrite:
+            os.replace(tx.staging, tx.final)
+            return
+        try:
+            os.link(tx.staging, tx.final, follow_symlinks=False)
+        except FileExistsError:
+            raise LeaseError(
+                f"commit: {tx.final} appeared during the Run; refusing to overwrite it "
+                f"(the recording stays at {tx.staging})"
+            ) from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV):
+                raise
+            # no hard links on this file system: under our lock, check then rename
+            if os.path.lexists(tx.final):
+                raise LeaseError(f"commit: {tx.final} appeared during the Run; refusing to overwrite it") from None
+            os.rename(tx.staging, tx.final)
+            return
+        os.unlink(tx.staging)
+
+    @staticmethod
+    def _release(tx: Transaction) -> None:
+        if tx.name_lock is not None:
+            tx.name_lock.release()
 
     def abort(self, lease: object) -> None:
         """Abandon the transaction; never publishes (idempotent; refused after commit)."""
@@ -284,18 +431,45 @@ class FileOutputService:
         if tx.fd is not None:
             os.close(tx.fd)
             tx.fd = None
-        if not tx.staging.exists():
+        try:
+            self._dispose_file(tx)
+        finally:
+            self._release(tx)
+
+    def _dispose_file(self, tx: Transaction) -> None:
+        if not self._still_ours(tx):
+            if os.path.lexists(tx.staging):
+                tx.note = f"{tx.staging} is no longer the file this Run wrote; left untouched"
             return
         if self.policy.publish_incomplete:
             tx.disposed_to = tx.staging
         elif self.policy.preserve_incomplete:
-            target = self.output_dir / QUARANTINE_DIR / self.completion_id / tx.staging.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tx.staging, target)
-            tx.disposed_to = target
+            target = self._quarantine_target(tx)
+            if target is None:
+                tx.disposed_to = tx.staging
+            else:
+                os.rename(tx.staging, target)
+                tx.disposed_to = target
         else:
             tx.staging.unlink()
         _fsync_dir(self.output_dir)
+
+    def _quarantine_target(self, tx: Transaction) -> Path | None:
+        """``.quarantine/<cid>/<name>.incomplete``, made without following symlinks; ``None``
+        (keep the file where it is) when that is unsafe."""
+        quarantine = self.output_dir / QUARANTINE_DIR
+        folder = quarantine / self.completion_id
+        for directory in (quarantine, folder):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory, 0o755)
+            if os.path.islink(directory) or not directory.is_dir():
+                tx.note = f"{directory} is not a plain directory; the recording stays at {tx.staging}"
+                return None
+        target = folder / tx.staging.name
+        if os.path.lexists(target):
+            tx.note = f"{target} already exists; the recording stays at {tx.staging}"
+            return None
+        return target
 
     def revoke_open(self, deadline_monotonic: float, owner: str | None = None) -> bool:
         """Revoke every unfinished transaction (of ``owner``, or all), waiting at most until
@@ -310,6 +484,8 @@ class FileOutputService:
                     continue
                 if tx.state in ("open", "sealed", "confirmed"):
                     self._dispose(tx, "revoked")
+            if owner is None:
+                self.release_reservations()
 
         helper = threading.Thread(target=work, name="fastsim-output-revoke", daemon=True)
         helper.start()

@@ -2,6 +2,7 @@
 
     | # | phase     | what happens                                                            |
     |---|-----------|-------------------------------------------------------------------------|
+    | 0 | reserve   | lock and check every output name (``OutputRefused``: nothing has run)   |
     | 1 | boot      | backend.reset(0); lifecycle run.created, generation.started (gen 0)      |
     | 2 | prepare   | each plugin: factory(context) -> prepare() (subscribe, grants, register) |
     | 3 | start     | lifecycle run.prepared; plugins start(); history closes; control        |
@@ -31,6 +32,7 @@ from fastsim_contract.values import CompletionKind
 from fastsim_embedded.compile import PreparedRun
 from fastsim_embedded.core import EmbeddedCore, EmbeddedHost, RunOutcome
 from fastsim_embedded.loop import HostWork, Progress, run_loop, tick_count
+from fastsim_embedded.output import OutputRefused
 from fastsim_embedded.render_capture import RenderCapture
 
 __all__ = ["PLUGINS_ENTRY_POINT_GROUP", "EmbeddedPluginContext", "SessionResult", "discover_plugin", "run_session"]
@@ -84,8 +86,16 @@ def run_session(
     max_finalizer_timeout_s: float = 300.0,
     on_host: Callable[[EmbeddedHost], None] | None = None,
     realtime_factor: float | None = None,
+    overwrite: bool = False,
+    on_cut: Callable[[EmbeddedHost], None] | None = None,
 ) -> SessionResult:
-    """Run ``prepared`` to its outcome.  ``factories`` overrides discovery (tests)."""
+    """Run ``prepared`` to its outcome.  ``factories`` overrides discovery (tests).
+
+    Every output name is reserved before any plugin exists: an existing final file
+    (without ``overwrite``), a crashed Run's ``.incomplete`` or another recorder's lock
+    raises ``OutputRefused`` and nothing runs.  ``on_cut`` is called just before the
+    finalizers start (a watchdog can bound what follows).
+    """
     run = prepared.run
     host = EmbeddedHost.create(
         capture=prepared.capture,
@@ -99,6 +109,14 @@ def run_session(
         max_finalizer_timeout_s=max_finalizer_timeout_s,
     )
     backend = prepared.backend
+    host.outputs.overwrite = overwrite
+    try:
+        for name in prepared.output_names:
+            host.outputs.reserve(name)
+    except OutputRefused:
+        host.outputs.release_reservations()
+        backend.close()
+        raise
     host.context.services = RenderCapture.services_of(backend)  # fluid.audit with an emitter
     if on_host is not None:
         on_host(host)
@@ -141,6 +159,8 @@ def run_session(
             realtime_factor=realtime_factor,
         )
         cut = host.take_cut()
+        if on_cut is not None:
+            on_cut(host)
         finalizers = host.finalize(cut)
         errors = _teardown(plugins)
         host.cleanup(time.monotonic() + host.revoke_grace_s)

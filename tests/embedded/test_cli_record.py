@@ -21,7 +21,7 @@ def test_a_run_without_plugins_exits_0(write_run: Callable[..., Path], tmp_path:
     """A Run with no capture owner simply runs its duration and exits 0."""
     code = main(_no_progress(write_run(plugins={}), "--duration", "0.2", "--output-dir", str(tmp_path / "o")))
     assert code == 0
-    assert "succeeded: 10 ticks" in capsys.readouterr().out
+    assert "0.20 s simulated" in capsys.readouterr().out
 
 
 def test_invalid_run_file_exits_2_with_one_line_per_issue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -85,13 +85,22 @@ def test_invalid_component_config_exits_2_naming_the_field(
 def test_a_recorded_run_exits_0_commits_the_named_file_and_prints_the_summary(
     write_run: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With Record selected: exit 0, DIR/<output.name> committed, the finalizer summary printed, fsr info counts real records."""
+    """With Record selected: exit 0, DIR/<output.name> committed, the short summary by default, the full table with --verbose."""
     plugins = {"record": {"use": "plugin://fastsim/record", "config": {"output": {"name": "cli.fsr"}}}}
     out_dir = tmp_path / "o"
     code = main(_no_progress(write_run(plugins=plugins), "--duration", "1", "--output-dir", str(out_dir)))
-    out = capsys.readouterr().out
+    short = capsys.readouterr().out
     assert code == 0
     assert sorted(p.name for p in out_dir.iterdir()) == ["cli.fsr"]
+    assert short.count("\n") == 1
+    for fact in (f"committed {out_dir / 'cli.fsr'}", "completion normal", "1.00 s simulated", "s wall",
+                 "real time", "KiB", "60 records", "no loss"):
+        assert fact in short
+    assert "lanes." not in short
+    code = main(_no_progress(write_run(plugins=plugins), "--duration", "1", "--output-dir", str(out_dir),
+                             "--overwrite", "--verbose"))
+    out = capsys.readouterr().out
+    assert code == 0
     for key in ("payload_bytes", "batch_elapsed_s", "finalize_elapsed_s", "readback_elapsed_s"):
         assert key in out
     for lane in ("critical", "numeric"):
@@ -99,7 +108,6 @@ def test_a_recorded_run_exits_0_commits_the_named_file_and_prints_the_summary(
                         "degradations"):
             assert f"lanes.{lane}.{counter}" in out
     assert "lanes.media" not in out  # no cameras selected: no media lane
-    assert f"committed {out_dir / 'cli.fsr'}" in out
     assert main(["info", str(out_dir / "cli.fsr"), "--json"]) == 0
     info = capsys.readouterr().out
     assert '"observations"' in info

@@ -30,21 +30,22 @@ def test_staging_then_atomic_publish(tmp_path: Path) -> None:
     lease = service.open_write("episode.fsr")
     lease.write(b"abc")
     lease.write(memoryview(b"def"))
-    assert sorted(p.name for p in out.iterdir()) == ["episode.fsr.incomplete"]
+    assert sorted(p.name for p in out.iterdir()) == [".episode.fsr.lock", "episode.fsr.incomplete"]
     service.seal(lease)
     readback = service.open_readback(lease)
     assert readback.read() == b"abcdef"
     readback.close()
     service.confirm_validation(readback, _receipt(6))
-    assert sorted(p.name for p in out.iterdir()) == ["episode.fsr.incomplete"]
+    assert sorted(p.name for p in out.iterdir()) == [".episode.fsr.lock", "episode.fsr.incomplete"]
     assert service.commit(lease) == "episode.fsr"
     assert sorted(p.name for p in out.iterdir()) == ["episode.fsr"]
     assert (out / "episode.fsr").read_bytes() == b"abcdef"
 
 
 def test_abort_publishes_nothing_and_keeps_an_older_final_file(tmp_path: Path) -> None:
-    """Abort never touches the final name; the staging file is quarantined by default."""
+    """Abort never touches the final name (even with overwrite); the staging file is quarantined."""
     service = _service(tmp_path)
+    service.overwrite = True
     out = tmp_path / "out"
     out.mkdir()
     (out / "episode.fsr").write_bytes(b"previous run")

@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         modules[name] = module
         module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
     args = parser.parse_args(argv)
+    args.owns_process = argv is None  # the console script: a command may keep its signal handlers
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -1,0 +1,128 @@
+"""Output names on disk: which names may be written, and one recorder per name.
+
+    | # | check                                   | refusal (``OutputRefused``, one line)        |
+    |---|-----------------------------------------|----------------------------------------------|
+    | 1 | bare name: no separator, NUL or control | names the character                          |
+    |   | character                               |                                              |
+    | 2 | ``<name>.incomplete`` fits NAME_MAX     | names the length and the limit               |
+    | 3 | ``.<name>.lock`` is free (``flock``)    | another recorder is writing this name now    |
+    | 4 | the lock file is a plain file           | a planted symlink is never followed          |
+
+``NameLock`` is an exclusive, non-blocking ``flock`` held for the whole transaction;
+the kernel releases it when the process dies, so a crash never leaves a name locked.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from pathlib import Path
+
+import attrs
+
+from fastsim_contract.errors import LeaseError
+
+__all__ = ["STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity"]
+
+STAGING_SUFFIX = ".incomplete"
+_NAME_MAX_DEFAULT = 255
+
+
+class OutputRefused(LeaseError):
+    """This output name must not be written now; ``str`` is one line naming the file."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+def check_output_name(name: str, directory: Path | None = None) -> str | None:
+    """Why ``name`` cannot be an output file name (``None`` when it can).
+
+    A bare name with no separator, NUL or control character, and short enough that
+    ``<name>.incomplete`` fits the file system's name limit (of ``directory`` when it
+    exists, else 255 bytes).
+    """
+    if not name or name in (".", "..") or "/" in name or "\\" in name:
+        return f"{name!r} is not a bare file name"
+    bad = [c for c in name if ord(c) < 32 or ord(c) == 127]
+    if bad:
+        return f"{name!r} contains a control character ({bad[0]!r}); use printable characters only"
+    limit = _NAME_MAX_DEFAULT
+    if directory is not None:
+        try:
+            limit = os.pathconf(directory, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            limit = _NAME_MAX_DEFAULT
+    size = len((name + STAGING_SUFFIX).encode("utf-8", "surrogateescape"))
+    if size > limit:
+        return f"{name!r} is too long: {name}{STAGING_SUFFIX} would be {size} bytes, over the file system's {limit}-byte limit"
+    return None
+
+
+def identity_of(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def lidentity(path: Path) -> tuple[int, int] | None:
+    try:
+        return identity_of(os.stat(path, follow_symlinks=False))
+    except FileNotFoundError:
+        return None
+
+
+@attrs.define(eq=False)
+class NameLock:
+    """An exclusive ``flock`` on ``<dir>/.<name>.lock`` (one recorder per output name).
+
+    The lock file is unlinked on release while the lock is still held; a process that
+    opened the old file and then wins its lock sees that the path no longer names its
+    inode and tries again, so two recorders never both believe they hold the name.
+    """
+
+    path: Path
+    fd: int | None
+
+    @classmethod
+    def acquire(cls, directory: Path, name: str, final: Path) -> NameLock:
+        """Take the lock at once or raise ``OutputRefused`` (never waits)."""
+        path = directory / f".{name}.lock"
+        for _ in range(20):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise OutputRefused(path, "the lock file is a symbolic link; refusing to follow it") from None
+                raise OutputRefused(path, f"cannot create the lock file: {exc.strerror}") from None
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OutputRefused(path, "the lock file is not a regular file")
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise OutputRefused(
+                        final, "another recorder is writing this output right now "
+                        f"(it holds {path.name}); choose another name or --output-dir",
+                    ) from None
+                if lidentity(path) == identity_of(os.fstat(fd)):
+                    return cls(path, fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # the holder released (and unlinked) it between our open and lock
+        raise OutputRefused(final, "could not take the output lock (it keeps changing hands)")
+
+    def release(self) -> None:
+        """Unlink the lock file (only if it is still ours), then unlock (idempotent)."""
+        fd, self.fd = self.fd, None
+        if fd is None:
+            return
+        try:
+            if lidentity(self.path) == identity_of(os.fstat(fd)):
+                self.path.unlink()
+        except OSError:
+            pass  # a stale lock file is harmless: the next recorder locks and verifies it
+        finally:
+            os.close(fd)
