@@ -15,13 +15,15 @@ from fastsim_record.ports.encoders import ImageDescriptor
 RUN = RunMetadata("hostile", "hostile-1", {"name": "tests", "version": "0"})
 MIB = 1 << 20
 
+# VmHWM, not ru_maxrss: the latter carries the parent's peak across fork + exec.
 _PEAK = """
-import json, resource, sys
+import json, sys
 from fastsim_record.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
-print(json.dumps({"code": code, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}),
-      file=sys.__stderr__)
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"code": code, "peak": peak * 1024}), file=sys.__stderr__)
 """
 
 

@@ -28,10 +28,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
-from fastsim_record.adapters.codecs import decode_frame, decode_frame_bgr
 from fastsim_record.adapters.image_header import check_pixels
 from fastsim_record.fsr import FormatError, FsrReader, RecordKind
 from fastsim_record.ports.encoders import CODEC_RAW_RGB, ImageDescriptor, PayloadError
@@ -96,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _decode_bgr(payload: bytes, descriptor: ImageDescriptor) -> np.ndarray[Any, Any]:
+    import cv2  # OpenCV loads only when a frame is decoded
+
+    from fastsim_record.adapters.codecs import decode_frame, decode_frame_bgr
+
     if descriptor.payload_codec == CODEC_RAW_RGB:  # legacy raw RGB: reverse the channels in place
         rgb = decode_frame(payload, descriptor)
         cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR, dst=rgb)
@@ -111,6 +113,8 @@ def _write_frames(
     out: Path,
     every: int,
 ) -> int:
+    import cv2  # OpenCV loads only when a frame is decoded
+
     written = 0
     index = 0
     for record in reader.records(stream):

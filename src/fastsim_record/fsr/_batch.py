@@ -25,6 +25,7 @@ from fastsim_record.fsr._layout import (
     BATCH_MAGIC,
     FLAG_PAYLOAD_SHA256,
     INDEX_DTYPE,
+    MAX_RECORD_METADATA_BYTES,
     PROJECTION_DTYPE,
     RECORD_DTYPE,
     crc,
@@ -102,6 +103,11 @@ def analyse_table(
         raise fail(k, "global_last", "GAP record range is reversed")
     if (k := _first(gap & (plen != 0))) is not None:
         raise fail(k, "payload_length", "GAP record has a payload")
+    if (k := _first(ml > np.uint64(MAX_RECORD_METADATA_BYTES))) is not None:
+        raise fail(
+            k, "metadata_length",
+            f"record metadata of {int(ml[k])} bytes exceeds the {MAX_RECORD_METADATA_BYTES}-byte bound",
+        )
     if n > 1 and (k := _first((g[1:] != gl[:-1] + np.uint64(1)) | (gl[:-1] == _U64_MAX))) is not None:
         raise fail(
             k + 1, "global_sequence",

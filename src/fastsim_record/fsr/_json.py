@@ -5,14 +5,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastsim_record.fsr._layout import canonical_json
+from fastsim_record.fsr._layout import MAX_JSON_ITEMS, canonical_json
 from fastsim_record.fsr.errors import FormatError
 
-__all__ = ["decode_canonical", "decode_object", "decode_record_metadata"]
+__all__ = ["check_json_items", "decode_canonical", "decode_object", "decode_record_metadata", "json_items"]
+
+
+def json_items(data: bytes) -> int:
+    """The structural bytes (``,`` ``:`` ``[`` ``{``) of a JSON text: a bound on its values."""
+    return data.count(b",") + data.count(b":") + data.count(b"[") + data.count(b"{")
+
+
+def check_json_items(data: bytes, offset: int, what: str) -> None:
+    """Refuse a JSON text with more than ``MAX_JSON_ITEMS`` structural bytes (never parsed)."""
+    if len(data) > MAX_JSON_ITEMS and (items := json_items(data)) > MAX_JSON_ITEMS:
+        raise FormatError(offset, f"{what} has {items} JSON items, more than the {MAX_JSON_ITEMS} allowed")
 
 
 def decode_canonical(data: bytes, offset: int, what: str) -> Any:
     """Decode canonical JSON ``data`` stored at ``offset``; reject anything non-canonical."""
+    check_json_items(data, offset, what)
     try:
         value = json.loads(data)
         again = canonical_json(value)

@@ -19,6 +19,11 @@ __all__ = [
     "FILE_HEADER",
     "FILE_MAGIC",
     "FLAG_PAYLOAD_SHA256",
+    "MAX_FOOTER_BYTES",
+    "MAX_JSON_ITEMS",
+    "MAX_METADATA_BYTES",
+    "MAX_RECORD_METADATA_BYTES",
+    "MAX_STREAMS",
     "INDEX_DTYPE",
     "PROJECTION_DTYPE",
     "RECORD_DTYPE",
@@ -35,6 +40,19 @@ FILE_MAGIC = b"\x89FSR\r\n\x1a\n"
 BATCH_MAGIC = b"FSRB"
 TRAILER_MAGIC = b"FSREND\r\n"
 FLAG_PAYLOAD_SHA256 = 1
+
+# Decoding bounds (docs/fsr-format.md section 9), checked before anything is parsed, so
+# no header field can make a reader allocate more than a few times the file's size.
+#: run metadata JSON bytes (the file header's metadata_length)
+MAX_METADATA_BYTES = 2 << 20
+#: entries of the stream table
+MAX_STREAMS = 2048
+#: footer JSON bytes (the trailer's footer_length)
+MAX_FOOTER_BYTES = 4 << 20
+#: one record's metadata JSON bytes
+MAX_RECORD_METADATA_BYTES = 1 << 20
+#: structural bytes (``,`` ``:`` ``[`` ``{``) in any one JSON text of the file
+MAX_JSON_ITEMS = 1 << 17
 
 #: magic, version_major, version_minor, flags, metadata_length, metadata_crc, header_crc
 FILE_HEADER = struct.Struct("<8sHHIQII")

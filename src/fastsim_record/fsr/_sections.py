@@ -15,6 +15,9 @@ from fastsim_record.fsr._layout import (
     FILE_HEADER,
     FILE_MAGIC,
     INDEX_DTYPE,
+    MAX_FOOTER_BYTES,
+    MAX_METADATA_BYTES,
+    MAX_STREAMS,
     PROJECTION_DTYPE,
     TRAILER,
     TRAILER_MAGIC,
@@ -95,6 +98,8 @@ def _check_metadata(meta: dict[str, Any], at: int) -> Head:
         raise bad("source_sha256 must be null or 64 lowercase hex digits")
     if not isinstance(meta["streams"], list):
         raise bad("streams must be an array")
+    if len(meta["streams"]) > MAX_STREAMS:
+        raise bad(f"{len(meta['streams'])} streams, more than the {MAX_STREAMS} allowed")
     streams = []
     names: set[str] = set()
     last_id = -1
@@ -130,6 +135,8 @@ def encode_head(run: RunMetadata, streams: tuple[StreamSpec, ...], integrity: st
         blob = canonical_json(meta)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"run metadata is not JSON-able: {exc}") from None
+    if len(blob) > MAX_METADATA_BYTES:
+        raise ValueError(f"run metadata of {len(blob)} bytes exceeds the {MAX_METADATA_BYTES}-byte bound")
     try:
         head = _check_metadata(decode_object(blob, FILE_HEADER.size, "run metadata"), 0)
     except FormatError as exc:
@@ -154,6 +161,8 @@ def read_head(src: Source) -> Head:
         raise FormatError(12, "non-zero file header flags")
     if meta_len == 0:
         raise FormatError(16, "empty run metadata")
+    if meta_len > MAX_METADATA_BYTES:
+        raise FormatError(16, f"run metadata of {meta_len} bytes exceeds the {MAX_METADATA_BYTES}-byte bound")
     padded = src.read_at(FILE_HEADER.size, pad8(meta_len), "run metadata")
     blob = padded[:meta_len]
     if crc(blob) != meta_crc:
@@ -215,6 +224,8 @@ def read_tail(src: Source, head: Head) -> Tail:
         raise FormatError(t_off + 24, "projection length disagrees with the footer offset")
     if f_len == 0 or f_off + pad8(f_len) != t_off:
         raise FormatError(t_off + 40, "footer does not end at the trailer")
+    if f_len > MAX_FOOTER_BYTES:
+        raise FormatError(t_off + 40, f"footer of {f_len} bytes exceeds the {MAX_FOOTER_BYTES}-byte bound")
     ib = src.read_at(i_off, i_len, "batch index")
     if crc(ib) != i_crc:
         raise FormatError(t_off + 48, "batch index CRC mismatch")

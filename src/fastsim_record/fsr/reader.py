@@ -32,7 +32,7 @@ class FsrReader:
     _src: Source
     _head: Head
     _tail: Tail
-    _cache: tuple[int, ParsedBatch, list[dict[str, Any]]] | None
+    _cache: tuple[int, ParsedBatch] | None
 
     def __init__(self, target: str | os.PathLike[str] | BinaryIO) -> None:
         self._src = open_source(target)
@@ -108,29 +108,31 @@ class FsrReader:
         raise KeyError(key)
 
     # -- records ----------------------------------------------------------------------
-    def _batch(self, ordinal: int) -> tuple[ParsedBatch, list[dict[str, Any]]]:
+    def _batch(self, ordinal: int) -> ParsedBatch:
         if self._cache is not None and self._cache[0] == ordinal:
-            return self._cache[1], self._cache[2]
+            return self._cache[1]
         entry = self._tail.index[ordinal]
         batch = parse_batch(
             self._src, int(entry["offset"]), ordinal, self._tail.index_offset,
             self._head.stream_ids, self._head.integrity == "strong",
         )
         check_index_entry(entry, batch, self._tail.index_offset + 64 * ordinal)
-        blob, at = batch.metadata_blob, batch.metadata_offset
-        metas = []
-        for off, length in zip(batch.table["metadata_offset"].tolist(), batch.table["metadata_length"].tolist()):
-            metas.append(decode_record_metadata(blob[off:off + length], at + off) if length else {})
-        self._cache = (ordinal, batch, metas)
-        return batch, metas
+        self._cache = (ordinal, batch)
+        return batch
 
-    def _record(self, batch: ParsedBatch, metas: list[dict[str, Any]], k: int) -> Record:
+    def _record(self, batch: ParsedBatch, k: int) -> Record:
+        """Record ``k`` of ``batch``; its metadata is decoded now, one record at a time."""
         row = batch.table[k]
         off, length = int(row["payload_offset"]), int(row["payload_length"])
+        m_off, m_len = int(row["metadata_offset"]), int(row["metadata_length"])
+        meta = (
+            decode_record_metadata(batch.metadata_blob[m_off:m_off + m_len], batch.metadata_offset + m_off)
+            if m_len else {}
+        )
         return Record(
             int(row["stream_id"]), RecordKind(int(row["kind"])), int(row["global_sequence"]),
             int(row["global_last"]), int(row["stream_sequence"]), int(row["stream_last"]),
-            int(row["generation"]), int(row["sim_time_ns"]), dict(metas[k]), length, batch.ordinal,
+            int(row["generation"]), int(row["sim_time_ns"]), meta, length, batch.ordinal,
             functools.partial(self._src.read_at, batch.payload_offset + off, length, "payload"),
             batch.payload_offset + off,
         )
@@ -145,9 +147,9 @@ class FsrReader:
         """Records in global order, optionally only those of one stream (by name or id)."""
         if stream is None:
             for ordinal in range(len(self._tail.index)):
-                batch, metas = self._batch(ordinal)
+                batch = self._batch(ordinal)
                 for k in range(len(batch.table)):
-                    yield self._record(batch, metas, k)
+                    yield self._record(batch, k)
             return
         yield from self._from_rows(self._stream_rows(stream), self.stream(stream).stream_id, None)
 
@@ -159,14 +161,14 @@ class FsrReader:
             if ordinal == seen:
                 continue
             seen = ordinal
-            batch, metas = self._batch(ordinal)
+            batch = self._batch(ordinal)
             table = batch.table
             for k in np.flatnonzero(table["stream_id"] == sid).tolist():
                 if start is not None:
                     if (int(table["generation"][k]), int(table["sim_time_ns"][k])) < start:
                         continue
                     start = None
-                yield self._record(batch, metas, k)
+                yield self._record(batch, k)
 
     def seek(self, stream: str | int, generation: int, sim_time_ns: int) -> Iterator[Record]:
         """Records of ``stream`` from the first with ``(generation, sim_time_ns) >= target``.

@@ -29,10 +29,13 @@ import attrs
 import numpy as np
 
 from fastsim_record.fsr._batch import Accumulator, analyse_table
+from fastsim_record.fsr._json import json_items
 from fastsim_record.fsr._layout import (
     BATCH_HEADER,
     BATCH_MAGIC,
     FLAG_PAYLOAD_SHA256,
+    MAX_FOOTER_BYTES,
+    MAX_JSON_ITEMS,
     RECORD_DTYPE,
     TRAILER,
     canonical_json,
@@ -141,6 +144,9 @@ class FsrWriter:
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"record metadata is not JSON-able: {exc}") from None
             mlen = np.fromiter(map(len, blobs), np.uint64, n)
+            for k in np.flatnonzero(mlen > np.uint64(MAX_JSON_ITEMS)).tolist():
+                if json_items(blobs[k]) > MAX_JSON_ITEMS:
+                    raise ValueError(f"record metadata has more than {MAX_JSON_ITEMS} JSON items")
             table["metadata_length"] = mlen
             table["metadata_offset"] = np.cumsum(mlen, dtype=np.uint64) - mlen
             meta = b"".join(blobs)
@@ -213,6 +219,11 @@ class FsrWriter:
             fb = canonical_json(footer)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"terminal fence is not JSON-able: {exc}") from None
+        if len(fb) > MAX_FOOTER_BYTES or json_items(fb) > MAX_JSON_ITEMS:
+            raise ValueError(
+                f"footer of {len(fb)} bytes exceeds the {MAX_FOOTER_BYTES}-byte or "
+                f"{MAX_JSON_ITEMS}-item bound (is the terminal fence that large?)"
+            )
         tail = encode_tail(self._pos, acc.index_array(), acc.projection_array(), footer)
         self._write(tail)
         self._pos += len(tail)
