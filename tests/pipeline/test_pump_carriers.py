@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import attrs
+
 from fastsim_contract.values import Envelope, GenerationBarrier, SourceKind
 from fastsim_record.adapters.core_binding import EnvelopeConverter, materialize
 from fastsim_record.core.envelope import Envelope as CoreEnvelope
@@ -74,3 +76,22 @@ def test_pump_wakes_the_worker_at_an_eighth_of_the_lane_bytes() -> None:
     assert not handle.wake.is_set()  # 34 bytes: below 1/8 of the bytes, far below 1/8 of the items
     pump(_event(3, 3))
     assert handle.wake.is_set()  # 51 bytes
+
+
+def test_build_through_the_slots_equals_the_constructed_core_envelope() -> None:
+    """``build`` fills every slot exactly as the frozen class's ``__init__`` would."""
+
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, False, PUMP_KINDS["events"][0])
+    item = _event(7, 3, generation=2)
+    built = convert.build(item)
+    expected = CoreEnvelope(
+        global_sequence=7, source="events", capture_sequence=3, stream="events",
+        lane=LaneName.CRITICAL, generation=2, tick=3, sim_time_ns=30, required=False,
+        size=17, kind=EnvelopeKind.RECORD, channel_sequence=None, payload=item.payload,
+    )
+    for field in attrs.fields(CoreEnvelope):
+        assert getattr(built, field.name) is getattr(expected, field.name) or (
+            getattr(built, field.name) == getattr(expected, field.name)
+        ), field.name
+    assert built.payload is item.payload
+    assert type(built) is CoreEnvelope

@@ -129,7 +129,7 @@ class WriterWorker:
         self._pushed = 0
         #: more held-back items than every lane can hold means the hole will not close
         self._hold_limit = sum(h.lane.spec.max_items for h in self._lanes.values())
-        self._stream_time: dict[str, tuple[int, int]] = {}
+        self._stream_last: dict[str, OutRecord] = {}  # each stream's last record (gap time)
         self._failed: RecordError | None = None
         self._stop = False
         self._cancelled = threading.Event()
@@ -274,6 +274,7 @@ class WriterWorker:
         """Rules 3-4."""
         pending = self._pending
         batcher = self._batcher
+        stream_last = self._stream_last
         clock = time.perf_counter
         # keeping up: offer the GIL back often; behind (a GIL-holding host): work longer
         slice_s = YIELD_AFTER_S if len(released) < BACKLOG_ITEMS else BACKLOG_YIELD_AFTER_S
@@ -339,7 +340,7 @@ class WriterWorker:
                     item.generation, item.sim_time_ns, payload,
                 )
             pending.append(record)
-            self._stream_time[record.stream] = (record.generation, record.sim_time_ns)
+            stream_last[record.stream] = record
             for summary in batcher.add(record.generation, record.sim_time_ns, len(record.payload)):
                 self._write(summary.items, summary.reason)
                 if self._failed is not None:
@@ -347,8 +348,8 @@ class WriterWorker:
 
     def _gap_time(self, gap: GapRecord) -> int:
         """The stream's previous record time in the gap's generation (FSR gap rule)."""
-        last = self._stream_time.get(gap.stream)
-        return last[1] if last is not None and last[0] == gap.generation else 0
+        last = self._stream_last.get(gap.stream)
+        return last.sim_time_ns if last is not None and last.generation == gap.generation else 0
 
     def _write(self, count: int, reason: FlushReason) -> None:
         batch = self._pending[:count]

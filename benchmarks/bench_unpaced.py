@@ -1,0 +1,226 @@
+"""Unpaced Runs: does Record keep up with a simulation that runs as fast as it can?
+
+Scene: the synthetic backend with 90 numeric channels at 120 Hz (one atomic observation
+record per tick), unpaced (no ``--realtime``: the loop never sleeps), for ``--seconds``
+simulated seconds.  Configurations, interleaved ``--repeat`` times with a rotating
+order, each a whole Run from ``run_session`` (prepare, ticks, finalize, commit):
+
+  * ``off``           Record not selected (Core captures nothing): the baseline;
+  * ``on``            Record with the default lossless (``fail_run``) lanes;
+  * ``off+hog``       Record off, with a second, CPU-bound process on the machine;
+  * ``on+hog``        Record on, with that process;
+  * ``on,no-flow``    Record on with the host's flow control disabled (every gauge
+                      released at once): how Record behaved before flow control.
+
+Figures: simulation ticks per wall second of the whole Run (finalization included),
+and the ratio on/off (on+hog against off+hog), as medians over the repeats; the writer
+worker's CPU per record (``worker_cpu_s / records``); the lanes' high-water marks; the
+time the host waited on Record and after how many ticks; and loss.
+
+``--mujoco`` adds the DROID-like MuJoCo scene (joint position and velocity): at 120 Hz
+without cameras, and at 15 Hz with its three cameras at 640x480 (JPEG q92), Record off
+against on.
+
+Targets (issue 11): zero loss and a succeeded Run in every repeat of ``on`` and
+``on+hog``; ratio on/off >= 0.5.
+
+    python benchmarks/bench_unpaced.py [--seconds 300] [--repeat 5] [--mujoco]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.core import EmbeddedHost
+from fastsim_embedded.session import run_session
+
+RECORD = "plugin://fastsim/record"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def synthetic_run(directory: Path, *, record: bool) -> Path:
+    """The README's minimal Run, with 90 numeric channels at 120 Hz."""
+    document = {
+        "schema": "fastsim/2",
+        "name": "unpaced",
+        "backend": "synthetic",
+        "scenario": {"scene": {"robots": {"robot": {"use": "robot://example/robot"}},
+                               "synthetic": {"numeric_channels": 90}}},
+        "runtime": {"sensor_hz": 120.0},
+        "plugins": {"record": {"use": RECORD}} if record else {},
+    }
+    path = directory / f"synthetic-{'on' if record else 'off'}.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def droid_run(directory: Path, *, record: bool, cameras: bool) -> Path:
+    """The README's DROID-like main job: 120 Hz without cameras, 15 Hz at 640x480 with."""
+    document: dict[str, Any] = yaml.safe_load((REPO / "examples/droid-like/run.yaml").read_text())
+    scene = document["scenario"]["scene"]["mujoco"]
+    scene.update(width=640, height=480)
+    document["runtime"]["sensor_hz"] = 15 if cameras else 120
+    document["runtime"].pop("duration_s", None)
+    if not record:
+        document["plugins"] = {}
+    elif not cameras:
+        document["plugins"]["record"]["config"]["streams"]["cameras"] = {}
+    path = directory / f"droid-{'cam' if cameras else 'nocam'}-{'on' if record else 'off'}.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+@contextmanager
+def cpu_hog(enabled: bool) -> Iterator[None]:
+    """A second CPU-bound process for the duration of the block."""
+    if not enabled:
+        yield
+        return
+    hog = subprocess.Popen([sys.executable, "-c", "while True:\n    pass"])
+    try:
+        time.sleep(0.2)  # let it get going
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+def run_once(run_file: Path, seconds: float, *, flow: bool = True) -> dict[str, Any]:
+    """One whole Run; its throughput and Record's figures."""
+    prepared = prepare_run(run_file, duration_s=seconds)
+    hosts: list[EmbeddedHost] = []
+
+    def on_host(host: EmbeddedHost) -> None:
+        if not flow:
+            host.flow.stall_s = 0.0  # FC4 at once: every gauge released on first press
+        hosts.append(host)
+
+    with tempfile.TemporaryDirectory(prefix="fsr-unpaced-") as out:
+        started = time.perf_counter()
+        result = run_session(prepared, Path(out), on_host=on_host)
+        wall = time.perf_counter() - started
+    outcome = result.outcome
+    figures: dict[str, Any] = {
+        "ok": outcome.ok, "reason": outcome.reason, "ticks": result.ticks,
+        "wall_s": wall, "ticks_per_s": result.ticks / wall if wall else 0.0,
+        "waited_s": hosts[0].flow.waited_s, "waits": hosts[0].flow.waits,
+    }
+    if outcome.finalizers:
+        summary: dict[str, Any] = dict(outcome.finalizers[0].result.summary)
+        lanes: dict[str, dict[str, int]] = summary.get("lanes", {})
+        records = int(summary.get("records", 0))
+        figures.update(
+            lost=sum(int(v["lost"]) + int(v["failures"]) for v in lanes.values()),
+            high_water={k: f"{v['high_water']}/{v['capacity_items']}" for k, v in lanes.items()},
+            worker_us_per_record=1e6 * float(summary.get("worker_cpu_s", 0.0)) / max(records, 1),
+            records=records,
+        )
+    return figures
+
+
+def _median(rows: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(float(r[key]) for r in rows)
+
+
+def interleave(
+    configs: dict[str, Callable[[], dict[str, Any]]], repeat: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Run every configuration ``repeat`` times, rotating the order each round."""
+    names = list(configs)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for round_ in range(repeat):
+        order = names[round_ % len(names):] + names[:round_ % len(names)]
+        for name in order:
+            row = configs[name]()
+            results[name].append(row)
+            status = "ok" if row["ok"] else f"FAILED: {row['reason']}"
+            print(f"  round {round_ + 1} {name:<12} {row['ticks_per_s']:>9.0f} ticks/s  {status}",
+                  flush=True)
+    return results
+
+
+def report(results: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]]) -> bool:
+    """Print medians and ratios; True when every Record-on Run succeeded with zero loss."""
+    print()
+    print(f"{'config':<14}{'ticks/s':>10}{'ok':>6}{'lost':>7}{'worker us/rec':>15}"
+          f"{'waits':>8}{'waited s':>10}  high water")
+    for name, rows in results.items():
+        ok = sum(1 for r in rows if r["ok"])
+        lost = sum(int(r.get("lost", 0)) for r in rows)
+        worker = f"{_median(rows, 'worker_us_per_record'):.1f}" if "worker_us_per_record" in rows[0] else "-"
+        high = rows[-1].get("high_water", "-")
+        print(f"{name:<14}{_median(rows, 'ticks_per_s'):>10.0f}{ok:>4}/{len(rows):<2}{lost:>6}"
+              f"{worker:>15}{_median(rows, 'waits'):>8.0f}{_median(rows, 'waited_s'):>10.2f}  {high}")
+    passed = True
+    for on, off in pairs:
+        ratios = [a["ticks_per_s"] / b["ticks_per_s"] for a, b in zip(results[on], results[off])]
+        print(f"ratio {on} / {off}: median {statistics.median(ratios):.2f} "
+              f"(rounds {min(ratios):.2f}-{max(ratios):.2f})")
+        rows = results[on]
+        zero_loss = all(r["ok"] and r.get("lost", 0) == 0 for r in rows)
+        passed = passed and zero_loss and statistics.median(ratios) >= 0.5
+        print(f"  {on}: {'zero loss, succeeded in every repeat' if zero_loss else 'LOSS OR FAILURE'}")
+    return passed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=300.0, help="simulated seconds per synthetic Run")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--mujoco", action="store_true", help="also the DROID-like MuJoCo scene")
+    parser.add_argument("--mujoco-seconds", type=float, default=60.0)
+    parser.add_argument("--mujoco-repeat", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    with tempfile.TemporaryDirectory(prefix="fsr-unpaced-runs-") as tmp:
+        root = Path(tmp)
+        on, off = synthetic_run(root, record=True), synthetic_run(root, record=False)
+        seconds = args.seconds
+
+        def config(path: Path, hog: bool = False, flow: bool = True) -> Callable[[], dict[str, Any]]:
+            def run() -> dict[str, Any]:
+                with cpu_hog(hog):
+                    return run_once(path, seconds, flow=flow)
+            return run
+
+        print(f"synthetic, 90 channels at 120 Hz, unpaced, {seconds:g} simulated s "
+              f"({round(seconds * 120)} ticks), {args.repeat} rounds")
+        results = interleave({
+            "off": config(off), "on": config(on), "off+hog": config(off, hog=True),
+            "on+hog": config(on, hog=True), "on,no-flow": config(on, flow=False),
+        }, args.repeat)
+        passed = report(results, [("on", "off"), ("on+hog", "off+hog")])
+        if args.mujoco:
+            seconds = args.mujoco_seconds
+            print(f"\nDROID-like MuJoCo, joint state at 120 Hz, no cameras, unpaced, {seconds:g} s")
+            nocam = interleave({
+                "off": config(droid_run(root, record=False, cameras=False)),
+                "on": config(droid_run(root, record=True, cameras=False)),
+            }, args.mujoco_repeat)
+            passed = report(nocam, [("on", "off")]) and passed
+            seconds = min(seconds, 8.0)
+            print(f"\nDROID-like MuJoCo, three 640x480 cameras at 15 Hz, unpaced, {seconds:g} s")
+            cams = interleave({
+                "off": config(droid_run(root, record=False, cameras=True)),
+                "on": config(droid_run(root, record=True, cameras=True)),
+            }, args.mujoco_repeat)
+            passed = report(cams, [("on", "off")]) and passed
+    print("\nPASS" if passed else "\nFAIL")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
