@@ -93,7 +93,9 @@ class EpisodeReport:
         """The short summary: path, completion, durations, real-time factor, size, loss."""
         if self.status in ("failed", "refused"):
             text = f"{self.status}: {self.reason or 'nothing was committed'}"
-            return text + "".join(f"; left on disk: {p}" for p in self.left)
+            return text + "".join(
+                f"; left on disk: {p} (a partial recording: fsr recover {p} -o NEW.fsr)" for p in self.left
+            )
         paths = ", ".join(self.committed) or "nothing to commit (no recorder selected)"
         completion = self.completion or "normal"
         if self.reason and completion != "normal":

@@ -158,6 +158,11 @@ class StopSignals:
 
     def _abandon(self, why: str, code: int) -> None:
         lines = left_on_disk(self.host) if self.host is not None else ["nothing of this Run is on disk"]
+        if self.host is not None:  # the .incomplete now refuses the name; drop our lock files
+            for tx in self.host.outputs.transactions():
+                if tx.name_lock is not None:
+                    with contextlib.suppress(Exception):
+                        tx.name_lock.release()
         self.err(f"fsr record: {why}; " + "; ".join(lines))
         with contextlib.suppress(Exception):
             sys.stdout.flush()

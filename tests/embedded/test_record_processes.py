@@ -1,0 +1,180 @@
+"""`fsr record` as real processes: contending recorders, signals, a frozen writer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fastsim_record.fsr import FsrReader
+
+HERE = Path(__file__).parent
+FSR = str(Path(sys.executable).with_name("fsr"))
+ENV = {**os.environ, "MUJOCO_GL": "egl", "PYTHONUNBUFFERED": "1"}
+
+
+def _run_file(tmp_path: Path, *, duration: float = 30.0, timeout_s: float = 60.0, name: str = "episode.fsr") -> Path:
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({
+        "schema": "fastsim/2", "name": "proc", "backend": "synthetic", "scenario": {},
+        "runtime": {"sensor_hz": 60.0, "duration_s": duration},
+        "plugins": {"record": {"use": "plugin://fastsim/record", "config": {
+            "output": {"name": name}, "finalize": {"requested_timeout_s": timeout_s}}}},
+    }))
+    return path
+
+
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def _wait_for(path: Path, process: subprocess.Popen[str], limit_s: float = 60.0) -> None:
+    """Until ``path`` exists (the Run is recording); fails if the process ends first."""
+    end = time.monotonic() + limit_s
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < end, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def _completion(path: Path) -> tuple[str, str]:
+    with FsrReader(path) as reader:
+        fence = reader.footer["terminal_fence"]
+        return str(fence["completion"]), str(fence["completion_reason"])
+
+
+def _contend(out: Path, round_: int) -> tuple[list[int], list[str]]:
+    script = str(HERE / "output_contender.py")
+    procs = [
+        subprocess.Popen([sys.executable, script, str(out), "episode.fsr", f"token-{round_}-{k}", "0.2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        for k in range(2)
+    ]
+    results = [p.communicate(timeout=60) for p in procs]
+    return [p.returncode for p in procs], [r[0].strip() + r[1].strip() for r in results]
+
+
+def test_two_processes_contending_for_one_name_never_both_commit(tmp_path: Path) -> None:
+    """20 pairs of real processes started together: exactly one commits, the other is refused naming the file; nothing else is touched."""
+    locked = 0
+    for round_ in range(20):
+        out = tmp_path / f"r{round_}"
+        codes, texts = _contend(out, round_)
+        assert sorted(codes) == [0, 2], texts
+        winner = codes.index(0)
+        loser_text = texts[1 - winner]
+        assert loser_text.startswith("refused: ") and "episode.fsr" in loser_text, loser_text
+        assert ("another recorder is writing" in loser_text) or ("already exists" in loser_text)
+        locked += "another recorder is writing" in loser_text
+        assert (out / "episode.fsr").read_text() == f"token-{round_}-{winner}"
+        assert sorted(p.name for p in out.iterdir()) == ["episode.fsr"]  # no quarantine, staging or lock
+    assert locked >= 10  # the pairs really overlapped: the lock, not the finished file, refused most
+
+
+def _record_pair(tmp_path: Path, out: Path) -> None:
+    run = _run_file(tmp_path, duration=1.0)
+    args = [FSR, "record", str(run), "--output-dir", str(out), "--no-progress", "--realtime", "2"]
+    procs = [_start(args) for _ in range(2)]
+    results = [p.communicate(timeout=120) for p in procs]
+    codes = [p.returncode for p in procs]
+    assert sorted(codes) == [0, 2], results
+    loser_err = results[codes.index(2)][1]
+    assert loser_err.count("\n") == 1 and "episode.fsr" in loser_err and "Traceback" not in loser_err
+    assert ("another recorder is writing" in loser_err) or ("already exists" in loser_err)
+    winner_out = results[codes.index(0)][0]
+    assert f"committed {out / 'episode.fsr'}" in winner_out
+    assert _completion(out / "episode.fsr")[0] == "normal"
+    assert sorted(p.name for p in out.iterdir()) == ["episode.fsr"]
+
+
+def test_two_fsr_record_processes_of_one_name_one_commits_one_refuses(tmp_path: Path) -> None:
+    """Two `fsr record` started together into one name: one commits a valid file, the other exits 2 with one line."""
+    _record_pair(tmp_path, tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_twenty_pairs_of_fsr_record_processes(tmp_path: Path) -> None:
+    """20 pairs of real `fsr record` into one name: never two commits, never a moved or replaced winner."""
+    for round_ in range(20):
+        _record_pair(tmp_path, tmp_path / f"out{round_}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_commits_a_stopped_episode_and_exits_3(tmp_path: Path, sig: signal.Signals) -> None:
+    """SIGTERM, SIGINT and SIGHUP each stop the Run: the partial file is committed with completion stopped, one line, exit 3."""
+    out = tmp_path / "out"
+    proc = _start([FSR, "record", str(_run_file(tmp_path)), "--output-dir", str(out), "--no-progress",
+                   "--realtime", "1"])
+    _wait_for(out / "episode.fsr.incomplete", proc)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, (stdout, stderr)
+    assert "Traceback" not in stderr
+    assert stderr.strip() == f"fsr record: {sig.name}: stopping; what was recorded is being committed (completion: stopped)"
+    assert "completion stopped (stopped by " + sig.name + ")" in stdout
+    assert _completion(out / "episode.fsr") == ("stopped", f"stopped by {sig.name}")
+    assert sorted(p.name for p in out.iterdir()) == ["episode.fsr"]
+
+
+def test_a_second_signal_while_stopping_prints_no_traceback(tmp_path: Path) -> None:
+    """Two quick SIGINTs: one line each, no traceback, the stopped file committed, exit 3."""
+    out = tmp_path / "out"
+    proc = _start([FSR, "record", str(_run_file(tmp_path)), "--output-dir", str(out), "--no-progress",
+                   "--realtime", "1"])
+    _wait_for(out / "episode.fsr.incomplete", proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, (stdout, stderr)
+    assert "Traceback" not in stderr and "Exception" not in stderr
+    assert _completion(out / "episode.fsr")[0] == "stopped"
+
+
+def _stalled(tmp_path: Path, timeout_s: float) -> tuple[subprocess.Popen[str], Path]:
+    out = tmp_path / "out"
+    run = _run_file(tmp_path, timeout_s=timeout_s)
+    proc = _start([sys.executable, str(HERE / "stalled_record.py"), "1000", str(run), "--output-dir", str(out),
+                   "--no-progress", "--realtime", "1"])
+    _wait_for(out / "episode.fsr.incomplete", proc)
+    time.sleep(0.5)
+    return proc, out
+
+
+def test_a_frozen_writer_cannot_hold_the_stop_past_the_finalizer_deadline(tmp_path: Path) -> None:
+    """Writes that never return: SIGTERM still ends the process soon after the 1-s deadline, naming what is left on disk."""
+    proc, out = _stalled(tmp_path, timeout_s=1.0)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 1, (stdout, stderr)
+    assert elapsed < 1.0 + 16.0  # the deadline plus the documented grace
+    assert "Traceback" not in stderr
+    left = [p for p in (out / ".quarantine").rglob("episode.fsr.incomplete")]
+    assert len(left) == 1
+    assert f"left on disk: {left[0]}" in stderr
+    assert not (out / "episode.fsr").exists()
+
+
+def test_a_third_signal_abandons_and_names_the_incomplete_file(tmp_path: Path) -> None:
+    """A stuck stop and three SIGTERMs: exit 128+15, one line naming the .incomplete to recover, no lock file left."""
+    proc, out = _stalled(tmp_path, timeout_s=60.0)
+    for _ in range(3):
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, (stdout, stderr)
+    lines = stderr.strip().splitlines()
+    assert lines[1].startswith("fsr record: SIGTERM again: already stopping")
+    staging = out / "episode.fsr.incomplete"
+    assert lines[2] == (f"fsr record: abandoned on SIGTERM; left on disk: {staging} "
+                        f"(a partial recording: fsr recover {staging} -o NEW.fsr)")
+    assert sorted(p.name for p in out.iterdir()) == ["episode.fsr.incomplete"]
