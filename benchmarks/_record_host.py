@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import yaml
 
-from fastsim_contract.protocols import Plugin
+from fastsim_contract.protocols import Plugin, PluginContext
 from fastsim_embedded.compile import PreparedRun, prepare_run
 from fastsim_embedded.core import EmbeddedHost, RunOutcome
 from fastsim_embedded.session import EmbeddedPluginContext, discover_plugin
@@ -108,6 +108,40 @@ class RecordRun:
 
 def _ignore(_: object) -> None:
     return None
+
+
+class NullConsumer:
+    """Stands in for Record with the same capture plan: do-nothing sinks, so a Run pays
+    Core's capture (cameras rendered, observations sampled) and none of Record's work."""
+
+    def __init__(self, context: PluginContext) -> None:
+        self.core = context.core
+
+    def prepare(self) -> None:
+        """Grant and subscribe like Record, without pumps, lanes or a worker."""
+        plan = self.core.run.capture
+        if plan.observation_channels:
+            self.core.request_grant("observation")
+        channels: tuple[str, ...] = ()
+        if plan.cameras:
+            self.core.request_grant("camera")
+            channels = tuple(c for camera in plan.cameras for c in camera.channels().values())
+        for source in sorted(plan.sources):
+            self.core.subscribe(source, _ignore, channels=channels if source == "cameras" else ())
+
+    def start(self) -> None:
+        """Nothing to start."""
+
+    def stop(self) -> None:
+        """Nothing to stop."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def null_factory(context: PluginContext) -> Plugin:
+    """The ``fastsim.plugins`` factory of :class:`NullConsumer` (``run_session(factories=...)``)."""
+    return NullConsumer(context)
 
 
 def lane_losses(summary: dict[str, Any]) -> int:

@@ -62,9 +62,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from _record_host import RECORD, lane_losses, write_run
+from _record_host import RECORD, lane_losses, null_factory, write_run
 
-from fastsim_contract.protocols import Plugin, PluginContext
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
 
@@ -108,36 +107,6 @@ def _calibrate_py() -> Callable[[int], None]:
     return work
 
 
-class NullConsumer:
-    """Stands in for Record with the same capture plan: subscribes do-nothing sinks."""
-
-    def __init__(self, context: PluginContext) -> None:
-        self.core = context.core
-
-    def prepare(self) -> None:
-        """Grant and subscribe like Record, without pumps, lanes or a worker."""
-        plan = self.core.run.capture
-        if plan.observation_channels:
-            self.core.request_grant("observation")
-        for source in sorted(plan.sources):
-            self.core.subscribe(source, _ignore)
-
-    def start(self) -> None:
-        """Nothing to start."""
-
-    def stop(self) -> None:
-        """Nothing to stop."""
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-
-def _ignore(_: object) -> None:
-    return None
-
-
-def _null_factory(context: PluginContext) -> Plugin:
-    return NullConsumer(context)
 
 
 @attrs.define(eq=False)
@@ -229,7 +198,7 @@ def run_once(
             marks["last_cpu"] = time.thread_time()
             marks["ticks"] = tick
 
-        factories = {RECORD: _null_factory} if null else None
+        factories = {RECORD: null_factory} if null else None
         result = run_session(prepared, tmp / "out", host_work=work, progress=progress, factories=factories)
         outcome = result.outcome
         summary: dict[str, Any] = {}
