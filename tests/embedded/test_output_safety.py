@@ -34,7 +34,7 @@ def _commit(service: FileOutputService, lease: FileWriteLease, size: int) -> str
 def test_an_existing_final_file_is_refused_and_kept(tmp_path: Path) -> None:
     """A second Run into the same name is refused before writing, naming the file; the first file is intact."""
     (tmp_path / "episode.fsr").write_bytes(b"first run")
-    with pytest.raises(OutputRefused, match="episode.fsr: already exists; refusing to overwrite it") as caught:
+    with pytest.raises(OutputRefused, match=r"episode\.fsr: already exists; refusing to overwrite it") as caught:
         _service(tmp_path).reserve("episode.fsr")
     assert "--overwrite" in str(caught.value)
     assert (tmp_path / "episode.fsr").read_bytes() == b"first run"
@@ -89,7 +89,7 @@ def test_a_symlinked_quarantine_is_refused(tmp_path: Path) -> None:
     elsewhere.mkdir()
     (tmp_path / "out").mkdir()
     os.symlink(elsewhere, tmp_path / "out" / ".quarantine")
-    with pytest.raises(OutputRefused, match=".quarantine: is a symbolic link"):
+    with pytest.raises(OutputRefused, match=r"\.quarantine: is a symbolic link"):
         _service(tmp_path / "out").reserve("episode.fsr")
 
 
@@ -118,7 +118,8 @@ def test_abort_leaves_alone_a_staging_path_that_is_no_longer_ours(tmp_path: Path
     assert (tmp_path / "episode.fsr.incomplete").read_bytes() == b"not yours"
     assert not (tmp_path / ".quarantine").exists()
     tx = service.transactions()[0]
-    assert tx.note is not None and "no longer the file this Run wrote" in tx.note
+    assert tx.note is not None
+    assert "no longer the file this Run wrote" in tx.note
 
 
 def test_commit_never_replaces_a_final_file_that_appeared_during_the_run(tmp_path: Path) -> None:
@@ -161,4 +162,5 @@ def test_a_name_too_long_for_its_staging_file_is_refused(tmp_path: Path) -> None
     """A name whose <name>.incomplete exceeds NAME_MAX is refused with the sizes."""
     name = "x" * 250 + ".fsr"
     why = check_output_name(name, tmp_path)
-    assert why is not None and "265 bytes" in why
+    assert why is not None
+    assert "265 bytes" in why

@@ -69,7 +69,8 @@ def test_two_processes_contending_for_one_name_never_both_commit(tmp_path: Path)
         assert sorted(codes) == [0, 2], texts
         winner = codes.index(0)
         loser_text = texts[1 - winner]
-        assert loser_text.startswith("refused: ") and "episode.fsr" in loser_text, loser_text
+        assert loser_text.startswith("refused: "), loser_text
+        assert "episode.fsr" in loser_text
         assert ("another recorder is writing" in loser_text) or ("already exists" in loser_text)
         locked += "another recorder is writing" in loser_text
         assert (out / "episode.fsr").read_text() == f"token-{round_}-{winner}"
@@ -85,7 +86,9 @@ def _record_pair(tmp_path: Path, out: Path) -> None:
     codes = [p.returncode for p in procs]
     assert sorted(codes) == [0, 2], results
     loser_err = results[codes.index(2)][1]
-    assert loser_err.count("\n") == 1 and "episode.fsr" in loser_err and "Traceback" not in loser_err
+    assert loser_err.count("\n") == 1
+    assert "episode.fsr" in loser_err
+    assert "Traceback" not in loser_err
     assert ("another recorder is writing" in loser_err) or ("already exists" in loser_err)
     winner_out = results[codes.index(0)][0]
     assert f"committed {out / 'episode.fsr'}" in winner_out
@@ -134,7 +137,8 @@ def test_a_second_signal_while_stopping_prints_no_traceback(tmp_path: Path) -> N
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3, (stdout, stderr)
-    assert "Traceback" not in stderr and "Exception" not in stderr
+    assert "Traceback" not in stderr
+    assert "Exception" not in stderr
     assert _completion(out / "episode.fsr")[0] == "stopped"
 
 
