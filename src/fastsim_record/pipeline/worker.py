@@ -16,8 +16,10 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     | 4 | account each record in the Batcher; write every batch it closes        |
     | 5 | after a fatal error nothing more is encoded or written                 |
     | 6 | after ``YIELD_AFTER_S`` of work the worker offers the GIL back (sleep 0)|
-    |   | or after ``BACKLOG_YIELD_AFTER_S`` when it is behind (a long release)   |
-    |   | an RGB encode restarts the slice: the codec ran without the GIL        |
+    |   | or after ``BACKLOG_YIELD_AFTER_S`` when it is behind (a long release),  |
+    |   | and never while the ``PressureGauge`` is pressed (a lane at 1/8 of its  |
+    |   | capacity); an RGB encode restarts the slice: the codec ran without the  |
+    |   | GIL                                                                     |
     | 7 | more items held behind a hole than all lanes hold together is fatal    |
     |   | (the merge never grows without bound)                                  |
     | 8 | after each drain, relieve the ``PressureGauge`` the pumps pressed: an  |
@@ -31,6 +33,7 @@ transaction through the sink (seal, readback validation, confirm, commit) or abo
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -276,8 +279,16 @@ class WriterWorker:
         batcher = self._batcher
         stream_last = self._stream_last
         clock = time.perf_counter
-        # keeping up: offer the GIL back often; behind (a GIL-holding host): work longer
-        slice_s = YIELD_AFTER_S if len(released) < BACKLOG_ITEMS else BACKLOG_YIELD_AFTER_S
+        # keeping up: offer the GIL back often; behind (a GIL-holding host): work longer;
+        # pressed (a lane holds 1/8 of its capacity): never offer it, so a falling-behind
+        # worker is not talked out of its share until a lane overflows (the interpreter's
+        # switch interval still hands the GIL to a waiting simulation thread)
+        if self._gauge.pressed:
+            slice_s = math.inf
+        elif len(released) < BACKLOG_ITEMS:
+            slice_s = YIELD_AFTER_S
+        else:
+            slice_s = BACKLOG_YIELD_AFTER_S
         slice_end = clock() + slice_s
         for item in released:
             if clock() > slice_end:  # offer the GIL to a waiting simulation thread
