@@ -24,6 +24,7 @@ Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
     | 2 | cameras        | all 3    | which cameras to declare and render                      |
     | 3 | control_hz     | 15       | rate of the scripted ``set_joint_targets`` commands      |
     | 4 | reset_every_s  | 4.0      | a reset (new Runtime generation) period; null: never     |
+    | 5 | randomize      | defaults | seeded ranges (``mujoco_randomize``); false: none        |
 
 ``scenario.scene.fluid`` adds a particle emitter (``fastsim_embedded.fluid``): the scene
 then exposes ``fluid.audit`` and its particles enter ``render.state``.
@@ -54,6 +55,7 @@ from fastsim_embedded.backends.base import (
     ScenePluginEvent,
     TickScript,
 )
+from fastsim_embedded.backends.mujoco_randomize import parse_randomization
 from fastsim_embedded.backends.mujoco_scene import (
     CAMERA_NAMES,
     COMMAND_NAMES,
@@ -269,7 +271,10 @@ def create_backend(spec: BackendSpec) -> MujocoBackend:
     )
     return MujocoBackend(
         spec=spec,
-        scene=MujocoDroidScene(width=width, height=height),
+        scene=MujocoDroidScene(
+            width=width, height=height, seed=spec.seed,
+            randomization=parse_randomization(knobs.get("randomize")),
+        ),
         entity=str(entity),
         cameras=tuple(str(c) for c in cameras),
         control_every=max(1, round(spec.sensor_hz / control_hz)),

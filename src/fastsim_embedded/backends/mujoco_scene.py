@@ -49,6 +49,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from fastsim_embedded.backends.mujoco_randomize import Randomization, apply_randomization
+
 
 class RenderUnavailable(RuntimeError):
     """MuJoCo could not create an off-screen OpenGL context."""
@@ -223,6 +225,10 @@ class MujocoDroidScene:
 
     width: int = DEFAULT_WIDTH
     height: int = DEFAULT_HEIGHT
+    seed: int = 0
+    randomization: Randomization | None = None  # None: the scene exactly as authored
+    #: what the seed varied (``mujoco_randomize``), for the Run's scene description
+    randomized: dict[str, Any] = attrs.field(init=False, factory=dict, repr=False)
     model: Any = attrs.field(init=False, repr=False)  # mujoco.MjModel
     data: Any = attrs.field(init=False, repr=False)  # mujoco.MjData
     _renderers: dict[tuple[int, int], Any] = attrs.field(init=False, factory=dict, repr=False)
@@ -245,8 +251,12 @@ class MujocoDroidScene:
         self._dofadr = np.array([int(j.dofadr[0]) for j in joints], dtype=np.intp)
         self._arm_dofs = self._dofadr[:7]
         self._home_key = int(self.model.key("home").id)
+        lift = np.array([0.0, 0.0, _WAYPOINT_OFFSETS["lift"]])
+        if self.randomization is not None:
+            self.randomized = apply_randomization(self.model, self._home_key, self.randomization, self.seed)
+            lift = np.array(self.randomized["target_offset_m"], dtype=np.float64)
         self.reset()
-        self._waypoints = self._plan_pick("cube")
+        self._waypoints = self._plan_pick("cube", lift)
 
     # -- time and state -------------------------------------------------------------
 
@@ -472,8 +482,9 @@ class MujocoDroidScene:
 
     # -- planning -------------------------------------------------------------------
 
-    def _plan_pick(self, target: str) -> dict[str, F64]:
-        """Solve IK once for the pick's waypoints from the target's initial position."""
+    def _plan_pick(self, target: str, lift: F64) -> dict[str, F64]:
+        """Solve IK once for the pick's waypoints from the target's initial position
+        (``lift``: the lift target's offset from the grasp, m)."""
         scratch = mujoco.MjData(self.model)
         mujoco.mj_resetDataKeyframe(self.model, scratch, self._home_key)
         mujoco.mj_forward(self.model, scratch)
@@ -482,7 +493,7 @@ class MujocoDroidScene:
         waypoints = {"home": home}
         seed = home
         for name in ("pregrasp", "grasp", "lift"):
-            goal = centre + np.array([0.0, 0.0, _WAYPOINT_OFFSETS[name]])
+            goal = centre + (lift if name == "lift" else np.array([0.0, 0.0, _WAYPOINT_OFFSETS[name]]))
             seed = self._solve_ik(scratch, seed, goal, _PICK_ROTATION)
             waypoints[name] = seed
         return waypoints
