@@ -172,12 +172,12 @@ def test_recover_exit_codes(tmp_path: Path, capsys: Capture) -> None:
     data = src.read_bytes()
     src.write_bytes(data[: len(data) - 100])
     capsys.readouterr()
-    assert main(["recover", str(src), "-o", str(out)]) == 3
+    assert main(["recover", str(src), "-o", str(out), "--overwrite"]) == 3
     printed = capsys.readouterr().out
     assert "recovered 250 records in 5 batches" in printed
     assert "dropped torn tail: 50 records" in printed
     src.write_bytes(data[:20])
-    assert main(["recover", str(src), "-o", str(out)]) == 1
+    assert main(["recover", str(src), "-o", str(out), "--overwrite"]) == 1
     assert capsys.readouterr().err.startswith("invalid: ")
     assert main(["recover", str(tmp_path / "missing"), "-o", str(out)]) == 2
 

@@ -38,7 +38,7 @@ def test_every_complete_batch_prefix_recovers_losslessly(tmp_path: Path) -> None
     src, out = tmp_path / "a.fsr.incomplete", tmp_path / "a.fsr"
     for k, end in enumerate(ends):
         src.write_bytes(data[:end])
-        report = recover(src, out)
+        report = recover(src, out, overwrite=True)
         assert report.lossless
         assert report.batches_kept == k + 1
         validate(out, "strong", "sha256")
@@ -58,7 +58,7 @@ def test_a_torn_tail_is_dropped_and_counted(tmp_path: Path) -> None:
         k = rng.randrange(1, len(ends))
         cut = rng.randrange(ends[k - 1] + 1, ends[k])
         src.write_bytes(data[:cut])
-        report = recover(src, out)
+        report = recover(src, out, overwrite=True)
         assert not report.lossless
         assert (report.batches_kept, report.bytes_dropped) == (k, cut - ends[k - 1])
         assert report.records_dropped in (0, 40, 20)
@@ -135,3 +135,67 @@ def test_sigkilled_writer_always_leaves_a_recoverable_incomplete_file(tmp_path: 
         assert main(["recover", str(incomplete), "-o", str(recovered)]) in (0, 3)
         assert main(["validate", str(recovered)]) == 0
         _verify_recovered(recovered, flushed)
+
+
+def test_a_header_only_file_recovers_to_a_valid_empty_file_with_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An .incomplete holding only its header and run metadata recovers to a valid empty file, exit 3."""
+    src = tmp_path / "h.fsr.incomplete"
+    src.write_bytes(write_bytes(STREAMS, [], seal=False))
+    out = tmp_path / "h.fsr"
+    assert main(["recover", str(src), "-o", str(out)]) == 3
+    assert "no batch was written" in capsys.readouterr().out
+    validate(out)
+    with FsrReader(out) as reader:
+        assert (reader.footer["records"], reader.recovered) == (0, True)
+
+
+def test_recover_refuses_an_existing_output_unless_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An existing OUT is refused with exit 2 and one line naming it; --overwrite replaces it."""
+    src = tmp_path / "a.fsr.incomplete"
+    src.write_bytes(write_bytes(STREAMS, small_batches(), seal=False))
+    out = tmp_path / "a.fsr"
+    out.write_bytes(b"precious")
+    assert main(["recover", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert str(out) in err
+    assert "--overwrite" in err
+    assert out.read_bytes() == b"precious"
+    assert main(["recover", str(src), "-o", str(out), "--overwrite"]) == 0
+    validate(out)
+
+
+def test_recover_never_follows_or_deletes_a_planted_temporary_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A symlink or file planted at OUT.recovering is refused (exit 2), left in place, its target untouched."""
+    src = tmp_path / "a.fsr.incomplete"
+    src.write_bytes(write_bytes(STREAMS, small_batches(), seal=False))
+    out = tmp_path / "a.fsr"
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"do not touch")
+    planted = tmp_path / "a.fsr.recovering"
+    planted.symlink_to(victim)
+    assert main(["recover", str(src), "-o", str(out)]) == 2
+    assert str(planted) in capsys.readouterr().err
+    assert planted.is_symlink()
+    assert victim.read_bytes() == b"do not touch"
+    assert not out.exists()
+    planted.unlink()
+    planted.write_bytes(b"someone else's")
+    assert main(["recover", str(src), "-o", str(out), "--overwrite"]) == 2
+    assert planted.read_bytes() == b"someone else's"
+
+
+def test_overwrite_replaces_a_symlinked_output_not_its_target(tmp_path: Path) -> None:
+    """With --overwrite, an OUT that is a symlink is itself replaced; the file it named is untouched."""
+    src = tmp_path / "a.fsr.incomplete"
+    src.write_bytes(write_bytes(STREAMS, small_batches(), seal=False))
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"do not touch")
+    out = tmp_path / "a.fsr"
+    out.symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        recover(src, out)
+    recover(src, out, overwrite=True)
+    assert not out.is_symlink()
+    assert victim.read_bytes() == b"do not touch"
+    assert not (tmp_path / "a.fsr.recovering").exists()

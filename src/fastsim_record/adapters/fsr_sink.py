@@ -4,6 +4,10 @@ The sink never sees a path.  The write lease is wrapped as a write-only binary f
 ``FsrWriter``; the validator reads through the exact readback lease object, wrapped as
 a read-only seekable binary file.
 
+At construction the sink opens the write lease and at once writes and flushes the file
+header and run metadata through it, so every staged ``.incomplete`` starts with a valid
+header (durability beyond the page cache is the lease's: its ``flush`` is the only hook).
+
 Output transaction (``finish``), each step only after the previous one succeeded:
 
     | # | step                                                      | FormatError / Core error |
@@ -20,6 +24,7 @@ Output transaction (``finish``), each step only after the previous one succeeded
 
 from __future__ import annotations
 
+import contextlib
 import io
 import time
 from collections.abc import Mapping, Sequence
@@ -170,9 +175,25 @@ class FsrSink:
         except Exception as exc:
             raise _translate(exc, f"open_write {name!r}") from exc
         self._writer: FsrWriter | None = None
+        # The header and run metadata go out now, not with batch 0, so an .incomplete
+        # left by any kill holds at least a valid header (docs/fsr-format.md section 7).
+        try:
+            self._open_writer()
+            self._lease.flush()
+        except ValueError as exc:
+            self._abort_quietly()
+            raise OutputError(f"FSR writer refused the run metadata: {exc}") from exc
+        except Exception as exc:
+            self._abort_quietly()
+            raise _translate(exc, "write the file header") from exc
         self._state = "open"  # open | committed | aborted
         self.readback_lease: ReadbackLease | None = None
         self.receipt: Mapping[str, object] | None = None
+
+    def _abort_quietly(self) -> None:
+        with contextlib.suppress(Exception):  # the header error is the one to report
+            self._outputs.abort(self._lease)
+        self._state = "aborted"
 
     @property
     def lease(self) -> WriteLease:

@@ -8,10 +8,24 @@ Decision table: what recovery reports
 | 2 | ends exactly after a complete batch          | complete, nothing dropped      |
 | 3 | is a valid sealed file                       | complete, nothing dropped      |
 | 4 | anything after the last complete batch       | torn tail dropped and counted  |
+| 5 | only the header and run metadata (unsealed)  | a valid empty file, not lossless |
+
+Files (never a file recovery did not create is overwritten or deleted):
+
+| # | situation                                  | result                                          |
+|---|--------------------------------------------|-------------------------------------------------|
+| 1 | OUT exists (even as a symlink), no overwrite | ``FileExistsError`` before anything is read     |
+| 2 | ``OUT.recovering`` exists                  | ``FileExistsError``; it is left alone           |
+| 3 | ``OUT.recovering`` is created              | ``O_CREAT | O_EXCL | O_NOFOLLOW``, mode 0644     |
+| 4 | publish without overwrite                  | ``link(tmp, OUT)`` (fails if OUT appeared), unlink tmp |
+| 5 | publish with overwrite                     | ``rename(tmp, OUT)`` (replaces OUT itself, never a symlink's target) |
+| 6 | any failure after 3                        | the temporary file (ours) is removed            |
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 
 import attrs
@@ -41,8 +55,8 @@ class RecoveryReport:
 
     @property
     def lossless(self) -> bool:
-        """Nothing was dropped."""
-        return self.records_dropped == 0 and self.bytes_dropped == 0
+        """Nothing was dropped (and the input was not a header without any batch)."""
+        return self.records_dropped == 0 and self.bytes_dropped == 0 and self.reason is None
 
 
 def _torn_records(src: Source, offset: int) -> int:
@@ -64,14 +78,19 @@ def _sealed_at(src: Source, head: Head, end: int) -> bool:
     return tail.index_offset == end
 
 
-def recover(incomplete: str | os.PathLike[str], out: str | os.PathLike[str]) -> RecoveryReport:
+def recover(
+    incomplete: str | os.PathLike[str], out: str | os.PathLike[str], *, overwrite: bool = False
+) -> RecoveryReport:
     """Rebuild index, projections and footer from the complete batches of ``incomplete``.
 
     The result is marked ``recovered`` and ``degraded``.  Raises ``FormatError`` when not
-    even the header and run metadata are intact.
+    even the header and run metadata are intact, ``FileExistsError`` when ``out`` exists
+    and ``overwrite`` is false (or when its temporary ``out.recovering`` exists).
     """
     if os.path.abspath(incomplete) == os.path.abspath(out):
         raise ValueError("recovery output must differ from its input")
+    if not overwrite and os.path.lexists(out):
+        raise FileExistsError(errno.EEXIST, "output exists (use --overwrite to replace it)", os.fspath(out))
     src = open_source(incomplete)
     try:
         head = read_head(src)
@@ -95,6 +114,8 @@ def recover(incomplete: str | os.PathLike[str], out: str | os.PathLike[str]) -> 
         if pos < src.size and not _sealed_at(src, head, pos):
             dropped_records = _torn_records(src, pos)
             dropped_bytes = src.size - pos
+        elif pos == src.size and acc.batches == 0:
+            reason = "the file holds only its header and run metadata: no batch was written"
         else:
             reason = None
         footer = acc.footer_totals()
@@ -103,7 +124,7 @@ def recover(incomplete: str | os.PathLike[str], out: str | os.PathLike[str]) -> 
             completion_id=head.run.completion_id, degraded=True, recovered=True, terminal_fence=None,
         )
         tail = encode_tail(pos, acc.index_array(), acc.projection_array(), footer)
-        size = _write(src, pos, tail, out)
+        size = _write(src, pos, tail, out, overwrite)
     finally:
         src.close()
     return RecoveryReport(
@@ -111,17 +132,42 @@ def recover(incomplete: str | os.PathLike[str], out: str | os.PathLike[str]) -> 
     )
 
 
-def _write(src: Source, end: int, tail: bytes, out: str | os.PathLike[str]) -> int:
-    """Copy bytes ``[0, end)`` then ``tail`` into ``out`` atomically (temp file + replace)."""
+def _write(src: Source, end: int, tail: bytes, out: str | os.PathLike[str], overwrite: bool) -> int:
+    """Copy bytes ``[0, end)`` then ``tail`` into ``out`` atomically (the file table above)."""
     tmp = f"{os.fspath(out)}.recovering"
-    with open(tmp, "wb") as dst:
-        pos = 0
-        while pos < end:
-            n = min(_COPY, end - pos)
-            dst.write(src.read_at(pos, n, "batch bytes"))
-            pos += n
-        dst.write(tail)
-        dst.flush()
-        os.fsync(dst.fileno())
-    os.replace(tmp, out)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        raise FileExistsError(
+            errno.EEXIST, "temporary recovery file exists (left by another recovery?); not touched", tmp
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as dst:
+            pos = 0
+            while pos < end:
+                n = min(_COPY, end - pos)
+                dst.write(src.read_at(pos, n, "batch bytes"))
+                pos += n
+            dst.write(tail)
+            dst.flush()
+            os.fsync(dst.fileno())
+        if overwrite:
+            os.replace(tmp, out)
+        else:
+            os.link(tmp, out)  # fails if OUT appeared meanwhile: never replaced unasked
+            os.unlink(tmp)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # created above with O_EXCL: ours to remove
+        raise
+    _fsync_dir(os.path.dirname(os.path.abspath(out)))
     return end + len(tail)
+
+
+def _fsync_dir(path: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
