@@ -9,7 +9,9 @@ never stepped.  Exit codes:
     |---|------|-----------------------------------------------------------------------|
     | 1 | 0    | the Replay succeeded and the camera-bearing FSR is committed          |
     | 2 | 1    | the Replay failed: nothing under the final name, the reason in one line|
-    | 3 | 2    | SOURCE, RUN.yaml or the options are invalid (``path: message`` lines)  |
+    | 3 | 2    | SOURCE, RUN.yaml or the options are invalid (``path: message`` lines), |
+    |   |      | or the output is refused: it exists (without ``--overwrite``), a       |
+    |   |      | crashed Run's ``.incomplete`` is there, or another recorder holds it   |
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import attrs
 
 from fastsim_contract.run_errors import RunConfigError
+from fastsim_embedded.output import OutputRefused
 from fastsim_embedded.replay import replay
 
 __all__ = ["COMMAND", "ReplayCommand"]
@@ -40,11 +43,18 @@ class ReplayCommand:
         parser.add_argument("run", metavar="RUN.yaml", help="the Replay Run (scene, cameras, Record)")
         parser.add_argument("--output-dir", default=".", metavar="DIR", help="where the new FSR is committed")
         parser.add_argument("--backend", default=None, metavar="NAME", help="override the Run's backend")
+        parser.add_argument("--overwrite", action="store_true",
+                            help="replace an existing output file (default: refuse, exit 2)")
 
     def run(self, args: argparse.Namespace) -> int:
         """Replay; never raise."""
         try:
-            result, backend = replay(args.source, args.run, Path(args.output_dir), backend=args.backend)
+            result, backend = replay(
+                args.source, args.run, Path(args.output_dir), backend=args.backend, overwrite=args.overwrite
+            )
+        except OutputRefused as exc:
+            _err(f"fsr replay: {exc}")
+            return 2
         except RunConfigError as exc:
             for issue in exc.issues:
                 _err(str(issue))
