@@ -28,6 +28,7 @@ late ones' leases (bounded) -> status by required-finalizer precedence.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -106,6 +107,9 @@ class EmbeddedRunContext:
     generation: int = 0
     tick: int = 0
     sim_time_ns: int = 0
+    #: what the host says about the Run (name, backend, seed, episode, scene description);
+    #: a recorder may store it with its artifact
+    metadata: Mapping[str, object] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -520,6 +524,7 @@ class EmbeddedHost:
             completion=completion.kind.value,
             reason=completion.reason,
             requested_by=completion.requested_by,
+            wall_time_unix_ns=time.time_ns(),
         )
         final, per_source = self.bus.seal()
         self.terminal.mark_cut()

@@ -69,6 +69,47 @@ def discover_plugin(component_id: str) -> PluginFactory:
     raise RunConfigError([RunIssue("plugins", f"no installed plugin factory for {component_id}")])
 
 
+def _plain(value: object) -> object:
+    """``value`` as JSON-ready data (mappings, lists, numbers, strings)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def run_metadata(prepared: PreparedRun) -> dict[str, object]:
+    """What the host records about the Run: name, backend, seed, episode and the scene.
+
+    The scene description is the authored ``scenario.scene``, the backend's own
+    ``describe()`` when it has one (e.g. what the seed randomized), and every declared
+    channel with its dtype, shape, units and per-element names.
+    """
+    backend = prepared.backend
+    describe = getattr(backend, "describe", None)
+    scene: dict[str, object] = {"authored": _plain(prepared.run.scenario.get("scene") or {})}
+    if callable(describe):
+        scene["backend"] = _plain(describe())
+    scene["channels"] = [
+        {
+            "name": c.name, "kind": c.kind, "dtype": c.dtype, "shape": list(c.shape),
+            "units": list(c.units), "entity": c.entity,
+            "element_names": _plain(c.attributes.get("element_names", [])),
+        }
+        for c in prepared.channels
+    ]
+    return {
+        "run": {
+            "name": prepared.run.name, "backend": prepared.backend_name, "seed": prepared.seed,
+            "episode": prepared.episode, "sensor_hz": prepared.sensor_hz,
+            "physics_hz": prepared.physics_hz, "duration_s": prepared.duration_s,
+        },
+        "scene": scene,
+    }
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
@@ -118,6 +159,7 @@ def run_session(
         backend.close()
         raise
     host.context.services = RenderCapture.services_of(backend)  # fluid.audit with an emitter
+    host.context.metadata = run_metadata(prepared)
     if on_host is not None:
         on_host(host)
     backend.reset(0)
@@ -148,7 +190,10 @@ def run_session(
     if failure is None:
         host.bus.close_history()
         host.control_producers_started()
-        host.publish_lifecycle("run.started", sensor_hz=prepared.sensor_hz, physics_hz=prepared.physics_hz)
+        host.publish_lifecycle(
+            "run.started", sensor_hz=prepared.sensor_hz, physics_hz=prepared.physics_hz,
+            wall_time_unix_ns=time.time_ns(),
+        )
         ticks = run_loop(
             host,
             backend,

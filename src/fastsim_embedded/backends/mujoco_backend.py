@@ -104,12 +104,13 @@ class MujocoBackend:
             ChannelDescriptor(
                 name=f"{self.entity}.joint_position", kind="numeric", dtype="float64",
                 shape=(len(JOINT_NAMES),), units=JOINT_UNITS, entity=self.entity,
-                attributes={"joint_names": list(JOINT_NAMES)},
+                attributes={"joint_names": list(JOINT_NAMES), "element_names": list(JOINT_NAMES)},
             ),
             ChannelDescriptor(
                 name=f"{self.entity}.joint_velocity", kind="numeric", dtype="float64",
                 shape=(len(JOINT_NAMES),), units=("rad/s",) * len(JOINT_NAMES),
-                entity=self.entity, attributes={"joint_names": list(JOINT_NAMES)},
+                entity=self.entity,
+                attributes={"joint_names": list(JOINT_NAMES), "element_names": list(JOINT_NAMES)},
             ),
         ]
         for cam in self.cameras:
@@ -124,11 +125,11 @@ class MujocoBackend:
                 ),
                 ChannelDescriptor(
                     f"{base}.extrinsics.translation", "translation", "float64", (3,),
-                    ("m", "m", "m"), cam,
+                    ("m", "m", "m"), cam, attributes={"element_names": ["x", "y", "z"]},
                 ),
                 ChannelDescriptor(
                     f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw", "float64", (4,),
-                    ("1",) * 4, cam,
+                    ("1",) * 4, cam, attributes={"element_names": ["qx", "qy", "qz", "qw"]},
                 ),
             ]
         self._declared = tuple(declared)
@@ -223,6 +224,18 @@ class MujocoBackend:
                 ),
             ]
         return readings
+
+    def describe(self) -> dict[str, object]:
+        """The scene as recorded with the Run: model, cameras, render size, and what the
+        seed varied (``mujoco_randomize``)."""
+        return {
+            "model": "droid_like.xml (a 7-DoF arm with a parallel gripper picking a cube)",
+            "entity": self.entity,
+            "cameras": list(self.cameras),
+            "render_size": [self.scene.width, self.scene.height],
+            "seed": self.spec.seed,
+            "randomized": self.scene.randomized or None,
+        }
 
     def render_source(self) -> MujocoRenderSource:
         """render.state and scene.geometry access to the same model and data."""

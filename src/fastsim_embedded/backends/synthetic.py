@@ -102,13 +102,16 @@ class SyntheticBackend:
             if family == "base_pose":
                 shape: tuple[int, ...] = (7,)
                 units: tuple[str, ...] = ("m", "m", "m", "1", "1", "1", "1")
+                elements = ["x", "y", "z", "qx", "qy", "qz", "qw"]
             else:
                 shape = (self.dof,)
                 units = ("rad" if family == "joint_position" else "rad/s",) * self.dof
+                elements = [f"joint{k + 1}" for k in range(self.dof)]
             declared.append(
                 ChannelDescriptor(
                     name=f"{entity}.{family}", kind="numeric", dtype="float64",
                     shape=shape, units=units, entity=entity,
+                    attributes={"element_names": elements},
                 )
             )
         self._declared = tuple(declared)
@@ -223,6 +226,17 @@ class SyntheticBackend:
     def sample_cameras(self) -> Sequence[CameraReading]:
         """The synthetic scene has no cameras."""
         return ()
+
+    def describe(self) -> dict[str, object]:
+        """The scene as recorded with the Run: entities, joint count, and the seed that
+        drew every joint's amplitude, frequency and phase."""
+        return {
+            "model": "synthetic seeded sinusoids (no simulator)",
+            "entities": list(self.entities),
+            "dof": self.dof,
+            "numeric_channels": self.n_channels,
+            "seed": self.spec.seed,
+        }
 
     def render_source(self) -> SyntheticRenderSource:
         """render.state (joint channels) and the scene's fluid emitter (``fluid:``)."""

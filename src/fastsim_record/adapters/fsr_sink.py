@@ -152,6 +152,7 @@ class FsrSink:
         mode: str = "record",
         source_sha256: str | None = None,
         fence_extra: Mapping[str, object] | None = None,
+        run_attributes: Mapping[str, object] | None = None,
     ) -> None:
         self._outputs = outputs
         self._name = name
@@ -167,7 +168,8 @@ class FsrSink:
             for d in streams
         ]
         self._run = RunMetadata(
-            run_id, completion_id, dict(producer), mode=mode, source_sha256=source_sha256
+            run_id, completion_id, dict(producer), mode=mode, source_sha256=source_sha256,
+            attributes=dict(run_attributes or {}),  # the Run's name, backend, seed, config, scene
         )
         self._fence_extra = dict(fence_extra or {})  # e.g. a render Replay's source sequence
         try:

@@ -10,7 +10,11 @@ The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, 
 ``records``, ``data``, ``gap``, ``barrier``, ``payload_bytes``, ``codec``,
 ``generations``, ``sim_time_ns``), ``records``, ``batches``, ``payload_bytes``, ``size``,
 ``degraded``, ``recovered``, ``integrity``, ``mode``, ``source_sha256``, ``run_id``,
-``completion_id``, ``global_sequence`` and ``sim_time_ns``.
+``completion_id``, ``global_sequence`` and ``sim_time_ns``, and what the file says about
+its Run: ``completion`` (``kind``: normal, stopped, failed or cancelled, ``reason``,
+``requested_by``; from the terminal fence), ``run`` (``name``, ``backend``, ``seed``,
+``episode``; from the run metadata a host recorded, else nulls) and ``wall_time_s`` (from
+the ``run.started`` to the ``run.stopping`` lifecycle record, else null).
 """
 
 from __future__ import annotations
@@ -29,6 +33,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``fsr info``'s arguments."""
     parser.add_argument("file", metavar="FILE", help="a sealed .fsr file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+_RUN_KEYS = ("name", "backend", "seed", "episode")
+
+
+def _completion(footer: dict[str, Any]) -> dict[str, Any]:
+    fence = footer.get("terminal_fence")
+    fence = fence if isinstance(fence, dict) else {}
+    return {
+        "kind": fence.get("completion"),
+        "reason": fence.get("completion_reason"),
+        "requested_by": fence.get("completion_by"),
+    }
+
+
+def _run_facts(reader: FsrReader) -> dict[str, Any]:
+    attributes = reader.run.attributes if isinstance(reader.run.attributes, dict) else {}
+    run = attributes.get("run")
+    run = run if isinstance(run, dict) else {}
+    return {key: run.get(key) for key in _RUN_KEYS}
+
+
+def _wall_time_s(reader: FsrReader) -> float | None:
+    """Seconds from ``run.started`` to ``run.stopping`` (their ``wall_time_unix_ns``)."""
+    marks: dict[str, int] = {}
+    try:
+        if not any(spec.name == "lifecycle" for spec in reader.streams):
+            return None
+        for record in reader.records("lifecycle"):
+            if record.payload_length > 65536:
+                continue
+            data = json.loads(record.payload)
+            if isinstance(data, dict) and isinstance(data.get("wall_time_unix_ns"), int):
+                marks.setdefault(str(data.get("event")), data["wall_time_unix_ns"])
+    except (FormatError, ValueError, OSError):
+        return None
+    if "run.started" not in marks or "run.stopping" not in marks:
+        return None
+    return max(0.0, (marks["run.stopping"] - marks["run.started"]) / 1e9)
 
 
 def summary(reader: FsrReader) -> dict[str, Any]:
@@ -75,6 +118,9 @@ def summary(reader: FsrReader) -> dict[str, Any]:
             "min": int(index["sim_time_min"].min()) if len(index) else None,
             "max": int(index["sim_time_max"].max()) if len(index) else None,
         },
+        "completion": _completion(footer),
+        "run": _run_facts(reader),
+        "wall_time_s": _wall_time_s(reader),
     }
 
 
@@ -121,8 +167,24 @@ def table(streams: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _about(info: dict[str, Any]) -> list[str]:
+    run, completion = info["run"], info["completion"]
+    name = _cell(str(run["name"])) if run["name"] is not None else "-"
+    facts = ", ".join(
+        f"{key} {_cell(str(run[key]))}" for key in ("backend", "seed", "episode") if run[key] is not None
+    )
+    kind = completion["kind"] or "unknown"
+    reason = f" ({_cell(str(completion['reason']))})" if completion["reason"] and kind != "normal" else ""
+    wall = "-" if info["wall_time_s"] is None else f"{info['wall_time_s']:.3f} s"
+    return [
+        f"run {name}" + (f" ({facts})" if facts else ""),
+        f"completion {kind}{reason}, wall time {wall}",
+    ]
+
+
 def _text(info: dict[str, Any]) -> str:
     lines = [
+        *_about(info),
         f"records {info['records']} in {info['batches']} batches, {info['payload_bytes']} payload bytes, "
         f"{info['size']} bytes",
         f"mode {info['mode']}, integrity {info['integrity']}, degraded {str(info['degraded']).lower()}, "

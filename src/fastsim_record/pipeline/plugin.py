@@ -235,6 +235,9 @@ class RecordPlugin:
             producer={"name": "fastsim-plugin-record", "version": __version__,
                       "component": self.component},
             mode=mode, source_sha256=source_sha256, fence_extra=fence_extra,
+            run_attributes={  # a host may describe the Run (``metadata``: name, backend, seed, scene)
+                **dict(getattr(run, "metadata", None) or {}), "record_config": config.to_mapping(),
+            },
         )
         batching = config.batching
         self.worker = WriterWorker(
