@@ -11,6 +11,7 @@ from fastsim_record.fsr import (
     FormatError,
     FsrReader,
     IntegrityPolicyError,
+    ProfileUnsupportedError,
     RecordIn,
     ValidationReceipt,
     validate,
@@ -80,9 +81,11 @@ def test_unknown_profile_is_a_value_error() -> None:
 
 
 def test_strong_needs_a_strong_file() -> None:
-    """Strong validation of a file written without payload digests names the reason."""
-    with pytest.raises(FormatError, match="strong validation needs per-batch payload digests"):
+    """Strong validation of a structural file is a usage error naming the profiles it supports."""
+    with pytest.raises(ProfileUnsupportedError, match="This file supports: structural, crc, fast") as info:
         validate(io.BytesIO(small_file("structural")), "strong", "sha256")
+    assert info.value.supported == ("structural", "crc", "fast")
+    assert not isinstance(info.value, FormatError)
 
 
 def test_payload_flip_passes_structural_but_fails_strong() -> None:

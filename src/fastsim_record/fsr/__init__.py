@@ -4,7 +4,7 @@ Self-contained: imports only the standard library, numpy, attrs and crc32c.  The
 layout is specified in ``docs/fsr-format.md``.
 """
 
-from fastsim_record.fsr.errors import FormatError, IntegrityPolicyError
+from fastsim_record.fsr.errors import FormatError, IntegrityPolicyError, ProfileUnsupportedError
 from fastsim_record.fsr.model import (
     INTEGRITY_PROFILES,
     MODES,
@@ -28,7 +28,9 @@ from fastsim_record.fsr.transaction import (
 from fastsim_record.fsr.validate import (
     POLICY_INTEGRITIES,
     RECEIPT_SCHEMA,
+    VALIDATION_PROFILES,
     ValidationReceipt,
+    supported_profiles,
     validate,
 )
 from fastsim_record.fsr.writer import FsrWriter
@@ -36,6 +38,9 @@ from fastsim_record.fsr.writer import FsrWriter
 __all__ = [
     "FormatError",
     "IntegrityPolicyError",
+    "ProfileUnsupportedError",
+    "VALIDATION_PROFILES",
+    "supported_profiles",
     "INTEGRITY_PROFILES",
     "MODES",
     "POLICY_INTEGRITIES",

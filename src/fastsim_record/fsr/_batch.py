@@ -23,6 +23,7 @@ import numpy.typing as npt
 from fastsim_record.fsr._layout import (
     BATCH_HEADER,
     BATCH_MAGIC,
+    FLAG_PAYLOAD_CRC32C,
     FLAG_PAYLOAD_SHA256,
     INDEX_DTYPE,
     MAX_RECORD_METADATA_BYTES,
@@ -177,27 +178,33 @@ class ParsedBatch:
     payload_length: int
     payload_sha256: bytes
     facts: BatchFacts
+    payload_crc32c: int | None = None  # when the batch carries FLAG_PAYLOAD_CRC32C
 
 
 def parse_batch(
-    src: Source, offset: int, ordinal: int, limit: int, stream_ids: Array, strong: bool
+    src: Source, offset: int, ordinal: int, limit: int, stream_ids: Array, flags_expected: int
 ) -> ParsedBatch:
-    """Read and check the batch at ``offset``; it must end at or before ``limit``."""
+    """Read and check the batch at ``offset``; it must end at or before ``limit``.
+
+    ``flags_expected`` is the file's batch flags (``Head.batch_flags``): the SHA-256 bit
+    for strong files, the CRC-32C bit for files whose header sets the payload-CRC flag.
+    """
+    strong = bool(flags_expected & FLAG_PAYLOAD_SHA256)
     raw = src.read_at(offset, _HDR, "batch header")
-    (magic, flags, got_ordinal, count, reserved, meta_len, pay_len, first_g, last_g,
+    (magic, flags, got_ordinal, count, payload_crc, meta_len, pay_len, first_g, last_g,
      gmin, gmax, tmin, tmax, sha, table_crc, header_crc) = BATCH_HEADER.unpack(raw)
     if magic != BATCH_MAGIC:
         raise FormatError(offset, "bad batch magic")
     if crc(raw[:116]) != header_crc:
         raise FormatError(offset + 116, "batch header CRC mismatch")
-    if flags != (FLAG_PAYLOAD_SHA256 if strong else 0):
-        raise FormatError(offset + 4, f"unexpected batch flags {flags}")
+    if flags != flags_expected:
+        raise FormatError(offset + 4, f"unexpected batch flags {flags} (the file header implies {flags_expected})")
     if got_ordinal != ordinal:
         raise FormatError(offset + 8, f"batch ordinal {got_ordinal}, expected {ordinal}")
     if count < 1:
         raise FormatError(offset + 16, "empty batch")
-    if reserved:
-        raise FormatError(offset + 20, "non-zero reserved batch field")
+    if payload_crc and not flags & FLAG_PAYLOAD_CRC32C:
+        raise FormatError(offset + 20, "non-zero payload CRC field without the payload-CRC flag")
     if not strong and sha != _ZERO_SHA:
         raise FormatError(offset + 80, "payload digest present without strong integrity")
     table_len = _REC * count
@@ -229,6 +236,7 @@ def parse_batch(
     return ParsedBatch(
         offset, length, ordinal, flags, table, body[table_len:table_len + meta_len],
         meta_at, pay_at, pay_len, sha, facts,
+        payload_crc if flags & FLAG_PAYLOAD_CRC32C else None,
     )
 
 

@@ -18,6 +18,8 @@ __all__ = [
     "BATCH_MAGIC",
     "FILE_HEADER",
     "FILE_MAGIC",
+    "FILE_FLAG_PAYLOAD_CRC32C",
+    "FLAG_PAYLOAD_CRC32C",
     "FLAG_PAYLOAD_SHA256",
     "MAX_FOOTER_BYTES",
     "MAX_JSON_ITEMS",
@@ -40,6 +42,10 @@ FILE_MAGIC = b"\x89FSR\r\n\x1a\n"
 BATCH_MAGIC = b"FSRB"
 TRAILER_MAGIC = b"FSREND\r\n"
 FLAG_PAYLOAD_SHA256 = 1
+#: batch flag bit 1: the u32 at batch header offset 20 is the payload area's CRC-32C
+FLAG_PAYLOAD_CRC32C = 2
+#: file header flag bit 0: every batch carries FLAG_PAYLOAD_CRC32C
+FILE_FLAG_PAYLOAD_CRC32C = 1
 
 # Decoding bounds (docs/fsr-format.md section 9), checked before anything is parsed, so
 # no header field can make a reader allocate more than a few times the file's size.
@@ -56,7 +62,8 @@ MAX_JSON_ITEMS = 1 << 17
 
 #: magic, version_major, version_minor, flags, metadata_length, metadata_crc, header_crc
 FILE_HEADER = struct.Struct("<8sHHIQII")
-#: magic, flags, ordinal, record_count, reserved, metadata_length, payload_length,
+#: magic, flags, ordinal, record_count, payload_crc32c (reserved before the payload-CRC
+#: flag), metadata_length, payload_length,
 #: first_global, last_global, generation_min, generation_max, sim_time_min, sim_time_max,
 #: payload_sha256, table_crc, header_crc
 BATCH_HEADER = struct.Struct("<4sIQIIQQQQIIqq32sII")

@@ -12,8 +12,11 @@ import numpy.typing as npt
 
 from fastsim_record.fsr._json import decode_object
 from fastsim_record.fsr._layout import (
+    FILE_FLAG_PAYLOAD_CRC32C,
     FILE_HEADER,
     FILE_MAGIC,
+    FLAG_PAYLOAD_CRC32C,
+    FLAG_PAYLOAD_SHA256,
     INDEX_DTYPE,
     MAX_FOOTER_BYTES,
     MAX_METADATA_BYTES,
@@ -73,6 +76,14 @@ class Head:
     stream_ids: Array = attrs.field(eq=False)
     data_start: int
     raw: bytes  # header + metadata + padding, exactly as stored
+    payload_crc: bool = False  # file header flag bit 0: every batch has a payload CRC-32C
+
+    @property
+    def batch_flags(self) -> int:
+        """The flags every batch of this file must carry."""
+        return (FLAG_PAYLOAD_SHA256 if self.integrity == "strong" else 0) | (
+            FLAG_PAYLOAD_CRC32C if self.payload_crc else 0
+        )
 
 
 def _check_metadata(meta: dict[str, Any], at: int) -> Head:
@@ -128,7 +139,9 @@ def _check_metadata(meta: dict[str, Any], at: int) -> Head:
     return Head(meta, run, tuple(streams), meta["integrity"], ids, 0, b"")
 
 
-def encode_head(run: RunMetadata, streams: tuple[StreamSpec, ...], integrity: str) -> tuple[bytes, Head]:
+def encode_head(
+    run: RunMetadata, streams: tuple[StreamSpec, ...], integrity: str, payload_crc: bool = True
+) -> tuple[bytes, Head]:
     """The bytes of a file header plus metadata; raises ``ValueError`` on invalid input."""
     meta = metadata_json(run, streams, integrity)
     try:
@@ -141,10 +154,11 @@ def encode_head(run: RunMetadata, streams: tuple[StreamSpec, ...], integrity: st
         head = _check_metadata(decode_object(blob, FILE_HEADER.size, "run metadata"), 0)
     except FormatError as exc:
         raise ValueError(exc.reason) from None
-    hdr = FILE_HEADER.pack(FILE_MAGIC, VERSION[0], VERSION[1], 0, len(blob), crc(blob), 0)
+    flags = FILE_FLAG_PAYLOAD_CRC32C if payload_crc else 0
+    hdr = FILE_HEADER.pack(FILE_MAGIC, VERSION[0], VERSION[1], flags, len(blob), crc(blob), 0)
     hdr = hdr[:28] + crc(hdr[:28]).to_bytes(4, "little")
     raw = hdr + blob + bytes(pad8(len(blob)) - len(blob))
-    return raw, attrs.evolve(head, data_start=len(raw), raw=raw)
+    return raw, attrs.evolve(head, data_start=len(raw), raw=raw, payload_crc=payload_crc)
 
 
 def read_head(src: Source) -> Head:
@@ -157,8 +171,8 @@ def read_head(src: Source) -> Head:
         raise FormatError(28, "file header CRC mismatch")
     if (major, minor) != VERSION:
         raise FormatError(8, f"unsupported FSR version {major}.{minor}")
-    if flags:
-        raise FormatError(12, "non-zero file header flags")
+    if flags & ~FILE_FLAG_PAYLOAD_CRC32C:
+        raise FormatError(12, f"unknown file header flags {flags:#x}")
     if meta_len == 0:
         raise FormatError(16, "empty run metadata")
     if meta_len > MAX_METADATA_BYTES:
@@ -170,7 +184,10 @@ def read_head(src: Source) -> Head:
     if any(padded[meta_len:]):
         raise FormatError(FILE_HEADER.size + meta_len, "non-zero padding after run metadata")
     head = _check_metadata(decode_object(blob, FILE_HEADER.size, "run metadata"), FILE_HEADER.size)
-    return attrs.evolve(head, data_start=FILE_HEADER.size + len(padded), raw=raw + padded)
+    return attrs.evolve(
+        head, data_start=FILE_HEADER.size + len(padded), raw=raw + padded,
+        payload_crc=bool(flags & FILE_FLAG_PAYLOAD_CRC32C),
+    )
 
 
 @attrs.frozen

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["FormatError", "IntegrityPolicyError"]
+__all__ = ["FormatError", "IntegrityPolicyError", "ProfileUnsupportedError"]
 
 
 class FormatError(Exception):
@@ -19,3 +19,18 @@ class FormatError(Exception):
 
 class IntegrityPolicyError(ValueError):
     """A tamper-evident profile (fast/strong) was requested without a sha256 output policy."""
+
+
+class ProfileUnsupportedError(ValueError):
+    """A validation profile was requested that this file cannot support (a usage error).
+
+    ``supported`` lists the profiles the file does support, for example
+    ``("structural", "fast")`` for a structural file written without payload CRCs.
+    """
+
+    def __init__(self, profile: str, reason: str, supported: tuple[str, ...]) -> None:
+        super().__init__(
+            f"{reason}; --integrity {profile} needs it. This file supports: {', '.join(supported)}"
+        )
+        self.profile = profile
+        self.supported = supported

@@ -61,6 +61,11 @@ class FsrReader:
         return self._head.integrity
 
     @property
+    def payload_crc(self) -> bool:
+        """Whether every batch carries a CRC-32C of its payload area (``--integrity crc``)."""
+        return self._head.payload_crc
+
+    @property
     def footer(self) -> dict[str, Any]:
         """The footer object (totals, flags, terminal fence)."""
         return self._tail.footer
@@ -114,7 +119,7 @@ class FsrReader:
         entry = self._tail.index[ordinal]
         batch = parse_batch(
             self._src, int(entry["offset"]), ordinal, self._tail.index_offset,
-            self._head.stream_ids, self._head.integrity == "strong",
+            self._head.stream_ids, self._head.batch_flags,
         )
         check_index_entry(entry, batch, self._tail.index_offset + 64 * ordinal)
         self._cache = (ordinal, batch)

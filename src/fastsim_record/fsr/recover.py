@@ -35,7 +35,7 @@ from fastsim_record.fsr._layout import BATCH_HEADER, BATCH_MAGIC, crc
 from fastsim_record.fsr._sections import Head, encode_tail, read_head, read_tail
 from fastsim_record.fsr._source import Source, open_source
 from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.validate import check_payload_digest, check_record_metadata
+from fastsim_record.fsr.validate import check_payloads, check_record_metadata
 
 __all__ = ["RecoveryReport", "recover"]
 
@@ -100,11 +100,10 @@ def recover(
         seen: set[bytes] = set()
         while pos < src.size:
             try:
-                batch = parse_batch(src, pos, acc.batches, src.size, head.stream_ids, strong)
+                batch = parse_batch(src, pos, acc.batches, src.size, head.stream_ids, head.batch_flags)
                 check_record_metadata(batch, seen)
                 acc.check(batch.table, batch.facts, batch.offset)
-                if strong:
-                    check_payload_digest(src, batch)
+                check_payloads(src, batch, crc=head.payload_crc, sha256=strong)
             except FormatError as exc:
                 reason = str(exc)
                 break

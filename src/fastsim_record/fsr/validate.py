@@ -2,12 +2,14 @@
 
 Decision table: validation profiles
 
-| # | profile    | policy integrity | reads                                   | receipt digest |
-|---|------------|------------------|-----------------------------------------|----------------|
-| 1 | structural | any              | headers, tables, metadata, tail; payload bytes seek-skipped | none |
-| 2 | fast       | sha256           | structural + one full-file SHA-256      | file SHA-256   |
-| 3 | strong     | sha256           | fast + every batch payload vs its digest | file SHA-256  |
-| 4 | fast/strong| none             | nothing: ``IntegrityPolicyError``       | -              |
+| # | profile    | policy integrity | file must have         | reads                                   | receipt digest |
+|---|------------|------------------|------------------------|-----------------------------------------|----------------|
+| 1 | structural | any              | -                      | headers, tables, metadata, tail; payload bytes seek-skipped | none |
+| 2 | crc        | any              | the payload-CRC flag   | structural + every payload area vs its CRC-32C | none     |
+| 3 | fast       | sha256           | -                      | structural + one full-file SHA-256      | file SHA-256   |
+| 4 | strong     | sha256           | integrity ``strong``   | fast + every batch payload vs its digest (and CRC) | file SHA-256 |
+| 5 | fast/strong| none             | -                      | nothing: ``IntegrityPolicyError``       | -              |
+| 6 | crc/strong | any              | (missing)              | header + metadata: ``ProfileUnsupportedError`` naming the supported profiles | - |
 """
 
 from __future__ import annotations
@@ -17,19 +19,24 @@ import os
 from typing import Any, BinaryIO
 
 import attrs
+import crc32c as _crc32c
 
 from fastsim_record.fsr._batch import Accumulator, ParsedBatch, check_index_entry, parse_batch
 from fastsim_record.fsr._json import decode_record_metadata
 from fastsim_record.fsr._layout import canonical_json
-from fastsim_record.fsr._sections import read_head, read_tail
+from fastsim_record.fsr._sections import Head, read_head, read_tail
 from fastsim_record.fsr._source import Source, open_source
-from fastsim_record.fsr.errors import FormatError, IntegrityPolicyError
-from fastsim_record.fsr.model import INTEGRITY_PROFILES
+from fastsim_record.fsr.errors import FormatError, IntegrityPolicyError, ProfileUnsupportedError
 
-__all__ = ["POLICY_INTEGRITIES", "RECEIPT_SCHEMA", "ValidationReceipt", "validate"]
+__all__ = [
+    "POLICY_INTEGRITIES", "RECEIPT_SCHEMA", "VALIDATION_PROFILES", "ValidationReceipt",
+    "supported_profiles", "validate",
+]
 
 RECEIPT_SCHEMA = "fsr-validation-receipt/1"
 POLICY_INTEGRITIES = ("none", "sha256")
+#: what ``validate`` can check; ``crc`` is a read-side profile only (never a write integrity)
+VALIDATION_PROFILES = ("structural", "crc", "fast", "strong")
 _CHUNK = 1 << 20
 
 
@@ -65,16 +72,38 @@ def check_record_metadata(batch: ParsedBatch, seen: set[bytes]) -> None:
                     seen.add(part)
 
 
-def check_payload_digest(src: Source, batch: ParsedBatch) -> None:
-    """The batch's payload area hashes to the SHA-256 in its header."""
-    digest = hashlib.sha256()
+def check_payloads(src: Source, batch: ParsedBatch, *, crc: bool, sha256: bool) -> None:
+    """The batch's payload area matches its CRC-32C and/or its SHA-256 (one read of it)."""
+    if not (crc or sha256):
+        return
+    digest = hashlib.sha256() if sha256 else None
+    value = 0
     pos, end = batch.payload_offset, batch.payload_offset + batch.payload_length
     while pos < end:
         n = min(_CHUNK, end - pos)
-        digest.update(src.read_at(pos, n, "payload"))
+        chunk = src.read_at(pos, n, "payload")
+        if crc:
+            value = _crc32c.crc32c(chunk, value)
+        if digest is not None:
+            digest.update(chunk)
         pos += n
-    if digest.digest() != batch.payload_sha256:
+    if digest is not None and digest.digest() != batch.payload_sha256:
         raise FormatError(batch.offset + 80, "batch payload SHA-256 mismatch")
+    if crc and value != batch.payload_crc32c:
+        raise FormatError(batch.offset + 20, "batch payload CRC-32C mismatch")
+
+
+def check_payload_digest(src: Source, batch: ParsedBatch) -> None:
+    """The batch's payload area hashes to the SHA-256 in its header."""
+    check_payloads(src, batch, crc=False, sha256=True)
+
+
+def supported_profiles(head: Head) -> tuple[str, ...]:
+    """The validation profiles a file with this header supports."""
+    return tuple(
+        p for p in VALIDATION_PROFILES
+        if (p != "crc" or head.payload_crc) and (p != "strong" or head.integrity == "strong")
+    )
 
 
 def _file_sha256(src: Source) -> str:
@@ -93,11 +122,11 @@ def validate(
     policy_integrity: str = "none",
 ) -> ValidationReceipt:
     """Validate a sealed file; raises ``FormatError`` naming the first defect's offset."""
-    if integrity not in INTEGRITY_PROFILES:
-        raise ValueError(f"integrity must be one of {list(INTEGRITY_PROFILES)}, not {integrity!r}")
+    if integrity not in VALIDATION_PROFILES:
+        raise ValueError(f"integrity must be one of {list(VALIDATION_PROFILES)}, not {integrity!r}")
     if policy_integrity not in POLICY_INTEGRITIES:
         raise ValueError(f"policy integrity must be one of {list(POLICY_INTEGRITIES)}")
-    if integrity != "structural" and policy_integrity != "sha256":
+    if integrity in ("fast", "strong") and policy_integrity != "sha256":
         raise IntegrityPolicyError(
             f"integrity {integrity!r} requires the output policy integrity 'sha256', "
             f"not {policy_integrity!r}"
@@ -111,23 +140,28 @@ def validate(
 
 def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationReceipt:
     head = read_head(src)
-    tail = read_tail(src, head)
     strong = head.integrity == "strong"
     if integrity == "strong" and not strong:
-        raise FormatError(
-            32, f"file was written with integrity {head.integrity!r}; strong validation needs "
-            "per-batch payload digests"
+        raise ProfileUnsupportedError(
+            integrity, f"the file was written with integrity {head.integrity!r}, without per-batch "
+            "payload SHA-256 digests", supported_profiles(head),
         )
+    if integrity == "crc" and not head.payload_crc:
+        raise ProfileUnsupportedError(
+            integrity, "the file was written without payload CRC-32Cs (before they existed, or "
+            "with payload_crc=False)", supported_profiles(head),
+        )
+    tail = read_tail(src, head)
     acc = Accumulator(head.stream_ids)
     seen: set[bytes] = set()
     for ordinal, entry in enumerate(tail.index):
-        batch = parse_batch(src, int(entry["offset"]), ordinal, tail.index_offset, head.stream_ids, strong)
+        batch = parse_batch(src, int(entry["offset"]), ordinal, tail.index_offset, head.stream_ids, head.batch_flags)
         check_index_entry(entry, batch, tail.index_offset + 64 * ordinal)
         check_record_metadata(batch, seen)
         acc.check(batch.table, batch.facts, batch.offset)
         acc.add(batch.offset, batch.length, batch.flags, batch.table, batch.facts)
-        if integrity == "strong":
-            check_payload_digest(src, batch)
+        if integrity in ("crc", "strong"):
+            check_payloads(src, batch, crc=head.payload_crc, sha256=integrity == "strong")
     proj_at = tail.index_offset + 64 * len(tail.index)
     derived = acc.projection_array()
     if derived.tobytes() != tail.projection_bytes:
@@ -143,7 +177,7 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
             raise FormatError(tail.footer_offset, f"footer: {key} disagrees with the records")
     if footer["records_by_kind"]["gap"] and not footer["degraded"]:
         raise FormatError(tail.footer_offset, "footer: gap records present but degraded is false")
-    content = _file_sha256(src) if integrity != "structural" else None
+    content = _file_sha256(src) if integrity in ("fast", "strong") else None
     return ValidationReceipt(
         integrity, src.size, policy_integrity, content, tail.footer_identity, head.run.completion_id
     )

@@ -33,7 +33,6 @@ from fastsim_record.fsr._json import json_items
 from fastsim_record.fsr._layout import (
     BATCH_HEADER,
     BATCH_MAGIC,
-    FLAG_PAYLOAD_SHA256,
     MAX_FOOTER_BYTES,
     MAX_JSON_ITEMS,
     RECORD_DTYPE,
@@ -73,6 +72,8 @@ class FsrWriter:
     _pos: int
     _acc: Accumulator
     _strong: bool
+    _crc: bool
+    _flags: int
     _integrity: str
     _run: RunMetadata
     _degraded: bool
@@ -84,11 +85,13 @@ class FsrWriter:
         run: RunMetadata,
         streams: Sequence[StreamSpec],
         integrity: str = "structural",
+        *,
+        payload_crc: bool = True,
     ) -> None:
         if integrity not in INTEGRITY_PROFILES:
             raise ValueError(f"integrity must be one of {list(INTEGRITY_PROFILES)}, not {integrity!r}")
         ordered = tuple(sorted(streams, key=lambda s: s.stream_id))
-        raw, head = encode_head(run, ordered, integrity)
+        raw, head = encode_head(run, ordered, integrity, payload_crc)
         if isinstance(target, (str, os.PathLike)):
             self._file, self._owned = open(target, "wb"), True  # noqa: SIM115 - owned
         else:
@@ -98,6 +101,8 @@ class FsrWriter:
         self._pos = len(raw)
         self._acc = Accumulator(head.stream_ids)
         self._strong = integrity == "strong"
+        self._crc = payload_crc
+        self._flags = head.batch_flags
         self._integrity = integrity
         self._run = run
         self._degraded = False
@@ -161,10 +166,12 @@ class FsrWriter:
         body = b"".join((table.tobytes(), meta, bytes(pad8(len(meta)) - len(meta))))
         buf = b"".join((body, *payloads, bytes(pad8(pay_len) - pay_len)))
         start = len(body)
-        sha = hashlib.sha256(memoryview(buf)[start:start + pay_len]).digest() if self._strong else bytes(32)
-        flags = FLAG_PAYLOAD_SHA256 if self._strong else 0
+        payload_area = memoryview(buf)[start:start + pay_len]
+        sha = hashlib.sha256(payload_area).digest() if self._strong else bytes(32)
+        payload_crc = crc(payload_area) if self._crc else 0
+        flags = self._flags
         header = BATCH_HEADER.pack(
-            BATCH_MAGIC, flags, self._acc.batches, n, 0, len(meta), pay_len, facts.first_global,
+            BATCH_MAGIC, flags, self._acc.batches, n, payload_crc, len(meta), pay_len, facts.first_global,
             facts.last_global, facts.generation_min, facts.generation_max, facts.sim_time_min,
             facts.sim_time_max, sha, crc(body), 0,
         )
