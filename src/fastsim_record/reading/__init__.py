@@ -1,0 +1,42 @@
+"""Reading recordings: ``open(path)`` for one FSR file, ``Dataset`` over many.
+
+Movable: this package imports only the standard library, attrs, numpy, the FSR format
+package (``fastsim_record.fsr``), the image-header bounds of
+``fastsim_record.adapters.image_header``, ``fastsim_record.calibration_history`` (when
+calibration is read), and lazily OpenCV (frames) and pyarrow (``numeric_table``).
+See ``docs/reading.md``.
+"""
+
+from fastsim_record.reading._errors import (
+    BadArgument,
+    BadRecording,
+    OutOfRange,
+    ReadError,
+    UnknownName,
+)
+from fastsim_record.reading._recording import Episode, Recording, open
+from fastsim_record.reading._values import (
+    CalibrationEpoch,
+    CalibrationSeries,
+    Event,
+    Frame,
+    Info,
+    NumericSeries,
+)
+
+__all__ = [
+    "open",
+    "Recording",
+    "Episode",
+    "Info",
+    "NumericSeries",
+    "Frame",
+    "CalibrationSeries",
+    "CalibrationEpoch",
+    "Event",
+    "ReadError",
+    "UnknownName",
+    "OutOfRange",
+    "BadArgument",
+    "BadRecording",
+]

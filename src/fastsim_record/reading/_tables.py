@@ -1,0 +1,240 @@
+"""Vectorised access to a sealed file's record tables and payload bytes.
+
+``FsrReader`` (the format package's public reader) opens the file and checks its head
+and tail: header, run metadata, trailer, index, projections and footer.  Reading one
+record at a time through it costs a Python object per record, so this module reads the
+record tables of the batches a stream lives in (named by the projections) straight
+from a read-only memory map, and keeps, per stream, one structured array of its records.
+
+Checks made on every batch this module reads (each failure is one
+:class:`~fastsim_record.fsr.FormatError` naming the byte offset):
+
+    | # | check                                                                      |
+    |---|----------------------------------------------------------------------------|
+    | 1 | batch magic and header CRC-32C; ordinal and record count equal the index's |
+    | 2 | batch length implied by the header equals the index entry's                |
+    | 3 | the record table and metadata blob match the header's table CRC-32C        |
+    | 4 | every record's payload and metadata lie inside its batch's areas           |
+
+The full set of format rules is ``fsr validate``'s job; these are the ones that keep
+every read in bounds and every table as written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fastsim_record.fsr import FormatError, FsrReader, RecordKind
+from fastsim_record.fsr._layout import BATCH_HEADER, BATCH_MAGIC, RECORD_DTYPE, crc, pad8
+
+__all__ = ["ROWS_DTYPE", "FileTables"]
+
+Array = npt.NDArray[Any]
+
+#: one record of one stream, as the reading API indexes it
+ROWS_DTYPE = np.dtype(
+    [
+        ("kind", "<u2"),
+        ("generation", "<u4"),
+        ("time_ns", "<i8"),
+        ("global_sequence", "<u8"),
+        ("payload_at", "<i8"),  # file offset of the payload's first byte
+        ("payload_length", "<i8"),
+    ]
+)
+_HDR = BATCH_HEADER.size
+MAX_META_READ = 1 << 16
+SPAN_SLACK = 1 << 16  # scattered rows closer than this are read through in one call
+MAX_SPAN = 16 << 20  # the most bytes one such call reads  # metadata bytes read together with a table in one call
+_REC = RECORD_DTYPE.itemsize
+DATA = int(RecordKind.DATA)
+
+
+class FileTables:
+    """One sealed file: its checked head and tail, its memory map and per-stream rows."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.reader = FsrReader(self.path)
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            self.size = os.fstat(self.fd).st_size
+        except BaseException:
+            self.reader.close()
+            raise
+        if self.size != self.reader.size:
+            self.close()
+            raise FormatError(self.size, f"{self.path} changed while it was being opened")
+        self._loaded: set[int] = set()  # batch ordinals whose tables were read
+        # tables read together, each with every record's payload area offset
+        self._chunks: list[tuple[Array, Array]] = []
+        self._rows: dict[int, Array] = {}
+
+    def read(self, at: int, length: int, what: str = "payload") -> bytes:
+        """Exactly ``length`` bytes at file offset ``at`` (bounded by the file size)."""
+        if at < 0 or length < 0 or at + length > self.size:
+            raise FormatError(at, f"truncated: {what} needs {length} bytes")
+        data = os.pread(self.fd, length, at)
+        while len(data) < length:  # a short read is not the end of the file
+            more = os.pread(self.fd, length - len(data), at + len(data))
+            if not more:
+                raise FormatError(at, f"truncated: {what} needs {length} bytes")
+            data += more
+        return data
+
+    def read_into(self, view: memoryview, at: int) -> None:
+        """Fill ``view`` with the bytes at file offset ``at``."""
+        length = view.nbytes
+        if at < 0 or at + length > self.size:
+            raise FormatError(at, f"truncated: payload needs {length} bytes")
+        got = os.preadv(self.fd, [view], at)
+        while got < length:
+            more = os.preadv(self.fd, [view[got:]], at + got)
+            if more <= 0:
+                raise FormatError(at, f"truncated: payload needs {length} bytes")
+            got += more
+
+    # -- batches ------------------------------------------------------------------------
+    def _load(self, ordinals: list[int]) -> None:
+        """Read and check the record tables of ``ordinals`` (checks 1-4), all at once."""
+        todo = [o for o in ordinals if o not in self._loaded]
+        if not todo:
+            return
+        index = self.reader.batch_index
+        size = self.size
+        unpack, magic_ok = BATCH_HEADER.unpack, BATCH_MAGIC
+        bodies: list[bytes] = []
+        facts: list[tuple[int, int, int, int]] = []  # table offset, count, payload area, limits
+        limits: list[tuple[int, int]] = []
+        for ordinal, off, count, length in zip(
+            todo, index["offset"][todo].tolist(), index["record_count"][todo].tolist(),
+            index["length"][todo].tolist(),
+        ):
+            if off + _HDR > size:
+                raise FormatError(off, "truncated: batch header")
+            head_len = min(length, _HDR + _REC * count + MAX_META_READ)
+            chunk = self.read(off, max(_HDR, head_len), "batch header and record table")
+            raw = chunk[:_HDR]
+            fields = unpack(raw)
+            meta_len, pay_len = fields[5], fields[6]
+            if fields[0] != magic_ok:
+                raise FormatError(off, "bad batch magic")
+            if crc(raw[:116]) != fields[15]:
+                raise FormatError(off + 116, "batch header CRC mismatch")
+            if fields[2] != ordinal:
+                raise FormatError(off + 8, f"batch ordinal {fields[2]}, expected {ordinal}")
+            if fields[3] != count:
+                raise FormatError(off + 16, "batch record count disagrees with the index")
+            table_len = _REC * count
+            body_len = table_len + pad8(meta_len)
+            if _HDR + body_len + pad8(pay_len) != length or off + length > size:
+                raise FormatError(off + 24, "batch length disagrees with the index")
+            body = (
+                chunk[_HDR:_HDR + body_len] if _HDR + body_len <= len(chunk)
+                else self.read(off + _HDR, body_len, "record table")
+            )
+            if crc(body) != fields[14]:
+                raise FormatError(off + 112, "record table CRC mismatch")
+            bodies.append(body[:table_len])
+            facts.append((off + _HDR, count, off + _HDR + body_len, 0))
+            limits.append((meta_len, pay_len))
+        tables = np.frombuffer(b"".join(bodies), RECORD_DTYPE)
+        counts = np.array([f[1] for f in facts], np.int64)
+        lim = np.array(limits, np.uint64).reshape(-1, 2)
+        meta_lim, pay_lim = np.repeat(lim[:, 0], counts), np.repeat(lim[:, 1], counts)
+        plen, poff = tables["payload_length"], tables["payload_offset"]
+        bad = (poff > pay_lim) | (plen > pay_lim - np.minimum(poff, pay_lim))
+        mlen, moff = tables["metadata_length"].astype(np.uint64), tables["metadata_offset"]
+        bad |= (moff > meta_lim) | (mlen > meta_lim - np.minimum(moff, meta_lim))
+        if bool(bad.any()):
+            k = int(bad.argmax())
+            batch = int(np.searchsorted(np.cumsum(counts), k, side="right"))
+            at = facts[batch][0] + _REC * (k - int(counts[:batch].sum()))
+            raise FormatError(at, "record payload or metadata lies outside its batch")
+        base = np.repeat(np.array([f[2] for f in facts], np.int64), counts)
+        self._chunks.append((tables, base))
+        self._loaded.update(todo)
+
+    # -- streams ------------------------------------------------------------------------
+    def rows(self, stream_id: int) -> Array:
+        """Every record of a stream in file order (``ROWS_DTYPE``), read once and cached."""
+        known = self._rows.get(stream_id)
+        if known is not None:
+            return known
+        proj = self.reader.projections
+        lo, hi = np.searchsorted(proj["stream_id"], [stream_id, stream_id + 1])
+        ordinals = np.unique(proj["batch_ordinal"][lo:hi]).tolist()
+        self._load(ordinals)
+        # a stream's records live only in the batches its projections name, all loaded
+        parts = [(t[m], b[m]) for t, b in self._chunks if (m := t["stream_id"] == stream_id).any()]
+        if len(parts) == 1:
+            mine, base = parts[0]
+        elif parts:
+            mine = np.concatenate([p[0] for p in parts])
+            base = np.concatenate([p[1] for p in parts])
+            order = np.argsort(mine["global_sequence"], kind="stable")
+            mine, base = mine[order], base[order]
+        else:
+            mine, base = np.empty(0, RECORD_DTYPE), np.empty(0, np.int64)
+        rows = np.empty(len(mine), ROWS_DTYPE)
+        rows["kind"] = mine["kind"]
+        rows["generation"] = mine["generation"]
+        rows["time_ns"] = mine["sim_time_ns"]
+        rows["global_sequence"] = mine["global_sequence"]
+        rows["payload_at"] = mine["payload_offset"].astype(np.int64) + base
+        rows["payload_length"] = mine["payload_length"].astype(np.int64)
+        self._rows[stream_id] = rows
+        return rows
+
+    def gather(self, starts: Array, length: int) -> Array:
+        """``length`` bytes at each file offset in ``starts``: a ``(len(starts), length)`` array.
+
+        Rows that follow each other in the file are read as one block straight into the
+        result; scattered rows are read one covering span at a time and picked out of it
+        with one vectorised index.
+        """
+        count = len(starts)
+        out = np.empty((count, length), np.uint8)
+        if count == 0 or length == 0:
+            return out
+        if int(starts.min()) < 0 or int(starts.max()) + length > self.size:
+            raise FormatError(int(starts.max()), "truncated: payload outside the file")
+        flat = out.reshape(-1).data.cast("B")
+        breaks = np.flatnonzero(np.diff(starts) != length) + 1
+        if len(breaks) * 16 <= count:
+            cuts = [0, *breaks.tolist(), count]
+            for a, b, at in zip(cuts[:-1], cuts[1:], starts[cuts[:-1]].tolist()):
+                self.read_into(flat[a * length:b * length], at)
+            return out
+        # spans: runs of rows whose gaps are small enough to read through, each bounded
+        ends = starts + length
+        cut = np.flatnonzero((starts[1:] < ends[:-1]) | (starts[1:] - ends[:-1] > SPAN_SLACK)) + 1
+        cuts = [0, *cut.tolist(), count]
+        word = next(w for w in (8, 4, 2, 1) if length % w == 0)
+        for a, b in itertools.pairwise(cuts):
+            while a < b:
+                lo = int(starts[a])
+                c = a + max(1, int(np.searchsorted(ends[a:b], lo + MAX_SPAN, side="right")))
+                span = np.frombuffer(self.read(lo, int(ends[c - 1]) - lo), np.uint8)
+                rows = np.ndarray(
+                    (len(span) - length + 1, length // word), dtype=f"<u{word}", buffer=span,
+                    strides=(1, word),
+                )
+                out[a:c] = rows[starts[a:c] - lo].view(np.uint8).reshape(c - a, length)
+                a = c
+        return out
+
+    def close(self) -> None:
+        """Close the reader and the file."""
+        self.reader.close()
+        self._chunks.clear()
+        self._loaded.clear()
+        self._rows.clear()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
