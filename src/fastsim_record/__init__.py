@@ -5,7 +5,24 @@ and its managed plugin factory (``fastsim.plugins``).  A Run pays the recording 
 only when ``plugin://fastsim/record`` is selected.
 """
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.3.12"
 COMPONENT_ID = "plugin://fastsim/record"
 
 __all__ = ["COMPONENT_ID", "__version__"]
+
+# Reading recordings (``fr.open``, ``fr.Dataset``): loaded on first use, so discovering the
+# plugin's catalog never imports numpy or the reader.
+_READING = frozenset({"open", "Dataset", "Recording", "Episode", "Info", "NumericSeries", "Frame",
+                      "CalibrationSeries", "CalibrationEpoch", "Event", "ReadError"})
+if TYPE_CHECKING:
+    from fastsim_record.reading import *  # noqa: F403
+
+
+def __getattr__(name: str) -> Any:
+    if name in _READING:
+        from fastsim_record import reading
+
+        return getattr(reading, name)
+    raise AttributeError(f"module 'fastsim_record' has no attribute {name!r}")

@@ -7,6 +7,7 @@ calibration is read), and lazily OpenCV (frames) and pyarrow (``numeric_table``)
 See ``docs/reading.md``.
 """
 
+from fastsim_record.reading._dataset import Dataset
 from fastsim_record.reading._errors import (
     BadArgument,
     BadRecording,
@@ -26,6 +27,7 @@ from fastsim_record.reading._values import (
 
 __all__ = [
     "open",
+    "Dataset",
     "Recording",
     "Episode",
     "Info",

@@ -1,0 +1,268 @@
+"""``Dataset``: a map-style dataset over the ticks of many recordings and their episodes.
+
+A sample is one tick of the numeric stream that carries the selected channels, in one
+Runtime generation (an episode) of one file.  Windows are relative tick offsets, in the
+spirit of LeRobot's ``delta_timestamps``:
+
+    | # | rule                                                                            |
+    |---|---------------------------------------------------------------------------------|
+    | 1 | ``window=None``: each key holds one sample (no window axis, no pad mask)        |
+    | 2 | ``window=[-2, -1, 0]`` applies to every key; a mapping gives offsets per key    |
+    |   | (keys it leaves out get ``[0]``)                                                |
+    | 3 | an offset that falls outside the episode takes the episode's edge tick and sets |
+    |   | ``<key>_is_pad[j]`` (never a tick of another episode or file)                   |
+    | 4 | a camera key holds, for each tick, the latest frame at or before the tick's     |
+    |   | simulation time in the same episode; with none, a zero image and a pad flag   |
+
+``__getitem__`` returns a dict of numpy arrays: each channel and camera, the pad masks,
+and ``index``, ``file_index``, ``episode_index`` (position of the episode in the
+dataset), ``generation``, ``frame_index`` (tick within the episode) and ``time_ns``.
+The dataset pickles without open files; each process opens the files it reads, so it
+works as a ``torch.utils.data.Dataset`` (by duck typing) with DataLoader workers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fastsim_record.reading._errors import BadArgument, OutOfRange, unknown
+from fastsim_record.reading._recording import Recording
+from fastsim_record.reading._tables import DATA
+
+__all__ = ["Dataset"]
+
+Array = npt.NDArray[Any]
+Sample = dict[str, Any]
+PathArg = str | os.PathLike[str]
+
+
+def _paths(source: object) -> list[str]:
+    items: Sequence[object]
+    if isinstance(source, str | os.PathLike):
+        items = [source]
+    elif isinstance(source, Sequence) and not isinstance(source, bytes):
+        items = source
+    else:
+        raise BadArgument(
+            f"paths_or_index must be a path, a directory or a sequence of paths, got {type(source).__name__}"
+        )
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str | os.PathLike):
+            raise BadArgument(f"paths_or_index: {item!r} is not a path")
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.rglob("*.fsr"))
+            if not found:
+                raise BadArgument(f"paths_or_index: directory {p} holds no .fsr files")
+            out.extend(found)
+        elif p.is_file():
+            out.append(str(p))
+        else:
+            raise FileNotFoundError(f"paths_or_index: {p} is neither a recording file nor a directory")
+    if not out:
+        raise BadArgument("paths_or_index names no recordings")
+    return out
+
+
+def _offsets(name: str, value: object) -> Array:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
+        raise BadArgument(f"window[{name!r}] must be a non-empty sequence of integer offsets, got {value!r}")
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value):
+        raise BadArgument(f"window[{name!r}] must hold integer tick offsets, got {list(value)!r}")
+    return np.asarray(value, np.int64)
+
+
+class Dataset:
+    """Ticks of many recordings as samples (see the module table for windows and padding)."""
+
+    def __init__(
+        self,
+        paths_or_index: PathArg | Sequence[PathArg],
+        *,
+        channels: Sequence[str],
+        cameras: Sequence[str] = (),
+        window: Sequence[int] | Mapping[str, Sequence[int]] | None = None,
+        transform: Callable[[Sample], Any] | None = None,
+    ) -> None:
+        self.paths = _paths(paths_or_index)
+        if isinstance(channels, str) or not isinstance(channels, Sequence):
+            raise BadArgument(f"channels must be a sequence of channel names, got {channels!r}")
+        if isinstance(cameras, str) or not isinstance(cameras, Sequence):
+            raise BadArgument(f"cameras must be a sequence of camera aliases, got {cameras!r}")
+        if not channels:
+            raise BadArgument("channels must name at least one numeric channel (it sets the sample clock)")
+        if transform is not None and not callable(transform):
+            raise BadArgument(f"transform must be callable, got {type(transform).__name__}")
+        self.channels = tuple(channels)
+        self.cameras = tuple(cameras)
+        self.transform = transform
+        keys = (*self.channels, *self.cameras)
+        if len(set(keys)) != len(keys):
+            raise BadArgument(f"channels and cameras repeat a name: {list(keys)}")
+        self.windowed = window is not None
+        self.window: dict[str, Array] = {}
+        if window is None:
+            self.window = {k: np.zeros(1, np.int64) for k in keys}
+        elif isinstance(window, Mapping):
+            extra = sorted(set(window) - set(keys))
+            if extra:
+                raise unknown("window key", extra[0], keys)
+            self.window = {k: _offsets(k, window.get(k, [0])) for k in keys}
+        else:
+            offsets = _offsets("*", window)
+            self.window = {k: offsets for k in keys}
+        # the sample index: one row per episode (file, generation, first tick row, ticks)
+        episodes: list[tuple[int, int, int, int]] = []
+        for f, path in enumerate(self.paths):
+            with Recording(path) as rec:
+                state = rec._file()
+                streams = set()
+                for name in self.channels:
+                    if name not in state.channels:
+                        raise unknown(f"numeric channel (in {path})", name, state.channels)
+                    streams.add(state.channels[name][0].name)
+                if len(streams) > 1:
+                    raise BadArgument(f"channels come from several streams {sorted(streams)} in {path}")
+                for alias in self.cameras:
+                    if alias not in rec.cameras():
+                        raise unknown(f"camera (in {path})", alias, rec.cameras())
+                spec = state.channels[self.channels[0]][0]
+                rows = state.tables.rows(spec.stream_id)
+                gens = rows["generation"][rows["kind"] == DATA].astype(np.int64)
+                if len(gens):
+                    cut = np.flatnonzero(np.diff(gens)) + 1
+                    starts = np.concatenate(([0], cut))
+                    stops = np.concatenate((cut, [len(gens)]))
+                    episodes.extend(
+                        (f, int(gens[a]), int(a), int(b - a)) for a, b in zip(starts, stops)
+                    )
+        self.episodes = np.array(episodes, np.int64).reshape(-1, 4)
+        self._first = np.concatenate(([0], np.cumsum(self.episodes[:, 3])))
+        self._open: dict[int, _Cache] = {}
+
+    # -- map-style dataset --------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self._first[-1])
+
+    def __getitem__(self, index: int) -> Any:
+        if isinstance(index, bool) or not isinstance(index, int | np.integer):
+            raise BadArgument(f"index must be an integer, got {type(index).__name__}")
+        n = len(self)
+        i = int(index)
+        if not -n <= i < n:
+            raise OutOfRange(f"sample index {index} out of range: the dataset has {n} samples")
+        i %= n
+        e = int(np.searchsorted(self._first, i, side="right")) - 1
+        f, generation, first_row, length = (int(x) for x in self.episodes[e])
+        pos = i - int(self._first[e])
+        cache = self._cache(f)
+        ticks = cache.ticks[first_row:first_row + length]
+        sample: Sample = {}
+        for name in self.channels:
+            q, pad = self._positions(name, pos, length)
+            sample[name] = self._shape(cache.values(name, ticks["payload_at"][q]))
+            if self.windowed:
+                sample[f"{name}_is_pad"] = pad
+        for alias in self.cameras:
+            q, pad = self._positions(alias, pos, length)
+            frames = cache.frame_rows(alias, first_row, length)[q]
+            images = [cache.image(alias, int(k)) for k in frames]
+            pad = pad | (frames < 0)
+            sample[alias] = self._shape(np.stack(images))
+            if self.windowed:
+                sample[f"{alias}_is_pad"] = pad
+        sample["index"] = np.int64(i)
+        sample["file_index"] = np.int64(f)
+        sample["episode_index"] = np.int64(e)
+        sample["generation"] = np.int64(generation)
+        sample["frame_index"] = np.int64(pos)
+        sample["time_ns"] = np.int64(ticks["time_ns"][pos])
+        return self.transform(sample) if self.transform is not None else sample
+
+    def _positions(self, key: str, pos: int, length: int) -> tuple[Array, Array]:
+        q = pos + self.window[key]
+        pad = (q < 0) | (q >= length)
+        return np.clip(q, 0, length - 1), pad
+
+    def _shape(self, stacked: Array) -> Array:
+        return stacked if self.windowed else stacked[0]
+
+    def _cache(self, f: int) -> _Cache:
+        cache = self._open.get(f)
+        if cache is None or cache.pid != os.getpid():
+            cache = self._open[f] = _Cache(Recording(self.paths[f]), self.channels[0])
+        return cache
+
+    def close(self) -> None:
+        """Close the files this process opened (they reopen on the next sample)."""
+        for cache in self._open.values():
+            cache.recording.close()
+        self._open.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_open"] = {}
+        return state
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({len(self.paths)} files, {len(self.episodes)} episodes, {len(self)} samples, "
+            f"channels={list(self.channels)}, cameras={list(self.cameras)})"
+        )
+
+
+class _Cache:
+    """One file opened in one process, with the row tables a sample needs."""
+
+    def __init__(self, recording: Recording, clock_channel: str) -> None:
+        self.recording = recording
+        self.pid = os.getpid()
+        state = recording._file()
+        self.state = state
+        spec = state.channels[clock_channel][0]
+        rows = state.tables.rows(spec.stream_id)
+        self.ticks: Array = rows[rows["kind"] == DATA]
+        self._frames: dict[str, Array] = {}
+        self._frame_rows: dict[tuple[str, int], Array] = {}
+
+    def values(self, channel: str, starts: Array) -> Array:
+        _, _, ch = self.state.channels[channel]
+        raw = self.state.tables.gather(starts + ch.offset, ch.nbytes)
+        return raw.view(ch.dtype).reshape(len(starts), *ch.shape)
+
+    def _camera_rows(self, alias: str) -> Array:
+        rows = self._frames.get(alias)
+        if rows is None:
+            spec = self.state.cameras[alias]["rgb"]
+            every = self.state.tables.rows(spec.stream_id)
+            rows = self._frames[alias] = every[every["kind"] == DATA]
+        return rows
+
+    def frame_rows(self, alias: str, first_row: int, length: int) -> Array:
+        """For each tick of an episode, the camera row of its latest frame (or -1)."""
+        key = (alias, first_row)
+        known = self._frame_rows.get(key)
+        if known is not None:
+            return known
+        frames = self._camera_rows(alias)
+        ticks = self.ticks[first_row:first_row + length]
+        generation = int(ticks["generation"][0])
+        mine = np.flatnonzero(frames["generation"] == generation)
+        k = np.searchsorted(frames["time_ns"][mine], ticks["time_ns"], side="right") - 1
+        out = np.where(k >= 0, mine[np.maximum(k, 0)] if len(mine) else -1, -1).astype(np.int64)
+        self._frame_rows[key] = out
+        return out
+
+    def image(self, alias: str, row: int) -> Array:
+        spec = self.state.cameras[alias]["rgb"]
+        codec = self.recording._image_codec(spec)
+        if row < 0:
+            return np.zeros((codec.height, codec.width, 3), np.uint8)
+        return self.recording._decode(spec, self._camera_rows(alias)[row])
