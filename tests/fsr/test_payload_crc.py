@@ -169,3 +169,27 @@ def _sealed(batches: list[list[RecordIn]]) -> bytes:
         writer.write_batch(batch)
     writer.seal()
     return buf.getvalue()
+
+
+def test_large_payloads_written_unjoined_carry_the_same_checks() -> None:
+    """Frame-sized payloads (bytes, bytearray, a numpy memoryview) pass crc and strong and read back."""
+    import numpy as np
+
+    frames = [
+        bytes(range(256)) * 400,
+        bytearray(b"\x07" * 90_000),
+        memoryview(np.arange(20_000, dtype=np.float64)),
+    ]
+    buf = io.BytesIO()
+    writer = FsrWriter(buf, RUN, STREAMS, "strong")
+    writer.write_batch([RecordIn.data(7, g + 1, g + 1, 0, g, f) for g, f in enumerate(frames)])
+    writer.seal()
+    data = buf.getvalue()
+    validate(io.BytesIO(data), "crc")
+    validate(io.BytesIO(data), "strong", "sha256")
+    with FsrReader(io.BytesIO(data)) as reader:
+        assert [r.payload for r in reader.records()] == [bytes(memoryview(f).cast("B")) for f in frames]
+    flipped = bytearray(data)
+    flipped[_payload_bytes(data)[-1]] ^= 0x10
+    with pytest.raises(FormatError, match="CRC-32C mismatch"):
+        validate(io.BytesIO(bytes(flipped)), "crc")

@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 import attrs
 import numpy as np
+from crc32c import crc32c as _crc32c
 
 from fastsim_record.fsr._batch import Accumulator, analyse_table
 from fastsim_record.fsr._json import json_items
@@ -45,6 +46,7 @@ from fastsim_record.fsr._sections import encode_head, encode_tail, footer_identi
 from fastsim_record.fsr.errors import FormatError
 from fastsim_record.fsr.model import (
     INTEGRITY_PROFILES,
+    Payload,
     RecordIn,
     RunMetadata,
     SealResult,
@@ -61,6 +63,8 @@ _GET = operator.attrgetter(*_FIELDS)
 _PICK = np.dtype([(name, RECORD_DTYPE.fields[name][0]) for name in _FIELDS])  # type: ignore[index]
 _EMPTY = b""
 _BYTES = frozenset({bytes, bytearray})
+#: average payload size from which a batch's payloads are written without joining them
+_SPLIT_AVERAGE = 64 * 1024
 
 
 @attrs.define(eq=False, init=False)
@@ -164,11 +168,26 @@ class FsrWriter:
         except FormatError as exc:
             raise ValueError(f"invalid batch: {exc.reason}") from None
         body = b"".join((table.tobytes(), meta, bytes(pad8(len(meta)) - len(meta))))
-        buf = b"".join((body, *payloads, bytes(pad8(pay_len) - pay_len)))
-        start = len(body)
-        payload_area = memoryview(buf)[start:start + pay_len]
-        sha = hashlib.sha256(payload_area).digest() if self._strong else bytes(32)
-        payload_crc = crc(payload_area) if self._crc else 0
+        pad = bytes(pad8(pay_len) - pay_len)
+        if pay_len >= _SPLIT_AVERAGE * n:
+            # Large payloads (frames): written as they are, no joined copy; the CRC and
+            # digest run over each one in turn (chained), so the payload bytes are read
+            # once for checking and once for writing, never copied in between.
+            parts: tuple[Payload, ...] = (body, *payloads, pad)
+            payload_crc = 0
+            digest = hashlib.sha256() if self._strong else None
+            for part in payloads:
+                if self._crc:
+                    payload_crc = _crc32c(part, payload_crc)
+                if digest is not None:
+                    digest.update(part)
+            sha = digest.digest() if digest is not None else bytes(32)
+        else:
+            buf = b"".join((body, *payloads, pad))
+            parts = (buf,)
+            payload_area = memoryview(buf)[len(body):len(body) + pay_len]
+            sha = hashlib.sha256(payload_area).digest() if self._strong else bytes(32)
+            payload_crc = crc(payload_area) if self._crc else 0
         flags = self._flags
         header = BATCH_HEADER.pack(
             BATCH_MAGIC, flags, self._acc.batches, n, payload_crc, len(meta), pay_len, facts.first_global,
@@ -176,15 +195,15 @@ class FsrWriter:
             facts.sim_time_max, sha, crc(body), 0,
         )
         header = header[:116] + crc(header[:116]).to_bytes(4, "little")
-        self._write(header, buf)
-        length = len(header) + len(buf)
+        self._write(header, *parts)
+        length = len(header) + len(body) + pay_len + len(pad)
         self._acc.add(self._pos, length, flags, table, facts)
         self._pos += length
         if facts.kind_counts[:, 1].any():
             self._degraded = True
         return length
 
-    def _write(self, *parts: bytes) -> None:
+    def _write(self, *parts: Payload) -> None:
         try:
             for part in parts:
                 self._file.write(part)
