@@ -175,10 +175,10 @@ def test_large_payloads_written_unjoined_carry_the_same_checks() -> None:
     """Frame-sized payloads (bytes, bytearray, a numpy memoryview) pass crc and strong and read back."""
     import numpy as np
 
-    frames = [
+    frames: list[bytes | bytearray | memoryview] = [
         bytes(range(256)) * 400,
         bytearray(b"\x07" * 90_000),
-        memoryview(np.arange(20_000, dtype=np.float64)),
+        np.arange(20_000, dtype=np.float64).data,
     ]
     buf = io.BytesIO()
     writer = FsrWriter(buf, RUN, STREAMS, "strong")
