@@ -72,6 +72,37 @@ def positive_int(_: object, __: attrs.Attribute[Any], value: int) -> None:
         raise ValueError(f"must be a positive integer (got {describe(value)})")
 
 
+#: Upper bounds the machine can honour (a lane holds at most this much in memory; a
+#: batch is encoded and written in one piece).
+LANE_MAX_ITEMS = 1 << 20
+LANE_MAX_BYTES = 16 << 30
+BATCH_MAX_ITEMS = 1 << 16
+BATCH_MAX_BYTES = 1 << 30
+BATCH_SPAN_MIN_S = 0.001
+BATCH_SPAN_MAX_S = 3600.0
+FINALIZE_MAX_TIMEOUT_S = 3600.0
+
+
+def bounded_int(high: int) -> Any:
+    """Validator: a positive integer of at most ``high``."""
+    def check(_: object, attribute: attrs.Attribute[Any], value: int) -> None:
+        positive_int(_, attribute, value)
+        if value > high:
+            raise ValueError(f"must be at most {high} (got {describe(value)})")
+    return check
+
+
+def bounded_number(high: float, *, low: float | None = None) -> Any:
+    """Validator: a positive finite number of at most ``high`` (and at least ``low``)."""
+    def check(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+        positive_number(_, attribute, value)
+        if low is not None and value < low:
+            raise ValueError(f"must be at least {low:g} (got {describe(value)})")
+        if value > high:
+            raise ValueError(f"must be at most {high:g} (got {describe(value)})")
+    return check
+
+
 def exactly_one(_: object, __: attrs.Attribute[Any], value: int) -> None:
     """Validator: ``every_n_samples`` is fixed to 1 (cadence belongs to Core's runtime)."""
     if value != 1:
@@ -183,8 +214,8 @@ class OutputConfig:
 class QueueConfig:
     """One bounded lane."""
 
-    max_items: int = attrs.field(validator=positive_int)
-    max_bytes: int = attrs.field(validator=positive_int)
+    max_items: int = attrs.field(validator=bounded_int(LANE_MAX_ITEMS))
+    max_bytes: int = attrs.field(validator=bounded_int(LANE_MAX_BYTES))
     overload: str = attrs.field(default="fail_run", validator=one_of(OVERLOAD_POLICIES))
 
 
@@ -201,16 +232,20 @@ class QueuesConfig:
 class BatchingConfig:
     """Batch flush limits: whichever is reached first."""
 
-    max_items: int = attrs.field(default=256, validator=positive_int)
-    max_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=positive_int)
-    max_sim_duration_s: float = attrs.field(default=1.0, validator=positive_number)
+    max_items: int = attrs.field(default=256, validator=bounded_int(BATCH_MAX_ITEMS))
+    max_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=bounded_int(BATCH_MAX_BYTES))
+    max_sim_duration_s: float = attrs.field(
+        default=1.0, validator=bounded_number(BATCH_SPAN_MAX_S, low=BATCH_SPAN_MIN_S)
+    )
 
 
 @attrs.frozen
 class FinalizeConfig:
     """Finalizer settings (0.3.8+: preserve_incomplete true, postprocessors empty)."""
 
-    requested_timeout_s: float = attrs.field(default=60.0, validator=positive_number)
+    requested_timeout_s: float = attrs.field(
+        default=60.0, validator=bounded_number(FINALIZE_MAX_TIMEOUT_S)
+    )
     preserve_incomplete: bool = True
     postprocessors: Mapping[str, Any] = attrs.field(factory=dict)
 

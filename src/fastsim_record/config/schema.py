@@ -17,9 +17,16 @@ from typing import Any
 import attrs
 
 from fastsim_record.config.model import (
+    BATCH_MAX_BYTES,
+    BATCH_MAX_ITEMS,
+    BATCH_SPAN_MAX_S,
+    BATCH_SPAN_MIN_S,
     CAMERA_ENCODINGS,
     DEFAULT_JPEG_QUALITY,
+    FINALIZE_MAX_TIMEOUT_S,
     INTEGRITY_MODES,
+    LANE_MAX_BYTES,
+    LANE_MAX_ITEMS,
     OBSERVATION_MODES,
     OVERLOAD_POLICIES,
     BatchingConfig,
@@ -111,8 +118,8 @@ def config_json_schema(version: str = LATEST) -> dict[str, Any]:
     queues = QueuesConfig()
     lanes = {
         lane.name: _object({
-            "max_items": {**_POS_INT, "default": getattr(queues, lane.name).max_items},
-            "max_bytes": {**_POS_INT, "default": getattr(queues, lane.name).max_bytes},
+            "max_items": {**_POS_INT, "maximum": LANE_MAX_ITEMS, "default": getattr(queues, lane.name).max_items},
+            "max_bytes": {**_POS_INT, "maximum": LANE_MAX_BYTES, "default": getattr(queues, lane.name).max_bytes},
             "overload": {
                 "enum": ["fail_run"] if lane.name == "critical" else list(OVERLOAD_POLICIES),
                 "default": "fail_run",
@@ -136,19 +143,25 @@ def config_json_schema(version: str = LATEST) -> dict[str, Any]:
             "output": _object({
                 "name": {
                     "type": "string",
-                    "pattern": "^(?!\\.{1,2}$)[^/\\\\\\x00\\s](?:[^/\\\\\\x00]*[^/\\\\\\x00\\s])?$",
+                    "pattern": "^(?!\\.{1,2}$)[^/\\\\\\x00-\\x1f\\x7f\\s](?:[^/\\\\\\x00-\\x1f\\x7f]*[^/\\\\\\x00-\\x1f\\x7f\\s])?$",
+                    "maxLength": 244,
                     "default": "episode.fsr",
                 },
             }),
             "streams": _object(streams),
             "queues": _object(lanes),
             "batching": _object({
-                "max_items": {**_POS_INT, "default": batching.max_items},
-                "max_bytes": {**_POS_INT, "default": batching.max_bytes},
-                "max_sim_duration_s": {**_POS_NUM, "default": batching.max_sim_duration_s},
+                "max_items": {**_POS_INT, "maximum": BATCH_MAX_ITEMS, "default": batching.max_items},
+                "max_bytes": {**_POS_INT, "maximum": BATCH_MAX_BYTES, "default": batching.max_bytes},
+                "max_sim_duration_s": {
+                    "type": "number", "minimum": BATCH_SPAN_MIN_S, "maximum": BATCH_SPAN_MAX_S,
+                    "default": batching.max_sim_duration_s,
+                },
             }),
             "finalize": _object({
-                "requested_timeout_s": {**_POS_NUM, "default": finalize.requested_timeout_s},
+                "requested_timeout_s": {
+                    **_POS_NUM, "maximum": FINALIZE_MAX_TIMEOUT_S, "default": finalize.requested_timeout_s,
+                },
                 "preserve_incomplete": preserve,
                 "postprocessors": postprocessors,
             }),
