@@ -113,7 +113,7 @@ class Dataset:
         elif isinstance(window, Mapping):
             extra = sorted(set(window) - set(keys))
             if extra:
-                raise unknown("window key", extra[0], keys)
+                raise unknown("window key", extra[0], keys, "the dataset's channels and cameras are")
             self.window = {k: _offsets(k, window.get(k, [0])) for k in keys}
         else:
             offsets = _offsets("*", window)

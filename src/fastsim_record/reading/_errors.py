@@ -30,8 +30,10 @@ class BadRecording(ReadError):
     """A stream description the reader cannot decode (names the file, stream and field)."""
 
 
-def unknown(what: str, name: object, existing: Iterable[str]) -> UnknownName:
+def unknown(
+    what: str, name: object, existing: Iterable[str], holder: str = "the recording has"
+) -> UnknownName:
     """``unknown camera 'x'; the recording has: a, b``."""
     names = sorted(existing)
     listed = ", ".join(names) if names else "(none)"
-    return UnknownName(f"unknown {what} {name!r}; the recording has: {listed}")
+    return UnknownName(f"unknown {what} {name!r}; {holder}: {listed}")
