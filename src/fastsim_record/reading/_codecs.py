@@ -12,8 +12,9 @@ order, each channel's ``name``, ``dtype`` (a little-endian numpy type string), `
 
 Images (``camera.rgb`` streams; the codec is the recorder's image descriptor): JPEG and
 PNG payloads have their SOF/IHDR size checked against the descriptor before any pixel
-is decoded (``fastsim_record.adapters.image_header``), then OpenCV decodes them to BGR,
-which is turned into RGB in place.  ``raw_rgb`` payloads are ``height*width*3`` bytes.
+is decoded (``fastsim_record.adapters.image_header``).  JPEG is decoded straight to RGB
+by simplejpeg (libjpeg-turbo, the library the recorder encodes with); PNG by OpenCV to
+BGR, turned into RGB in place.  ``raw_rgb`` payloads are ``height*width*3`` bytes.
 """
 
 from __future__ import annotations
@@ -134,7 +135,17 @@ def decode_image(payload: Array, codec: ImageCodec, at: int) -> Array:
             at, f"frame payload: {codec.codec} header declares {size[0]}x{size[1]}, "
             f"the stream descriptor {codec.width}x{codec.height}",
         )
-    import cv2  # OpenCV loads only when a frame is decoded
+    if codec.codec == "jpeg":
+        import simplejpeg  # libjpeg-turbo straight to RGB: no BGR frame, no conversion
+
+        try:
+            rgb = simplejpeg.decode_jpeg(payload, colorspace="RGB")
+        except ValueError as exc:
+            raise FormatError(at, f"frame payload: jpeg payload of {payload.nbytes} bytes does not decode ({exc})") from None
+        if rgb.shape != (codec.height, codec.width, 3):
+            raise FormatError(at, f"frame payload: jpeg payload decodes to {rgb.shape}")
+        return np.asarray(rgb, dtype=np.uint8)
+    import cv2  # OpenCV loads only when a PNG frame is decoded
 
     try:
         bgr = cv2.imdecode(payload, cv2.IMREAD_COLOR)
