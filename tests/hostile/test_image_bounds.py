@@ -139,3 +139,15 @@ def test_a_descriptor_above_the_pixel_bound_is_refused_by_frames(tmp_path: Path)
     assert code == 1
     assert "pixel frame bound" in err
     assert len(err.splitlines()) == 1
+
+
+def test_libjpeg_warnings_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A JPEG with damaged entropy data prints no native 'Corrupt JPEG data' lines from fsr frames."""
+    good = _jpeg()
+    damaged = good[: len(good) // 2] + good[-2:]
+    path = tmp_path / "damaged.fsr"
+    write_camera_file(path, ImageDescriptor.jpeg(W, H), [damaged, good])
+    code, err, _ = run_fsr("frames", str(path), "--camera", "cam", "-o", str(tmp_path / "out"))
+    assert code in (0, 1)
+    assert "Corrupt JPEG" not in err
+    assert len(err.splitlines()) <= 1

@@ -24,7 +24,10 @@ Never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 print(f"fsr frames: cannot create {out}: {exc.strerror or exc}", file=sys.stderr)
                 return 2
-            written = _write_frames(reader, stream_name, descriptor, args.camera, out, args.every)
+            with _quiet_native_stderr():
+                written = _write_frames(reader, stream_name, descriptor, args.camera, out, args.every)
     except (FormatError, PayloadError) as exc:
         print(f"invalid: {exc}", file=sys.stderr)
         return 1
@@ -91,6 +95,26 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"wrote {written} frames to {out}")
     return 0
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Iterator[None]:
+    """Silence what libjpeg/libpng print straight to file descriptor 2 (``Corrupt JPEG
+    data: ...``): a damaged frame is reported as one line by this command, or not at all."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 at all: nothing to silence
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _decode_bgr(payload: bytes, descriptor: ImageDescriptor) -> np.ndarray[Any, Any]:
