@@ -35,7 +35,7 @@ from fastsim_contract.errors import CoreError, LeaseError
 from fastsim_contract.protocols import OutputService, ReadbackLease, WriteLease
 from fastsim_record.errors import ContractError, OutputError
 from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.model import RecordIn, RecordKind, RunMetadata, StreamSpec
+from fastsim_record.fsr.model import RecordKind, RecordRow, RunMetadata, StreamSpec
 from fastsim_record.fsr.validate import ValidationReceipt, validate
 from fastsim_record.fsr.writer import FsrWriter
 from fastsim_record.ports.sinks import OutRecord, StreamDecl
@@ -213,10 +213,10 @@ class FsrSink:
     def write_batch(self, records: Sequence[OutRecord]) -> int:
         """Append one batch."""
         ids = self._ids
-        batch = [
-            RecordIn(
+        batch = [  # tuples, not RecordIn: one per record on the writer worker
+            RecordRow(
                 ids[r.stream], _KINDS[r.kind], r.global_sequence, r.stream_sequence,
-                r.generation, r.sim_time_ns, r.payload, dict(r.metadata) if r.metadata else {},
+                r.generation, r.sim_time_ns, r.payload, r.metadata,
                 r.global_last or r.global_sequence, r.stream_last or r.stream_sequence,
             )
             for r in records

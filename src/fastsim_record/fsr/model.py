@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -24,6 +24,7 @@ __all__ = [
     "Record",
     "RecordIn",
     "RecordKind",
+    "RecordRow",
     "RunMetadata",
     "SealResult",
     "StreamSpec",
@@ -79,6 +80,23 @@ class RunMetadata:
     mode: str = "record"
     source_sha256: str | None = None
     attributes: dict[str, Any] = attrs.field(factory=dict, converter=_as_dict, hash=False)
+
+
+class RecordRow(NamedTuple):
+    """``RecordIn`` as a plain tuple, every field given: what a producer that writes one
+    record per tick builds (the writer worker), at a tenth of ``RecordIn``'s cost.
+    ``FsrWriter.write_batch`` accepts either; it reads the same attribute names."""
+
+    stream_id: int
+    kind: RecordKind
+    global_sequence: int
+    stream_sequence: int
+    generation: int
+    sim_time_ns: int
+    payload: Payload
+    metadata: Mapping[str, Any]
+    global_last: int
+    stream_last: int
 
 
 def _default_global_last(self: RecordIn) -> int:

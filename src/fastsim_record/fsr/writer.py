@@ -48,6 +48,7 @@ from fastsim_record.fsr.model import (
     INTEGRITY_PROFILES,
     Payload,
     RecordIn,
+    RecordRow,
     RunMetadata,
     SealResult,
     StreamSpec,
@@ -126,7 +127,7 @@ class FsrWriter:
         if self._state not in states:
             raise ValueError(f"FSR writer is {self._state}")
 
-    def write_batch(self, records: Sequence[RecordIn]) -> int:
+    def write_batch(self, records: Sequence[RecordIn | RecordRow]) -> int:
         """Write ``records`` (in global order) as one batch; returns the bytes written."""
         self._require("open")
         n = len(records)
