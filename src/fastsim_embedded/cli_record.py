@@ -237,6 +237,29 @@ class RecordCommand:
             return run_session(prepared, Path(args.output_dir), progress=progress, **options)
 
 
+    def resolve(self, run: str, backend: str | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+        """``fsr check`` / ``fsr channels``: compile the Run, check its scene and build its
+        backend without stepping it; ``(issue lines, declared channels)``."""
+        try:
+            prepared = prepare_run(run, backend=backend)
+        except RunConfigError as exc:
+            return [str(issue) for issue in exc.issues], []
+        except Exception as exc:  # a broken backend install: one line
+            return [f"{run}: {type(exc).__name__}: {exc}".splitlines()[0]], []
+        try:
+            channels = [
+                {
+                    "name": c.name, "kind": c.kind, "dtype": c.dtype, "shape": list(c.shape),
+                    "units": list(c.units), "entity": c.entity,
+                    "element_names": list(c.attributes.get("element_names") or []),  # type: ignore[call-overload]
+                }
+                for c in prepared.channels
+            ]
+        finally:
+            prepared.backend.close()
+        return [], channels
+
+
 COMMAND = RecordCommand()
 
 

@@ -22,6 +22,7 @@ recording cost only when Record is selected).  Every problem is a ``RunConfigErr
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -37,9 +38,11 @@ from fastsim_contract.run_compiler import (
     load_and_compile,
 )
 from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.run_structure import unknown_key_message
 from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescriptor, SourceKind
 from fastsim_embedded.backends import UnknownBackend, create_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec
+from fastsim_embedded.backends.scene_schema import scene_issues
 from fastsim_embedded.render_capture import RenderCapture
 
 __all__ = ["PreparedRun", "capture_plan", "prepare_run"]
@@ -143,19 +146,35 @@ def with_render_services(plan: CapturePlan, owner: CompiledComponent, backend: B
     return attrs.evolve(plan, sources=plan.sources | {SourceKind.FLUID_EMISSION.value})
 
 
+def _suggest(name: str, candidates: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else " (fsr channels RUN.yaml lists them)"
+
+
 def _check_channels(alias: str, plan: CapturePlan, channels: Sequence[ChannelDescriptor]) -> list[RunIssue]:
+    """Selected channels exist and have the kind their use needs, with a did-you-mean."""
     declared = {c.name: c for c in channels}
-    issues = [
-        RunIssue(f"plugins.{alias}.config.streams.observations", f"channel {name!r} is not a numeric channel of the scene")
-        for name in plan.observation_channels
-        if name not in declared or declared[name].kind != "numeric"
-    ]
+    numeric = [c.name for c in channels if c.kind == "numeric"]
+    issues = []
+    for name in plan.observation_channels:
+        if name in declared and declared[name].kind != "numeric":
+            message = f"channel {name!r} has kind {declared[name].kind!r}, not 'numeric'"
+        elif name not in declared:
+            message = f"channel {name!r} is not a numeric channel of the scene{_suggest(name, numeric)}"
+        else:
+            continue
+        issues.append(RunIssue(f"plugins.{alias}.config.streams.observations", message))
     for camera in plan.cameras:
         for role, name in camera.channels().items():
+            where = f"plugins.{alias}.config.streams.cameras.{camera.alias}.{role}"
+            same_kind = [c.name for c in channels if c.kind == role]
             if name not in declared:
-                issues.append(
-                    RunIssue(f"plugins.{alias}.config.streams.cameras.{camera.alias}.{role}", f"channel {name!r} is not declared by the scene")
-                )
+                issues.append(RunIssue(where, f"channel {name!r} is not declared by the scene{_suggest(name, same_kind)}"))
+            elif declared[name].kind != role:
+                issues.append(RunIssue(
+                    where, f"channel {name!r} has kind {declared[name].kind!r}; {role} needs a channel of kind "
+                    f"{role!r}{_suggest(name, same_kind)}",
+                ))
     return issues
 
 
@@ -305,6 +324,12 @@ def prepare_run(
     duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
     check_duration(duration)
     scene = _get(document.scenario, "scene")
+    scene_problems = [
+        RunIssue(f"scenario.{key}", unknown_key_message(str(key), ("scene",)))
+        for key in document.scenario if key != "scene"
+    ] + scene_issues(document.backend, scene)
+    if scene_problems:
+        raise RunConfigError(scene_problems)
     spec = BackendSpec(
         scene=scene if isinstance(scene, Mapping) else {},
         options=dict(backend_options or {}),

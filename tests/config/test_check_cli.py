@@ -127,7 +127,7 @@ def test_check_without_record_plugin(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_check_prints_every_record_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Two Record entries (e.g. a render pass) print as two YAML documents, lock honoured."""
+    """Two Record entries print as two YAML documents, lock honoured; the embedded host, which takes one capture owner, still refuses the Run (exit 2)."""
     run = tmp_path / "run.yaml"
     run.write_text(
         "schema: fastsim/2\nname: r\nbackend: synthetic\nplugins:\n"
@@ -135,8 +135,9 @@ def test_check_prints_every_record_entry(tmp_path: Path, capsys: pytest.CaptureF
         "  render: {use: plugin://fastsim/record, config: {output: {name: b.fsr}}}\n"
         "lock: {components: {plugin://fastsim/record: 0.3.8}}\n"
     )
-    code, out, _ = _check(run, capsys)
-    assert code == 0
+    code, out, err = _check(run, capsys)
+    assert code == 2
+    assert err == "plugins.render: only one sole ordered capture owner per Run (also 'source')\n"
     docs = list(yaml.safe_load_all(out))
     assert [d["output"]["name"] for d in docs] == ["a.fsr", "b.fsr"]
     assert "# plugins.render.config (plugin://fastsim/record 0.3.8)" in out

@@ -158,7 +158,7 @@ def test_replay_refuses_a_state_that_does_not_fit_the_scene(
     """A synthetic 7-joint source cannot pose the 13-joint scene: exit 2, one line."""
     source_run = tmp_path / "synthetic.yaml"
     source_run.write_text(
-        "schema: fastsim/2\nname: s\nbackend: synthetic\nscenario: {scene: {robots: {robot: {use: r}}}}\n"
+        "schema: fastsim/2\nname: s\nbackend: synthetic\nscenario: {scene: {robots: {robot: {use: robot://example/robot}}}}\n"
         "plugins:\n  record:\n    use: plugin://fastsim/record\n    config:\n"
         "      output: {name: s.fsr}\n      streams: {render_state: {enabled: true, rate_hz: 15}}\n",
         encoding="utf-8",

@@ -6,6 +6,7 @@ choosing ``synthetic`` never imports a simulator SDK.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 from fastsim_embedded.backends.base import Backend, BackendFactory, BackendSpec
@@ -39,7 +40,9 @@ def create_backend(name: str, spec: BackendSpec) -> Backend:
         entry = _REGISTRY[name]
     except KeyError:
         known = ", ".join(backend_names())
-        raise UnknownBackend(f"backend: unknown backend {name!r} (known: {known})") from None
+        close = difflib.get_close_matches(name, backend_names(), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UnknownBackend(f"backend: unknown backend {name!r} (known: {known}){hint}") from None
     if isinstance(entry, str):
         module_name, _, attribute = entry.partition(":")
         factory: BackendFactory = getattr(importlib.import_module(module_name), attribute)

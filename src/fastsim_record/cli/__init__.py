@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("fastsim_record.cli.recover", "recover an unsealed .incomplete file"),
     "synth": ("fastsim_record.cli.synth", "write a synthetic FSR file"),
     "check": ("fastsim_record.cli.check", "compile a Run and print the effective Record config"),
+    "channels": ("fastsim_record.cli.channels", "list the channels a Run's scene declares"),
     "record": ("fastsim_record.cli.record", "record a Run on the embedded host"),
     "frames": ("fastsim_record.cli.frames", "write a camera's decoded frames as PNG files"),
     "replay": ("fastsim_record.cli.replay", "render a recorded render.state into a new FSR"),

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["HOSTS_GROUP", "HostCommand"]
+__all__ = ["HOSTS_GROUP", "HostCommand", "load_host"]
 
 HOSTS_GROUP = "fastsim.hosts"
 
@@ -46,6 +46,10 @@ class HostCommand:
         except Exception as exc:  # a broken host install is one line, not a traceback
             return None, f"{ep.value}: {type(exc).__name__}: {exc}".splitlines()[0]
 
+    def host(self) -> tuple[Any | None, str]:
+        """The loaded host object, or ``None`` and why not."""
+        return self._load()
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The host's arguments, or the placeholder positionals when no host loads."""
         host, _ = self._load()
@@ -63,3 +67,11 @@ class HostCommand:
             return 2
         code: int = host.run(args)
         return code
+
+
+def load_host(entry: str = "embedded") -> tuple[Any | None, str]:
+    """The ``fastsim.hosts`` entry ``entry`` (else any host), or ``None`` and why not."""
+    return HostCommand(
+        command="", entry=entry, missing=f"no FastSim host is installed (entry point group {HOSTS_GROUP})",
+        placeholders=(), any_host=True,
+    ).host()

@@ -7,6 +7,14 @@
     |   | nesting too deep                         |                        |                    |      |
     | 3 | any Run or component issue (together)    | -                      | every issue, 1/line| 2    |
     | 4 | valid Run without a Record plugin entry  | -                      | one line           | 2    |
+    | 5 | the host (``fastsim.hosts``) cannot      | effective config YAML  | every issue, 1/line| 2    |
+    |   | resolve the backend, the scene or a      |                        | (did-you-mean)     |      |
+    |   | selected channel                         |                        |                    |      |
+
+Row 5: when a host is installed, it resolves the backend and its declared channels
+without stepping the simulation (``resolve``), so a misspelled backend, scene key or
+channel fails here and not only at record time.  Without a host the plugin's own
+checks are all there is.
 
 Each Record entry is printed as one YAML document headed by a comment naming its
 path and the catalog version it compiled against, in that version's schema (so it can
@@ -23,6 +31,7 @@ import yaml
 from fastsim_contract.run_compiler import ComponentCatalog, discover_catalogs, load_and_compile
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_record import COMPONENT_ID
+from fastsim_record.cli._host import load_host
 from fastsim_record.config.catalog import CATALOG
 
 __all__ = ["add_arguments", "run"]
@@ -63,4 +72,13 @@ def run(args: argparse.Namespace) -> int:
         body = yaml.safe_dump(component.effective_config(), sort_keys=False, default_flow_style=False)
         documents.append(header + body)
     sys.stdout.write("---\n".join(documents))
+    sys.stdout.flush()
+    host, _ = load_host()
+    resolve = getattr(host, "resolve", None)
+    if callable(resolve):
+        issues, _channels = resolve(args.run_file)
+        for line in issues:
+            print(line, file=sys.stderr)
+        if issues:
+            return 2
     return 0
