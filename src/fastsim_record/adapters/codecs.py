@@ -45,7 +45,7 @@ import cv2
 import numpy as np
 import simplejpeg
 
-from fastsim_record.adapters.image_header import check_pixels, image_size
+from fastsim_record.adapters.image_header import check_pixels, jpeg_size, png_size
 from fastsim_record.errors import ConfigError, ConfigIssue
 from fastsim_record.ports.encoders import (
     CODEC_JPEG,
@@ -255,8 +255,8 @@ def decode_frame_bgr(payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
         raise PayloadError(f"image descriptor payload_codec: unknown {descriptor.payload_codec!r}")
     check_pixels(descriptor.width, descriptor.height, "descriptor frame")
     view = memoryview(payload).cast("B")
-    width, height = image_size(view, descriptor.payload_codec)
-    if (width, height) != (descriptor.width, descriptor.height):
+    width, height = jpeg_size(view) if descriptor.payload_codec == CODEC_JPEG else png_size(view)
+    if (width, height) != (descriptor.width, descriptor.height):  # the descriptor is within the bound
         raise PayloadError(
             f"{descriptor.payload_codec} header declares {width}x{height}, "
             f"the stream descriptor {descriptor.width}x{descriptor.height}",
