@@ -17,8 +17,9 @@ is raised anywhere, so no traceback from ``threading._shutdown`` or atexit handl
     | 3 | 3rd signal                          | abandon: one line per file left on disk (the    |
     |   |                                     | ``.incomplete`` to ``fsr recover``), exit       |
     |   |                                     | 128 + the signal number                         |
-    | 4 | the stop deadline passes (the cut + | the same report, exit ``DEADLINE_EXIT`` (or the |
-    |   | the finalizer's timeout + grace)    | Run's own exit code once it was decided)        |
+    | 4 | the deadline passes (the cut + the  | the same report, exit ``DEADLINE_EXIT`` (or the |
+    |   | finalizer's timeout + grace), e.g.  | Run's own exit code once it was decided)        |
+    |   | teardown stuck in the kernel        |                                                 |
 
 A signal before the host exists is remembered and requested as soon as it does.
 """
@@ -130,7 +131,7 @@ class StopSignals:
                 return
             if not ready:
                 if self.deadline is not None and self.clock() >= self.deadline:
-                    self._abandon("the stop did not finish within the finalizer's deadline",
+                    self._abandon("the Run did not end within the finalizer's deadline plus the grace",
                                   self.exit_code if self.exit_code is not None else DEADLINE_EXIT)
                 continue
             try:

@@ -182,3 +182,19 @@ def test_a_third_signal_abandons_and_names_the_incomplete_file(tmp_path: Path) -
     assert lines[2] == (f"fsr record: abandoned on SIGTERM; left on disk: {staging} "
                         f"(a partial recording: fsr recover {staging} -o NEW.fsr)")
     assert sorted(p.name for p in out.iterdir()) == ["episode.fsr.incomplete"]
+
+
+@pytest.mark.slow
+def test_a_teardown_stuck_after_the_commit_cannot_keep_the_process_alive(tmp_path: Path) -> None:
+    """The main thread stuck after the commit: the watchdog ends the process after the deadline plus grace, naming the committed file."""
+    out = tmp_path / "out"
+    run = _run_file(tmp_path, duration=0.5, timeout_s=1.0)
+    proc = _start([sys.executable, str(HERE / "stalled_record.py"), "close", str(run), "--output-dir", str(out),
+                   "--no-progress"])
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, (stdout, stderr)
+    assert stderr.strip() == (
+        "fsr record: the Run did not end within the finalizer's deadline plus the grace; "
+        f"committed {out / 'episode.fsr'}"
+    )
+    assert _completion(out / "episode.fsr")[0] == "normal"
