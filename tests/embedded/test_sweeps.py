@@ -168,3 +168,29 @@ def test_sigterm_stops_a_sweep_commits_the_running_episode_and_starts_no_other(t
     with FsrReader(out / "episode-00000.fsr") as reader:
         assert reader.footer["terminal_fence"]["completion"] == "stopped"
     assert sorted(p.name for p in out.iterdir()) == ["episode-00000.fsr"]
+
+
+@pytest.mark.slow
+@pytest.mark.mujoco
+def test_the_droid_example_sweep_gives_eight_different_valid_episodes_and_refuses_a_rerun(tmp_path: Path) -> None:
+    """`fsr record examples/droid-like/run.yaml --episodes 8 --jobs 2`: 8 valid, different episodes; again: exit 2."""
+    run = Path(__file__).resolve().parents[2] / "examples" / "droid-like" / "run.yaml"
+    out = tmp_path / "out"
+    done = _sweep(run, out, "--episodes", "8", "--jobs", "2", "--duration", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = [f"episode-{k:05d}.fsr" for k in range(8)]
+    assert sorted(p.name for p in out.iterdir()) == names
+    joints, frames = set(), set()
+    for k, name in enumerate(names):
+        valid = subprocess.run([FSR, "validate", str(out / name)], capture_output=True, text=True, env=ENV,
+                               check=False)
+        assert valid.returncode == 0, valid.stdout + valid.stderr
+        with FsrReader(out / name) as reader:
+            assert reader.run.attributes["run"]["seed"] == k
+            joints.add(b"".join(r.payload for r in reader.records("observations")))
+            frames.add(next(iter(reader.records("cameras.exterior_left.rgb"))).payload)
+    assert len(joints) == 8
+    assert len(frames) == 8
+    again = _sweep(run, out, "--episodes", "8", "--jobs", "2", "--duration", "1")
+    assert again.returncode == 2
+    assert again.stderr.count("already exists; refusing to overwrite it") == 8
