@@ -150,14 +150,17 @@ class _View:
             raw = tables.gather(starts + ch.offset, ch.nbytes)
         else:
             raw = np.ascontiguousarray(tables.gather(starts, record_bytes)[:, ch.offset:ch.offset + ch.nbytes])
-        return self._series(ch, rows, raw)
+        return self._series(ch, self._clock(rows), raw)
 
     @staticmethod
-    def _series(ch: Channel, rows: Array, raw: Array) -> NumericSeries:
+    def _clock(rows: Array) -> tuple[Array, Array]:
+        return rows["time_ns"].astype(np.int64), rows["generation"].astype(np.int64)
+
+    @staticmethod
+    def _series(ch: Channel, clock: tuple[Array, Array], raw: Array) -> NumericSeries:
         values = raw.view(ch.dtype.newbyteorder("=") if ch.dtype.byteorder == "<" and np.little_endian else ch.dtype)
         return NumericSeries(
-            ch.name, rows["time_ns"].astype(np.int64), rows["generation"].astype(np.int64),
-            values.reshape(len(rows), *ch.shape), ch.element_names, ch.units,
+            ch.name, clock[0], clock[1], values.reshape(len(clock[0]), *ch.shape), ch.element_names, ch.units,
         )
 
     def numeric_all(self, channels: Sequence[str] | None = None) -> dict[str, NumericSeries]:
@@ -175,9 +178,10 @@ class _View:
             spec, record_bytes, _ = f.channels[names[0]]
             rows = self._tick_rows(spec, record_bytes)
             raw = f.tables.gather(rows["payload_at"], record_bytes)
+            clock = self._clock(rows)  # shared by the stream's channels
             for name in names:
                 ch = f.channels[name][2]
-                out[name] = self._series(ch, rows, raw[:, ch.offset:ch.offset + ch.nbytes])
+                out[name] = self._series(ch, clock, raw[:, ch.offset:ch.offset + ch.nbytes])
             del stream
         return {name: out[name] for name in wanted}
 

@@ -1,0 +1,396 @@
+"""Read speed of ``fastsim_record.reading`` against the formats users know, in one run.
+
+Every figure is a ratio against a baseline measured in the same process, on the same
+data, interleaved round by round; the verdict uses medians.
+
+1. **Numeric read.**  ``fsr record`` records the synthetic backend at 120 Hz with 90
+   numeric channels (``numeric_channels: 90, dof: 1``: per robot a 1-element joint
+   position and velocity and a 7-element base pose, 270 float64 per tick) for
+   ``--hours`` of simulated time.  The same tick payloads are written to MCAP (one
+   message per tick, no compression, the ``mcap`` writer's default 1 MiB chunks).
+   FSR: ``Recording.numeric_all()`` (every channel into ``NumericSeries``); MCAP: the
+   ``mcap`` Python reader's ``iter_messages(log_time_order=True)``, keeping each
+   message's bytes.  Target: >= 10x MCAP's ticks/s and >= 2 M ticks/s.
+2. **Random frame access.**  ``fsr record`` records the DROID-like MuJoCo example at
+   640x480 (three JPEG q92 cameras, 15 Hz).  Every frame is also encoded as LeRobot
+   stores video (PyAV, libsvtav1, crf 30, g 2, preset 12, yuv420p, one mp4 per camera).
+   Random (camera, index) pairs are read through ``Recording.frame()`` and through a
+   PyAV seek to the key frame at or before the frame, decoding forward to it, as RGB
+   (the mp4 containers stay open: the AV1 side pays no open).  Target: median latency
+   <= 1/3 of the AV1 path's.
+3. **Sequential frame decode**, frames/s: ``Recording.frames()`` against PyAV decoding
+   each mp4 from the start, as RGB.
+4. **Dataset throughput**: samples/s of ``Dataset`` (joint positions and the three
+   cameras) in 2 worker processes (``multiprocessing``) against one process.
+   Target: >= 1.6x.
+5. **Size per hour** of each representation.
+
+Run: ``python benchmarks/bench_read.py [--hours H] [--rounds N] [--workdir DIR]``
+(needs the ``bench`` extra: pyarrow and av; mcap comes with ``test``).  With
+``--workdir`` the recordings are kept and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+import fastsim_record as fr
+from fastsim_record.cli import main as fsr_main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record(run: dict[str, Any], out: Path, duration: float) -> Path:
+    target = out / "episode.fsr"
+    if target.exists():
+        return target
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.yaml").write_text(yaml.safe_dump(run))
+    if fsr_main(["record", str(out / "run.yaml"), "--output-dir", str(out), "--duration", str(duration)]) != 0:
+        raise SystemExit(f"fsr record failed for {out}")
+    return target
+
+
+def numeric_recording(workdir: Path, hours: float) -> Path:
+    """``fsr record``: synthetic backend, 120 Hz, 90 numeric channels."""
+    run = {
+        "schema": "fastsim/2", "name": "bench-read", "backend": "synthetic",
+        "scenario": {"scene": {"robots": {"robot": {"use": "robot://example/robot"}},
+                               "synthetic": {"numeric_channels": 90, "dof": 1}}},
+        "runtime": {"sensor_hz": 120},
+        "plugins": {"record": {"use": "plugin://fastsim/record"}},
+    }
+    return _record(run, workdir / f"numeric-{hours:g}h", 3600.0 * hours)
+
+
+def camera_recording(workdir: Path, seconds: float) -> Path:
+    """``fsr record``: the DROID-like MuJoCo example at 640x480, no reset."""
+    run = yaml.safe_load((ROOT / "examples" / "droid-like" / "run.yaml").read_text())
+    run["scenario"]["scene"]["mujoco"].update(width=640, height=480, reset_every_s=10_000.0)
+    run["runtime"]["duration_s"] = seconds
+    return _record(run, workdir / f"cameras-{seconds:g}s", seconds)
+
+
+def write_mcap(fsr: Path, target: Path) -> int:
+    """The FSR's observation ticks as MCAP messages (one per tick); returns the count."""
+    from mcap.writer import CompressionType, Writer
+
+    if target.exists():
+        target.unlink()
+    with fr.open(fsr) as rec:
+        state = rec._file()
+        spec = next(s for s in state.streams.values() if s.codec.get("payload_codec") == "numeric-tick/1")
+        rows = state.tables.rows(spec.stream_id)
+        rows = rows[rows["kind"] == 0]
+        with target.open("wb") as stream:
+            writer = Writer(stream, compression=CompressionType.NONE)
+            writer.start(profile="", library="bench_read")
+            channel = writer.register_channel(
+                topic="/observations", message_encoding="numeric-tick/1",
+                schema_id=writer.register_schema(name="numeric-tick/1", encoding="", data=b""),
+            )
+            step = 65536
+            for a in range(0, len(rows), step):
+                part = rows[a:a + step]
+                raw = state.tables.gather(part["payload_at"], int(spec.codec["record_bytes"]))
+                for k, t in enumerate(part["time_ns"].tolist()):
+                    writer.add_message(channel, log_time=t, data=raw[k].tobytes(), publish_time=t,
+                                       sequence=a + k)
+            writer.finish()  # type: ignore[no-untyped-call]
+    return len(rows)
+
+
+def read_mcap(path: Path) -> int:
+    """Every message in log-time order, keeping its bytes (no decoding)."""
+    from mcap.reader import make_reader
+
+    kept: list[bytes] = []
+    with path.open("rb") as stream:
+        for _schema, _channel, message in make_reader(stream).iter_messages(log_time_order=True):
+            kept.append(message.data)
+    return len(kept)
+
+
+def read_fsr(path: Path) -> int:
+    """Every channel of every tick into NumericSeries."""
+    with fr.open(path) as rec:
+        series = rec.numeric_all()
+        return len(next(iter(series.values())))
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def bench_numeric(workdir: Path, hours: float, rounds: int) -> dict[str, float]:
+    fsr = numeric_recording(workdir, hours)
+    mcap_path = workdir / f"numeric-{hours:g}h.mcap"
+    if not mcap_path.exists():
+        write_mcap(fsr, mcap_path)
+    read_fsr(fsr), read_mcap(mcap_path)  # warm the page cache and the allocator
+    fsr_rates, mcap_rates, ratios = [], [], []
+    for r in range(rounds):
+        order: list[tuple[str, Callable[[Path], int], Path]] = [
+            ("fsr", read_fsr, fsr), ("mcap", read_mcap, mcap_path),
+        ]
+        if r % 2:
+            order.reverse()
+        got = {}
+        for name, fn, path in order:
+            start = time.perf_counter()
+            ticks = fn(path)
+            got[name] = ticks / (time.perf_counter() - start)
+        fsr_rates.append(got["fsr"])
+        mcap_rates.append(got["mcap"])
+        ratios.append(got["fsr"] / got["mcap"])
+        print(f"  round {r}: FSR {got['fsr'] / 1e6:.2f} M ticks/s, MCAP {got['mcap'] / 1e6:.3f} M ticks/s, "
+              f"ratio {ratios[-1]:.1f}x")
+    with fr.open(fsr) as rec:
+        ticks = rec.info.records["observations"]
+    return {
+        "ticks": ticks,
+        "fsr_ticks_per_s": statistics.median(fsr_rates),
+        "mcap_ticks_per_s": statistics.median(mcap_rates),
+        "ratio": statistics.median(ratios),
+        "fsr_bytes_per_hour": fsr.stat().st_size / hours,
+        "mcap_bytes_per_hour": mcap_path.stat().st_size / hours,
+    }
+
+
+# -- frames -----------------------------------------------------------------------------
+def encode_av1(rec: fr.Recording, camera: str, target: Path, fps: int) -> None:
+    """A camera's frames as LeRobot stores video: libsvtav1, crf 30, g 2, yuv420p."""
+    import av
+
+    if target.exists():
+        return
+    with av.open(str(target), "w") as out:
+        stream = out.add_stream("libsvtav1", rate=fps, options={"g": "2", "crf": "30", "preset": "12"})
+        first = rec.frame(camera, 0).image
+        stream.width, stream.height = first.shape[1], first.shape[0]
+        stream.pix_fmt = "yuv420p"
+        for frame in rec.frames(camera):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(frame.image, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+class Av1Camera:
+    """One open mp4 and the pts of each frame index."""
+
+    def __init__(self, path: Path) -> None:
+        import av
+
+        self.path = path
+        self.container = av.open(str(path))
+        self.stream = self.container.streams.video[0]
+        self.pts: list[int] = [int(f.pts or 0) for f in self.container.decode(self.stream)]
+
+    def frame(self, index: int) -> Any:
+        target = self.pts[index]
+        self.container.seek(target, stream=self.stream, backward=True, any_frame=False)
+        for frame in self.container.decode(self.stream):
+            if frame.pts is not None and frame.pts >= target:
+                return frame.to_ndarray(format="rgb24")
+        raise LookupError(index)
+
+    def frame_reopened(self, index: int) -> Any:
+        """As LeRobot's ``decode_video_frames``: open the file for each query, seek, decode."""
+        import av
+
+        target = self.pts[index]
+        with av.open(str(self.path)) as container:
+            stream = container.streams.video[0]
+            container.seek(target, stream=stream, backward=True, any_frame=False)
+            for frame in container.decode(stream):
+                if frame.pts is not None and frame.pts >= target:
+                    return frame.to_ndarray(format="rgb24")
+        raise LookupError(index)
+
+    def all_frames(self) -> int:
+        self.container.seek(0, stream=self.stream, backward=True, any_frame=False)
+        n = 0
+        for frame in self.container.decode(self.stream):
+            frame.to_ndarray(format="rgb24")
+            n += 1
+        return n
+
+
+def bench_frames(workdir: Path, seconds: float, rounds: int, samples: int) -> dict[str, float]:
+    fsr = camera_recording(workdir, seconds)
+    rec = fr.open(fsr)
+    cameras = rec.cameras()
+    fps = 15
+    videos = {}
+    for camera in cameras:
+        path = fsr.parent / f"{camera}.mp4"
+        encode_av1(rec, camera, path, fps)
+        videos[camera] = Av1Camera(path)
+    counts = {c: rec.frame_count(c) for c in cameras}
+    rng = random.Random(0)
+    fsr_lat, av1_lat, av1_open_lat, seq_ratio, fsr_fps, av1_fps = [], [], [], [], [], []
+    # the two decoders agree on what a frame is (AV1 is lossy: a loose check)
+    a, b = rec.frame(cameras[0], 5).image, videos[cameras[0]].frame(5)
+    print(f"  frame 5 of {cameras[0]}: mean |FSR JPEG - AV1| = {np.abs(a.astype(int) - b.astype(int)).mean():.1f} levels")
+    for r in range(rounds):
+        picks = [(c, rng.randrange(counts[c])) for c in rng.choices(cameras, k=samples)]
+        lat_f, lat_a, lat_o = [], [], []
+        for camera, index in picks:  # interleaved pair by pair
+            t0 = time.perf_counter()
+            rec.frame(camera, index)
+            t1 = time.perf_counter()
+            videos[camera].frame(index)
+            t2 = time.perf_counter()
+            videos[camera].frame_reopened(index)
+            t3 = time.perf_counter()
+            lat_f.append(t1 - t0)
+            lat_a.append(t2 - t1)
+            lat_o.append(t3 - t2)
+        fsr_lat.append(statistics.median(lat_f))
+        av1_lat.append(statistics.median(lat_a))
+        av1_open_lat.append(statistics.median(lat_o))
+        order = ["fsr", "av1"] if r % 2 == 0 else ["av1", "fsr"]
+        rates = {}
+        for name in order:
+            if name == "fsr":
+                s, n = timed(lambda: sum(1 for c in cameras for _ in rec.frames(c)))
+            else:
+                s, n = timed(lambda: sum(v.all_frames() for v in videos.values()))
+            rates[name] = n / s
+        fsr_fps.append(rates["fsr"])
+        av1_fps.append(rates["av1"])
+        seq_ratio.append(rates["fsr"] / rates["av1"])
+        print(f"  round {r}: random frame() median {fsr_lat[-1] * 1e3:.2f} ms vs AV1 seek {av1_lat[-1] * 1e3:.2f} ms "
+              f"({fsr_lat[-1] / av1_lat[-1]:.2f}), reopening {av1_open_lat[-1] * 1e3:.2f} ms; sequential {rates['fsr']:.0f} vs {rates['av1']:.0f} frames/s")
+    with rec:
+        payload = sum(
+            int(s["payload_bytes"]) for s in rec._file().tables.reader.footer["streams"]
+            if rec._file().tables.reader.stream(int(s["stream_id"])).kind == "camera.rgb"
+        )
+    seconds_recorded = seconds
+    return {
+        "fsr_random_ms": statistics.median(fsr_lat) * 1e3,
+        "av1_random_ms": statistics.median(av1_lat) * 1e3,
+        "random_ratio": statistics.median(f / a for f, a in zip(fsr_lat, av1_lat)),
+        "av1_reopen_ms": statistics.median(av1_open_lat) * 1e3,
+        "reopen_ratio": statistics.median(f / a for f, a in zip(fsr_lat, av1_open_lat)),
+        "fsr_seq_fps": statistics.median(fsr_fps),
+        "av1_seq_fps": statistics.median(av1_fps),
+        "seq_ratio": statistics.median(seq_ratio),
+        "fsr_jpeg_bytes_per_hour": payload / seconds_recorded * 3600,
+        "av1_bytes_per_hour": sum((fsr.parent / f"{c}.mp4").stat().st_size for c in cameras) / seconds_recorded * 3600,
+        "fsr_file_bytes_per_hour": fsr.stat().st_size / seconds_recorded * 3600,
+    }
+
+
+# -- dataset ----------------------------------------------------------------------------
+def _samples(args: tuple[fr.Dataset, list[int]]) -> int:
+    ds, indexes = args
+    for i in indexes:
+        ds[i]
+    return len(indexes)
+
+
+def bench_dataset(workdir: Path, seconds: float, rounds: int) -> dict[str, float]:
+    fsr = camera_recording(workdir, seconds)
+    with fr.open(fsr) as rec:
+        cameras = list(rec.cameras())
+    ds = fr.Dataset(fsr, channels=["robot.joint_position"], cameras=cameras)
+    indexes = list(range(len(ds)))
+    chunks = [indexes[k:k + 8] for k in range(0, len(indexes), 8)]
+    ratios, one_rates, two_rates = [], [], []
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with ctx.Pool(2) as pool:
+        pool.map(_samples, [(ds, c) for c in chunks[:2]])  # workers open the file once
+        _samples((ds, chunks[0]))
+        for r in range(rounds):
+            order = ["one", "two"] if r % 2 == 0 else ["two", "one"]
+            rates = {}
+            for name in order:
+                if name == "one":
+                    s, n = timed(lambda: sum(_samples((ds, c)) for c in chunks))
+                else:
+                    s, n = timed(lambda: sum(pool.imap_unordered(_samples, [(ds, c) for c in chunks])))
+                rates[name] = n / s
+            one_rates.append(rates["one"])
+            two_rates.append(rates["two"])
+            ratios.append(rates["two"] / rates["one"])
+            print(f"  round {r}: 1 process {rates['one']:.0f} samples/s, 2 workers {rates['two']:.0f} samples/s "
+                  f"({ratios[-1]:.2f}x)")
+    return {
+        "one_samples_per_s": statistics.median(one_rates),
+        "two_samples_per_s": statistics.median(two_rates),
+        "ratio": statistics.median(ratios),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hours", type=float, default=1.0, help="numeric recording length (simulated)")
+    parser.add_argument("--camera-seconds", type=float, default=10.0, help="camera episode length")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=60, help="random frames per round")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep and reuse the recordings here")
+    parser.add_argument("--only", choices=["numeric", "frames", "dataset"], default=None)
+    args = parser.parse_args()
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    tmp = None
+    if args.workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench-read-")
+        workdir = Path(tmp.name)
+    else:
+        workdir = args.workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+    verdicts = []
+    if args.only in (None, "numeric"):
+        print(f"numeric read: {args.hours:g} h at 120 Hz, 90 channels (fsr record, synthetic backend)")
+        n = bench_numeric(workdir, args.hours, args.rounds)
+        print(f"  {n['ticks']} ticks; FSR {n['fsr_ticks_per_s'] / 1e6:.2f} M ticks/s, MCAP "
+              f"{n['mcap_ticks_per_s'] / 1e6:.3f} M ticks/s: median ratio {n['ratio']:.1f}x (target >= 10x, >= 2 M/s)")
+        print(f"  size per hour: FSR {n['fsr_bytes_per_hour'] / 2**20:.0f} MiB, MCAP {n['mcap_bytes_per_hour'] / 2**20:.0f} MiB")
+        verdicts.append(("numeric >= 10x MCAP", n["ratio"] >= 10))
+        verdicts.append(("numeric >= 2 M ticks/s", n["fsr_ticks_per_s"] >= 2e6))
+    if args.only in (None, "frames"):
+        print(f"frames: DROID-like MuJoCo episode, 3 cameras at 640x480, {args.camera_seconds:g} s at 15 Hz")
+        f = bench_frames(workdir, args.camera_seconds, args.rounds, args.samples)
+        print(f"  random access: FSR frame() {f['fsr_random_ms']:.2f} ms, AV1 seek {f['av1_random_ms']:.2f} ms: "
+              f"median ratio {f['random_ratio']:.2f} (target <= 0.33; the verdict uses this, the stricter path)")
+        print(f"  AV1 opening the mp4 per query, as LeRobot's decode_video_frames does: {f['av1_reopen_ms']:.2f} ms "
+              f"(ratio {f['reopen_ratio']:.2f})")
+        print(f"  sequential: FSR {f['fsr_seq_fps']:.0f} frames/s, AV1 {f['av1_seq_fps']:.0f} frames/s: "
+              f"median ratio {f['seq_ratio']:.2f}x")
+        print(f"  size per hour (3 cameras): FSR JPEG payloads {f['fsr_jpeg_bytes_per_hour'] / 2**30:.2f} GiB "
+              f"(whole file {f['fsr_file_bytes_per_hour'] / 2**30:.2f} GiB), AV1 mp4 {f['av1_bytes_per_hour'] / 2**30:.2f} GiB "
+              f"({f['av1_bytes_per_hour'] / f['fsr_jpeg_bytes_per_hour']:.3f}x)")
+        verdicts.append(("random frame <= 1/3 AV1", f["random_ratio"] <= 1 / 3))
+    if args.only in (None, "dataset"):
+        print("dataset: joint positions + 3 cameras per sample, 2 worker processes against 1")
+        d = bench_dataset(workdir, args.camera_seconds, args.rounds)
+        print(f"  1 process {d['one_samples_per_s']:.0f} samples/s, 2 workers {d['two_samples_per_s']:.0f} samples/s: "
+              f"median ratio {d['ratio']:.2f}x (target >= 1.6x)")
+        verdicts.append(("dataset 2 workers >= 1.6x", d["ratio"] >= 1.6))
+    for name, ok in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'}  {name}")
+    if tmp is not None:
+        tmp.cleanup()
+    return 0 if all(ok for _, ok in verdicts) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
