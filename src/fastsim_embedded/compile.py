@@ -43,6 +43,7 @@ from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescripto
 from fastsim_embedded.backends import UnknownBackend, create_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec
 from fastsim_embedded.backends.scene_schema import scene_issues
+from fastsim_embedded.output_names import check_output_name
 from fastsim_embedded.render_capture import RenderCapture
 
 __all__ = ["PreparedRun", "capture_plan", "prepare_run"]
@@ -215,10 +216,15 @@ def _rendered_names(
         if not isinstance(authored, str):
             continue
         template = episode_template(authored) if sweep else authored
+        where = f"plugins.{component.alias}.config.output.name"
         try:
             name = render_output_name(template, name=document.name, seed=seed, episode=episode)
         except (ValueError, IndexError, KeyError) as exc:
-            issues.append(RunIssue(f"plugins.{component.alias}.config.output.name", str(exc)))
+            issues.append(RunIssue(where, str(exc)))
+            continue
+        problem = check_output_name(name)
+        if problem is not None:
+            issues.append(RunIssue(where, f"the rendered name {problem}"))
             continue
         if name != authored:
             names[component.alias] = name

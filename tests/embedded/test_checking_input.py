@@ -123,3 +123,28 @@ def test_fsr_channels_lists_kind_dtype_shape_units_and_element_names(
     assert pose["units"] == ["m", "m", "m", "1", "1", "1", "1"]
     assert main(["channels", str(_write(tmp_path, backend="mujco"))]) == 2
     assert "did you mean 'mujoco'?" in capsys.readouterr().err
+
+
+def test_a_template_that_renders_a_path_fails_fsr_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """{name} rendered with a Run name holding a slash is caught by fsr check, not at record time."""
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({
+        "schema": "fastsim/2", "name": "a/b", "backend": "synthetic",
+        "plugins": {"record": {"use": RECORD, "config": {"output": {"name": "{name}.fsr"}}}},
+    }))
+    assert main(["check", str(path)]) == 2
+    assert _err(capsys) == ["plugins.record.config.output.name: the rendered name 'a/b.fsr' is not a bare file name"]
+
+
+def test_fsr_record_json_prints_one_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json prints one JSON object: status, completion, committed path, seed, sizes, exit code."""
+    out = tmp_path / "o"
+    assert main(["record", str(_write(tmp_path)), "--output-dir", str(out), "--json", "--seed", "3"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "succeeded"
+    assert report["completion"] == "normal"
+    assert report["committed"] == [str(out / "episode.fsr")]
+    assert report["seed"] == 3
+    assert report["exit_code"] == 0
+    assert report["records"] > 0
+    assert report["file_bytes"] == (out / "episode.fsr").stat().st_size

@@ -2,8 +2,10 @@
 
 Each subcommand lives in ``fastsim_record.cli.<name>`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``.  Exit codes are shared:
-0 success, 1 invalid input or failed run, 2 usage or config error, 3 partial
-recovery.  No subcommand lets a traceback reach the user.
+0 success, 1 invalid input or failed run, 2 usage or config error (including an
+output refused because it exists), 3 partial: a recovery that dropped a torn tail, or
+a recording stopped by a signal and committed with ``completion: stopped``.  No
+subcommand lets a traceback reach the user.
 """
 
 from __future__ import annotations
