@@ -173,9 +173,9 @@ class Dataset:
         for alias in self.cameras:
             q, pad = self._positions(alias, pos, length)
             frames = cache.frame_rows(alias, first_row, length)[q]
-            images = [cache.image(alias, int(k)) for k in frames]
+            images = cache.images(alias, frames)
             pad = pad | (frames < 0)
-            sample[alias] = self._shape(np.stack(images))
+            sample[alias] = self._shape(images)
             if self.windowed:
                 sample[f"{alias}_is_pad"] = pad
         sample["index"] = np.int64(i)
@@ -260,9 +260,15 @@ class _Cache:
         self._frame_rows[key] = out
         return out
 
-    def image(self, alias: str, row: int) -> Array:
+    def images(self, alias: str, rows: Array) -> Array:
+        """The frames at camera rows ``rows`` (zeros where a row is -1), decoded in place."""
         spec = self.state.cameras[alias]["rgb"]
         codec = self.recording._image_codec(spec)
-        if row < 0:
-            return np.zeros((codec.height, codec.width, 3), np.uint8)
-        return self.recording._decode(spec, self._camera_rows(alias)[row])
+        out = np.empty((len(rows), codec.height, codec.width, 3), np.uint8)
+        camera = self._camera_rows(alias)
+        for j, row in enumerate(rows.tolist()):
+            if row < 0:
+                out[j] = 0
+            else:
+                self.recording._decode(spec, camera[row], out[j])
+        return out

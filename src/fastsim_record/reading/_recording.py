@@ -246,10 +246,10 @@ class _View:
             codec = codecs[spec.name] = image_codec(spec)
         return codec
 
-    def _decode(self, spec: StreamSpec, row: Any) -> Array:
+    def _decode(self, spec: StreamSpec, row: Any, out: Array | None = None) -> Array:
         at, length = int(row["payload_at"]), int(row["payload_length"])
         payload = np.frombuffer(self._file().tables.read(at, length), np.uint8)
-        return decode_image(payload, self._image_codec(spec), at)
+        return decode_image(payload, self._image_codec(spec), at, out)
 
     def frame_count(self, camera: str) -> int:
         """How many frames a camera has in this view."""
