@@ -19,9 +19,12 @@ only its path when pickled and reopens the file on first use in the new process.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any
 
@@ -52,6 +55,7 @@ __all__ = ["Episode", "Recording", "open"]
 
 Array = npt.NDArray[Any]
 _JSON_KINDS = {"events": "events", "lifecycle": "lifecycle", "control": "control"}
+_AHEAD = 3  # frames decoded ahead by frames()
 _CALIBRATION_ROLES = (("intrinsics", 72, (3, 3)), ("translation", 24, (3,)), ("quaternion_xyzw", 32, (4,)))
 
 
@@ -285,12 +289,32 @@ class _View:
         picked = np.flatnonzero(mask)[::st]
         self._image_codec(spec)  # a bad descriptor fails before the first frame
 
-        def run() -> Iterator[Frame]:
-            for k in picked.tolist():
+        return self._decoded(spec, rows, picked.tolist())
+
+    def _decoded(self, spec: StreamSpec, rows: Array, picked: list[int]) -> Iterator[Frame]:
+        """Frames at ``picked`` in order; up to ``_AHEAD`` are decoded ahead on a second thread.
+
+        The decoder releases the GIL, so two cores decode at once; no more than
+        ``_AHEAD + 1`` decoded frames exist at any time, and closing the iterator early
+        waits only for the frames already in flight.
+        """
+        if len(picked) < 2 or (os.cpu_count() or 1) < 2:
+            for k in picked:
                 row = rows[k]
                 yield Frame(self._decode(spec, row), int(row["time_ns"]), int(row["generation"]), k)
-
-        return run()
+            return
+        pending: deque[tuple[int, Future[Array]]] = deque()
+        todo = iter(picked)
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="fsr-frames") as pool:
+            for k in itertools.islice(todo, _AHEAD):
+                pending.append((k, pool.submit(self._decode, spec, rows[k])))
+            while pending:
+                k, future = pending.popleft()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append((nxt, pool.submit(self._decode, spec, rows[nxt])))
+                row = rows[k]
+                yield Frame(future.result(), int(row["time_ns"]), int(row["generation"]), k)
 
     def frame(self, camera: str, index: int) -> Frame:
         """Frame ``index`` of a camera in this view (negative counts from the end)."""
