@@ -198,3 +198,24 @@ def test_a_teardown_stuck_after_the_commit_cannot_keep_the_process_alive(tmp_pat
         f"committed {out / 'episode.fsr'}"
     )
     assert _completion(out / "episode.fsr")[0] == "normal"
+
+
+@pytest.mark.slow
+@pytest.mark.mujoco
+def test_repeated_ctrl_c_on_a_mujoco_run_prints_no_traceback_and_commits(tmp_path: Path) -> None:
+    """Two Ctrl-C on the DROID-like MuJoCo Run: two lines on stderr, no traceback from threads or EGL, exit 3."""
+    run = Path(__file__).resolve().parents[2] / "examples" / "droid-like" / "run.yaml"
+    out = tmp_path / "out"
+    proc = _start([FSR, "record", str(run), "--output-dir", str(out), "--no-progress", "--duration", "30"])
+    _wait_for(out / "episode.fsr.incomplete", proc)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, (stdout, stderr)
+    lines = stderr.strip().splitlines()
+    assert lines[0] == "fsr record: SIGINT: stopping; what was recorded is being committed (completion: stopped)"
+    assert len(lines) == 2
+    assert lines[1].startswith("fsr record: SIGINT again: already stopping")
+    assert _completion(out / "episode.fsr") == ("stopped", "stopped by SIGINT")
