@@ -405,16 +405,19 @@ class _View:
         for spec in f.streams.values():
             if spec.kind != kind:
                 continue
-            for r in f.tables.reader.records(spec.stream_id):
-                if r.kind.name != "DATA" or (self._generation is not None and r.generation != self._generation):
-                    continue
+            rows = self._data_rows(spec)
+            read = f.tables.read
+            for at, length, t, g, seq in zip(
+                rows["payload_at"].tolist(), rows["payload_length"].tolist(), rows["time_ns"].tolist(),
+                rows["generation"].tolist(), rows["global_sequence"].tolist(),
+            ):
                 try:
-                    data = json.loads(r.payload)
+                    data = json.loads(read(at, length))
                 except ValueError as exc:
-                    raise FormatError(r.payload_offset, f"{spec.name}: payload is not JSON ({exc})") from None
+                    raise FormatError(at, f"{spec.name}: payload is not JSON ({exc})") from None
                 if not isinstance(data, dict):
-                    raise FormatError(r.payload_offset, f"{spec.name}: payload is not a JSON object")
-                out.append(Event(spec.name, r.sim_time_ns, r.generation, r.global_sequence, data))
+                    raise FormatError(at, f"{spec.name}: payload is not a JSON object")
+                out.append(Event(spec.name, t, g, seq, data))
         out.sort(key=lambda e: e.global_sequence)
         return tuple(out)
 
