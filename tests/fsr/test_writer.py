@@ -221,3 +221,17 @@ def _writer_bytes() -> bytes:
     writer.write_batch([RecordIn.data(1, 1, 1, 0, 0, b"x" * 40, {"k": 1}), RecordIn.data(7, 2, 1, 0, 0, b"y" * 3)])
     writer.seal()
     return buf.getvalue()
+
+
+def test_the_header_is_written_and_fsynced_when_the_writer_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a writer on a real file writes the header and metadata and fsyncs them before any batch."""
+    import os
+
+    from fastsim_record.fsr import writer as writer_module
+
+    synced: list[int] = []
+    monkeypatch.setattr(writer_module.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_size))
+    path = tmp_path / "open.fsr"
+    with FsrWriter(path, RUN, STREAMS) as writer:
+        assert synced == [writer.position]
+        assert path.stat().st_size == writer.position > 32

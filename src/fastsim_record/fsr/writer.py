@@ -68,6 +68,15 @@ _BYTES = frozenset({bytes, bytearray})
 _SPLIT_AVERAGE = 64 * 1024
 
 
+def _sync_if_possible(file: BinaryIO) -> None:
+    """fsync a file that has a descriptor (a real file); others (a lease, memory) cannot be."""
+    try:
+        fd = file.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return
+    os.fsync(fd)
+
+
 @attrs.define(eq=False, init=False)
 class FsrWriter:
     """Writes one FSR 1.2 file over a binary file object (or a path it opens and owns)."""
@@ -103,6 +112,7 @@ class FsrWriter:
             self._file, self._owned = target, False
         self._file.write(raw)
         self._file.flush()
+        _sync_if_possible(self._file)  # the header is durable before any batch exists
         self._pos = len(raw)
         self._acc = Accumulator(head.stream_ids)
         self._strong = integrity == "strong"
