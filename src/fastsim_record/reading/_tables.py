@@ -108,7 +108,7 @@ class FileTables:
         index = self.reader.batch_index
         size = self.size
         unpack, magic_ok = BATCH_HEADER.unpack, BATCH_MAGIC
-        bodies: list[bytes] = []
+        bodies: list[bytes | memoryview] = []
         facts: list[tuple[int, int, int, int]] = []  # table offset, count, payload area, limits
         limits: list[tuple[int, int]] = []
         for ordinal, off, count, length in zip(
@@ -118,11 +118,11 @@ class FileTables:
             if off + _HDR > size:
                 raise FormatError(off, "truncated: batch header")
             head_len = min(length, _HDR + _REC * count + MAX_META_READ)
-            chunk = self.read(off, max(_HDR, head_len), "batch header and record table")
+            chunk = memoryview(self.read(off, max(_HDR, head_len), "batch header and record table"))
             raw = chunk[:_HDR]
             fields = unpack(raw)
             meta_len, pay_len = fields[5], fields[6]
-            if fields[0] != magic_ok:
+            if fields[0] != magic_ok:  # (slices of the chunk are views: no copies)
                 raise FormatError(off, "bad batch magic")
             if crc(raw[:116]) != fields[15]:
                 raise FormatError(off + 116, "batch header CRC mismatch")
@@ -136,7 +136,7 @@ class FileTables:
                 raise FormatError(off + 24, "batch length disagrees with the index")
             body = (
                 chunk[_HDR:_HDR + body_len] if _HDR + body_len <= len(chunk)
-                else self.read(off + _HDR, body_len, "record table")
+                else memoryview(self.read(off + _HDR, body_len, "record table"))
             )
             if crc(body) != fields[14]:
                 raise FormatError(off + 112, "record table CRC mismatch")
@@ -171,23 +171,26 @@ class FileTables:
         ordinals = np.unique(proj["batch_ordinal"][lo:hi]).tolist()
         self._load(ordinals)
         # a stream's records live only in the batches its projections name, all loaded
-        parts = [(t[m], b[m]) for t, b in self._chunks if (m := t["stream_id"] == stream_id).any()]
+        parts: list[Array] = []
+        for table, base in self._chunks:
+            hits = np.flatnonzero(table["stream_id"] == stream_id)
+            if not len(hits):
+                continue
+            part = np.empty(len(hits), ROWS_DTYPE)
+            part["kind"] = table["kind"][hits]
+            part["generation"] = table["generation"][hits]
+            part["time_ns"] = table["sim_time_ns"][hits]
+            part["global_sequence"] = table["global_sequence"][hits]
+            part["payload_at"] = table["payload_offset"][hits].astype(np.int64) + base[hits]
+            part["payload_length"] = table["payload_length"][hits].astype(np.int64)
+            parts.append(part)
         if len(parts) == 1:
-            mine, base = parts[0]
+            rows = parts[0]
         elif parts:
-            mine = np.concatenate([p[0] for p in parts])
-            base = np.concatenate([p[1] for p in parts])
-            order = np.argsort(mine["global_sequence"], kind="stable")
-            mine, base = mine[order], base[order]
+            rows = np.concatenate(parts)
+            rows = rows[np.argsort(rows["global_sequence"], kind="stable")]
         else:
-            mine, base = np.empty(0, RECORD_DTYPE), np.empty(0, np.int64)
-        rows = np.empty(len(mine), ROWS_DTYPE)
-        rows["kind"] = mine["kind"]
-        rows["generation"] = mine["generation"]
-        rows["time_ns"] = mine["sim_time_ns"]
-        rows["global_sequence"] = mine["global_sequence"]
-        rows["payload_at"] = mine["payload_offset"].astype(np.int64) + base
-        rows["payload_length"] = mine["payload_length"].astype(np.int64)
+            rows = np.empty(0, ROWS_DTYPE)
         self._rows[stream_id] = rows
         return rows
 
