@@ -227,10 +227,8 @@ def test_the_header_is_written_and_fsynced_when_the_writer_opens(tmp_path: Path,
     """Opening a writer on a real file writes the header and metadata and fsyncs them before any batch."""
     import os
 
-    from fastsim_record.fsr import writer as writer_module
-
     synced: list[int] = []
-    monkeypatch.setattr(writer_module.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_size))
+    monkeypatch.setattr("fastsim_record.fsr.writer.os.fsync", lambda fd: synced.append(os.fstat(fd).st_size))
     path = tmp_path / "open.fsr"
     with FsrWriter(path, RUN, STREAMS) as writer:
         assert synced == [writer.position]
