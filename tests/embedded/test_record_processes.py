@@ -203,7 +203,7 @@ def test_a_teardown_stuck_after_the_commit_cannot_keep_the_process_alive(tmp_pat
 @pytest.mark.slow
 @pytest.mark.mujoco
 def test_repeated_ctrl_c_on_a_mujoco_run_prints_no_traceback_and_commits(tmp_path: Path) -> None:
-    """Two Ctrl-C on the DROID-like MuJoCo Run: two lines on stderr, no traceback from threads or EGL, exit 3."""
+    """Two Ctrl-C on the DROID-like MuJoCo Run: one line each, no traceback from threads or EGL, exit 3."""
     run = Path(__file__).resolve().parents[2] / "examples" / "droid-like" / "run.yaml"
     out = tmp_path / "out"
     proc = _start([FSR, "record", str(run), "--output-dir", str(out), "--no-progress", "--duration", "30"])
@@ -216,6 +216,9 @@ def test_repeated_ctrl_c_on_a_mujoco_run_prints_no_traceback_and_commits(tmp_pat
     assert proc.returncode == 3, (stdout, stderr)
     lines = stderr.strip().splitlines()
     assert lines[0] == "fsr record: SIGINT: stopping; what was recorded is being committed (completion: stopped)"
-    assert len(lines) == 2
-    assert lines[1].startswith("fsr record: SIGINT again: already stopping")
+    # the kernel merges a second SIGINT that arrives before the first is delivered: 0 or 1 more line
+    assert len(lines) <= 2, lines
+    assert all(line.startswith("fsr record: SIGINT again: already stopping") for line in lines[1:]), lines
+    assert "Traceback" not in stderr
+    assert "Exception" not in stderr
     assert _completion(out / "episode.fsr") == ("stopped", "stopped by SIGINT")
