@@ -159,7 +159,7 @@ class RecordCommand:
         stop.exit_code = report.exit_code
         if args.json or args.sweep_worker:
             data = report.to_json()
-            if result is not None and args.verbose:
+            if result is not None:
                 data["finalizers"] = [
                     {"component": f.request.component, "ok": f.result.ok, "reason": f.result.reason,
                      "summary": f.result.summary}
