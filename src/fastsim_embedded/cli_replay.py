@@ -12,6 +12,8 @@ never stepped.  Exit codes:
     | 3 | 2    | SOURCE, RUN.yaml or the options are invalid (``path: message`` lines), |
     |   |      | or the output is refused: it exists (without ``--overwrite``), a       |
     |   |      | crashed Run's ``.incomplete`` is there, or another recorder holds it   |
+    | 4 | 3    | stopped by SIGTERM/SIGINT/SIGHUP: what was rendered is committed with  |
+    |   |      | ``completion: stopped`` (signals as ``fsr record``: ``stop_signals``)  |
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import attrs
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.output import OutputRefused
 from fastsim_embedded.replay import replay
+from fastsim_embedded.stop_signals import StopSignals
 
 __all__ = ["COMMAND", "ReplayCommand"]
 
@@ -48,9 +51,11 @@ class ReplayCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         """Replay; never raise."""
+        stop = StopSignals(command="fsr replay").install()
         try:
             result, backend = replay(
-                args.source, args.run, Path(args.output_dir), backend=args.backend, overwrite=args.overwrite
+                args.source, args.run, Path(args.output_dir), backend=args.backend, overwrite=args.overwrite,
+                on_host=stop.attach, on_cut=stop.arm,
             )
         except OutputRefused as exc:
             _err(f"fsr replay: {exc}")
@@ -62,7 +67,14 @@ class ReplayCommand:
         except Exception as exc:  # a host bug: one line, never a traceback
             _err(f"fsr replay: {type(exc).__name__}: {exc}")
             return 1
+        finally:
+            if not getattr(args, "owns_process", False):
+                stop.close()
         outcome = result.outcome
+        if outcome.status in ("stopped", "cancelled") and outcome.committed:
+            for path in outcome.committed:
+                print(f"committed {path} (completion {outcome.status}: {outcome.reason})")
+            return 3
         if outcome.ok and outcome.committed:
             for path in outcome.committed:
                 print(f"committed {path}")

@@ -262,8 +262,12 @@ def replay(
                 f"{name!r} in {output_dir} would replace the Replay source {track.path}",
             )])
 
+    also = session_options.pop("on_host", None)  # the caller's own hook (e.g. stop signals)
+
     def on_host(host: EmbeddedHost) -> None:
         host.context.services = host.context.services | {RENDER_REPLAY_SERVICE}
         host.context.replay = track.source
+        if also is not None:
+            also(host)
 
     return run_session(prepared, output_dir, on_host=on_host, **session_options), wrapped

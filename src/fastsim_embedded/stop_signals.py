@@ -73,6 +73,7 @@ def left_on_disk(host: EmbeddedHost) -> list[str]:
 class StopSignals:
     """Install with ``install()``; hand the host over with ``attach`` (``on_host``)."""
 
+    command: str = "fsr record"  # how its lines start
     err: Callable[[str], None] = attrs.field(factory=lambda: _stderr_line)
     exit: Callable[[int], None] = os._exit
     clock: Callable[[], float] = time.monotonic
@@ -116,7 +117,7 @@ class StopSignals:
     def _request(self, name: str) -> None:
         host = self.host
         if host is not None and host.request_completion(CompletionKind.STOPPED, f"stopped by {name}"):
-            self.err(f"fsr record: {name}: stopping; what was recorded is being committed (completion: stopped)")
+            self.err(f"{self.command}: {name}: stopping; what was recorded is being committed (completion: stopped)")
 
     def _relay(self) -> None:
         assert self._pipe is not None  # noqa: S101 - set by install
@@ -153,7 +154,7 @@ class StopSignals:
             self._request(name)
         elif self.count == 2:
             wait = "" if self.deadline is None else f" (at most {max(0.0, self.deadline - self.clock()):.0f} s more)"
-            self.err(f"fsr record: {name} again: already stopping{wait}; a third signal abandons the recording")
+            self.err(f"{self.command}: {name} again: already stopping{wait}; a third signal abandons the recording")
         else:
             self._abandon(f"abandoned on {name}", 128 + signum)
 
@@ -164,7 +165,7 @@ class StopSignals:
                 if tx.name_lock is not None:
                     with contextlib.suppress(Exception):
                         tx.name_lock.release()
-        self.err(f"fsr record: {why}; " + "; ".join(lines))
+        self.err(f"{self.command}: {why}; " + "; ".join(lines))
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         self.exit(code)

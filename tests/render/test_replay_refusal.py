@@ -32,3 +32,35 @@ def test_replay_refuses_an_existing_output_and_overwrite_replaces_it(
     assert fsr_main([*replay, "--overwrite"]) == 0
     with FsrReader(tmp_path / "replay.fsr") as reader:
         assert reader.mode == "render"
+
+
+@pytest.mark.slow
+@pytest.mark.mujoco
+def test_sigterm_stops_a_replay_and_commits_what_was_rendered(tmp_path: Path) -> None:
+    """SIGTERM during `fsr replay`: one line, the rendered part committed with completion stopped, exit 3."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fsr = str(Path(sys.executable).with_name("fsr"))
+    env = {**os.environ, "MUJOCO_GL": "egl"}
+    subprocess.run([fsr, "record", str(EXAMPLES / "render-once" / "run.yaml"), "--output-dir", str(tmp_path),
+                    "--duration", "20", "--no-progress"], check=True, env=env, capture_output=True)
+    proc = subprocess.Popen([fsr, "replay", str(tmp_path / "source.fsr"), str(EXAMPLES / "render-replay" / "run.yaml"),
+                             "--output-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    end = time.monotonic() + 60
+    while not (tmp_path / "replay.fsr.incomplete").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end
+        time.sleep(0.02)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, (stdout, stderr)
+    assert stderr.strip() == "fsr replay: SIGTERM: stopping; what was recorded is being committed (completion: stopped)"
+    with FsrReader(tmp_path / "replay.fsr") as reader:
+        fence = reader.footer["terminal_fence"]
+        assert (fence["completion"], fence["completion_reason"]) == ("stopped", "stopped by SIGTERM")
