@@ -634,6 +634,7 @@ def test_cameras_need_the_grant_and_planned_channels(make_core: MakeCore) -> Non
 
 # -- 10. flow control for unpaced Runs ---------------------------------------------------
 def test_an_unpaced_tick_waits_until_a_pressed_gauge_is_relieved(make_core: MakeCore) -> None:
+    """FC2/FC3: an unpaced tick waits on a pressed gauge until it is relieved."""
     driver = make_core(capture=plan(), channels=CHANNELS)
     gauge = ScriptedGauge()
     driver.core("record").register_flow_gauge(gauge)
@@ -648,6 +649,7 @@ def test_an_unpaced_tick_waits_until_a_pressed_gauge_is_relieved(make_core: Make
 
 
 def test_a_paced_tick_never_reads_a_gauge(make_core: MakeCore) -> None:
+    """FC1: a paced tick never calls wait_relieved, however pressed the gauge is."""
     driver = make_core(capture=plan(), channels=CHANNELS)
     gauge = ScriptedGauge()
     driver.core("record").register_flow_gauge(gauge)
@@ -657,6 +659,7 @@ def test_a_paced_tick_never_reads_a_gauge(make_core: MakeCore) -> None:
 
 
 def test_a_stalled_gauge_is_released_after_the_stall_bound(make_core: MakeCore) -> None:
+    """FC4: a gauge still pressed after the stall bound is released and never waited on again."""
     driver = make_core(capture=plan(), channels=CHANNELS, flow_stall_s=0.3)
     gauge = ScriptedGauge()
     driver.core("record").register_flow_gauge(gauge)
@@ -669,6 +672,7 @@ def test_a_stalled_gauge_is_released_after_the_stall_bound(make_core: MakeCore) 
 
 
 def test_a_completion_request_ends_the_wait(make_core: MakeCore) -> None:
+    """FC3: a completion request ends a wait on a pressed gauge."""
     driver = make_core(capture=plan(), channels=CHANNELS, flow_stall_s=30.0)
     core = driver.core("record")
     gauge = ScriptedGauge()
@@ -680,6 +684,7 @@ def test_a_completion_request_ends_the_wait(make_core: MakeCore) -> None:
 
 
 def test_a_closed_gauge_registration_is_never_waited_on(make_core: MakeCore) -> None:
+    """Closing the registration (idempotent) stops Core from reading the gauge."""
     driver = make_core(capture=plan(), channels=CHANNELS)
     gauge = ScriptedGauge()
     registration = driver.core("record").register_flow_gauge(gauge)
@@ -691,6 +696,7 @@ def test_a_closed_gauge_registration_is_never_waited_on(make_core: MakeCore) -> 
 
 
 def test_flow_gauges_cannot_be_registered_after_the_cut(make_core: MakeCore) -> None:
+    """FC6: registration is refused with TerminalError after the cut."""
     driver = make_core(capture=plan(), channels=CHANNELS)
     core = driver.core("record")
     gauge = ScriptedGauge()

@@ -21,8 +21,7 @@ def _lost(summary: dict[str, object]) -> int:
 
 
 def test_an_unpaced_host_waits_for_a_slow_writer_and_loses_nothing() -> None:
-    """A lane of 32 items and a writer that takes 5 ms per batch of 4: unpaced, the host
-    waits at the end of the ticks where Record is pressed, and all 400 ticks commit."""
+    """A 32-item lane and a 5-ms-per-batch writer: the unpaced host waits, and all 400 ticks commit."""
     config = make_config(numeric=(32, 1 << 30, "fail_run"), batching=(4, 1 << 30, 1000.0))
     h = Harness.started(config)
     h.core.outputs.faults.slow_write_s = 0.005
@@ -37,8 +36,7 @@ def test_an_unpaced_host_waits_for_a_slow_writer_and_loses_nothing() -> None:
 
 
 def test_a_stalled_output_fails_an_unpaced_run_within_the_deadline() -> None:
-    """The output never returns: the host stops waiting after its stall bound, the
-    required lane overflows, the Run fails with one line, nothing is committed, no hang."""
+    """A never-returning output: the host stops waiting, the lane overflows, one-line failure, no commit, no hang."""
     config = make_config(
         numeric=(16, 1 << 30, "fail_run"), batching=(2, 1 << 30, 1000.0), timeout_s=1.0
     )
@@ -64,8 +62,7 @@ def test_a_stalled_output_fails_an_unpaced_run_within_the_deadline() -> None:
 
 @pytest.mark.parametrize("policy", ["drop_newest", "drop_oldest", "degrade_recording"])
 def test_declared_loss_in_an_unpaced_run_is_written_as_exact_gaps(policy: str) -> None:
-    """With a stalled output the host waits its bound, then the lossy optional lane drops;
-    every lost item is an exact gap and the file is degraded."""
+    """Stalled output: after the host's bound the lossy optional lane drops, as exact gaps in a degraded file."""
     config = make_config(
         observations="explicit",
         include={"joints": ("robot.c000", False)},
