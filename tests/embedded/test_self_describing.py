@@ -44,13 +44,17 @@ def test_the_run_metadata_names_the_run_backend_seed_config_and_scene(tmp_path: 
 
 @pytest.mark.mujoco
 def test_mujoco_files_name_the_13_droid_joints_in_order_and_what_the_seed_varied(tmp_path: Path) -> None:
-    """The DROID joint channel keeps its 13 joint names and units; the scene lists the randomized poses."""
+    """The DROID joint channel keeps its 13 joint names and units (stream descriptor and scene); the scene lists the randomized poses."""
     from fastsim_embedded.backends.mujoco_scene import JOINT_NAMES
 
     scene: dict[str, object] = {"mujoco": {"width": 32, "height": 24, "cameras": []}}
     result = run_session(prepare_run(_run(tmp_path, "mujoco", scene), seed=4), tmp_path / "out")
     with FsrReader(result.outcome.committed[0]) as reader:
         attributes = reader.run.attributes
+        observations = reader.stream("observations").attributes
+    assert observations["element_names"]["robot.joint_position"] == list(JOINT_NAMES)
+    layout = {c["name"]: c for c in observations["channels"]}
+    assert layout["robot.joint_position"]["units"] == ["rad"] * 13
     channels = {c["name"]: c for c in attributes["scene"]["channels"]}
     assert channels["robot.joint_position"]["element_names"] == list(JOINT_NAMES)
     assert len(JOINT_NAMES) == 13

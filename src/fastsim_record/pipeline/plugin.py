@@ -211,7 +211,10 @@ class RecordPlugin:
                 decls.append(StreamDecl(
                     spec.name, "observations", tick_encoder.codec,
                     {**tick_encoder.attributes, "sensor_hz": run.sensor_hz,
-                     "rate_policy": run.rate_policy, "atomic_tick": True},
+                     "rate_policy": run.rate_policy, "atomic_tick": True,
+                     # per-element names of each channel, in the channels' order (issue 13)
+                     "element_names": {c.name: list(c.attributes.get("element_names") or [])  # type: ignore[call-overload]
+                                       for c in selection.numeric}},
                     spec.required,
                 ))
             elif spec.kind in RENDER_KINDS:
