@@ -9,7 +9,9 @@ usually with explicit cameras) writes the new, camera-bearing FSR.
     | 1 | read SOURCE: its SHA-256, and the ``render.state`` stream's records (the index |
     |   | gives sequences without reading payloads)                                      |
     | 2 | prepare RUN with exactly one tick per recorded sample (duration = n / rate);   |
-    |   | a Record output that would replace SOURCE is refused                          |
+    |   | a Record output that would replace SOURCE is refused; the seed is RUN's        |
+    |   | ``runtime.seed``, else the seed SOURCE recorded (so a randomized scene's       |
+    |   | lights and camera poses match the live Run), else 0                            |
     | 3 | tick k carries sample k's recorded simulation time (``sim_time_ns``: the loop  |
     |   | uses the source's clock, not ``k / sensor_hz``); when sample k's generation    |
     |   | differs from the current one a new Runtime generation starts; then             |
@@ -228,14 +230,24 @@ class ReplayBackend:
             self.track.close()
 
 
+def _recorded_seed(track: RenderTrack) -> int | None:
+    """The seed the source's host recorded in its run metadata (``None`` if absent)."""
+    attributes = track.reader.run.attributes if track.reader is not None else {}
+    run = attributes.get("run") if isinstance(attributes, Mapping) else None
+    seed = run.get("seed") if isinstance(run, Mapping) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**63 else None
+
+
 def prepare_replay(
     source: str | os.PathLike[str], run: str | os.PathLike[str], *, backend: str | None = None
 ) -> tuple[PreparedRun, ReplayBackend, RenderTrack]:
     """Steps 1-2."""
     track = read_track(source)
-    sensor_hz = float(load_run(run).runtime.sensor_hz)
+    document = load_run(run)
+    sensor_hz = float(document.runtime.sensor_hz)
     duration = len(track.records) / sensor_hz
-    prepared = prepare_run(run, backend=backend, duration_s=duration)
+    seed = document.runtime.seed if document.runtime.seed is not None else _recorded_seed(track)
+    prepared = prepare_run(run, backend=backend, duration_s=duration, seed=seed)
     if math.floor(duration * sensor_hz + 1e-9) != len(track.records):  # pragma: no cover
         raise RunConfigError([RunIssue("runtime.sensor_hz", "cannot map one tick to each recorded sample")])
     wrapped = ReplayBackend(prepared.backend, track)

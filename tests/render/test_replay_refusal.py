@@ -64,3 +64,16 @@ def test_sigterm_stops_a_replay_and_commits_what_was_rendered(tmp_path: Path) ->
     with FsrReader(tmp_path / "replay.fsr") as reader:
         fence = reader.footer["terminal_fence"]
         assert (fence["completion"], fence["completion_reason"]) == ("stopped", "stopped by SIGTERM")
+
+
+@pytest.mark.mujoco
+def test_replay_uses_the_seed_its_source_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A source recorded with --seed 7 replays with seed 7 (same lights and camera jitter), unless RUN sets one."""
+    out = str(tmp_path)
+    assert fsr_main(["record", str(EXAMPLES / "render-once" / "run.yaml"), "--output-dir", out,
+                     "--duration", "0.2", "--no-progress", "--seed", "7"]) == 0
+    assert fsr_main(["replay", str(tmp_path / "source.fsr"), str(EXAMPLES / "render-replay" / "run.yaml"),
+                     "--output-dir", out]) == 0
+    with FsrReader(tmp_path / "replay.fsr") as reader:
+        assert reader.run.attributes["run"]["seed"] == 7
+        assert reader.run.attributes["scene"]["backend"]["randomized"]["seed"] == 7
