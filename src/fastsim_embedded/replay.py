@@ -218,6 +218,13 @@ class ReplayBackend:
         readings: Sequence[CameraReading] = self.inner.sample_cameras()
         return readings
 
+    def describe(self) -> dict[str, object]:
+        """The inner scene's description plus the Replay source."""
+        inner = getattr(self.inner, "describe", None)
+        described: dict[str, object] = dict(inner()) if callable(inner) else {}
+        described["replay_source"] = {"path": str(self.track.path), "sha256": self.track.sha256}
+        return described
+
     def render_source(self) -> Any:
         """The posed scene's render source (a Replay may record render.state again)."""
         return self._render
