@@ -41,7 +41,6 @@ import multiprocessing
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -346,7 +345,9 @@ def bench_dataset(workdir: Path, seconds: float, rounds: int) -> dict[str, float
     indexes = list(range(len(ds)))
     chunks = [indexes[k:k + 8] for k in range(0, len(indexes), 8)]
     ratios, one_rates, two_rates, ceilings = [], [], [], []
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    # spawn: the frames part leaves PyAV's decoder threads behind, and a fork of a process
+    # with threads can inherit a held lock; the workers receive the pickled dataset
+    ctx = multiprocessing.get_context("spawn")
     _init_worker(ds)
     with ctx.Pool(2, initializer=_init_worker, initargs=(ds,)) as pool:
         pool.map(_samples, chunks[:2], chunksize=1)  # each worker opens the file once
