@@ -182,6 +182,7 @@ def run_session(
             plugin.start()
     except RunConfigError:
         _teardown(plugins)
+        host.cleanup(time.monotonic() + host.revoke_grace_s)  # and release the output names
         backend.close()
         raise
     except Exception as exc:

@@ -164,3 +164,28 @@ def test_a_name_too_long_for_its_staging_file_is_refused(tmp_path: Path) -> None
     why = check_output_name(name, tmp_path)
     assert why is not None
     assert "265 bytes" in why
+
+
+def test_a_config_error_at_prepare_releases_the_output_name(tmp_path: Path) -> None:
+    """A plugin factory's config error during prepare leaves no lock behind: the same name records at once afterwards."""
+    import yaml
+
+    from fastsim_contract.run_errors import RunConfigError, RunIssue
+    from fastsim_embedded.compile import prepare_run
+    from fastsim_embedded.session import run_session
+
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({
+        "schema": "fastsim/2", "name": "n", "backend": "synthetic",
+        "plugins": {"record": {"use": "plugin://fastsim/record"}},
+    }))
+
+    def refusing(context: object) -> object:
+        raise RunConfigError([RunIssue("plugins.record", "refused by the test")])
+
+    out = tmp_path / "out"
+    with pytest.raises(RunConfigError):
+        run_session(prepare_run(path, duration_s=0.1), out, factories={"plugin://fastsim/record": refusing})  # type: ignore[dict-item]
+    assert not (out / ".episode.fsr.lock").exists()
+    result = run_session(prepare_run(path, duration_s=0.1), out)
+    assert result.outcome.ok, result.outcome.reason
