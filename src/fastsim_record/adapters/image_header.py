@@ -31,7 +31,7 @@ from typing import Final
 
 from fastsim_record.ports.encoders import PayloadError
 
-__all__ = ["MAX_FRAME_PIXELS", "image_size", "jpeg_size", "png_size"]
+__all__ = ["MAX_FRAME_PIXELS", "check_pixels", "image_size", "jpeg_size", "png_size"]
 
 #: the largest frame (width x height) any decoder of this package accepts
 MAX_FRAME_PIXELS: Final = 1 << 26

@@ -93,11 +93,6 @@ def check_payloads(src: Source, batch: ParsedBatch, *, crc: bool, sha256: bool) 
         raise FormatError(batch.offset + 20, "batch payload CRC-32C mismatch")
 
 
-def check_payload_digest(src: Source, batch: ParsedBatch) -> None:
-    """The batch's payload area hashes to the SHA-256 in its header."""
-    check_payloads(src, batch, crc=False, sha256=True)
-
-
 def supported_profiles(head: Head) -> tuple[str, ...]:
     """The validation profiles a file with this header supports."""
     return tuple(
