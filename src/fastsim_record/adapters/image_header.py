@@ -87,7 +87,7 @@ def jpeg_size(data: bytes | memoryview) -> tuple[int, int]:
             precision = view[pos + 4]
             (height,) = _U16.unpack_from(view, pos + 5)
             (width,) = _U16.unpack_from(view, pos + 7)
-            components = view[pos + 9] if length >= 8 else 0
+            components = view[pos + 9]
             if precision != 8 or components not in (1, 3):
                 raise _fail(
                     f"JPEG SOF at payload byte {pos}: {precision}-bit, {components} components "
