@@ -103,7 +103,9 @@ def test_a_duration_that_is_not_a_finite_positive_number_exits_2(
     with pytest.raises(SystemExit) as caught:
         main(["record", str(_write(tmp_path)), "--duration", value])
     assert caught.value.code == 2
-    assert "argument --duration: must be a finite number of seconds above 0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("fsr record: argument --duration: must be a finite number of seconds above 0")
+    assert err.count("\n") == 1
 
 
 def test_fsr_channels_lists_kind_dtype_shape_units_and_element_names(

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 __all__ = ["COMMANDS", "main"]
 
@@ -43,9 +44,18 @@ def _load(name: str) -> ModuleType | None:
         raise
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad option is one line naming it (``fsr record: argument --duration: ...``),
+    exit 2, without the usage block (``--help`` still prints it)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line and exit 2."""
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fsr`` console script."""
-    parser = argparse.ArgumentParser(prog="fsr", description="FSR 1.2 recordings: record, inspect, validate.")
+    parser = _Parser(prog="fsr", description="FSR 1.2 recordings: record, inspect, validate.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, ModuleType] = {}
     for name, (_, help_text) in COMMANDS.items():
