@@ -148,7 +148,7 @@ class RecordCommand:
             err.print("--jobs: only with --episodes", markup=False)
             return EXIT_CONFIG
         owns_process = bool(getattr(args, "owns_process", False)) or args.sweep_worker
-        stop = StopSignals().install()
+        stop = StopSignals(watchdog=owns_process).install()
         try:
             report, result = self._record(args, err, out, stop)
         finally:

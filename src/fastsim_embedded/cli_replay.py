@@ -51,7 +51,7 @@ class ReplayCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         """Replay; never raise."""
-        stop = StopSignals(command="fsr replay").install()
+        stop = StopSignals(command="fsr replay", watchdog=bool(getattr(args, "owns_process", False))).install()
         try:
             result, backend = replay(
                 args.source, args.run, Path(args.output_dir), backend=args.backend, overwrite=args.overwrite,

@@ -74,6 +74,9 @@ class StopSignals:
     """Install with ``install()``; hand the host over with ``attach`` (``on_host``)."""
 
     command: str = "fsr record"  # how its lines start
+    #: row 4 (the deadline): only when this process is the command (never inside a test
+    #: runner or a library caller, which must not be ended by ``os._exit``)
+    watchdog: bool = True
     err: Callable[[str], None] = attrs.field(factory=lambda: _stderr_line)
     exit: Callable[[int], None] = os._exit
     clock: Callable[[], float] = time.monotonic
@@ -121,7 +124,14 @@ class StopSignals:
 
     def _relay(self) -> None:
         assert self._pipe is not None  # noqa: S101 - set by install
-        read = self._pipe[0]
+        try:
+            self._relay_loop(self._pipe[0])
+        finally:
+            for fd in self._pipe:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _relay_loop(self, read: int) -> None:
         while not self._closed:
             timeout = None if self.deadline is None else max(0.0, self.deadline - self.clock())
             try:
@@ -131,7 +141,7 @@ class StopSignals:
             if self._closed:
                 return
             if not ready:
-                if self.deadline is not None and self.clock() >= self.deadline:
+                if self.watchdog and self.deadline is not None and self.clock() >= self.deadline:
                     self._abandon("the Run did not end within the finalizer's deadline plus the grace",
                                   self.exit_code if self.exit_code is not None else DEADLINE_EXIT)
                 continue
@@ -171,12 +181,14 @@ class StopSignals:
         self.exit(code)
 
     def close(self) -> None:
-        """Restore the previous handlers (the relay thread ends by itself)."""
+        """Restore the previous handlers; the relay thread closes its pipe and ends."""
         if self._closed or self._pipe is None:
             return
         self._closed = True
         with contextlib.suppress(ValueError):
             signal.set_wakeup_fd(self._old_wakeup)
+        with contextlib.suppress(OSError):
+            os.write(self._pipe[1], b"\0")  # wake the relay: it closes the pipe and ends
         for sig, handler in self._previous.items():
             with contextlib.suppress(ValueError, TypeError):
                 signal.signal(sig, handler)  # type: ignore[arg-type]
