@@ -61,13 +61,15 @@ def _wall_time_s(reader: FsrReader) -> float | None:
     try:
         if not any(spec.name == "lifecycle" for spec in reader.streams):
             return None
-        for record in reader.records("lifecycle"):
+        for count, record in enumerate(reader.records("lifecycle")):
+            if count >= 10_000:  # lifecycle is a handful of records; never scan a hostile flood
+                break
             if record.payload_length > 65536:
                 continue
             data = json.loads(record.payload)
             if isinstance(data, dict) and isinstance(data.get("wall_time_unix_ns"), int):
                 marks.setdefault(str(data.get("event")), data["wall_time_unix_ns"])
-    except (FormatError, ValueError, OSError):
+    except Exception:  # a damaged lifecycle stream only loses the wall time, never the summary
         return None
     if "run.started" not in marks or "run.stopping" not in marks:
         return None
