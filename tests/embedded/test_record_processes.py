@@ -224,3 +224,24 @@ def test_repeated_ctrl_c_on_a_mujoco_run_prints_no_traceback_and_commits(tmp_pat
     assert "Traceback" not in stderr
     assert "Exception" not in stderr
     assert _completion(out / "episode.fsr") == ("stopped", "stopped by SIGINT")
+
+
+def test_after_a_kill_the_next_run_keeps_the_incomplete_file_and_points_to_recover(tmp_path: Path) -> None:
+    """SIGKILL leaves <name>.incomplete; the next `fsr record` there exits 2 naming it and `fsr recover`, bytes untouched."""
+    out = tmp_path / "out"
+    run = _run_file(tmp_path)
+    proc = _start([FSR, "record", str(run), "--output-dir", str(out), "--no-progress", "--realtime", "1"])
+    staging = out / "episode.fsr.incomplete"
+    _wait_for(staging, proc)
+    time.sleep(0.3)
+    proc.kill()
+    proc.communicate(timeout=60)
+    before = staging.read_bytes()
+    again = subprocess.run([FSR, "record", str(run), "--output-dir", str(out), "--no-progress"],
+                           capture_output=True, text=True, env=ENV, timeout=120, check=False)
+    assert again.returncode == 2
+    assert again.stderr.startswith(f"fsr record: {staging}: a crashed or stopped Run's data is here")
+    assert f"fsr recover {staging} -o" in again.stderr
+    assert again.stderr.count("\n") == 1
+    assert staging.read_bytes() == before
+    assert not (out / "episode.fsr").exists()
