@@ -112,6 +112,11 @@ class RecordCommand:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Declare the options of the module table."""
+        parser.epilog = (
+            "exit codes: 0 normal completion, committed; 1 failed; 2 config error or output refused "
+            "(exists, .incomplete present, locked by another recorder); 3 stopped by a signal, what was "
+            "recorded committed with completion stopped; 128+N abandoned by a third signal N"
+        )
         parser.add_argument("run", metavar="RUN.yaml", help="the FastSim v2 Run file")
         parser.add_argument("--output-dir", default=".", metavar="DIR", help="where artifacts are committed (default: .)")
         parser.add_argument("--duration", type=_seconds, default=None, metavar="SECONDS",
