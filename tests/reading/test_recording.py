@@ -137,6 +137,9 @@ def test_info_describes_the_run(synthetic_fsr: Path) -> None:
         assert info.mode == "record"
         assert info.sim_time_ns == (0, 1_500_000_000)
         assert info.size_bytes == synthetic_fsr.stat().st_size
+        run = reader.run.attributes["run"]  # the Run's facts, as the recorder writes them
+        assert isinstance(info.seed, int)
+        assert (info.name, info.backend, info.seed) == (run["name"], run["backend"], run["seed"])
 
 
 def test_episodes_split_exactly_at_barriers(synthetic_fsr: Path, droid_fsr: Path) -> None:

@@ -489,7 +489,9 @@ class Recording(_View):
         f = self._file()
         reader = f.tables.reader
         footer = reader.footer
-        attrs_ = dict(reader.run.attributes)
+        run_attrs = reader.run.attributes.get("run")
+        # the recorder writes the Run's facts under attributes.run; older files have none
+        attrs_ = dict(run_attrs) if isinstance(run_attrs, Mapping) else dict(reader.run.attributes)
         created: Mapping[str, Any] = {}
         if not all(k in attrs_ for k in ("name", "backend")):
             for event in self.lifecycle()[:4]:
@@ -525,7 +527,7 @@ class Recording(_View):
             sim_time_ns=span,
             records={names[int(s["stream_id"])]: int(s["data"]) for s in footer["streams"]},
             size_bytes=reader.size,
-            attributes=attrs_,
+            attributes=dict(reader.run.attributes),
         )
 
     def streams(self) -> tuple[str, ...]:

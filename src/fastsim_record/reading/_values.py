@@ -18,8 +18,9 @@ Array = npt.NDArray[Any]
 class Info:
     """What a recording is: its run, how it ended, its integrity and what it holds.
 
-    ``name``, ``backend`` and ``seed`` come from the run metadata's attributes when the
-    recorder wrote them, else from the ``run.created`` lifecycle event, else ``None``.
+    ``name``, ``backend`` and ``seed`` come from the run metadata's ``attributes.run``
+    when the recorder wrote it, else from the ``run.created`` lifecycle event (name and
+    backend), else ``None``.  ``attributes`` is the run metadata's whole attribute object.
     """
 
     path: str
