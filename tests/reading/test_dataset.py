@@ -134,6 +134,27 @@ def test_a_pickled_dataset_reads_in_worker_processes(synthetic_fsr: Path, tmp_pa
     assert float(out[1]) == pytest.approx(float(ds[61][JOINTS].sum()), rel=1e-12)
 
 
+_FORKED: dict[str, fr.Dataset] = {}
+
+
+def _sum_forked(indexes: list[int]) -> float:
+    ds = _FORKED["ds"]
+    return float(sum(ds[i][JOINTS].sum() for i in indexes))
+
+
+def test_forked_workers_reopen_files_the_parent_had_open(synthetic_fsr: Path) -> None:
+    """After fork (DataLoader's default on Linux) each worker opens its own file descriptors."""
+    ds = fr.Dataset(synthetic_fsr, channels=[JOINTS])
+    expected = sum(float(ds[i][JOINTS].sum()) for i in range(len(ds)))  # the parent has the file open
+    _FORKED["ds"] = ds  # inherited by the forked workers, open caches and all (not pickled)
+    try:
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            got = pool.map(_sum_forked, [list(range(0, 90)), list(range(90, 180))])
+    finally:
+        _FORKED.clear()
+    assert sum(got) == pytest.approx(expected, rel=1e-12)
+
+
 def test_torch_dataloader_with_two_workers(synthetic_fsr: Path) -> None:
     """torch's DataLoader batches the dataset with 2 worker processes (duck typing)."""
     torch: Any = pytest.importorskip("torch", reason="torch is not installed: the DataLoader test needs it")
