@@ -49,7 +49,7 @@ ROWS_DTYPE = np.dtype(
     ]
 )
 _HDR = BATCH_HEADER.size
-MAX_META_READ = 1 << 16
+MAX_META_READ = 1 << 16  # the most metadata bytes guessed into the table's read
 SPAN_SLACK = 1 << 16  # scattered rows closer than this are read through in one call
 MAX_SPAN = 16 << 20  # the most bytes one such call reads
 LARGE = 8 << 20  # results at least this big get their own anonymous map
@@ -128,6 +128,7 @@ class FileTables:
         index = self.reader.batch_index
         size = self.size
         unpack, magic_ok = BATCH_HEADER.unpack, BATCH_MAGIC
+        guess = 4096
         bodies: list[bytes | memoryview] = []
         facts: list[tuple[int, int, int, int]] = []  # table offset, count, payload area, limits
         limits: list[tuple[int, int]] = []
@@ -137,11 +138,14 @@ class FileTables:
         ):
             if off + _HDR > size:
                 raise FormatError(off, "truncated: batch header")
-            head_len = min(length, _HDR + _REC * count + MAX_META_READ)
+            # the metadata blob's size is a guess until the header is read: the previous
+            # batches' largest (a steady stream's batches look alike); a short guess costs a read
+            head_len = min(length, _HDR + _REC * count + guess)
             chunk = memoryview(self.read(off, max(_HDR, head_len), "batch header and record table"))
             raw = chunk[:_HDR]
             fields = unpack(raw)
             meta_len, pay_len = fields[5], fields[6]
+            guess = min(max(guess, pad8(meta_len) + 64), MAX_META_READ)
             if fields[0] != magic_ok:  # (slices of the chunk are views: no copies)
                 raise FormatError(off, "bad batch magic")
             if crc(raw[:116]) != fields[15]:
