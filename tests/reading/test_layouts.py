@@ -53,7 +53,8 @@ def _write(path: Path, interleave: bool, ticks: int = 300, batch: int = 64) -> N
         if interleave and t % 3 == 0:
             g += 1
             e += 1
-            records.append(RecordIn.data(2, g, e, gen, t * 1000, b'{"event":"x","t":%d}' % t))
+            meta = {"pad": "x" * 9000} if t % 60 == 0 else {}  # a metadata blob over the read guess
+            records.append(RecordIn.data(2, g, e, gen, t * 1000, b'{"event":"x","t":%d}' % t, meta))
         if len(records) >= batch or (t == 149):
             writer.write_batch(records)
             records = []
