@@ -47,6 +47,25 @@ def test_samples_cover_every_tick_of_every_episode_of_every_file(synthetic_fsr: 
         assert f"{JOINTS}_is_pad" not in sample
 
 
+def test_a_process_keeps_a_bounded_number_of_files_open(
+    synthetic_fsr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading many files keeps at most MAX_OPEN of them open; a closed one reopens on demand."""
+    import fastsim_record.reading._dataset as module
+
+    monkeypatch.setattr(module, "MAX_OPEN", 2)
+    for k in range(4):
+        shutil.copy(synthetic_fsr, tmp_path / f"f{k}.fsr")
+    ds = fr.Dataset(tmp_path, channels=[JOINTS])
+    first = ds[0][JOINTS]
+    for f in range(4):
+        ds[f * 180 + 5]
+        assert len(ds._open) <= 2
+    np.testing.assert_array_equal(ds[0][JOINTS], first)
+    ds.close()
+    assert not ds._open
+
+
 def test_windows_pad_at_episode_edges_with_a_mask(synthetic_fsr: Path) -> None:
     """Offsets outside the episode repeat its edge tick and are flagged; never the next episode."""
     ds = fr.Dataset(synthetic_fsr, channels=[JOINTS], window={JOINTS: [-2, -1, 0, 1]})

@@ -38,6 +38,7 @@ from fastsim_record.reading._tables import DATA
 __all__ = ["Dataset"]
 
 Array = npt.NDArray[Any]
+MAX_OPEN = 32  # files a process keeps open at once (each holds two descriptors)
 Sample = dict[str, Any]
 PathArg = str | os.PathLike[str]
 
@@ -195,15 +196,23 @@ class Dataset:
         return stacked if self.windowed else stacked[0]
 
     def _cache(self, f: int) -> _Cache:
-        cache = self._open.get(f)
+        """File ``f`` opened in this process; at most ``MAX_OPEN`` stay open (least recent closes)."""
+        cache = self._open.pop(f, None)
         if cache is None or cache.pid != os.getpid():
-            cache = self._open[f] = _Cache(Recording(self.paths[f]), self.channels[0])
+            if any(c.pid != os.getpid() for c in self._open.values()):
+                self._open.clear()  # inherited through a fork: the parent's, not ours to close
+            cache = _Cache(Recording(self.paths[f]), self.channels[0])
+        self._open[f] = cache  # most recently used last
+        while len(self._open) > MAX_OPEN:
+            oldest = next(iter(self._open))
+            self._open.pop(oldest).recording.close()
         return cache
 
     def close(self) -> None:
         """Close the files this process opened (they reopen on the next sample)."""
         for cache in self._open.values():
-            cache.recording.close()
+            if cache.pid == os.getpid():
+                cache.recording.close()
         self._open.clear()
 
     def __getstate__(self) -> dict[str, Any]:
