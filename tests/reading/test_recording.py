@@ -227,6 +227,20 @@ def test_a_corrupt_record_table_is_one_error_naming_its_offset(synthetic_fsr: Pa
         rec.numeric("robot.joint_position")
 
 
+def test_a_broken_frame_payload_is_one_error_naming_its_offset(droid_fsr: Path, tmp_path: Path) -> None:
+    """A JPEG whose header is gone fails frame() with the payload's file offset; others still read."""
+    with FsrReader(droid_fsr) as reader:
+        record = next(iter(reader.records("cameras.wrist.rgb")))
+    data = bytearray(droid_fsr.read_bytes())
+    data[record.payload_offset:record.payload_offset + 2] = b"\x00\x00"  # no SOI marker
+    bad = tmp_path / "bad-frame.fsr"
+    bad.write_bytes(bytes(data))
+    with fr.open(bad) as rec:
+        with pytest.raises(FormatError, match=f"frame payload: .* at offset {record.payload_offset}$"):
+            rec.frame("wrist", 0)
+        assert rec.frame("wrist", 1).image.shape == (240, 320, 3)
+
+
 def test_a_recording_pickles_and_reopens_in_another_process(droid_fsr: Path, tmp_path: Path) -> None:
     """A pickled Recording (and Episode) holds only its path and reads in a subprocess."""
     with fr.open(droid_fsr) as rec:
