@@ -1,0 +1,89 @@
+"""The exporter port: what ``fsr export`` asks of every target format.
+
+An exporter is an adapter behind :class:`Exporter`.  It reads recordings only through
+the reading API (``fastsim_record.reading``, plus ``fastsim_record.export._source`` for
+the two things that API does not serve yet: a frame's recorded bytes and the geometry
+stream), writes one output path and reports progress in records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+__all__ = ["ExportError", "ExportOptions", "ExportSummary", "Exporter", "MissingExtra", "Progress"]
+
+
+class ExportError(Exception):
+    """A recording that cannot be exported: one line naming the file and the field."""
+
+
+class MissingExtra(ImportError):
+    """The target's optional dependencies are not installed: one line naming the pip install."""
+
+    def __init__(self, target: str, extra: str, module: str) -> None:
+        super().__init__(
+            f"exporting to {target} needs {module}: pip install 'fastsim-plugin-record[{extra}]'"
+        )
+
+
+@attrs.frozen
+class ExportOptions:
+    """Options every exporter accepts; each ignores what does not apply to it."""
+
+    task: str | None = None  # LeRobot: the task text (default: the Run's name)
+    video_codec: str = "av1"  # LeRobot: av1 (libsvtav1, LeRobot's defaults) or h264
+    repo_id: str = "local/fsr-export"  # LeRobot: written nowhere but accepted for symmetry
+
+
+@attrs.frozen
+class ExportSummary:
+    """What an export wrote: the output, counts per kind of item, and the episodes."""
+
+    output: Path
+    episodes: int
+    counts: dict[str, int] = attrs.field(factory=dict)
+
+
+class Progress(Protocol):
+    """Where an exporter reports how far it got (``fsr export`` draws it as a bar)."""
+
+    def total(self, records: int) -> None:
+        """Declare how many records the export will go through."""
+
+    def advance(self, records: int) -> None:
+        """``records`` more records were exported."""
+
+
+class NoProgress:
+    """A :class:`Progress` that shows nothing (for library callers and tests)."""
+
+    def total(self, records: int) -> None:
+        """Ignore the total."""
+
+    def advance(self, records: int) -> None:
+        """Ignore progress."""
+
+
+@runtime_checkable
+class Exporter(Protocol):
+    """One target format.  ``export`` writes ``out`` (a file, or a directory for LeRobot
+    and for several sources; it does not exist yet) from ``sources`` (FSR files, in
+    order) and raises
+    :class:`ExportError` with one line for a recording it cannot export."""
+
+    name: str  # the --to value
+    extra: str  # the optional extra holding its dependencies
+
+    def export(
+        self,
+        sources: Sequence[Path],
+        out: Path,
+        options: ExportOptions,
+        progress: Progress,
+    ) -> ExportSummary:
+        """Write ``out`` from ``sources``."""
+        ...
