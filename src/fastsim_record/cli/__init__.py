@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "record": ("fastsim_record.cli.record", "record a Run on the embedded host"),
     "frames": ("fastsim_record.cli.frames", "write a camera's decoded frames as PNG files"),
     "replay": ("fastsim_record.cli.replay", "render a recorded render.state into a new FSR"),
+    "export": ("fastsim_record.cli.export", "export FSR files to LeRobot, MCAP (Foxglove) or Rerun"),
 }
 
 
