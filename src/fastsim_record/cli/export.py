@@ -150,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         _remove(tmp)
         return _fail(1, f"fsr export: {exc.strerror or exc}: {exc.filename or out}")
+    except Exception as exc:  # a defect of this program: still one line, never a traceback
+        _remove(tmp)
+        return _fail(1, f"fsr export: internal error: {type(exc).__name__}: {exc}")
     except BaseException:
         _remove(tmp)
         raise
