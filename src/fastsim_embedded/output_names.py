@@ -106,6 +106,10 @@ class NameLock:
                         final, "another recorder is writing this output right now "
                         f"(it holds {path.name}); choose another name or --output-dir",
                     ) from None
+                except OSError as exc:  # e.g. ENOLCK: a file system without locks
+                    raise OutputRefused(
+                        path, f"cannot lock the output name ({exc.strerror}); record to a local file system",
+                    ) from None
                 if lidentity(path) == identity_of(os.fstat(fd)):
                     return cls(path, fd)
             except BaseException:
