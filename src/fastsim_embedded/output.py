@@ -161,7 +161,15 @@ class FileReadbackLease:
     closed: bool = False
 
     def __attrs_post_init__(self) -> None:
-        self._file = open(self._tx.staging, "rb")  # noqa: SIM115 - closed by close()
+        # never follow a symlink planted at the staging path, and read only our own inode
+        try:
+            fd = os.open(self._tx.staging, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise LeaseError(f"open_readback: {self._tx.staging}: {exc.strerror}") from None
+        if self._tx.identity is not None and identity_of(os.fstat(fd)) != self._tx.identity:
+            os.close(fd)
+            raise LeaseError(f"open_readback: {self._tx.staging} is no longer the file this Run wrote")
+        self._file = os.fdopen(fd, "rb")
 
     def _handle(self) -> object:
         if self.closed or self._tx.state not in ("sealed", "confirmed"):

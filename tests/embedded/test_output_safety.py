@@ -189,3 +189,19 @@ def test_a_config_error_at_prepare_releases_the_output_name(tmp_path: Path) -> N
     assert not (out / ".episode.fsr.lock").exists()
     result = run_session(prepare_run(path, duration_s=0.1), out)
     assert result.outcome.ok, result.outcome.reason
+
+
+def test_readback_refuses_a_staging_path_swapped_after_the_seal(tmp_path: Path) -> None:
+    """A file (or symlink) swapped in after the seal is never read back as this Run's recording."""
+    service = _service(tmp_path)
+    lease = service.open_write("episode.fsr")
+    lease.write(b"mine")
+    service.seal(lease)
+    (tmp_path / "swap").write_bytes(b"evil")
+    os.replace(tmp_path / "swap", tmp_path / "episode.fsr.incomplete")
+    with pytest.raises(LeaseError, match="no longer the file this Run wrote"):
+        service.open_readback(lease)
+    os.unlink(tmp_path / "episode.fsr.incomplete")
+    os.symlink(tmp_path / "elsewhere", tmp_path / "episode.fsr.incomplete")
+    with pytest.raises(LeaseError, match=r"episode\.fsr\.incomplete"):  # O_NOFOLLOW: ELOOP
+        service.open_readback(lease)
