@@ -214,3 +214,16 @@ def test_validate_exit_codes_from_a_real_process(fsr_file: Path, tmp_path: Path)
     assert re.fullmatch(r"invalid: .+ at offset \d+\n", invalid.stderr), invalid.stderr
     assert missing.stderr.count("\n") == 1
     assert all("Traceback" not in p.stderr for p in (valid, invalid, missing, usage))
+
+
+def test_synth_refuses_an_existing_output_unless_overwrite(tmp_path: Path, capsys: Capture) -> None:
+    """fsr synth never replaces a user's file: exit 2 naming it; --overwrite opts in."""
+    path = tmp_path / "mine.fsr"
+    path.write_bytes(b"precious")
+    assert main(["synth", str(path), "--records", "10"]) == 2
+    assert path.read_bytes() == b"precious"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert str(path) in err
+    assert main(["synth", str(path), "--records", "10", "--overwrite"]) == 0
+    assert path.read_bytes() != b"precious"

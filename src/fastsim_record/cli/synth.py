@@ -10,11 +10,14 @@ splits the run into G generations; ``--gap-every K`` turns every K-th record int
     |---|-----------------------|--------------------|------------------------|------|
     | 1 | written               | one summary line   | -                      | 0    |
     | 2 | bad arguments or path | -                  | ``fsr synth: <error>`` | 2    |
+    | 3 | OUT exists, no        | -                  | ``fsr synth: <path>    | 2    |
+    |   | ``--overwrite``       |                    | exists ...``           |      |
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from fastsim_record.fsr import INTEGRITY_PROFILES
@@ -38,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-bytes", type=int, default=16 << 20)
     parser.add_argument("--integrity", choices=INTEGRITY_PROFILES, default="structural")
     parser.add_argument("--unsealed", action="store_true", help="do not seal (like a crash)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT.fsr if it exists")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
         bad.append("streams")
     if bad:
         print(f"fsr synth: invalid value for --{bad[0].replace('_', '-')}", file=sys.stderr)
+        return 2
+    if os.path.lexists(args.output) and not args.overwrite:  # never replace a user's file
+        print(f"fsr synth: {args.output} exists; pass --overwrite to replace it", file=sys.stderr)
         return 2
     try:
         sealed = write_synthetic(
