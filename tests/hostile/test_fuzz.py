@@ -1,7 +1,7 @@
 """Seeded mutation fuzzing of real recordings through info, validate, cat, frames, recover, replay.
 
-CI runs it for about 25 s of fuzzing (``FSR_FUZZ_SECONDS``, default 16 for the plain
-commands, plus half that for replay) after about 10 s of recording its corpus.  A longer run, reproducible by its seed:
+CI runs it for about 18 s of fuzzing (``FSR_FUZZ_SECONDS``, default 12 for the plain
+commands, plus half that for replay) after about 6 s of recording its corpus.  A longer run, reproducible by its seed:
 
     FSR_FUZZ_SECONDS=600 FSR_FUZZ_SEED=7 MUJOCO_GL=egl python -m pytest -q tests/hostile/test_fuzz.py
 
@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FSR = Path(sys.executable).with_name("fsr")
 WORKER = Path(__file__).with_name("fuzz_worker.py")
-SECONDS = float(os.environ.get("FSR_FUZZ_SECONDS", "16"))
+SECONDS = float(os.environ.get("FSR_FUZZ_SECONDS", "12"))
 SEED = int(os.environ.get("FSR_FUZZ_SEED", "20261203"))
 MB = 1000 * 1000
 

@@ -27,8 +27,6 @@ from fastsim_record.fsr._sections import encode_tail
 
 from .support import MIB, RUN, run_fsr
 
-COMMANDS = ("info", "validate", "cat", "recover")
-
 
 def _head(meta_blob: bytes) -> bytes:
     hdr = FILE_HEADER.pack(FILE_MAGIC, 1, 2, 0, len(meta_blob), crc(meta_blob), 0)
@@ -80,7 +78,7 @@ def _sealed(meta_blob: bytes, streams: int = 0) -> bytes:
     return head + encode_tail(len(head), np.empty(0, INDEX_DTYPE), np.empty(0, PROJECTION_DTYPE), footer)
 
 
-def _check_all(path: Path, tmp_path: Path, fragment: str, commands: tuple[str, ...] = ("validate", "recover")) -> None:
+def _check_all(path: Path, tmp_path: Path, fragment: str, commands: tuple[str, ...] = ("validate",)) -> None:
     size = path.stat().st_size
     for command in commands:
         argv = [command, str(path)] + (["-o", str(tmp_path / f"{command}.fsr")] if command == "recover" else [])
@@ -96,7 +94,7 @@ def test_the_audits_300000_stream_file_is_refused_from_its_header(tmp_path: Path
     path = tmp_path / "streams.fsr.incomplete"
     path.write_bytes(_head(_lean_metadata(300_000)))
     assert path.stat().st_size > 20 * MIB
-    _check_all(path, tmp_path, "exceeds the", COMMANDS)
+    _check_all(path, tmp_path, "exceeds the", ("info", "recover"))
 
 
 def test_a_stream_table_over_the_bound_is_refused(tmp_path: Path) -> None:
@@ -168,7 +166,8 @@ def test_record_metadata_bombs_are_refused(tmp_path: Path, monkeypatch: pytest.M
             writer.write_batch([RecordIn.data(1, 1, 1, 0, 0, b"", metadata)])
             writer.seal()
         monkeypatch.undo()
-        for command in ("cat", "recover"):
+        commands: tuple[str, ...] = ("cat",) if name == "items" else ("recover",)
+        for command in commands:
             argv = [command, str(path)] + (["-o", str(tmp_path / f"{name}.out.fsr")] if command == "recover" else [])
             code, err, peak = run_fsr(*argv)
             if command == "recover":  # the batch is the torn tail: an empty file is recovered
