@@ -138,3 +138,30 @@ def test_png_frames_are_decoded_to_rgb(tmp_path: Path) -> None:
             np.testing.assert_array_equal(rec.frame("top", k).image, image)
         with pytest.raises(fr.ReadError, match="camera 'top' has no intrinsics stream"):
             rec.calibration("top")
+
+
+@pytest.mark.parametrize("interleave", [False, True], ids=["contiguous", "interleaved"])
+def test_large_reads_use_a_prepared_map_with_the_same_values(
+    tmp_path: Path, interleave: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every read counted as large, the anonymous-map path returns exactly the same values."""
+    import fastsim_record.reading._tables as tables
+    import fastsim_record.reading._view as view
+
+    path = tmp_path / "n.fsr"
+    _write(path, interleave)
+    with fr.open(path) as rec:
+        small = rec.numeric_all()
+        episode = rec.episodes()[1].numeric_all()
+    monkeypatch.setattr(tables, "LARGE", 1)
+    monkeypatch.setattr(view, "LARGE", 1)
+    with fr.open(path) as rec:
+        large = rec.numeric_all()
+        assert isinstance(large["c0"].values.base, np.ndarray)
+        for name, series in small.items():
+            np.testing.assert_array_equal(large[name].values, series.values)
+            np.testing.assert_array_equal(large[name].time_ns, series.time_ns)
+        second = rec.episodes()[1].numeric_all()
+        for name, series in episode.items():
+            np.testing.assert_array_equal(second[name].values, series.values)
+        np.testing.assert_array_equal(rec.numeric("c3").values, small["c3"].values)

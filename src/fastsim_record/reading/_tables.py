@@ -218,15 +218,29 @@ class FileTables:
         self._rows[stream_id] = rows
         return rows
 
-    def gather(self, starts: Array, length: int) -> Array:
+    def record_bound(self, stream_id: int, generation: int | None) -> int:
+        """At least the number of DATA records of a stream (in one generation), from the
+        projections alone: no batch is read."""
+        proj = self.reader.projections
+        lo, hi = np.searchsorted(proj["stream_id"], [stream_id, stream_id + 1])
+        rows = proj[lo:hi]
+        if generation is not None:
+            rows = rows[rows["generation"] == generation]
+        return int(rows["record_count"].sum())
+
+    def gather(self, starts: Array, length: int, out: Array | None = None) -> Array:
         """``length`` bytes at each file offset in ``starts``: a ``(len(starts), length)`` array.
 
         Rows that follow each other in the file are read as one block straight into the
         result; scattered rows are read one covering span at a time and picked out of it
-        with one vectorised index.
+        with one vectorised index.  ``out`` (uint8, at least that many rows, C-contiguous)
+        receives the rows when given.
         """
         count = len(starts)
-        out = empty_bytes(count, length)
+        if out is None or out.shape[0] < count or out.shape[1:] != (length,) or not out.flags.c_contiguous:
+            out = empty_bytes(count, length)
+        else:
+            out = out[:count]
         if count == 0 or length == 0:
             return out
         if int(starts.min()) < 0 or int(starts.max()) + length > self.size:

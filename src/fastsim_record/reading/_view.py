@@ -26,7 +26,7 @@ from fastsim_record.reading._codecs import (
     numeric_layout,
 )
 from fastsim_record.reading._errors import BadArgument, BadRecording, OutOfRange, unknown
-from fastsim_record.reading._tables import DATA, FileTables
+from fastsim_record.reading._tables import DATA, LARGE, FileTables, empty_bytes
 from fastsim_record.reading._values import (
     CalibrationEpoch,
     CalibrationSeries,
@@ -164,8 +164,13 @@ class View:
         out: dict[str, NumericSeries] = {}
         for stream, names in by_stream.items():
             spec, record_bytes, _ = f.channels[names[0]]
-            rows = self._tick_rows(spec, record_bytes)
-            raw = f.tables.gather(rows["payload_at"], record_bytes)
+            # the result's memory is made ready (faulted in) on a second thread while the
+            # record tables are read: the projections bound the stream's ticks
+            upper = f.tables.record_bound(spec.stream_id, self._generation)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-alloc") as pool:
+                buffer = pool.submit(empty_bytes, upper, record_bytes) if upper * record_bytes >= LARGE else None
+                rows = self._tick_rows(spec, record_bytes)
+                raw = f.tables.gather(rows["payload_at"], record_bytes, buffer.result() if buffer else None)
             clock = self._clock(rows)  # shared by the stream's channels
             for name in names:
                 ch = f.channels[name][2]
