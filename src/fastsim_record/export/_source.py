@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fastsim_record.export._port import ExportError
+from fastsim_record.export._stream import generation_spans
 from fastsim_record.fsr import FsrReader, RecordKind
 from fastsim_record.reading import Episode, Event, NumericSeries, Recording
 
@@ -28,6 +29,7 @@ __all__ = [
     "collect_sources",
     "encoded_frames",
     "generation_offsets",
+    "generation_spans",
     "geometry_payloads",
     "sample_at",
     "state_channels",
@@ -170,41 +172,24 @@ def _vector(obj: object, key: str) -> list[float] | None:
     return None
 
 
-def generation_span(rec: Recording, generation: int) -> tuple[int, int] | None:
-    """``(first, last)`` simulation time of the numeric, calibration and JSON records of
-    one generation (frames share their calibration's times)."""
-    ep = rec.episode(generation)
-    times: list[int] = []
-    for ch in rec.channels():
-        t = ep.numeric(ch).time_ns
-        if len(t):
-            times += [int(t[0]), int(t[-1])]
-    for cam in rec.cameras():
-        t = ep.calibration(cam).time_ns
-        if len(t):
-            times += [int(t.min()), int(t.max())]
-    for events in (ep.lifecycle(), ep.events(), ep.control()):
-        times += [e.time_ns for e in events]
-    return (min(times), max(times)) if times else None
-
-
 def generation_offsets(rec: Recording) -> dict[int, int]:
     """Per generation, the offset added to simulation time so generations lie end to end.
 
     ``offset(first) = 0``; ``offset(g) = offset(g-1) + max(0, last(g-1) - first(g))``,
-    where ``first``/``last`` are a generation's earliest and latest record times.  So
+    where ``first``/``last`` are a generation's earliest and latest record times (of
+    any stream, from the file's projections).  So
     exported time never goes backward, and is unchanged when simulation time did not
     restart at a reset."""
     offsets: dict[int, int] = {}
     offset = 0
     prev_last: int | None = None
-    for g in rec.generations():
-        span = generation_span(rec, g)
-        if span is not None and prev_last is not None:
-            offset += max(0, prev_last - span[0])
+    for g, (first, last) in generation_spans(rec.path).items():
+        if prev_last is not None:
+            offset += max(0, prev_last - first)
         offsets[g] = offset
-        if span is not None:
-            prev_last = span[1]
+        prev_last = last
+    for g in rec.generations():
+        offsets.setdefault(g, offset)
     return offsets
 
 

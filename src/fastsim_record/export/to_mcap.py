@@ -36,6 +36,15 @@ import numpy as np
 
 from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
 from fastsim_record.export._source import encoded_frames, generation_offsets, geometry_payloads
+from fastsim_record.export._stream import (
+    CalibrationSample,
+    Channel,
+    Tick,
+    calibration_samples,
+    json_records,
+    numeric_channels,
+    numeric_ticks,
+)
 from fastsim_record.reading import Recording
 from fastsim_record.reading import open as open_recording
 
@@ -109,7 +118,7 @@ def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]
         for order, cam in enumerate(rec.cameras()):
             sources.append(_camera_images(fg, ctx, rec, cam, offsets, counts, order))
             sources.append(_camera_calibration(fg, ctx, rec, cam, offsets, counts, order))
-        sources.append(_numeric(fg, ctx, rec, offsets, counts))
+        sources.extend(_numeric(fg, ctx, rec, offsets, counts))
         sources.append(_json_streams(fg, ctx, rec, offsets, counts))
         sources.append(_geometry(fg, ctx, rec, offsets, counts))
         done = 0
@@ -169,7 +178,6 @@ def _descriptor(rec: Recording, cam: str) -> dict[str, Any]:
 def _camera_calibration(
     fg: Any, ctx: Any, rec: Recording, cam: str, offsets: dict[int, int], counts: dict[str, int], order: int
 ) -> Iterator[Emit]:
-    cal = rec.calibration(cam)
     desc = _descriptor(rec, cam)
     width, height = int(desc.get("width", 0)), int(desc.get("height", 0))
     frame_id = f"{cam}_optical"
@@ -177,17 +185,16 @@ def _camera_calibration(
     cal_ch = fg.channels.CameraCalibrationChannel(cal_topic, context=ctx)
     tf_ch = fg.channels.FrameTransformsChannel(tf_topic, context=ctx)
     m = fg.messages
-    for i in range(len(cal.time_ns)):
-        t = int(cal.time_ns[i]) + offsets[int(cal.generation[i])]
-        k = cal.k[i]
-        p = np.zeros((3, 4))
-        p[:, :3] = k
-        tr, q = cal.translation[i].tolist(), cal.quaternion_xyzw[i].tolist()
+    for sample in calibration_samples(rec.path, cam):
+        t = sample.time_ns + offsets[sample.generation]
 
-        def write(t: int = t, k: Any = k, p: Any = p, tr: list[float] = tr, q: list[float] = q) -> None:
+        def write(t: int = t, c: CalibrationSample = sample) -> None:
+            p = np.zeros((3, 4))
+            p[:, :3] = c.k
+            tr, q = c.translation.tolist(), c.quaternion_xyzw.tolist()
             cal_ch.log(m.CameraCalibration(
                 timestamp=_ts(t), frame_id=frame_id, width=width, height=height,
-                distortion_model="plumb_bob", D=[0.0] * 5, K=k.reshape(-1).tolist(),
+                distortion_model="plumb_bob", D=[0.0] * 5, K=c.k.reshape(-1).tolist(),
                 R=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], P=p.reshape(-1).tolist(),
             ), log_time=t)
             tf_ch.log(m.FrameTransforms(transforms=[m.FrameTransform(
@@ -201,32 +208,41 @@ def _camera_calibration(
         yield t, 11 + 3 * order, write
 
 
-def _numeric(fg: Any, ctx: Any, rec: Recording, offsets: dict[int, int], counts: dict[str, int]) -> Iterator[Emit]:
-    series = rec.numeric_all()
-    channels = {}
-    for name, s in series.items():
+def _numeric(fg: Any, ctx: Any, rec: Recording, offsets: dict[int, int], counts: dict[str, int]) -> list[Iterator[Emit]]:
+    from fastsim_record.fsr import FsrReader
+
+    with FsrReader(rec.path) as reader:
+        channels = numeric_channels(reader)
+    by_stream: dict[str, list[Channel]] = {}
+    for ch in channels.values():
+        by_stream.setdefault(ch.stream, []).append(ch)
+    return [_numeric_stream(fg, ctx, rec, stream, chs, offsets, counts) for stream, chs in by_stream.items()]
+
+
+def _numeric_stream(
+    fg: Any, ctx: Any, rec: Recording, stream: str, chs: list[Channel], offsets: dict[int, int],
+    counts: dict[str, int],
+) -> Iterator[Emit]:
+    out = {}
+    for ch in chs:
         schema = {
-            "type": "object", "title": f"fsr.numeric {name}",
+            "type": "object", "title": f"fsr.numeric {ch.name}",
             "properties": {
                 "generation": {"type": "integer"},
                 "names": {"type": "array", "items": {"type": "string"}},
                 "units": {"type": "array", "items": {"type": "string"}},
-                "values": {"type": "array", "items": {"type": "number"}, "description": ", ".join(s.names)},
+                "values": {"type": "array", "items": {"type": "number"}, "description": ", ".join(ch.names)},
             },
         }
-        channels[name] = fg.Channel(f"/numeric/{name}", schema=schema, context=ctx)
-    items = [(name, i) for name, s in series.items() for i in range(len(s))]
-    items.sort(key=lambda x: int(series[x[0]].time_ns[x[1]]) + offsets[int(series[x[0]].generation[x[1]])])
-    for name, i in items:
-        s = series[name]
-        g = int(s.generation[i])
-        t = int(s.time_ns[i]) + offsets[g]
-        topic = f"/numeric/{name}"
+        out[ch.name] = (fg.Channel(f"/numeric/{ch.name}", schema=schema, context=ctx), ch)
+    for tick in numeric_ticks(rec.path, stream, chs):
+        t = tick.time_ns + offsets[tick.generation]
 
-        def write(t: int = t, s: Any = s, i: int = i, g: int = g, name: str = name, topic: str = topic) -> None:
-            channels[name].log({"generation": g, "names": list(s.names), "units": list(s.units),
-                                "values": np.asarray(s.values[i], np.float64).reshape(-1).tolist()}, log_time=t)
-            _count(counts, topic)
+        def write(t: int = t, tick: Tick = tick) -> None:
+            for name, (channel, ch) in out.items():
+                channel.log({"generation": tick.generation, "names": list(ch.names), "units": list(ch.units),
+                             "values": tick.values[name].tolist()}, log_time=t)
+                _count(counts, f"/numeric/{name}")
 
         yield t, 1, write
 
@@ -237,14 +253,12 @@ _JSON_TOPICS = {"lifecycle": "/lifecycle", "events": "/events", "control.audit":
 
 def _json_streams(fg: Any, ctx: Any, rec: Recording, offsets: dict[int, int], counts: dict[str, int]) -> Iterator[Emit]:
     chans: dict[str, Any] = {}
-    events = sorted([*rec.lifecycle(), *rec.events(), *rec.control()],
-                    key=lambda e: (e.time_ns + offsets[e.generation], e.global_sequence))
-    for e in events:
+    for e in json_records(rec.path):
         topic = _JSON_TOPICS.get(e.stream, "/" + e.stream.replace(".", "/"))
         if topic not in chans:
             chans[topic] = fg.Channel(topic, message_encoding="json", context=ctx)
         t = e.time_ns + offsets[e.generation]
-        msg = {"generation": e.generation, "sim_time_ns": e.time_ns, "stream": e.stream, "record": dict(e.data)}
+        msg = {"generation": e.generation, "sim_time_ns": e.time_ns, "stream": e.stream, "record": e.data}
 
         def write(t: int = t, msg: dict[str, Any] = msg, topic: str = topic) -> None:
             chans[topic].log(msg, log_time=t)

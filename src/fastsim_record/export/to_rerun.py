@@ -18,8 +18,8 @@ Entities (the recording id is the Run id, the application id ``fsr``):
 Timelines: ``sim_time`` (simulation time plus the generation offset of
 :func:`fastsim_record.export._source.generation_offsets`) and ``tick`` (the index of the
 latest numeric tick at or before that time; the sample index when there is no numeric
-stream).  Columns are sent with ``send_columns`` in blocks of at most 64 rows, so
-memory does not grow with the episode.
+stream).  Columns are sent with ``send_columns`` in blocks (64 images, 1024 other rows), read
+one record at a time (``_stream``), so memory does not grow with the episode.
 """
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ import numpy.typing as npt
 
 from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
 from fastsim_record.export._source import encoded_frames, generation_offsets, geometry_payloads
+from fastsim_record.export._stream import (
+    Channel,
+    calibration_samples,
+    json_records,
+    numeric_channels,
+    numeric_ticks,
+)
+from fastsim_record.fsr import FsrReader, RecordKind
 from fastsim_record.reading import Recording
 from fastsim_record.reading import open as open_recording
 
@@ -79,17 +87,21 @@ class RerunExporter:
 class _Clock:
     """``sim_time`` and ``tick`` of record times of one recording."""
 
-    def __init__(self, rec: Recording) -> None:
+    def __init__(self, rec: Recording, channels: dict[str, Channel]) -> None:
         self.offsets = generation_offsets(rec)
         self.ticks: Array | None = None
-        channels = rec.channels()
         if channels:
-            s = rec.numeric(channels[0])
-            self.ticks = np.sort(self.sim(s.time_ns, s.generation))
+            first = next(iter(channels.values()))
+            with FsrReader(rec.path) as reader:  # the tick times only: 8 bytes a tick
+                rows = [(r.sim_time_ns, r.generation) for r in reader.records(first.stream)
+                        if r.kind is RecordKind.DATA]
+            if rows:
+                arr = np.array(rows, np.int64).reshape(-1, 2)
+                self.ticks = np.sort(self.sim(arr[:, 0], arr[:, 1]))
 
     def sim(self, time_ns: Array, generation: Array) -> Array:
         """Simulation time plus the generation offsets, int64 ns."""
-        off = np.array([self.offsets[int(g)] for g in generation.tolist()], np.int64)
+        off = np.array([self.offsets[int(g)] for g in np.asarray(generation).tolist()], np.int64)
         out: Array = np.asarray(time_ns, np.int64) + off
         return out
 
@@ -110,7 +122,9 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     stream = rr.RecordingStream("fsr", recording_id=info.run_id, send_properties=True)
     stream.save(str(path))
     counts: dict[str, int] = {}
-    clock = _Clock(rec)
+    with FsrReader(rec.path) as reader:
+        channels = numeric_channels(reader)
+    clock = _Clock(rec, channels)
 
     def send(entity: str, sim: Array, columns: Any, first: int = 0) -> None:
         stream.send_columns(entity, indexes=clock.indexes(rr, sim, first), columns=columns)
@@ -125,31 +139,42 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     }, indent=2), media_type="text/markdown"), static=True)
     for cam in rec.cameras():
         _camera(rr, stream, rec, cam, clock, send)
-    for name, s in rec.numeric_all().items():
-        entity = f"numeric/{name}"
-        stream.log(entity, rr.SeriesLines(names=list(s.names)), static=True)
-        sim = clock.sim(s.time_ns, s.generation)
-        flat = np.asarray(s.values, np.float64).reshape(len(s), -1)
-        for lo in range(0, len(s), 4096):
-            send(entity, sim[lo:lo + 4096], rr.Scalars.columns(scalars=flat[lo:lo + 4096]), lo)
-    for entity, events in (("lifecycle", rec.lifecycle()), ("events", rec.events()), ("control", rec.control())):
-        if not events:
-            continue
-        sim = clock.sim(np.array([e.time_ns for e in events], np.int64), np.array([e.generation for e in events]))
-        texts = [f"{e.stream} g{e.generation}: {json.dumps(dict(e.data), sort_keys=True)}" for e in events]
-        level = ["WARN" if (e.data.get("accepted") is False) else "INFO" for e in events]
-        send(entity, sim, rr.TextLog.columns(text=texts, level=level))
+    by_stream: dict[str, list[Channel]] = {}
+    for ch in channels.values():
+        by_stream.setdefault(ch.stream, []).append(ch)
+        stream.log(f"numeric/{ch.name}", rr.SeriesLines(names=list(ch.names)), static=True)
+    for name, chs in by_stream.items():
+        done = 0
+        for block in _blocks(numeric_ticks(rec.path, name, chs), 1024):
+            sim = clock.sim(np.array([t.time_ns for t in block]), np.array([t.generation for t in block]))
+            for ch in chs:
+                values = np.stack([t.values[ch.name] for t in block])
+                send(f"numeric/{ch.name}", sim, rr.Scalars.columns(scalars=values), done)
+            done += len(block)
+    for block in _blocks(json_records(rec.path), BLOCK):
+        for entity in ("lifecycle", "events", "control"):
+            events = [e for e in block if _entity(e.stream) == entity]
+            if not events:
+                continue
+            sim = clock.sim(np.array([e.time_ns for e in events]), np.array([e.generation for e in events]))
+            texts = [f"{e.stream} g{e.generation}: {json.dumps(e.data, sort_keys=True)}" for e in events]
+            level = ["WARN" if e.data.get("accepted") is False else "INFO" for e in events]
+            send(entity, sim, rr.TextLog.columns(text=texts, level=level))
     _geometry(rr, stream, rec, clock, send)
     stream.flush()
     stream.disconnect()
     return counts
 
 
-def _blocks(items: Iterator[Any]) -> Iterator[list[Any]]:
+def _entity(stream: str) -> str:
+    return "control" if stream.startswith("control") else stream
+
+
+def _blocks(items: Iterator[Any], size: int = 64) -> Iterator[list[Any]]:
     block: list[Any] = []
     for item in items:
         block.append(item)
-        if len(block) == BLOCK:
+        if len(block) == size:
             yield block
             block = []
     if block:
@@ -158,19 +183,21 @@ def _blocks(items: Iterator[Any]) -> Iterator[list[Any]]:
 
 def _camera(rr: Any, stream: Any, rec: Recording, cam: str, clock: _Clock, send: Any) -> None:
     base = f"world/cameras/{cam}"
-    cal = rec.calibration(cam)
-    frame = rec.frame(cam, 0).image if rec.frame_count(cam) else None
-    h, w = (frame.shape[0], frame.shape[1]) if frame is not None else (0, 0)
+    with FsrReader(rec.path) as reader:
+        desc = reader.stream(f"cameras.{cam}.rgb").codec
+    w, h = int(desc.get("width", 0)), int(desc.get("height", 0))
     stream.log(base, rr.Pinhole.from_fields(camera_xyz=rr.ViewCoordinates.RDF), static=True)
-    sim = clock.sim(cal.time_ns, cal.generation)
-    for lo in range(0, len(sim), 4096):
-        hi = lo + 4096
-        n = len(sim[lo:hi])
-        send(base, sim[lo:hi], rr.Transform3D.columns(
-            translation=cal.translation[lo:hi], quaternion=cal.quaternion_xyzw[lo:hi],
-            relation=[rr.TransformRelation.ParentFromChild] * n), lo)
-        stream.send_columns(base, indexes=clock.indexes(rr, sim[lo:hi], lo), columns=rr.Pinhole.columns(
-            image_from_camera=cal.k[lo:hi], resolution=np.tile([w, h], (n, 1))))
+    done = 0
+    for block in _blocks(calibration_samples(rec.path, cam), 1024):
+        n = len(block)
+        sim = clock.sim(np.array([c.time_ns for c in block]), np.array([c.generation for c in block]))
+        send(base, sim, rr.Transform3D.columns(
+            translation=np.stack([c.translation for c in block]),
+            quaternion=np.stack([c.quaternion_xyzw for c in block]),
+            relation=[rr.TransformRelation.ParentFromChild] * n), done)
+        stream.send_columns(base, indexes=clock.indexes(rr, sim, done), columns=rr.Pinhole.columns(
+            image_from_camera=np.stack([c.k for c in block]), resolution=np.tile([w, h], (n, 1))))
+        done += n
     image = f"{base}/image"
     done = 0
     for block in _blocks(encoded_frames(rec, cam)):
