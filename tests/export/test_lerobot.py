@@ -14,7 +14,6 @@ import pytest
 
 import fastsim_record as fr
 from fastsim_record.cli import main
-from fastsim_record.export._source import actions
 
 from .conftest import droid_run, record
 from .lerobot_rules import LeRobotRules, psnr
@@ -33,6 +32,12 @@ def two_files(droid_fsr: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     assert main(["export", str(droid_fsr), str(second), "--to", "lerobot", "-o", str(out), "--quiet",
                  "--task", "pick the cube"]) == 0
     return [droid_fsr, second], out
+
+
+def _actions(ep: fr.Episode) -> tuple[np.ndarray, np.ndarray]:
+    """The applied ctrl of every accepted control.result of an episode, with its time."""
+    results = [e for e in ep.control() if e.stream == "control.result" and e.data.get("accepted")]
+    return (np.array([e.time_ns for e in results]), np.array([e.data["detail"]["ctrl"] for e in results]))
 
 
 def _expected(paths: list[Path]) -> list[tuple[Path, int]]:
@@ -88,7 +93,7 @@ def test_state_action_and_calibration_equal_the_recorded_values(two_files: tuple
         q, v = ep.numeric("robot.joint_position"), ep.numeric("robot.joint_velocity")
         k = int(np.flatnonzero(q.time_ns <= t)[-1])
         np.testing.assert_array_equal(row["observation.state"], np.concatenate([q.values[k], v.values[k]]))
-        at, targets, _ = actions(ep)
+        at, targets = _actions(ep)
         np.testing.assert_array_equal(row["action"], targets[max(int(np.searchsorted(at, t, "right")) - 1, 0)])
         cal = ep.calibration("exterior_left")
         np.testing.assert_array_equal(row["observation.cameras.exterior_left.intrinsics"],

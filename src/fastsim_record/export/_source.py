@@ -14,25 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import numpy as np
 import numpy.typing as npt
 
-from fastsim_record.export._port import ExportError
 from fastsim_record.export._stream import generation_spans
 from fastsim_record.fsr import FsrReader, RecordKind
-from fastsim_record.reading import Episode, Event, NumericSeries, Recording
+from fastsim_record.reading import Recording
 
 __all__ = [
     "EncodedFrame",
-    "action_names",
-    "actions",
     "collect_sources",
     "encoded_frames",
     "generation_offsets",
     "generation_spans",
     "geometry_payloads",
-    "sample_at",
-    "state_channels",
 ]
 
 Array = npt.NDArray[Any]
@@ -91,87 +85,6 @@ def geometry_payloads(rec: Recording) -> Iterator[tuple[int, int, bytes]]:
                 yield r.sim_time_ns, r.generation, r.payload
 
 
-def sample_at(series_time: Array, values: Array, at: Array) -> Array:
-    """The sampling rule: at each time of ``at``, the latest sample at or before it
-    (zero-order hold); before the first sample, the first sample.  ``series_time`` and
-    ``at`` belong to one generation."""
-    if len(series_time) == 0:
-        raise ValueError("no samples")
-    k = np.searchsorted(series_time, at, side="right") - 1
-    out: Array = values[np.clip(k, 0, len(series_time) - 1)]
-    return out
-
-
-def state_channels(rec: Recording) -> tuple[str, str | None]:
-    """The joint position channel and its velocity channel (or ``None``)."""
-    names = rec.channels()
-    pos = [c for c in names if c.endswith(POSITION_SUFFIX)]
-    if not pos:
-        raise ExportError(
-            f"{rec.path}: no numeric channel ending in {POSITION_SUFFIX!r} (has: {', '.join(names) or 'none'})"
-        )
-    vel = pos[0][: -len(POSITION_SUFFIX)] + VELOCITY_SUFFIX
-    return pos[0], vel if vel in names else None
-
-
-def actions(view: Recording | Episode) -> tuple[Array, Array, tuple[str, ...]]:
-    """The control targets: ``(time_ns (N,), targets (N, A), actuator names)``.
-
-    A target is the ``ctrl`` of an applied command (``control.result``), else the
-    ``targets`` of an issued one (``control.audit``); names come from the result's
-    ``actuators`` (else ``action[i]``).  Empty arrays when nothing was commanded."""
-    times: list[int] = []
-    rows: list[list[float]] = []
-    names: tuple[str, ...] = ()
-    issued: dict[str, tuple[int, list[float]]] = {}
-    results: list[Event] = []
-    for e in view.control():
-        if e.stream == "control.result":
-            results.append(e)
-            continue
-        targets = _vector(e.data.get("args"), "targets")
-        cid = e.data.get("command_id")
-        if targets is not None and isinstance(cid, str):
-            issued[cid] = (e.time_ns, targets)
-    for e in results:
-        if e.data.get("accepted") is False:
-            continue
-        detail = e.data.get("detail")
-        ctrl = _vector(detail, "ctrl")
-        if ctrl is None:
-            got = issued.get(str(e.data.get("command_id")))
-            ctrl = got[1] if got else None
-        if ctrl is None:
-            continue
-        acts = detail.get("actuators") if isinstance(detail, dict) else None
-        if isinstance(acts, list) and all(isinstance(a, str) for a in acts) and len(acts) == len(ctrl):
-            names = tuple(acts)
-        times.append(e.time_ns)
-        rows.append(ctrl)
-    if not rows:
-        return np.empty(0, np.int64), np.empty((0, 0)), ()
-    width = max(len(r) for r in rows)
-    if any(len(r) != width for r in rows):
-        raise ExportError(f"{view!r}: control targets change length ({sorted({len(r) for r in rows})})")
-    if not names:
-        names = tuple(f"action[{i}]" for i in range(width))
-    return np.asarray(times, np.int64), np.asarray(rows, np.float64), names
-
-
-def action_names(view: Recording | Episode) -> tuple[str, ...]:
-    """The actuator names of the control targets (empty when nothing was commanded)."""
-    return actions(view)[2]
-
-
-def _vector(obj: object, key: str) -> list[float] | None:
-    if not isinstance(obj, dict):
-        return None
-    v = obj.get(key)
-    if isinstance(v, list) and v and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v):
-        return [float(x) for x in v]
-    return None
-
-
 def generation_offsets(rec: Recording) -> dict[int, int]:
     """Per generation, the offset added to simulation time so generations lie end to end.
 
@@ -191,8 +104,3 @@ def generation_offsets(rec: Recording) -> dict[int, int]:
     for g in rec.generations():
         offsets.setdefault(g, offset)
     return offsets
-
-
-def series_of(view: Recording | Episode, channel: str) -> NumericSeries:
-    """One numeric channel of a view."""
-    return view.numeric(channel)

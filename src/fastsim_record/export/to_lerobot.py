@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from fastsim_record.export._lerobot_rows import Plan, frame_rows
 from fastsim_record.export._port import (
     ExportError,
     ExportOptions,
@@ -47,9 +48,8 @@ from fastsim_record.export._port import (
     MissingExtra,
     Progress,
 )
-from fastsim_record.export._source import actions, sample_at, state_channels
 from fastsim_record.export._stats import RunningStats
-from fastsim_record.reading import Episode, Recording
+from fastsim_record.reading import Recording
 from fastsim_record.reading import open as open_recording
 
 __all__ = ["LeRobotExporter", "VIDEO_CODECS"]
@@ -76,73 +76,7 @@ def _libs() -> tuple[Any, Any, Any]:
     return pa, pq, av
 
 
-class _Plan:
-    """What the sources hold, checked against the rules before anything is written."""
-
-    def __init__(self, recs: list[Recording], options: ExportOptions) -> None:
-        self.episodes: list[tuple[Recording, Episode, str]] = []
-        first = recs[0]
-        self.cameras = first.cameras()
-        self.position, self.velocity = state_channels(first)
-        self.fps: int | None = None
-        self.sizes: dict[str, tuple[int, int]] = {}
-        self.state_names: list[str] = []
-        self.action_names: list[str] = []
-        for rec in recs:
-            if rec.cameras() != self.cameras:
-                raise ExportError(f"{rec.path}: cameras {list(rec.cameras())} differ from {list(self.cameras)} "
-                                  f"of {first.path}")
-            if not self.cameras:
-                raise ExportError(f"{rec.path}: no camera; a LeRobot dataset's fps is the camera tick rate")
-            if state_channels(rec) != (self.position, self.velocity):
-                raise ExportError(f"{rec.path}: joint channels {state_channels(rec)} differ from "
-                                  f"{(self.position, self.velocity)} of {first.path}")
-            task = options.task or rec.info.name or Path(rec.path).stem
-            for ep in rec.episodes():
-                self._check_rate(rec, ep)
-                names = actions(ep)[2]
-                if not self.action_names:
-                    self.action_names = list(names)
-                elif names and list(names) != self.action_names:
-                    raise ExportError(f"{rec.path}: generation {ep.generation}: actuators {list(names)} differ "
-                                      f"from {self.action_names}")
-                self.episodes.append((rec, ep, task))
-        for cam in self.cameras:
-            frame = first.frame(cam, 0).image
-            self.sizes[cam] = (int(frame.shape[0]), int(frame.shape[1]))
-        pos = first.numeric(self.position)
-        self.state_names = list(pos.names)
-        if self.velocity is not None:
-            self.state_names += list(first.numeric(self.velocity).names)
-        self.tasks = list(dict.fromkeys(t for _, _, t in self.episodes))
-
-    def _check_rate(self, rec: Recording, ep: Episode) -> None:
-        times = None
-        for cam in self.cameras:
-            t = ep.calibration(cam).time_ns
-            if times is None:
-                times = t
-            elif len(t) != len(times) or bool((t != times).any()):
-                raise ExportError(
-                    f"{rec.path}: generation {ep.generation}: camera {cam!r} has {len(t)} frames at other "
-                    f"times than camera {self.cameras[0]!r} ({len(times)}); LeRobot needs one frame "
-                    "time for all cameras"
-                )
-            if len(t) != ep.frame_count(cam):
-                raise ExportError(f"{rec.path}: camera {cam!r} has {ep.frame_count(cam)} frames but "
-                                  f"{len(t)} calibration samples in generation {ep.generation}")
-        if times is None or len(times) < 2:
-            return
-        rate = (len(times) - 1) * 1e9 / float(times[-1] - times[0])
-        fps = round(rate)
-        if fps < 1 or abs(rate - fps) > 1e-3:
-            raise ExportError(f"{rec.path}: generation {ep.generation}: camera rate {rate:.6f} Hz is not an "
-                              "integer; LeRobot's fps must be one")
-        if self.fps is None:
-            self.fps = fps
-        elif fps != self.fps:
-            raise ExportError(f"{rec.path}: generation {ep.generation}: camera rate {fps} Hz differs from "
-                              f"{self.fps} Hz of the first episode")
+ROWS_PER_WRITE = 1024  # frames buffered before a parquet row group is written
 
 
 class LeRobotExporter:
@@ -159,71 +93,135 @@ class LeRobotExporter:
         if options.video_codec not in VIDEO_CODECS:
             raise ExportError(f"video codec {options.video_codec!r} is not one of {sorted(VIDEO_CODECS)}")
         recs = [open_recording(p) for p in sources]
-        plan = _Plan(recs, options)
+        plan = Plan(recs, options)
         fps = plan.fps or 1
-        progress.total(sum(ep.frame_count(plan.cameras[0]) for _, ep, _ in plan.episodes))
+        progress.total(plan.total_frames)
         out.mkdir()
         (out / "meta" / "episodes" / "chunk-000").mkdir(parents=True)
         (out / "data" / "chunk-000").mkdir(parents=True)
-        encoder, codec_name, codec_options = VIDEO_CODECS[options.video_codec]
-        videos: dict[str, Any] = {}
-        streams: dict[str, Any] = {}
-        for cam in plan.cameras:
-            path = out / VIDEO_PATH.format(video_key=f"observation.images.{cam}", chunk_index=0, file_index=0)
-            path.parent.mkdir(parents=True)
-            container = av.open(str(path), "w", options={"movflags": "faststart"})
-            stream = container.add_stream(encoder, rate=fps, options=dict(codec_options))
-            stream.height, stream.width = plan.sizes[cam]
-            stream.pix_fmt = "yuv420p"
-            stream.time_base = _fraction(fps)
-            videos[cam], streams[cam] = container, stream
-        features = _features(plan, fps, codec_name, codec_options)
+        codec = VIDEO_CODECS[options.video_codec]
+        videos = {cam: _Video(av, out, cam, fps, plan.sizes[cam], codec) for cam in plan.cameras}
+        features = _features(plan, fps, codec[1], codec[2])
         schema = _schema(pa, plan)
         stats = {key: RunningStats() for key in features if features[key]["dtype"] != "video"}
         image_stats = {cam: RunningStats() for cam in plan.cameras}
-        rows_meta: list[dict[str, Any]] = []
+        episodes: list[dict[str, Any]] = []
         index = 0
-        data_path = out / DATA_PATH.format(chunk_index=0, file_index=0)
-        with pq.ParquetWriter(str(data_path), schema) as writer:
-            for ep_index, (rec, ep, task) in enumerate(plan.episodes):
-                columns, n = _episode_columns(plan, rec, ep, fps, ep_index, index, plan.tasks.index(task))
-                from_ts = index / fps
-                _encode_episode(av, plan, ep, videos, streams, index, image_stats, progress)
-                writer.write_table(pa.table({k: _arrow(pa, v) for k, v in columns.items()}, schema=schema))
-                for key, value in columns.items():
-                    stats[key].add(np.asarray(value, np.float64).reshape(n, -1))
-                row: dict[str, Any] = {
-                    "episode_index": ep_index, "tasks": [task], "length": n,
-                    "data/chunk_index": 0, "data/file_index": 0,
-                    "dataset_from_index": index, "dataset_to_index": index + n,
-                }
-                for cam in plan.cameras:
-                    key = f"videos/observation.images.{cam}"
-                    row |= {f"{key}/chunk_index": 0, f"{key}/file_index": 0,
-                            f"{key}/from_timestamp": from_ts, f"{key}/to_timestamp": (index + n) / fps}
-                row |= {"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0}
-                rows_meta.append(row)
-                index += n
-        for cam in plan.cameras:
-            for packet in streams[cam].encode(None):
-                videos[cam].mux(packet)
-            videos[cam].close()
-        pq.write_table(pa.Table.from_pylist(rows_meta), str(out / EPISODES_PATH))
+        with pq.ParquetWriter(str(out / DATA_PATH.format(chunk_index=0, file_index=0)), schema) as writer:
+            buffer = _Rows(pa, writer, schema, stats)
+            for src in plan.sources:
+                task_index = plan.tasks.index(src.task)
+                generation: int | None = None
+                k = 0
+                for row in frame_rows(plan, src.path):
+                    if row.generation != generation:
+                        if generation is not None:
+                            episodes.append(_episode_row(plan, len(episodes), src.task, index - k, k, fps))
+                        buffer.flush()
+                        generation, k = row.generation, 0
+                    for cam in plan.cameras:
+                        videos[cam].add(row.images[cam], index)
+                        if index % 5 == 0:  # image statistics: every 5th frame, every 4th pixel
+                            image_stats[cam].add(row.images[cam][::4, ::4].reshape(-1, 3) / 255.0)
+                    buffer.add(row.values, k, fps, len(episodes), index, task_index)
+                    k += 1
+                    index += 1
+                    progress.advance(1)
+                if generation is not None:
+                    episodes.append(_episode_row(plan, len(episodes), src.task, index - k, k, fps))
+                buffer.flush()
+        for video in videos.values():
+            video.close()
+        pq.write_table(pa.Table.from_pylist(episodes), str(out / EPISODES_PATH))
         _write_tasks(pa, pq, out / "meta" / "tasks.parquet", plan.tasks)
         all_stats = {k: s.to_json() for k, s in stats.items()}
         all_stats |= {f"observation.images.{c}": s.to_json(image=True) for c, s in image_stats.items()}
         (out / "meta" / "stats.json").write_text(json.dumps(all_stats, indent=2))
         info = {
             "codebase_version": "v3.0", "robot_type": _robot_type(recs[0]),
-            "total_episodes": len(plan.episodes), "total_frames": index, "total_tasks": len(plan.tasks),
+            "total_episodes": len(episodes), "total_frames": index, "total_tasks": len(plan.tasks),
             "chunks_size": 1000, "data_files_size_in_mb": 100, "video_files_size_in_mb": 200,
-            "fps": fps, "splits": {"train": f"0:{len(plan.episodes)}"},
+            "fps": fps, "splits": {"train": f"0:{len(episodes)}"},
             "data_path": DATA_PATH, "video_path": VIDEO_PATH, "features": features,
         }
         (out / "meta" / "info.json").write_text(json.dumps(info, indent=4))
         for rec in recs:
             rec.close()
-        return ExportSummary(out, len(plan.episodes), {"frames": index, "videos": len(plan.cameras)})
+        return ExportSummary(out, len(episodes), {"frames": index})
+
+
+class _Video:
+    """One camera's mp4: frames encoded as they come, pts = the dataset-wide frame index."""
+
+    def __init__(self, av: Any, out: Path, cam: str, fps: int, size: tuple[int, int],
+                 codec: tuple[str, str, dict[str, str]]) -> None:
+        self.av = av
+        path = out / VIDEO_PATH.format(video_key=f"observation.images.{cam}", chunk_index=0, file_index=0)
+        path.parent.mkdir(parents=True)
+        self.container = av.open(str(path), "w", options={"movflags": "faststart"})
+        self.stream = self.container.add_stream(codec[0], rate=fps, options=dict(codec[2]))
+        self.stream.height, self.stream.width = size
+        self.stream.pix_fmt = "yuv420p"
+        self.stream.time_base = _fraction(fps)
+
+    def add(self, image: Any, pts: int) -> None:
+        """Encode one RGB frame at ``pts``."""
+        frame = self.av.VideoFrame.from_ndarray(image, format="rgb24")
+        frame.pts = pts
+        for packet in self.stream.encode(frame):
+            self.container.mux(packet)
+
+    def close(self) -> None:
+        """Flush the encoder and close the file."""
+        for packet in self.stream.encode(None):
+            self.container.mux(packet)
+        self.container.close()
+
+
+class _Rows:
+    """Frame rows buffered and written as parquet row groups (never a whole episode at once)."""
+
+    def __init__(self, pa: Any, writer: Any, schema: Any, stats: dict[str, RunningStats]) -> None:
+        self.pa, self.writer, self.schema, self.stats = pa, writer, schema, stats
+        self.rows: dict[str, list[Any]] = {name: [] for name in schema.names}
+
+    def add(self, values: dict[str, Any], k: int, fps: int, episode: int, index: int, task: int) -> None:
+        """One frame: its sampled values and its indexes (``timestamp = k / fps``)."""
+        for key, v in values.items():
+            self.rows[key].append(v)
+        self.rows["timestamp"].append(np.float32(k / fps))
+        self.rows["frame_index"].append(k)
+        self.rows["episode_index"].append(episode)
+        self.rows["index"].append(index)
+        self.rows["task_index"].append(task)
+        if len(self.rows["index"]) >= ROWS_PER_WRITE:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered rows as one row group."""
+        n = len(self.rows["index"])
+        if not n:
+            return
+        columns = {}
+        for name in self.schema.names:
+            arr = np.asarray(self.rows[name])
+            self.stats[name].add(arr.astype(np.float64).reshape(n, -1))
+            columns[name] = _arrow(self.pa, arr.astype(np.float32) if name == "timestamp" else arr)
+            self.rows[name] = []
+        self.writer.write_table(self.pa.table(columns, schema=self.schema))
+
+
+def _episode_row(plan: Plan, ep_index: int, task: str, first: int, n: int, fps: int) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "episode_index": ep_index, "tasks": [task], "length": n,
+        "data/chunk_index": 0, "data/file_index": 0,
+        "dataset_from_index": first, "dataset_to_index": first + n,
+    }
+    for cam in plan.cameras:
+        key = f"videos/observation.images.{cam}"
+        row |= {f"{key}/chunk_index": 0, f"{key}/file_index": 0,
+                f"{key}/from_timestamp": first / fps, f"{key}/to_timestamp": (first + n) / fps}
+    return row | {"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0}
 
 
 def _fraction(fps: int) -> Any:
@@ -244,7 +242,7 @@ def _robot_type(rec: Recording) -> str | None:
     return None
 
 
-def _features(plan: _Plan, fps: int, codec: str, options: dict[str, str]) -> dict[str, Any]:
+def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict[str, Any]:
     feats: dict[str, Any] = {
         "observation.state": {"dtype": "float64", "shape": [len(plan.state_names)], "names": plan.state_names},
     }
@@ -269,7 +267,7 @@ def _features(plan: _Plan, fps: int, codec: str, options: dict[str, str]) -> dic
     return feats
 
 
-def _schema(pa: Any, plan: _Plan) -> Any:
+def _schema(pa: Any, plan: Plan) -> Any:
     fields = [pa.field("observation.state", pa.list_(pa.float64(), len(plan.state_names)))]
     if plan.action_names:
         fields.append(pa.field("action", pa.list_(pa.float64(), len(plan.action_names))))
@@ -281,60 +279,11 @@ def _schema(pa: Any, plan: _Plan) -> Any:
     return pa.schema(fields)
 
 
-def _episode_columns(
-    plan: _Plan, rec: Recording, ep: Episode, fps: int, ep_index: int, first: int, task_index: int
-) -> tuple[dict[str, Any], int]:
-    cal0 = ep.calibration(plan.cameras[0])
-    at = cal0.time_ns
-    n = len(at)
-    pos = ep.numeric(plan.position)
-    if len(pos) == 0:
-        raise ExportError(f"{rec.path}: generation {ep.generation}: no {plan.position} sample")
-    state = [sample_at(pos.time_ns, pos.values, at).reshape(n, -1)]
-    if plan.velocity is not None:
-        vel = ep.numeric(plan.velocity)
-        state.append(sample_at(vel.time_ns, vel.values, at).reshape(n, -1))
-    cols: dict[str, Any] = {"observation.state": np.concatenate(state, axis=1)}
-    if plan.action_names:
-        t, targets, _ = actions(ep)
-        if len(t) == 0:
-            raise ExportError(f"{rec.path}: generation {ep.generation}: no applied control target for 'action'")
-        cols["action"] = sample_at(t, targets, at)
-    for cam in plan.cameras:
-        cal = cal0 if cam == plan.cameras[0] else ep.calibration(cam)
-        cols[f"observation.cameras.{cam}.intrinsics"] = cal.k.reshape(n, 9)
-        cols[f"observation.cameras.{cam}.extrinsics"] = np.concatenate(
-            [cal.translation, cal.quaternion_xyzw], axis=1)
-    frame_index = np.arange(n, dtype=np.int64)
-    cols["timestamp"] = (frame_index / fps).astype(np.float32)
-    cols["frame_index"] = frame_index
-    cols["episode_index"] = np.full(n, ep_index, np.int64)
-    cols["index"] = frame_index + first
-    cols["task_index"] = np.full(n, task_index, np.int64)
-    return cols, n
-
-
 def _arrow(pa: Any, values: Any) -> Any:
     if values.ndim == 1:
         return pa.array(values)
     flat = np.ascontiguousarray(values, np.float64)
     return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
-
-
-def _encode_episode(
-    av: Any, plan: _Plan, ep: Episode, videos: dict[str, Any], streams: dict[str, Any], first: int,
-    image_stats: dict[str, RunningStats], progress: Progress,
-) -> None:
-    iters = [ep.frames(cam) for cam in plan.cameras]
-    for k, frames in enumerate(zip(*iters)):
-        for cam, frame in zip(plan.cameras, frames):
-            vf = av.VideoFrame.from_ndarray(frame.image, format="rgb24")
-            vf.pts = first + k
-            for packet in streams[cam].encode(vf):
-                videos[cam].mux(packet)
-            if k % 5 == 0:  # image statistics from every 5th frame, every 4th pixel
-                image_stats[cam].add(frame.image[::4, ::4].reshape(-1, 3) / 255.0)
-        progress.advance(1)
 
 
 def _write_tasks(pa: Any, pq: Any, path: Path, tasks: list[str]) -> None:

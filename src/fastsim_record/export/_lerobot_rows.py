@@ -1,0 +1,234 @@
+"""The LeRobot exporter's plan (checked before anything is written) and its frame rows.
+
+Everything is read one record at a time through ``_stream``: a frame row holds one
+decoded frame per camera and the values sampled at its time (rule 3 of ``to_lerobot``:
+the latest sample at or before the frame in the same generation; before the first, the
+first), so memory does not grow with the episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from fastsim_record.export._port import ExportError, ExportOptions
+from fastsim_record.export._source import POSITION_SUFFIX, VELOCITY_SUFFIX
+from fastsim_record.export._stream import (
+    Channel,
+    calibration_samples,
+    decoded_frames,
+    frame_times,
+    json_records,
+    numeric_channels,
+    numeric_ticks,
+)
+from fastsim_record.fsr import FsrReader
+from fastsim_record.reading import Recording
+
+__all__ = ["FrameRow", "Plan", "action_samples", "frame_rows"]
+
+Array = npt.NDArray[Any]
+T = TypeVar("T")
+
+
+def action_samples(path: str) -> Iterator[tuple[int, int, Array, tuple[str, ...]]]:
+    """``(generation, time_ns, targets, actuator names)`` of every applied control target.
+
+    A target is the ``ctrl`` of an accepted ``control.result``, else the ``targets`` of
+    the ``control.audit`` record with its ``command_id``."""
+    issued: dict[str, list[float]] = {}
+    for e in json_records(path, ("control",)):
+        if e.stream != "control.result":
+            targets = _vector(e.data.get("args"), "targets")
+            cid = e.data.get("command_id")
+            if targets is not None and isinstance(cid, str):
+                issued[cid] = targets
+            continue
+        got = issued.pop(str(e.data.get("command_id")), None)
+        if e.data.get("accepted") is False:
+            continue
+        detail = e.data.get("detail")
+        ctrl = _vector(detail, "ctrl") or got
+        if ctrl is None:
+            continue
+        acts = detail.get("actuators") if isinstance(detail, dict) else None
+        names = (tuple(acts) if isinstance(acts, list) and len(acts) == len(ctrl)
+                 and all(isinstance(a, str) for a in acts) else tuple(f"action[{i}]" for i in range(len(ctrl))))
+        yield e.generation, e.time_ns, np.asarray(ctrl, np.float64), names
+
+
+def _vector(obj: object, key: str) -> list[float] | None:
+    if not isinstance(obj, dict):
+        return None
+    v = obj.get(key)
+    if isinstance(v, list) and v and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v):
+        return [float(x) for x in v]
+    return None
+
+
+class Hold(Generic[T]):
+    """Zero-order hold over ``(generation, time_ns, value)`` samples in recording order."""
+
+    def __init__(self, samples: Iterator[tuple[int, int, T]]) -> None:
+        self._it = samples
+        self._cur: tuple[int, int, T] | None = None
+        self._next = next(samples, None)
+
+    def at(self, generation: int, time_ns: int) -> T | None:
+        """The latest sample at or before ``time_ns`` in ``generation``; before the first, the first."""
+        nxt = self._next
+        while nxt is not None and (nxt[0] < generation or (nxt[0] == generation and nxt[1] <= time_ns)):
+            self._cur, nxt = nxt, next(self._it, None)
+        self._next = nxt
+        if self._cur is not None and self._cur[0] == generation:
+            return self._cur[2]
+        if nxt is not None and nxt[0] == generation:
+            return nxt[2]
+        return None
+
+
+@attrs.frozen
+class Source:
+    """One FSR file's facts for the plan: episodes as ``(generation, frames)``, task."""
+
+    path: str
+    episodes: tuple[tuple[int, int], ...]
+    task: str
+
+
+class Plan:
+    """What the sources hold, checked against ``to_lerobot``'s rules 1 and 4."""
+
+    def __init__(self, recs: list[Recording], options: ExportOptions) -> None:
+        first = recs[0]
+        self.cameras = first.cameras()
+        if not self.cameras:
+            raise ExportError(f"{first.path}: no camera; a LeRobot dataset's fps is the camera tick rate")
+        self.fps: int | None = None
+        self.sources: list[Source] = []
+        self.action_names: list[str] = []
+        self.has_action: dict[tuple[str, int], bool] = {}
+        with FsrReader(first.path) as reader:
+            self.position, self.velocity = _state(first.path, numeric_channels(reader))
+            self.sizes = {c: (int(reader.stream(f"cameras.{c}.rgb").codec.get("height", 0)),
+                              int(reader.stream(f"cameras.{c}.rgb").codec.get("width", 0))) for c in self.cameras}
+        self.state_names = list(self.position.names) + (list(self.velocity.names) if self.velocity else [])
+        for rec in recs:
+            self._add(rec, options)
+        missing = [f"{p} generation {g}" for (p, g), has in self.has_action.items() if not has]
+        if self.action_names and missing:
+            raise ExportError(f"{missing[0]}: no applied control target, but other episodes have 'action'")
+        self.tasks = list(dict.fromkeys(s.task for s in self.sources))
+
+    def _add(self, rec: Recording, options: ExportOptions) -> None:
+        if rec.cameras() != self.cameras:
+            raise ExportError(f"{rec.path}: cameras {list(rec.cameras())} differ from {list(self.cameras)}")
+        with FsrReader(rec.path) as reader:
+            channels = numeric_channels(reader)
+            sizes = {c: (int(reader.stream(f"cameras.{c}.rgb").codec.get("height", 0)),
+                         int(reader.stream(f"cameras.{c}.rgb").codec.get("width", 0))) for c in self.cameras}
+        pos, vel = _state(rec.path, channels)
+        if (pos.name, pos.count, vel and vel.name) != (self.position.name, self.position.count,
+                                                      self.velocity and self.velocity.name):
+            raise ExportError(f"{rec.path}: joint channel {pos.name} differs from {self.position.name}")
+        if sizes != self.sizes:
+            raise ExportError(f"{rec.path}: camera sizes {sizes} differ from {self.sizes}")
+        spans: dict[int, list[int]] = {}  # generation -> [frames, first, last]
+        its = [frame_times(rec.path, c) for c in self.cameras]
+        for times in zip(*its, strict=False):
+            if len(set(times)) != 1:
+                cam = self.cameras[[t == times[0] for t in times].index(False)]
+                raise ExportError(f"{rec.path}: camera {cam!r} has a frame at {times} where camera "
+                                  f"{self.cameras[0]!r} has {times[0]}; LeRobot needs one frame time for all cameras")
+            t, g = times[0]
+            span = spans.setdefault(g, [0, t, t])
+            span[0], span[2] = span[0] + 1, t
+        if any(next(it, None) is not None for it in its):
+            raise ExportError(f"{rec.path}: the cameras {list(self.cameras)} have different frame counts; "
+                              "LeRobot needs one frame time for all cameras")
+        for g, (n, t0, t1) in spans.items():
+            self._rate(rec.path, g, n, t0, t1)
+        for g, _, _, names in action_samples(rec.path):
+            if self.action_names and list(names) != self.action_names:
+                raise ExportError(f"{rec.path}: generation {g}: actuators {list(names)} differ from {self.action_names}")
+            self.action_names = list(names)
+            self.has_action[(rec.path, g)] = True
+        for g in spans:
+            self.has_action.setdefault((rec.path, g), False)
+        task = options.task or rec.info.name or rec.path
+        self.sources.append(Source(rec.path, tuple((g, s[0]) for g, s in spans.items()), task))
+
+    def _rate(self, path: str, g: int, n: int, t0: int, t1: int) -> None:
+        if n < 2:
+            return
+        rate = (n - 1) * 1e9 / float(t1 - t0)
+        fps = round(rate)
+        if fps < 1 or abs(rate - fps) > 1e-3:
+            raise ExportError(f"{path}: generation {g}: camera rate {rate:.6f} Hz is not an integer; "
+                              "LeRobot's fps must be one")
+        if self.fps is None:
+            self.fps = fps
+        elif fps != self.fps:
+            raise ExportError(f"{path}: generation {g}: camera rate {fps} Hz differs from {self.fps} Hz "
+                              "of the first episode")
+
+    @property
+    def total_frames(self) -> int:
+        """Frames of every episode."""
+        return sum(n for s in self.sources for _, n in s.episodes)
+
+
+def _state(path: str, channels: dict[str, Channel]) -> tuple[Channel, Channel | None]:
+    pos = [c for c in channels.values() if c.name.endswith(POSITION_SUFFIX)]
+    if not pos:
+        raise ExportError(f"{path}: no numeric channel ending in {POSITION_SUFFIX!r} "
+                          f"(has: {', '.join(channels) or 'none'})")
+    vel = channels.get(pos[0].name[: -len(POSITION_SUFFIX)] + VELOCITY_SUFFIX)
+    return pos[0], vel
+
+
+@attrs.frozen(eq=False)
+class FrameRow:
+    """One frame of one episode: every camera's image and the values at its time."""
+
+    generation: int
+    time_ns: int
+    images: dict[str, Array]
+    values: dict[str, Array]
+
+
+def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
+    """The frames of one source in order, with state, action and calibration sampled at each."""
+    frames = {c: decoded_frames(path, c) for c in plan.cameras}
+    cals = {c: calibration_samples(path, c) for c in plan.cameras}
+    state_chs = [plan.position] + ([plan.velocity] if plan.velocity else [])
+    streams = {ch.stream for ch in state_chs}
+    holds = {s: Hold((t.generation, t.time_ns, t.values) for t in
+                     numeric_ticks(path, s, [c for c in state_chs if c.stream == s])) for s in streams}
+    action = Hold((g, t, v) for g, t, v, _ in action_samples(path)) if plan.action_names else None
+    for items in zip(*frames.values(), *cals.values(), strict=False):
+        images = items[:len(plan.cameras)]
+        t, g, _ = images[0]
+        values: dict[str, Array] = {}
+        state = []
+        for ch in state_chs:
+            got = holds[ch.stream].at(g, t)
+            if got is None:
+                raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
+            state.append(got[ch.name])
+        values["observation.state"] = np.concatenate(state)
+        if action is not None:
+            a = action.at(g, t)
+            if a is None:
+                raise ExportError(f"{path}: generation {g}: no applied control target for 'action'")
+            values["action"] = a
+        for cam, cal in zip(plan.cameras, items[len(plan.cameras):]):
+            if cal.time_ns != t:
+                raise ExportError(f"{path}: camera {cam!r} calibration at {cal.time_ns} for the frame at {t}")
+            values[f"observation.cameras.{cam}.intrinsics"] = cal.k.reshape(-1)
+            values[f"observation.cameras.{cam}.extrinsics"] = np.concatenate([cal.translation, cal.quaternion_xyzw])
+        yield FrameRow(g, t, {c: im for c, (_, _, im) in zip(plan.cameras, images)}, values)
