@@ -12,7 +12,7 @@
    (PyAV libsvtav1, yuv420p, g 2, crf 30, preset 12, one mp4 per camera, cameras one
    after the other as LeRobot's ``save_episode`` does), with the frames already decoded
    in memory (LeRobot also reads its temporary PNGs first: not counted).
-3. **Peak memory** (``ru_maxrss`` of a subprocess) exporting a 10-minute episode
+3. **Peak memory** (``VmHWM`` of a subprocess) exporting a 10-minute episode
    against a 1-minute one (synthetic+cameras backend: one 96x64 camera, 15 Hz).
    Target: <= 1.3x.
 
@@ -42,11 +42,13 @@ from fastsim_record.cli import main as fsr_main
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("mcap", "rerun", "lerobot")
+# VmHWM: the peak RSS of this process image (ru_maxrss would carry the parent's peak across exec)
 PEAK = (
-    "import resource, sys\n"
+    "import sys\n"
     "from fastsim_record.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+    "print(int(hwm.split()[1]))\n"
     "sys.exit(code)\n"
 )
 

@@ -10,11 +10,13 @@ import pytest
 
 from .conftest import record
 
+# VmHWM: the peak RSS of this process image (ru_maxrss would carry the parent's peak across exec)
 PEAK = (
-    "import resource, sys\n"
+    "import sys\n"
     "from fastsim_record.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+    "print(int(hwm.split()[1]))\n"
     "sys.exit(code)\n"
 )
 NEEDS = {"mcap": "foxglove", "rerun": "rerun", "lerobot": "av"}

@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         collect_sources,
         exporter,
     )
-    from fastsim_record.fsr import FormatError, validate
+    from fastsim_record.export._source import receipt
+    from fastsim_record.fsr import FormatError
     from fastsim_record.reading import ReadError
 
     try:
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(2, f"fsr export: {exc}")
     for path in sources:
         try:
-            validate(path)
+            receipt(path)
         except FormatError as exc:
             return _fail(1, f"invalid: {path}: {exc}")
         except OSError as exc:
@@ -160,5 +161,6 @@ def run(args: argparse.Namespace) -> int:
         _remove(out)
     os.replace(tmp, out)
     total = sum(summary.counts.values())
-    print(f"exported {len(sources)} recording(s), {summary.episodes} episode(s), {total} items to {out} ({args.to})")
+    unit = {"lerobot": "frames", "mcap": "messages", "rerun": "rows"}.get(args.to, "items")
+    print(f"exported {len(sources)} recording(s), {summary.episodes} episode(s), {total} {unit} to {out} ({args.to})")
     return 0

@@ -27,6 +27,7 @@ __all__ = [
     "generation_offsets",
     "generation_spans",
     "geometry_payloads",
+    "receipt",
 ]
 
 Array = npt.NDArray[Any]
@@ -83,6 +84,21 @@ def geometry_payloads(rec: Recording) -> Iterator[tuple[int, int, bytes]]:
         for r in reader.records("geometry"):
             if r.kind is RecordKind.DATA:
                 yield r.sim_time_ns, r.generation, r.payload
+
+
+_RECEIPTS: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
+def receipt(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The structural validation receipt of a file (validated once per process and file
+    version; raises ``FormatError`` naming the offset of the first defect)."""
+    from fastsim_record.fsr import validate
+
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if key not in _RECEIPTS:
+        _RECEIPTS[key] = validate(path).to_json()
+    return _RECEIPTS[key]
 
 
 def generation_offsets(rec: Recording) -> dict[int, int]:

@@ -35,7 +35,12 @@ from typing import Any
 import numpy as np
 
 from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
-from fastsim_record.export._source import encoded_frames, generation_offsets, geometry_payloads
+from fastsim_record.export._source import (
+    encoded_frames,
+    generation_offsets,
+    geometry_payloads,
+    receipt,
+)
 from fastsim_record.export._stream import (
     CalibrationSample,
     Channel,
@@ -98,8 +103,6 @@ def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]
     fg = _foxglove()
     from foxglove.mcap import MCAPCompression, MCAPWriteOptions
 
-    from fastsim_record.fsr import validate
-
     ctx = fg.Context()
     opts = MCAPWriteOptions(compression=MCAPCompression.Lz4, profile="")
     counts: dict[str, int] = {}
@@ -113,7 +116,7 @@ def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]
             "generations": list(info.generations), "generation_offsets_ns": offsets,
             "attributes": info.attributes,
         }))
-        writer.write_metadata("fsr.validation", _strings(validate(rec.path).to_json()))
+        writer.write_metadata("fsr.validation", _strings(receipt(rec.path)))
         sources: list[Iterator[Emit]] = []
         for order, cam in enumerate(rec.cameras()):
             sources.append(_camera_images(fg, ctx, rec, cam, offsets, counts, order))
