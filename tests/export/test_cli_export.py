@@ -12,7 +12,9 @@ import pytest
 from fastsim_record.cli import main
 from fastsim_record.export import TARGETS, Exporter, MissingExtra, exporter
 
-pytest.importorskip("foxglove", reason="the mcap extra (foxglove-sdk) is not installed")
+
+def _needs_mcap() -> None:
+    pytest.importorskip("foxglove", reason="the mcap extra (foxglove-sdk) is not installed")
 
 _NEEDS = {"lerobot": ("pyarrow", "av"), "mcap": ("foxglove",), "rerun": ("rerun",)}
 
@@ -21,6 +23,7 @@ def test_existing_out_is_refused_without_overwrite(
     droid_fsr: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An existing OUT is kept byte for byte and the command exits 2 with one line naming --overwrite."""
+    _needs_mcap()
     out = tmp_path / "ep.mcap"
     out.write_bytes(b"mine")
     assert main(["export", str(droid_fsr), "--to", "mcap", "-o", str(out), "--quiet"]) == 2
@@ -59,6 +62,7 @@ def test_missing_source_and_empty_folder_exit_2(tmp_path: Path, capsys: pytest.C
 
 def test_invalid_source_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A file that is not a sealed FSR file is named with the reason, exit 1, and nothing is written."""
+    _needs_mcap()
     bad = tmp_path / "bad.fsr"
     bad.write_bytes(b"not an fsr file at all" * 10)
     assert main(["export", str(bad), "--to", "mcap", "-o", str(tmp_path / "o.mcap")]) == 1
@@ -71,6 +75,7 @@ def test_invalid_source_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest.Ca
 
 def test_folder_of_sources_makes_one_mcap_each(droid_fsr: Path, tmp_path: Path) -> None:
     """A folder SOURCE exports every FSR below it; several sources make OUT a folder of .mcap files."""
+    _needs_mcap()
     src = tmp_path / "src"
     (src / "b").mkdir(parents=True)
     shutil.copy(droid_fsr, src / "a.fsr")
