@@ -5,9 +5,14 @@
                                   <name> exists (unless ``overwrite``), when <name>.incomplete
                                   exists (a crashed Run's data: ``fsr recover`` it), or when
                                   another recorder holds the lock
-    open_write(name)              reserve if not yet, then create <dir>/<name>.incomplete
-                                  with O_EXCL | O_NOFOLLOW; remember its inode
-    write / flush                 through the opaque write lease (no path, no fd exposed)
+    open_write(name)              reserve if not yet, then create a hidden, unique
+                                  <dir>/.<name>.incomplete-<id> with O_EXCL | O_NOFOLLOW;
+                                  remember its inode
+    write / flush                 through the opaque write lease (no path, no fd exposed);
+                                  the first flush fsyncs what was written (the FSR header)
+                                  and only then links it as <dir>/<name>.incomplete, so
+                                  that name never holds less than what the writer flushed
+                                  first, whenever the process is killed
     seal(write)                   flush + fsync file, close; the size is now fixed
     open_readback(write)          a new exact readback lease bound to this sealed write
     confirm_validation(rb, r)     rb must be the latest readback lease of that write
@@ -66,6 +71,7 @@ import hashlib
 import os
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -74,6 +80,7 @@ import attrs
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.protocols import OutputPolicy
 from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
+from fastsim_embedded.output_leases import FileReadbackLease, FileWriteLease, Transaction
 from fastsim_embedded.output_names import (
     STAGING_SUFFIX,
     NameLock,
@@ -103,99 +110,6 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-@attrs.define(eq=False)
-class Transaction:
-    """The host-side record of one artifact transaction."""
-
-    name: str
-    final: Path
-    staging: Path
-    owner: str = ""
-    state: str = "open"
-    size: int = 0
-    fd: int | None = None
-    readback: FileReadbackLease | None = None
-    disposed_to: Path | None = None
-    lock: threading.Lock = attrs.field(factory=threading.Lock)
-    identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the staging file we created
-    name_lock: NameLock | None = None
-    note: str | None = None  # why a disposal left a path alone
-
-
-@attrs.define(eq=False)
-class FileWriteLease:
-    """Opaque write lease: bytes go in, nothing about the file comes out."""
-
-    _service: FileOutputService
-    _tx: Transaction
-
-    def write(self, data: bytes | memoryview) -> int:
-        """Write every byte of ``data``; refused unless the transaction is open."""
-        tx = self._tx
-        if tx.state != "open" or tx.fd is None:
-            raise LeaseError(f"write: the lease for {tx.name!r} is {tx.state}")
-        view = memoryview(data).cast("B")
-        written = 0
-        while written < len(view):
-            written += os.write(tx.fd, view[written:])
-        tx.size += written
-        return written
-
-    def flush(self) -> None:
-        """Nothing is buffered in user space; kept for the protocol."""
-        if self._tx.state != "open":
-            raise LeaseError(f"flush: the lease for {self._tx.name!r} is {self._tx.state}")
-
-    def close(self) -> None:
-        """Closing a write lease is a no-op; ``seal`` ends writing."""
-
-
-@attrs.define(eq=False)
-class FileReadbackLease:
-    """Exact readback lease of one sealed write."""
-
-    _tx: Transaction
-    _file: object = attrs.field(init=False, default=None)
-    closed: bool = False
-
-    def __attrs_post_init__(self) -> None:
-        # never follow a symlink planted at the staging path, and read only our own inode
-        try:
-            fd = os.open(self._tx.staging, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            raise LeaseError(f"open_readback: {self._tx.staging}: {exc.strerror}") from None
-        if self._tx.identity is not None and identity_of(os.fstat(fd)) != self._tx.identity:
-            os.close(fd)
-            raise LeaseError(f"open_readback: {self._tx.staging} is no longer the file this Run wrote")
-        self._file = os.fdopen(fd, "rb")
-
-    def _handle(self) -> object:
-        if self.closed or self._tx.state not in ("sealed", "confirmed"):
-            raise LeaseError(f"readback of {self._tx.name!r} is closed or revoked")
-        return self._file
-
-    def read(self, n: int = -1) -> bytes:
-        """Read up to ``n`` bytes (all with -1)."""
-        data: bytes = self._handle().read(n)  # type: ignore[attr-defined]
-        return data
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        """Seek like a binary file."""
-        pos: int = self._handle().seek(offset, whence)  # type: ignore[attr-defined]
-        return pos
-
-    def tell(self) -> int:
-        """The current offset."""
-        pos: int = self._handle().tell()  # type: ignore[attr-defined]
-        return pos
-
-    def close(self) -> None:
-        """Close the readback (idempotent); the lease stays valid for confirm_validation."""
-        if not self.closed:
-            self.closed = True
-            self._file.close()  # type: ignore[attr-defined]
 
 
 @attrs.define(eq=False)
@@ -286,7 +200,7 @@ class FileOutputService:
                 except BaseException:
                     name_lock.release()
                     raise
-            staging = self.output_dir / f"{name}{STAGING_SUFFIX}"
+            staging = self.output_dir / f".{name}{STAGING_SUFFIX}-{uuid.uuid4().hex[:12]}"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             try:
                 fd = os.open(staging, flags, 0o644)
@@ -301,6 +215,25 @@ class FileOutputService:
             self._by_lease[id(lease)] = (lease, tx)
             self._by_name[name] = tx
         return lease
+
+    def name_staging(self, tx: Transaction) -> None:
+        """Fsync the staging file, then link it as ``<name>.incomplete`` (never replacing
+        anything) and drop its hidden creation name."""
+        with tx.lock:
+            if tx.named or tx.fd is None:
+                return
+            os.fsync(tx.fd)
+            staging = self.output_dir / f"{tx.name}{STAGING_SUFFIX}"
+            try:
+                os.link(tx.staging, staging, follow_symlinks=False)
+            except OSError as exc:
+                raise LeaseError(
+                    f"flush: cannot name the staging file {staging}: {exc.strerror}"
+                ) from None
+            os.unlink(tx.staging)
+            tx.staging = staging
+            tx.named = True
+            _fsync_dir(self.output_dir)
 
     def _still_ours(self, tx: Transaction) -> bool:
         return tx.identity is not None and lidentity(tx.staging) == tx.identity
@@ -323,6 +256,11 @@ class FileOutputService:
         tx = self._tx_of(lease, "seal")
         with tx.lock:
             if tx.state != "open" or tx.fd is None:
+                raise LeaseError(f"seal: the transaction for {tx.name!r} is {tx.state}")
+        if not tx.named:  # sealed without a flush: name it first
+            self.name_staging(tx)
+        with tx.lock:
+            if tx.state != "open" or tx.fd is None:  # revoked meanwhile
                 raise LeaseError(f"seal: the transaction for {tx.name!r} is {tx.state}")
             os.fsync(tx.fd)
             os.close(tx.fd)
@@ -450,6 +388,12 @@ class FileOutputService:
                 tx.note = f"{tx.staging} is no longer the file this Run wrote; left untouched"
             return
         if self.policy.publish_incomplete:
+            if not tx.named:  # never flushed: give it its name now, if that is free
+                with contextlib.suppress(OSError):
+                    os.link(tx.staging, self.output_dir / f"{tx.name}{STAGING_SUFFIX}", follow_symlinks=False)
+                    os.unlink(tx.staging)
+                    tx.staging = self.output_dir / f"{tx.name}{STAGING_SUFFIX}"
+                    tx.named = True
             tx.disposed_to = tx.staging
         elif self.policy.preserve_incomplete:
             target = self._quarantine_target(tx)
@@ -473,7 +417,7 @@ class FileOutputService:
             if os.path.islink(directory) or not directory.is_dir():
                 tx.note = f"{directory} is not a plain directory; the recording stays at {tx.staging}"
                 return None
-        target = folder / tx.staging.name
+        target = folder / f"{tx.name}{STAGING_SUFFIX}"
         if os.path.lexists(target):
             tx.note = f"{target} already exists; the recording stays at {tx.staging}"
             return None

@@ -24,11 +24,15 @@ def _receipt(size: int) -> dict[str, object]:
 
 
 def test_staging_then_atomic_publish(tmp_path: Path) -> None:
-    """Bytes live only in <name>.incomplete until commit renames them to <name>."""
+    """Bytes live in a hidden file until the first flush names it <name>.incomplete; commit publishes <name>."""
     service = _service(tmp_path)
     out = tmp_path / "out"
     lease = service.open_write("episode.fsr")
     lease.write(b"abc")
+    names = sorted(p.name for p in out.iterdir())
+    assert names[0].startswith(".episode.fsr.incomplete-")  # hidden until the first flush
+    assert names[1:] == [".episode.fsr.lock"]
+    lease.flush()
     lease.write(memoryview(b"def"))
     assert sorted(p.name for p in out.iterdir()) == [".episode.fsr.lock", "episode.fsr.incomplete"]
     service.seal(lease)
@@ -117,3 +121,30 @@ def test_revocation_after_a_late_finalizer_touches_only_its_owner(tmp_path: Path
         late.write(b"x")
     other.write(b"fine")
     service.seal(other)
+
+
+def test_the_staging_name_never_holds_less_than_the_first_flush(tmp_path: Path) -> None:
+    """<name>.incomplete appears only once the first flushed bytes (the FSR header) are in it."""
+    service = _service(tmp_path)
+    out = tmp_path / "out"
+    lease = service.open_write("episode.fsr")
+    assert not (out / "episode.fsr.incomplete").exists()
+    lease.write(b"header")
+    assert not (out / "episode.fsr.incomplete").exists()
+    lease.flush()
+    assert (out / "episode.fsr.incomplete").read_bytes() == b"header"
+    assert [p.name for p in out.iterdir() if p.name.startswith(".episode.fsr.incomplete")] == []
+    service.abort(lease)
+
+
+def test_a_planted_staging_name_refuses_the_first_flush_and_is_left_alone(tmp_path: Path) -> None:
+    """A <name>.incomplete planted after the reservation is never replaced: flush raises LeaseError."""
+    service = _service(tmp_path)
+    out = tmp_path / "out"
+    lease = service.open_write("episode.fsr")
+    (out / "episode.fsr.incomplete").write_bytes(b"someone else's")
+    lease.write(b"header")
+    with pytest.raises(LeaseError):
+        lease.flush()
+    assert (out / "episode.fsr.incomplete").read_bytes() == b"someone else's"
+    service.abort(lease)

@@ -111,6 +111,7 @@ def test_abort_leaves_alone_a_staging_path_that_is_no_longer_ours(tmp_path: Path
     service = _service(tmp_path)
     lease = service.open_write("episode.fsr")
     lease.write(b"mine")
+    lease.flush()  # the staging file now holds the name episode.fsr.incomplete
     impostor = tmp_path / "impostor"
     impostor.write_bytes(b"not yours")
     os.replace(impostor, tmp_path / "episode.fsr.incomplete")
