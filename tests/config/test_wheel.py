@@ -53,7 +53,7 @@ def test_wheel_installs_isolated_with_discoverable_entry_points(tmp_path: Path) 
     """Wheel -> fresh venv (no system site-packages): pip check clean, both entry points found, no SDK imported."""
     source = tmp_path / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
         shutil.copy2(ROOT / name, source / name)
     shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
     _run(sys.executable, "-m", "build", "--wheel", "--outdir", tmp_path / "dist", source)
