@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import fastsim_record as fr
+from fastsim_embedded.backends.mujoco_scene import JOINT_NAMES
 from fastsim_record.adapters.codecs import decode_frame
 from fastsim_record.calibration_history import rebuild_calibration_history
 from fastsim_record.fsr import FormatError, FsrReader, RecordKind
@@ -50,7 +51,7 @@ def test_droid_joints_round_trip(droid_fsr: Path, channel: str) -> None:
         np.testing.assert_array_equal(series.values, np.stack(expected))
         assert series.time_ns.tolist() == times
         assert series.time_ns.dtype == np.int64
-        assert series.names == tuple(f"{channel}[{i}]" for i in range(13))
+        assert series.names == tuple(JOINT_NAMES)  # the recorder's element names, in order
         assert series.units == tuple(entry["units"])
         both = rec.numeric_all()
         np.testing.assert_array_equal(both[channel].values, series.values)

@@ -52,8 +52,14 @@ class Channel:
     element_names: tuple[str, ...]
 
 
-def _element_names(name: str, shape: tuple[int, ...], entry: Mapping[str, Any]) -> tuple[str, ...]:
+def _element_names(
+    name: str, shape: tuple[int, ...], entry: Mapping[str, Any], by_channel: object = None
+) -> tuple[str, ...]:
+    """The channel entry's own names, else the stream's ``element_names`` map, else
+    ``name[i,...]``."""
     given = entry.get("names") or entry.get("element_names")
+    if not given and isinstance(by_channel, Mapping):
+        given = by_channel.get(name)
     size = math.prod(shape)
     if isinstance(given, list) and len(given) == size and all(isinstance(g, str) for g in given):
         return tuple(given)
@@ -71,6 +77,7 @@ def numeric_layout(spec: StreamSpec) -> tuple[int, tuple[Channel, ...]]:
         raise BadRecording(f"stream {spec.name!r} codec.record_bytes: not a byte count")
     if not isinstance(entries, list):
         raise BadRecording(f"{where}: missing")
+    by_channel = spec.attributes.get("element_names")  # {channel: [names]} (the recorder's)
     out: list[Channel] = []
     at = 0
     for k, entry in enumerate(entries):
@@ -87,7 +94,7 @@ def numeric_layout(spec: StreamSpec) -> tuple[int, tuple[Channel, ...]]:
         at += nbytes
         units = tuple(str(u) for u in entry.get("units", []))
         out.append(Channel(spec.name, name, dtype, shape, offset, nbytes, units,
-                           _element_names(name, shape, entry)))
+                           _element_names(name, shape, entry, by_channel)))
     if at != record_bytes:
         raise BadRecording(f"{where}: channels cover {at} bytes, record_bytes is {record_bytes}")
     return record_bytes, tuple(out)
