@@ -29,11 +29,14 @@ from fastsim_record.fsr import FsrReader, RecordKind, StreamSpec
 __all__ = [
     "CalibrationSample",
     "Channel",
+    "Item",
+    "JsonRecord",
     "Tick",
     "calibration_samples",
     "decoded_frames",
     "frame_times",
     "generation_spans",
+    "in_order",
     "json_records",
     "numeric_channels",
     "numeric_ticks",
@@ -213,3 +216,88 @@ def generation_spans(path: str) -> dict[int, tuple[int, int]]:
         a, b = spans.get(g, (lo, hi))
         spans[g] = (min(a, lo), max(b, hi))
     return dict(sorted(spans.items()))
+
+
+@attrs.frozen(eq=False)
+class Item:
+    """One decoded record of :func:`in_order`: ``kind`` is ``frame`` (``value`` the recorded
+    bytes, ``name`` the camera, ``codec`` its payload codec), ``calibration`` (a
+    :class:`CalibrationSample`), ``tick`` (a :class:`Tick` of stream ``name``), ``json`` (a
+    :class:`JsonRecord`) or ``geometry`` (the payload bytes)."""
+
+    kind: str
+    name: str
+    time_ns: int
+    generation: int
+    value: Any
+    codec: str = ""
+
+
+_ROLES = {"intrinsics": 0, "extrinsics.translation": 1, "extrinsics.quaternion_xyzw": 2}
+
+
+def in_order(path: str) -> Iterator[Item]:
+    """Every record an exporter uses, decoded, in recording order, in one pass over the
+    file (each batch is parsed once).  A calibration sample is yielded when its third
+    record (intrinsics, translation, quaternion) has been read."""
+    with FsrReader(path) as reader:
+        channels = numeric_channels(reader)
+        by_stream: dict[int, tuple[str, str, Any]] = {}
+        for spec in reader.streams:
+            name = spec.name
+            if spec.codec.get("payload_codec") == NUMERIC_CODEC:
+                by_stream[spec.stream_id] = ("tick", name, [c for c in channels.values() if c.stream == name])
+            elif spec.kind in JSON_KINDS:
+                by_stream[spec.stream_id] = ("json", name, None)
+            elif name == "geometry":
+                by_stream[spec.stream_id] = ("geometry", name, None)
+            elif name.startswith("cameras.") and name.endswith(".rgb"):
+                by_stream[spec.stream_id] = ("frame", name[8:-4], str(spec.codec.get("payload_codec", "")))
+            elif name.startswith("cameras."):
+                cam, _, role = name[8:].partition(".")
+                if role in _ROLES:
+                    by_stream[spec.stream_id] = ("calibration", cam, _ROLES[role])
+        pending: dict[str, list[Any]] = {}
+        for r in reader.records():
+            what = by_stream.get(r.stream_id)
+            if what is None or r.kind is not RecordKind.DATA:
+                continue
+            kind, name, extra = what
+            t, g = r.sim_time_ns, r.generation
+            if kind == "frame":
+                yield Item(kind, name, t, g, r.payload, extra)
+            elif kind == "tick":
+                payload = r.payload
+                values = {ch.name: np.frombuffer(payload, ch.dtype, ch.count, ch.offset).astype(np.float64)
+                          for ch in extra}
+                yield Item(kind, name, t, g, Tick(t, g, values))
+            elif kind == "json":
+                try:
+                    data = json.loads(r.payload)
+                except ValueError:
+                    raise ExportError(f"{path}: {name} payload at offset {r.payload_offset} is not JSON") from None
+                yield Item(kind, name, t, g, JsonRecord(name, t, g, r.global_sequence,
+                                                        data if isinstance(data, dict) else {"value": data}))
+            elif kind == "geometry":
+                yield Item(kind, name, t, g, r.payload)
+            else:
+                slots = pending.setdefault(name, [None, None, None])
+                if slots[extra] is not None:
+                    raise ExportError(f"{path}: cameras.{name} calibration records are not in step at {t}")
+                slots[extra] = r
+                if all(s is not None for s in slots):
+                    del pending[name]
+                    yield Item(kind, name, t, g, _calibration(path, name, slots))
+
+
+def _calibration(path: str, camera: str, slots: list[Any]) -> CalibrationSample:
+    ri, rt, rq = slots
+    if not ri.sim_time_ns == rt.sim_time_ns == rq.sim_time_ns:
+        raise ExportError(f"{path}: cameras.{camera} calibration records at different times "
+                          f"({ri.sim_time_ns}, {rt.sim_time_ns}, {rq.sim_time_ns})")
+    k, t, q = ri.payload, rt.payload, rq.payload
+    if (len(k), len(t), len(q)) != (72, 24, 32):
+        raise ExportError(f"{path}: cameras.{camera} calibration payload at offset {ri.payload_offset} has "
+                          f"{(len(k), len(t), len(q))} bytes, not (72, 24, 32)")
+    return CalibrationSample(ri.sim_time_ns, ri.generation, np.frombuffer(k, "<f8").reshape(3, 3),
+                             np.frombuffer(t, "<f8"), np.frombuffer(q, "<f8"))

@@ -26,9 +26,8 @@ PNG), because ``CompressedImage`` has no raw format.
 
 from __future__ import annotations
 
-import heapq
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +35,17 @@ import numpy as np
 
 from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
 from fastsim_record.export._source import (
-    encoded_frames,
     generation_offsets,
-    geometry_payloads,
     receipt,
 )
 from fastsim_record.export._stream import (
     CalibrationSample,
     Channel,
+    Item,
+    JsonRecord,
     Tick,
-    calibration_samples,
-    json_records,
+    in_order,
     numeric_channels,
-    numeric_ticks,
 )
 from fastsim_record.reading import Recording
 from fastsim_record.reading import open as open_recording
@@ -56,7 +53,6 @@ from fastsim_record.reading import open as open_recording
 __all__ = ["McapExporter"]
 
 WORLD = "world"
-Emit = tuple[int, int, Callable[[], None]]  # (log_time, tie-break, write)
 
 
 def _foxglove() -> Any:
@@ -99,13 +95,13 @@ def _ts(ns: int) -> Any:
 
 
 def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
-    """Write one recording as one MCAP file; returns messages per topic."""
+    """Write one recording as one MCAP file, in one pass in recording order; returns
+    messages per topic."""
     fg = _foxglove()
     from foxglove.mcap import MCAPCompression, MCAPWriteOptions
 
     ctx = fg.Context()
     opts = MCAPWriteOptions(compression=MCAPCompression.Lz4, profile="")
-    counts: dict[str, int] = {}
     offsets = generation_offsets(rec)
     info = rec.info
     with fg.open_mcap(str(path), context=ctx, writer_options=opts) as writer:
@@ -117,49 +113,130 @@ def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]
             "attributes": info.attributes,
         }))
         writer.write_metadata("fsr.validation", _strings(receipt(rec.path)))
-        sources: list[Iterator[Emit]] = []
-        for order, cam in enumerate(rec.cameras()):
-            sources.append(_camera_images(fg, ctx, rec, cam, offsets, counts, order))
-            sources.append(_camera_calibration(fg, ctx, rec, cam, offsets, counts, order))
-        sources.extend(_numeric(fg, ctx, rec, offsets, counts))
-        sources.append(_json_streams(fg, ctx, rec, offsets, counts))
-        sources.append(_geometry(fg, ctx, rec, offsets, counts))
+        out = _Topics(fg, ctx, rec)
         done = 0
-        for _, _, write in heapq.merge(*sources, key=lambda e: (e[0], e[1])):
-            write()
+        for item in in_order(rec.path):
+            t = item.time_ns + offsets[item.generation]
+            if item.kind == "frame":
+                out.image(item, t)
+            elif item.kind == "calibration":
+                out.calibration(item.name, item.value, t)
+            elif item.kind == "tick":
+                out.tick(item.value, t)
+            elif item.kind == "json":
+                out.json(item.value, t)
+            else:
+                out.geometry(item.value, t)
             done += 1
             if done % 256 == 0:
                 progress.advance(256)
         progress.advance(done % 256)
-    return counts
+    return out.counts
+
+
+class _Topics:
+    """The channels of one MCAP file, made on first use, and the messages per topic."""
+
+    def __init__(self, fg: Any, ctx: Any, rec: Recording) -> None:
+        from fastsim_record.fsr import FsrReader
+
+        self.fg, self.ctx, self.m, self.rec = fg, ctx, fg.messages, rec
+        self.counts: dict[str, int] = {}
+        self.chans: dict[str, Any] = {}
+        with FsrReader(rec.path) as reader:
+            self.numeric = numeric_channels(reader)
+        self.sizes: dict[str, tuple[int, int]] = {}
+        self.meshes: dict[str, tuple[Any, Any]] = {}
+
+    def _log(self, topic: str, make: Any, msg: Any, t: int) -> None:
+        ch = self.chans.get(topic)
+        if ch is None:
+            ch = self.chans[topic] = make(topic)
+        ch.log(msg, log_time=t)
+        self.counts[topic] = self.counts.get(topic, 0) + 1
+
+    def _typed(self, cls: str) -> Any:
+        return lambda topic: getattr(self.fg.channels, cls)(topic, context=self.ctx)
+
+    def image(self, item: Item, t: int) -> None:
+        """A frame's recorded bytes as a CompressedImage."""
+        data, fmt = item.value, item.codec
+        if fmt == "raw_rgb":  # CompressedImage has no raw format: the one re-encode
+            data, fmt = _png(self.rec, item.name, item.value), "png"
+        msg = self.m.CompressedImage(timestamp=_ts(t), frame_id=f"{item.name}_optical", data=data, format=fmt)
+        self._log(f"/camera/{item.name}/image", self._typed("CompressedImageChannel"), msg, t)
+
+    def calibration(self, cam: str, c: CalibrationSample, t: int) -> None:
+        """CameraCalibration (K, P = [K | 0]) and the world-to-optical FrameTransforms."""
+        m = self.m
+        if cam not in self.sizes:
+            desc = _descriptor(self.rec, cam)
+            self.sizes[cam] = (int(desc.get("width", 0)), int(desc.get("height", 0)))
+        width, height = self.sizes[cam]
+        p = np.zeros((3, 4))
+        p[:, :3] = c.k
+        tr, q = c.translation.tolist(), c.quaternion_xyzw.tolist()
+        frame_id = f"{cam}_optical"
+        self._log(f"/camera/{cam}/calibration", self._typed("CameraCalibrationChannel"), m.CameraCalibration(
+            timestamp=_ts(t), frame_id=frame_id, width=width, height=height,
+            distortion_model="plumb_bob", D=[0.0] * 5, K=c.k.reshape(-1).tolist(),
+            R=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], P=p.reshape(-1).tolist(),
+        ), t)
+        self._log(f"/camera/{cam}/tf", self._typed("FrameTransformsChannel"), m.FrameTransforms(transforms=[
+            m.FrameTransform(timestamp=_ts(t), parent_frame_id=WORLD, child_frame_id=frame_id,
+                             translation=m.Vector3(x=tr[0], y=tr[1], z=tr[2]),
+                             rotation=m.Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))]), t)
+
+    def tick(self, tick: Tick, t: int) -> None:
+        """One JSON-schema message per channel of the tick, with names, units and values."""
+        for name, values in tick.values.items():
+            ch = self.numeric[name]
+            msg = {"generation": tick.generation, "names": list(ch.names), "units": list(ch.units),
+                   "values": values.tolist()}
+            self._log(f"/numeric/{name}", lambda topic, ch=ch: self.fg.Channel(
+                topic, schema=_numeric_schema(ch), context=self.ctx), msg, t)
+
+    def json(self, e: JsonRecord, t: int) -> None:
+        """A lifecycle, event or control record as JSON."""
+        topic = _JSON_TOPICS.get(e.stream, "/" + e.stream.replace(".", "/"))
+        msg = {"generation": e.generation, "sim_time_ns": e.time_ns, "stream": e.stream, "record": e.data}
+        self._log(topic, lambda topic: self.fg.Channel(topic, message_encoding="json", context=self.ctx), msg, t)
+
+    def geometry(self, payload: bytes, t: int) -> None:
+        """An assets record as a SceneUpdate (and its poses); a transforms record as FrameTransforms."""
+        from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
+
+        if record_kind(payload) == "assets":
+            assets = decode_assets(payload)
+            for rid in assets.blobs:
+                self.meshes[rid] = assets.mesh(rid)
+            msg, poses = _scene_update(self.m, assets.manifest, self.meshes, t)
+            self._log("/scene", self._typed("SceneUpdateChannel"), msg, t)
+        else:
+            poses = decode_transforms(payload)
+        if poses:
+            msg = self.m.FrameTransforms(transforms=[_body_tf(self.m, t, b, p) for b, p in poses.items()])
+            self._log("/tf/bodies", self._typed("FrameTransformsChannel"), msg, t)
+
+
+def _numeric_schema(ch: Channel) -> dict[str, Any]:
+    return {
+        "type": "object", "title": f"fsr.numeric {ch.name}",
+        "properties": {
+            "generation": {"type": "integer"},
+            "names": {"type": "array", "items": {"type": "string"}},
+            "units": {"type": "array", "items": {"type": "string"}},
+            "values": {"type": "array", "items": {"type": "number"}, "description": ", ".join(ch.names)},
+        },
+    }
+
+
+_JSON_TOPICS = {"lifecycle": "/lifecycle", "events": "/events", "control.audit": "/control/audit",
+                "control.result": "/control/result"}
 
 
 def _strings(obj: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in obj.items()}
-
-
-def _count(counts: dict[str, int], topic: str) -> None:
-    counts[topic] = counts.get(topic, 0) + 1
-
-
-def _camera_images(
-    fg: Any, ctx: Any, rec: Recording, cam: str, offsets: dict[int, int], counts: dict[str, int], order: int
-) -> Iterator[Emit]:
-    topic = f"/camera/{cam}/image"
-    ch = fg.channels.CompressedImageChannel(topic, context=ctx)
-    frame_id = f"{cam}_optical"
-    for f in encoded_frames(rec, cam):
-        t = f.time_ns + offsets[f.generation]
-        data, fmt = f.data, f.codec
-        if fmt == "raw_rgb":  # CompressedImage has no raw format: the one re-encode
-            data, fmt = _png(rec, cam, f.data), "png"
-
-        def write(t: int = t, data: bytes = data, fmt: str = fmt) -> None:
-            ch.log(fg.messages.CompressedImage(timestamp=_ts(t), frame_id=frame_id, data=data, format=fmt),
-                   log_time=t)
-            _count(counts, topic)
-
-        yield t, 10 + 3 * order, write
 
 
 def _png(rec: Recording, cam: str, raw: bytes) -> bytes:
@@ -176,135 +253,6 @@ def _descriptor(rec: Recording, cam: str) -> dict[str, Any]:
 
     with FsrReader(rec.path) as reader:
         return dict(reader.stream(f"cameras.{cam}.rgb").codec)
-
-
-def _camera_calibration(
-    fg: Any, ctx: Any, rec: Recording, cam: str, offsets: dict[int, int], counts: dict[str, int], order: int
-) -> Iterator[Emit]:
-    desc = _descriptor(rec, cam)
-    width, height = int(desc.get("width", 0)), int(desc.get("height", 0))
-    frame_id = f"{cam}_optical"
-    cal_topic, tf_topic = f"/camera/{cam}/calibration", f"/camera/{cam}/tf"
-    cal_ch = fg.channels.CameraCalibrationChannel(cal_topic, context=ctx)
-    tf_ch = fg.channels.FrameTransformsChannel(tf_topic, context=ctx)
-    m = fg.messages
-    for sample in calibration_samples(rec.path, cam):
-        t = sample.time_ns + offsets[sample.generation]
-
-        def write(t: int = t, c: CalibrationSample = sample) -> None:
-            p = np.zeros((3, 4))
-            p[:, :3] = c.k
-            tr, q = c.translation.tolist(), c.quaternion_xyzw.tolist()
-            cal_ch.log(m.CameraCalibration(
-                timestamp=_ts(t), frame_id=frame_id, width=width, height=height,
-                distortion_model="plumb_bob", D=[0.0] * 5, K=c.k.reshape(-1).tolist(),
-                R=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], P=p.reshape(-1).tolist(),
-            ), log_time=t)
-            tf_ch.log(m.FrameTransforms(transforms=[m.FrameTransform(
-                timestamp=_ts(t), parent_frame_id=WORLD, child_frame_id=frame_id,
-                translation=m.Vector3(x=tr[0], y=tr[1], z=tr[2]),
-                rotation=m.Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]),
-            )]), log_time=t)
-            _count(counts, cal_topic)
-            _count(counts, tf_topic)
-
-        yield t, 11 + 3 * order, write
-
-
-def _numeric(fg: Any, ctx: Any, rec: Recording, offsets: dict[int, int], counts: dict[str, int]) -> list[Iterator[Emit]]:
-    from fastsim_record.fsr import FsrReader
-
-    with FsrReader(rec.path) as reader:
-        channels = numeric_channels(reader)
-    by_stream: dict[str, list[Channel]] = {}
-    for ch in channels.values():
-        by_stream.setdefault(ch.stream, []).append(ch)
-    return [_numeric_stream(fg, ctx, rec, stream, chs, offsets, counts) for stream, chs in by_stream.items()]
-
-
-def _numeric_stream(
-    fg: Any, ctx: Any, rec: Recording, stream: str, chs: list[Channel], offsets: dict[int, int],
-    counts: dict[str, int],
-) -> Iterator[Emit]:
-    out = {}
-    for ch in chs:
-        schema = {
-            "type": "object", "title": f"fsr.numeric {ch.name}",
-            "properties": {
-                "generation": {"type": "integer"},
-                "names": {"type": "array", "items": {"type": "string"}},
-                "units": {"type": "array", "items": {"type": "string"}},
-                "values": {"type": "array", "items": {"type": "number"}, "description": ", ".join(ch.names)},
-            },
-        }
-        out[ch.name] = (fg.Channel(f"/numeric/{ch.name}", schema=schema, context=ctx), ch)
-    for tick in numeric_ticks(rec.path, stream, chs):
-        t = tick.time_ns + offsets[tick.generation]
-
-        def write(t: int = t, tick: Tick = tick) -> None:
-            for name, (channel, ch) in out.items():
-                channel.log({"generation": tick.generation, "names": list(ch.names), "units": list(ch.units),
-                             "values": tick.values[name].tolist()}, log_time=t)
-                _count(counts, f"/numeric/{name}")
-
-        yield t, 1, write
-
-
-_JSON_TOPICS = {"lifecycle": "/lifecycle", "events": "/events", "control.audit": "/control/audit",
-                "control.result": "/control/result"}
-
-
-def _json_streams(fg: Any, ctx: Any, rec: Recording, offsets: dict[int, int], counts: dict[str, int]) -> Iterator[Emit]:
-    chans: dict[str, Any] = {}
-    for e in json_records(rec.path):
-        topic = _JSON_TOPICS.get(e.stream, "/" + e.stream.replace(".", "/"))
-        if topic not in chans:
-            chans[topic] = fg.Channel(topic, message_encoding="json", context=ctx)
-        t = e.time_ns + offsets[e.generation]
-        msg = {"generation": e.generation, "sim_time_ns": e.time_ns, "stream": e.stream, "record": e.data}
-
-        def write(t: int = t, msg: dict[str, Any] = msg, topic: str = topic) -> None:
-            chans[topic].log(msg, log_time=t)
-            _count(counts, topic)
-
-        yield t, 0, write
-
-
-def _geometry(fg: Any, ctx: Any, rec: Recording, offsets: dict[int, int], counts: dict[str, int]) -> Iterator[Emit]:
-    from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
-
-    m = fg.messages
-    scene: Any = None
-    tf: Any = None
-    meshes: dict[str, tuple[Any, Any]] = {}
-
-    def _tf(t: int, poses: dict[str, Any]) -> None:
-        nonlocal tf
-        if tf is None:
-            tf = fg.channels.FrameTransformsChannel("/tf/bodies", context=ctx)
-        tf.log(m.FrameTransforms(transforms=[_body_tf(m, t, b, p) for b, p in poses.items()]), log_time=t)
-        _count(counts, "/tf/bodies")
-    for time_ns, gen, payload in geometry_payloads(rec):
-        t = time_ns + offsets[gen]
-        if record_kind(payload) == "assets":
-            assets = decode_assets(payload)
-            for rid in assets.blobs:
-                meshes[rid] = assets.mesh(rid)
-            msg, static = _scene_update(m, assets.manifest, meshes, t)
-            if scene is None:
-                scene = fg.channels.SceneUpdateChannel("/scene", context=ctx)
-
-            def write_scene(t: int = t, msg: Any = msg, static: Any = static, scene: Any = scene) -> None:
-                scene.log(msg, log_time=t)
-                _count(counts, "/scene")
-                if static is not None:
-                    _tf(t, static)
-
-            yield t, 2, write_scene
-        else:
-            poses = decode_transforms(payload)
-            yield t, 2, lambda t=t, poses=poses: _tf(t, poses)  # type: ignore[misc]
-
 
 
 def _body_tf(m: Any, t: int, body: str, pose: Any) -> Any:

@@ -25,7 +25,7 @@ one record at a time (``_stream``), so memory does not grow with the episode.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
-from fastsim_record.export._source import encoded_frames, generation_offsets, geometry_payloads
-from fastsim_record.export._stream import (
-    Channel,
-    calibration_samples,
-    json_records,
-    numeric_channels,
-    numeric_ticks,
-)
+from fastsim_record.export._source import generation_offsets
+from fastsim_record.export._stream import Channel, in_order, numeric_channels
 from fastsim_record.fsr import FsrReader, RecordKind
 from fastsim_record.reading import Recording
 from fastsim_record.reading import open as open_recording
@@ -116,96 +110,105 @@ class _Clock:
 
 
 def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
-    """Write one recording as one ``.rrd``; returns rows per entity path."""
+    """Write one recording as one ``.rrd`` in one pass in recording order; returns rows per entity."""
     rr = _rr()
     info = rec.info
     stream = rr.RecordingStream("fsr", recording_id=info.run_id, send_properties=True)
     stream.save(str(path))
-    counts: dict[str, int] = {}
     with FsrReader(rec.path) as reader:
         channels = numeric_channels(reader)
+        sizes = {s.name[8:-4]: (int(s.codec.get("width", 0)), int(s.codec.get("height", 0)))
+                 for s in reader.streams if s.name.startswith("cameras.") and s.name.endswith(".rgb")}
     clock = _Clock(rec, channels)
-
-    def send(entity: str, sim: Array, columns: Any, first: int = 0) -> None:
-        stream.send_columns(entity, indexes=clock.indexes(rr, sim, first), columns=columns)
-        counts[entity] = counts.get(entity, 0) + len(sim)
-        progress.advance(len(sim))
-
+    out = _Entities(rr, stream, clock, progress)
     stream.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
     stream.log("fsr", rr.TextDocument(json.dumps({
         "run_id": info.run_id, "name": info.name, "backend": info.backend, "seed": info.seed,
         "completion": info.completion, "generations": list(info.generations),
         "generation_offsets_ns": clock.offsets,
     }, indent=2), media_type="text/markdown"), static=True)
-    for cam in rec.cameras():
-        _camera(rr, stream, rec, cam, clock, send)
-    by_stream: dict[str, list[Channel]] = {}
+    for cam in sizes:
+        stream.log(f"world/cameras/{cam}", rr.Pinhole.from_fields(camera_xyz=rr.ViewCoordinates.RDF), static=True)
     for ch in channels.values():
-        by_stream.setdefault(ch.stream, []).append(ch)
         stream.log(f"numeric/{ch.name}", rr.SeriesLines(names=list(ch.names)), static=True)
-    for name, chs in by_stream.items():
-        done = 0
-        for block in _blocks(numeric_ticks(rec.path, name, chs), 1024):
-            sim = clock.sim(np.array([t.time_ns for t in block]), np.array([t.generation for t in block]))
-            for ch in chs:
-                values = np.stack([t.values[ch.name] for t in block])
-                send(f"numeric/{ch.name}", sim, rr.Scalars.columns(scalars=values), done)
-            done += len(block)
-    for block in _blocks(json_records(rec.path), BLOCK):
-        for entity in ("lifecycle", "events", "control"):
-            events = [e for e in block if _entity(e.stream) == entity]
-            if not events:
-                continue
-            sim = clock.sim(np.array([e.time_ns for e in events]), np.array([e.generation for e in events]))
-            texts = [f"{e.stream} g{e.generation}: {json.dumps(e.data, sort_keys=True)}" for e in events]
-            level = ["WARN" if e.data.get("accepted") is False else "INFO" for e in events]
-            send(entity, sim, rr.TextLog.columns(text=texts, level=level))
-    _geometry(rr, stream, rec, clock, send)
+    meshes: dict[str, tuple[Array, Array]] = {}
+    for item in in_order(rec.path):
+        t, g = item.time_ns, item.generation
+        if item.kind == "frame":
+            w, h = sizes[item.name]
+            data = item.value if item.codec in _MEDIA else _png(item.value, w, h)
+            out.add("image", f"world/cameras/{item.name}/image", t, g, (data, _MEDIA.get(item.codec, "image/png")))
+        elif item.kind == "calibration":
+            out.add("camera", f"world/cameras/{item.name}", t, g, (item.value, sizes.get(item.name, (0, 0))))
+        elif item.kind == "tick":
+            for name, values in item.value.values.items():
+                out.add("scalars", f"numeric/{name}", t, g, values)
+        elif item.kind == "json":
+            e = item.value
+            text = f"{e.stream} g{e.generation}: {json.dumps(e.data, sort_keys=True)}"
+            out.add("text", _entity(e.stream), t, g, (text, "WARN" if e.data.get("accepted") is False else "INFO"))
+        else:
+            for body, pose in _geometry(rr, stream, item.value, meshes).items():
+                out.add("body", f"world/bodies/{body}", t, g, pose)
+    out.flush_all()
     stream.flush()
     stream.disconnect()
-    return counts
+    return out.counts
+
+
+class _Entities:
+    """Rows buffered per entity and sent as columns: 64 images or 1024 other rows at a time."""
+
+    def __init__(self, rr: Any, stream: Any, clock: _Clock, progress: Progress) -> None:
+        self.rr, self.stream, self.clock, self.progress = rr, stream, clock, progress
+        self.rows: dict[tuple[str, str], list[tuple[int, int, Any]]] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, kind: str, entity: str, t: int, g: int, value: Any) -> None:
+        """Buffer one row; send the entity's rows when the block is full."""
+        rows = self.rows.setdefault((kind, entity), [])
+        rows.append((t, g, value))
+        if len(rows) >= (BLOCK if kind == "image" else 1024):
+            self._flush(kind, entity, rows)
+
+    def flush_all(self) -> None:
+        """Send every buffered row."""
+        for (kind, entity), rows in self.rows.items():
+            if rows:
+                self._flush(kind, entity, rows)
+
+    def _flush(self, kind: str, entity: str, rows: list[tuple[int, int, Any]]) -> None:
+        rr = self.rr
+        first = self.counts.get(entity, 0)
+        sim = self.clock.sim(np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64))
+        values = [r[2] for r in rows]
+        n = len(rows)
+        if kind == "image":
+            columns = rr.EncodedImage.columns(blob=[v[0] for v in values], media_type=[v[1] for v in values])
+        elif kind == "camera":
+            cals = [v[0] for v in values]
+            self.stream.send_columns(entity, indexes=self.clock.indexes(rr, sim, first), columns=rr.Pinhole.columns(
+                image_from_camera=np.stack([c.k for c in cals]), resolution=np.tile(values[0][1], (n, 1))))
+            columns = rr.Transform3D.columns(
+                translation=np.stack([c.translation for c in cals]),
+                quaternion=np.stack([c.quaternion_xyzw for c in cals]),
+                relation=[rr.TransformRelation.ParentFromChild] * n)
+        elif kind == "scalars":
+            columns = rr.Scalars.columns(scalars=np.stack(values))
+        elif kind == "text":
+            columns = rr.TextLog.columns(text=[v[0] for v in values], level=[v[1] for v in values])
+        else:
+            poses = np.stack(values)
+            columns = rr.Transform3D.columns(translation=poses[:, :3], quaternion=poses[:, 3:],
+                                             relation=[rr.TransformRelation.ParentFromChild] * n)
+        self.stream.send_columns(entity, indexes=self.clock.indexes(rr, sim, first), columns=columns)
+        self.counts[entity] = first + n
+        self.progress.advance(n)
+        rows.clear()
 
 
 def _entity(stream: str) -> str:
     return "control" if stream.startswith("control") else stream
-
-
-def _blocks(items: Iterator[Any], size: int = 64) -> Iterator[list[Any]]:
-    block: list[Any] = []
-    for item in items:
-        block.append(item)
-        if len(block) == size:
-            yield block
-            block = []
-    if block:
-        yield block
-
-
-def _camera(rr: Any, stream: Any, rec: Recording, cam: str, clock: _Clock, send: Any) -> None:
-    base = f"world/cameras/{cam}"
-    with FsrReader(rec.path) as reader:
-        desc = reader.stream(f"cameras.{cam}.rgb").codec
-    w, h = int(desc.get("width", 0)), int(desc.get("height", 0))
-    stream.log(base, rr.Pinhole.from_fields(camera_xyz=rr.ViewCoordinates.RDF), static=True)
-    done = 0
-    for block in _blocks(calibration_samples(rec.path, cam), 1024):
-        n = len(block)
-        sim = clock.sim(np.array([c.time_ns for c in block]), np.array([c.generation for c in block]))
-        send(base, sim, rr.Transform3D.columns(
-            translation=np.stack([c.translation for c in block]),
-            quaternion=np.stack([c.quaternion_xyzw for c in block]),
-            relation=[rr.TransformRelation.ParentFromChild] * n), done)
-        stream.send_columns(base, indexes=clock.indexes(rr, sim, done), columns=rr.Pinhole.columns(
-            image_from_camera=np.stack([c.k for c in block]), resolution=np.tile([w, h], (n, 1))))
-        done += n
-    image = f"{base}/image"
-    done = 0
-    for block in _blocks(encoded_frames(rec, cam)):
-        sim = clock.sim(np.array([f.time_ns for f in block], np.int64), np.array([f.generation for f in block]))
-        blobs = [f.data if f.codec in _MEDIA else _png(f.data, w, h) for f in block]
-        media = [_MEDIA.get(f.codec, "image/png") for f in block]
-        send(image, sim, rr.EncodedImage.columns(blob=blobs, media_type=media), done)
-        done += len(block)
 
 
 def _png(raw: bytes, w: int, h: int) -> bytes:
@@ -216,38 +219,19 @@ def _png(raw: bytes, w: int, h: int) -> bytes:
     return bytes(png.data)
 
 
-def _geometry(rr: Any, stream: Any, rec: Recording, clock: _Clock, send: Any) -> None:
+def _geometry(rr: Any, stream: Any, payload: bytes, meshes: dict[str, tuple[Array, Array]]) -> dict[str, Array]:
+    """Log an assets record's items (static); return the body poses of either record kind."""
     from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
 
-    meshes: dict[str, tuple[Array, Array]] = {}
-    pending: dict[str, list[tuple[int, Array]]] = {}
-
-    def flush(force: bool) -> None:
-        for body, rows in pending.items():
-            if rows and (force or len(rows) >= BLOCK):
-                sim = np.array([t for t, _ in rows], np.int64)
-                poses = np.array([p for _, p in rows], np.float64)
-                send(f"world/bodies/{body}", sim, rr.Transform3D.columns(
-                    translation=poses[:, :3], quaternion=poses[:, 3:],
-                    relation=[rr.TransformRelation.ParentFromChild] * len(rows)))
-                rows.clear()
-
-    for time_ns, gen, payload in geometry_payloads(rec):
-        t = int(clock.sim(np.array([time_ns]), np.array([gen]))[0])
-        if record_kind(payload) == "assets":
-            assets = decode_assets(payload)
-            for rid in assets.blobs:
-                meshes[rid] = assets.mesh(rid)
-            for body in assets.manifest.get("bodies", []):
-                if isinstance(body.get("pose"), list) and len(body["pose"]) == 7:
-                    pending.setdefault(str(body["name"]), []).append((t, np.asarray(body["pose"], np.float64)))
-            for item in assets.manifest.get("items", []):
-                _static_item(rr, stream, item, meshes)
-        else:
-            for body, pose in decode_transforms(payload).items():
-                pending.setdefault(body, []).append((t, pose))
-        flush(False)
-    flush(True)
+    if record_kind(payload) != "assets":
+        return decode_transforms(payload)
+    assets = decode_assets(payload)
+    for rid in assets.blobs:
+        meshes[rid] = assets.mesh(rid)
+    for item in assets.manifest.get("items", []):
+        _static_item(rr, stream, item, meshes)
+    return {str(b["name"]): np.asarray(b["pose"], np.float64) for b in assets.manifest.get("bodies", [])
+            if isinstance(b.get("pose"), list) and len(b["pose"]) == 7}
 
 
 def _static_item(rr: Any, stream: Any, item: dict[str, Any], meshes: dict[str, tuple[Array, Array]]) -> None:
