@@ -61,8 +61,12 @@ class Channel:
     units: tuple[str, ...]
 
 
-def _names(name: str, shape: tuple[int, ...], entry: Mapping[str, Any]) -> tuple[str, ...]:
+def _names(name: str, shape: tuple[int, ...], entry: Mapping[str, Any], by_channel: object) -> tuple[str, ...]:
+    """As the reading API names elements: the channel entry's own names, else the stream's
+    ``element_names`` map (the recorder's), else ``name[i,...]``."""
     given = entry.get("names") or entry.get("element_names")
+    if not given and isinstance(by_channel, Mapping):
+        given = by_channel.get(name)
     if isinstance(given, list) and len(given) == math.prod(shape) and all(isinstance(g, str) for g in given):
         return tuple(given)
     if not shape:
@@ -80,7 +84,8 @@ def numeric_channels(reader: FsrReader) -> dict[str, Channel]:
             try:
                 shape = tuple(int(d) for d in entry["shape"])
                 ch = Channel(spec.name, str(entry["name"]), str(entry["dtype"]), shape, int(entry["offset"]),
-                             math.prod(shape), _names(str(entry["name"]), shape, entry),
+                             math.prod(shape),
+                             _names(str(entry["name"]), shape, entry, spec.attributes.get("element_names")),
                              tuple(str(u) for u in entry.get("units", [])))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ExportError(f"stream {spec.name!r} attributes.channels[{k}]: malformed ({exc})") from None
