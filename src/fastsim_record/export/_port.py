@@ -1,9 +1,10 @@
 """The exporter port: what ``fsr export`` asks of every target format.
 
-An exporter is an adapter behind :class:`Exporter`.  It reads recordings only through
-the reading API (``fastsim_record.reading``, plus ``fastsim_record.export._source`` for
-the two things that API does not serve yet: a frame's recorded bytes and the geometry
-stream), writes one output path and reports progress in records.
+An exporter is an adapter behind :class:`Exporter`.  It opens recordings with the
+reading API (``fastsim_record.open``: info, cameras, generations) and reads their records
+through ``fastsim_record.export._stream``, which serves what that API does not yet: a
+frame's recorded bytes, the geometry stream, and every stream one record at a time in
+bounded memory.  It writes one output path and reports progress.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ class ExportOptions:
 
     task: str | None = None  # LeRobot: the task text (default: the Run's name)
     video_codec: str = "av1"  # LeRobot: av1 (libsvtav1, LeRobot's defaults) or h264
-    repo_id: str = "local/fsr-export"  # LeRobot: written nowhere but accepted for symmetry
 
 
 @attrs.frozen

@@ -1,10 +1,6 @@
-"""What the exporters share over the reading API: sources, sampling rules, time offsets.
-
-Two things the reading API (``fastsim_record.reading``) does not serve yet are read
-here through the FSR format package's public reader, streaming one record at a time:
-a camera frame's recorded bytes (JPEG or PNG, as stored) and the geometry stream's
-payloads.  Everything else comes from ``fastsim_record.open``.
-"""
+"""What the exporters share: sources, validation receipts, generation offsets, and a
+camera's recorded frame bytes (which the reading API does not serve; read here one
+record at a time through the FSR format package's public reader)."""
 
 from __future__ import annotations
 
@@ -26,7 +22,6 @@ __all__ = [
     "encoded_frames",
     "generation_offsets",
     "generation_spans",
-    "geometry_payloads",
     "receipt",
 ]
 
@@ -74,16 +69,6 @@ def encoded_frames(rec: Recording, camera: str, generation: int | None = None) -
             if r.kind is not RecordKind.DATA or (generation is not None and r.generation != generation):
                 continue
             yield EncodedFrame(r.payload, codec, r.sim_time_ns, r.generation)
-
-
-def geometry_payloads(rec: Recording) -> Iterator[tuple[int, int, bytes]]:
-    """``(time_ns, generation, payload)`` of every geometry DATA record, in order."""
-    with FsrReader(rec.path) as reader:
-        if "geometry" not in {s.name for s in reader.streams}:
-            return
-        for r in reader.records("geometry"):
-            if r.kind is RecordKind.DATA:
-                yield r.sim_time_ns, r.generation, r.payload
 
 
 _RECEIPTS: dict[tuple[str, int, int], dict[str, Any]] = {}
