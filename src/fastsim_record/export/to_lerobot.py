@@ -252,7 +252,7 @@ def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict
         h, w = plan.sizes[cam]
         info: dict[str, Any] = {
             "video.height": h, "video.width": w, "video.codec": codec, "video.pix_fmt": "yuv420p",
-            "video.fps": fps, "video.channels": 3, "has_audio": False, "video.is_depth_map": False,
+            "video.fps": fps, "video.channels": 3, "has_audio": False, "is_depth_map": False,
         }
         info |= {f"video.{k}": int(v) for k, v in options.items()}
         feats[f"observation.images.{cam}"] = {"dtype": "video", "shape": [h, w, 3],
