@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fastsim_record.cli import main
@@ -227,3 +228,47 @@ def test_synth_refuses_an_existing_output_unless_overwrite(tmp_path: Path, capsy
     assert str(path) in err
     assert main(["synth", str(path), "--records", "10", "--overwrite"]) == 0
     assert path.read_bytes() != b"precious"
+
+
+def _numeric_file(path: Path, payloads: list[bytes]) -> Path:
+    layout = [
+        {"name": "arm.q", "dtype": "<f8", "shape": [2], "units": ["rad", "rad"], "offset": 0, "nbytes": 16},
+        {"name": "arm.n", "dtype": "<i4", "shape": [], "units": [], "offset": 16, "nbytes": 4},
+    ]
+    specs = [
+        StreamSpec(1, "events", "events", {"payload_codec": "json"}),
+        StreamSpec(2, "observations", "observations", {"payload_codec": "numeric-tick/1", "record_bytes": 20},
+                   {"channels": layout, "element_names": {"arm.q": ["shoulder", "elbow"]}}),
+    ]
+    with FsrWriter(path, RunMetadata("r", "c", {}), specs) as writer:
+        records = [RecordIn.data(1, 1, 1, 0, 0, json.dumps({"event": "go", "k": [1, 2]}).encode())]
+        records += [RecordIn.data(2, 2 + i, 1 + i, 0, 10 * i, p) for i, p in enumerate(payloads)]
+        writer.write_batch(records)
+        writer.seal(terminal_fence={"decision": "commit"})
+    return path
+
+
+def test_cat_payload_decodes_json_and_numeric_ticks_with_names(tmp_path: Path, capsys: Capture) -> None:
+    """fsr cat --payload: JSON payloads as values, numeric ticks as {channel: names, values}."""
+    tick = np.array([0.5, -1.25], "<f8").tobytes() + np.array(7, "<i4").tobytes()
+    path = _numeric_file(tmp_path / "n.fsr", [tick])
+    assert main(["cat", str(path), "--payload"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["payload"] == {"event": "go", "k": [1, 2]}
+    assert lines[1]["payload"] == {
+        "arm.q": {"names": ["shoulder", "elbow"], "values": [0.5, -1.25]},
+        "arm.n": {"names": ["arm.n"], "values": 7},
+    }
+    assert main(["cat", str(path)]) == 0  # without --payload nothing is decoded
+    assert all("payload" not in json.loads(line) for line in capsys.readouterr().out.splitlines())
+
+
+def test_cat_payload_refuses_a_tick_of_the_wrong_size_naming_its_offset(tmp_path: Path, capsys: Capture) -> None:
+    """A numeric tick whose length is not the stream's record size is invalid, exit 1, with its offset."""
+    path = _numeric_file(tmp_path / "bad.fsr", [bytes(12)])
+    assert main(["cat", str(path), "--payload"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("invalid: ")
+    assert "record size is 20" in err
+    assert re.search(r"offset \d+", err)
+    assert err.count("\n") == 1

@@ -1,4 +1,4 @@
-"""``fsr cat FILE [--stream NAME] [--limit N]``: records as JSON lines.
+"""``fsr cat FILE [--stream NAME] [--limit N] [--payload]``: records as JSON lines.
 
     | # | outcome                        | stdout                 | stderr                | exit |
     |---|--------------------------------|------------------------|-----------------------|------|
@@ -8,7 +8,13 @@
 
 Each line: ``stream``, ``stream_id``, ``kind``, ``global_sequence``, ``global_last``,
 ``stream_sequence``, ``stream_last``, ``generation``, ``sim_time_ns``, ``metadata``,
-``payload_length``.  Payloads are never read.
+``payload_length``.  Payloads are never read, unless ``--payload``: then a data record
+also carries ``payload``, decoded by its stream's codec -- ``json`` payloads as their
+JSON value, ``numeric-tick/1`` ticks as ``{channel: {"names": [...], "values": [...]}}``
+(the layout in ``docs/reading.md``) -- and ``payload_codec`` for every other codec
+(images and binary payloads are not printed; ``fsr frames`` writes frames).  A JSON
+payload over ``MAX_JSON_PAYLOAD`` bytes is not read; a numeric tick whose length is not
+the stream's record size, or a JSON payload that does not parse, is ``invalid``, exit 1.
 """
 
 from __future__ import annotations
@@ -18,10 +24,20 @@ import itertools
 import json
 import os
 import sys
+from typing import Any
+
+import numpy as np
 
 from fastsim_record.fsr import FormatError, FsrReader
+from fastsim_record.fsr.model import Record, RecordKind, StreamSpec
+from fastsim_record.reading._codecs import numeric_layout
+from fastsim_record.reading._errors import BadRecording
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["MAX_JSON_PAYLOAD", "add_arguments", "run"]
+
+#: JSON payloads larger than this are not read by ``--payload`` (lifecycle, events and
+#: control payloads are a few hundred bytes).
+MAX_JSON_PAYLOAD = 1 << 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +45,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="a sealed .fsr file")
     parser.add_argument("--stream", metavar="NAME", help="only this stream's records")
     parser.add_argument("--limit", metavar="N", type=int, help="at most N records")
+    parser.add_argument("--payload", action="store_true",
+                        help="decode JSON payloads and numeric ticks (names and values)")
+
+
+class _PayloadDecoder:
+    """``--payload``: one decoder per stream, from its recorded descriptor."""
+
+    def __init__(self, streams: tuple[StreamSpec, ...]) -> None:
+        self._specs = {s.stream_id: s for s in streams}
+        self._numeric: dict[int, Any] = {}
+
+    def fields(self, rec: Record) -> dict[str, Any]:
+        if rec.kind is not RecordKind.DATA:
+            return {}
+        spec = self._specs[rec.stream_id]
+        codec = str(spec.codec.get("payload_codec", spec.codec.get("codec", "")))
+        if codec == "json":
+            if rec.payload_length > MAX_JSON_PAYLOAD:
+                return {"payload_codec": codec, "payload": None,
+                        "payload_note": f"over {MAX_JSON_PAYLOAD} bytes, not read"}
+            try:
+                return {"payload": json.loads(rec.payload)}
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise FormatError(rec.payload_offset, f"JSON payload does not parse: {exc}") from None
+        if codec == "numeric-tick/1":
+            return {"payload": self._tick(spec, rec)}
+        return {"payload_codec": codec}
+
+    def _tick(self, spec: StreamSpec, rec: Record) -> dict[str, Any]:
+        layout = self._numeric.get(spec.stream_id)
+        if layout is None:
+            try:
+                layout = self._numeric[spec.stream_id] = numeric_layout(spec)
+            except BadRecording as exc:
+                raise FormatError(rec.payload_offset, str(exc)) from None
+        record_bytes, channels = layout
+        if rec.payload_length != record_bytes:
+            raise FormatError(
+                rec.payload_offset,
+                f"numeric tick of {rec.payload_length} bytes, the stream's record size is {record_bytes}",
+            )
+        raw = rec.payload
+        out: dict[str, Any] = {}
+        for ch in channels:
+            values = np.frombuffer(raw, ch.dtype, count=int(np.prod(ch.shape)), offset=ch.offset)
+            out[ch.name] = {"names": list(ch.element_names), "values": values.reshape(ch.shape).tolist()}
+        return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
             if args.stream is not None and args.stream not in names.values():
                 print(f"fsr cat: no stream named {args.stream!r}", file=sys.stderr)
                 return 2
+            decoder = _PayloadDecoder(reader.streams) if args.payload else None
             for rec in itertools.islice(reader.records(args.stream), args.limit):
+                extra = decoder.fields(rec) if decoder is not None else {}
                 sys.stdout.write(json.dumps({
                     "stream": names[rec.stream_id],
                     "stream_id": rec.stream_id,
@@ -55,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
                     "sim_time_ns": rec.sim_time_ns,
                     "metadata": rec.metadata,
                     "payload_length": rec.payload_length,
+                    **extra,
                 }, sort_keys=True, ensure_ascii=False) + "\n")
             sys.stdout.flush()
     except FormatError as exc:
