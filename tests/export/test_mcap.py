@@ -137,3 +137,30 @@ def test_geometry_becomes_scene_update_and_body_transforms(geometry_fsr: Path, t
     assert meshes
     assert len(meshes[0].triangles[0].indices) == 12
     assert counts["/numeric/robot.base_pose"] == fr.open(geometry_fsr).info.records["observations"]
+
+
+class _Counting:
+    """A Progress that remembers its total and what was reported."""
+
+    def __init__(self) -> None:
+        self.declared = -1
+        self.done = 0
+
+    def total(self, records: int) -> None:
+        """Remember the total."""
+        self.declared = records
+
+    def advance(self, records: int) -> None:
+        """Add up progress."""
+        self.done += records
+
+
+def test_progress_reaches_its_declared_total(droid_fsr: Path, tmp_path: Path) -> None:
+    """The progress an exporter reports adds up exactly to the total it declared (the bar ends full)."""
+    from fastsim_record.export import ExportOptions, exporter
+
+    for target in ("mcap", "rerun"):
+        pytest.importorskip({"mcap": "foxglove", "rerun": "rerun"}[target])
+        progress = _Counting()
+        exporter(target).export([droid_fsr], tmp_path / target, ExportOptions(), progress)
+        assert progress.declared == progress.done == sum(fr.open(droid_fsr).info.records.values())

@@ -37,6 +37,7 @@ __all__ = [
     "frame_times",
     "generation_spans",
     "in_order",
+    "in_order_records",
     "json_records",
     "numeric_channels",
     "numeric_ticks",
@@ -241,6 +242,29 @@ class Item:
 _ROLES = {"intrinsics": 0, "extrinsics.translation": 1, "extrinsics.quaternion_xyzw": 2}
 
 
+def in_order_records(path: str, records: Mapping[str, int]) -> int:
+    """How many records :func:`in_order` reads (``records``: DATA records per stream)."""
+    with FsrReader(path) as reader:
+        return sum(records.get(s.name, 0) for s in reader.streams if _classify(s) is not None)
+
+
+def _classify(spec: StreamSpec) -> tuple[str, str, Any] | None:
+    name = spec.name
+    if spec.codec.get("payload_codec") == NUMERIC_CODEC:
+        return ("tick", name, None)
+    if spec.kind in JSON_KINDS:
+        return ("json", name, None)
+    if name == "geometry":
+        return ("geometry", name, None)
+    if name.startswith("cameras.") and name.endswith(".rgb"):
+        return ("frame", name[8:-4], str(spec.codec.get("payload_codec", "")))
+    if name.startswith("cameras."):
+        cam, _, role = name[8:].partition(".")
+        if role in _ROLES:
+            return ("calibration", cam, _ROLES[role])
+    return None
+
+
 def in_order(path: str) -> Iterator[Item]:
     """Every record an exporter uses, decoded, in recording order, in one pass over the
     file (each batch is parsed once).  A calibration sample is yielded when its third
@@ -249,19 +273,11 @@ def in_order(path: str) -> Iterator[Item]:
         channels = numeric_channels(reader)
         by_stream: dict[int, tuple[str, str, Any]] = {}
         for spec in reader.streams:
-            name = spec.name
-            if spec.codec.get("payload_codec") == NUMERIC_CODEC:
-                by_stream[spec.stream_id] = ("tick", name, [c for c in channels.values() if c.stream == name])
-            elif spec.kind in JSON_KINDS:
-                by_stream[spec.stream_id] = ("json", name, None)
-            elif name == "geometry":
-                by_stream[spec.stream_id] = ("geometry", name, None)
-            elif name.startswith("cameras.") and name.endswith(".rgb"):
-                by_stream[spec.stream_id] = ("frame", name[8:-4], str(spec.codec.get("payload_codec", "")))
-            elif name.startswith("cameras."):
-                cam, _, role = name[8:].partition(".")
-                if role in _ROLES:
-                    by_stream[spec.stream_id] = ("calibration", cam, _ROLES[role])
+            what = _classify(spec)
+            if what is not None and what[0] == "tick":
+                what = ("tick", spec.name, [c for c in channels.values() if c.stream == spec.name])
+            if what is not None:
+                by_stream[spec.stream_id] = what
         pending: dict[str, list[Any]] = {}
         for r in reader.records():
             what = by_stream.get(r.stream_id)

@@ -45,6 +45,7 @@ from fastsim_record.export._stream import (
     JsonRecord,
     Tick,
     in_order,
+    in_order_records,
     numeric_channels,
 )
 from fastsim_record.reading import Recording
@@ -75,7 +76,7 @@ class McapExporter:
         """Write ``out`` (a file for one source, a folder for several)."""
         _foxglove()
         recs = [open_recording(p) for p in sources]
-        progress.total(sum(sum(r.info.records.values()) for r in recs))
+        progress.total(sum(in_order_records(r.path, r.info.records) for r in recs))
         counts: dict[str, int] = {}
         episodes = 0
         if len(recs) > 1:
@@ -127,10 +128,11 @@ def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]
                 out.json(item.value, t)
             else:
                 out.geometry(item.value, t)
-            done += 1
-            if done % 256 == 0:
-                progress.advance(256)
-        progress.advance(done % 256)
+            done += 3 if item.kind == "calibration" else 1
+            if done >= 256:
+                progress.advance(done)
+                done = 0
+        progress.advance(done)
     return out.counts
 
 

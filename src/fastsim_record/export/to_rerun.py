@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
 from fastsim_record.export._source import generation_offsets
-from fastsim_record.export._stream import Channel, in_order, numeric_channels
+from fastsim_record.export._stream import Channel, in_order, in_order_records, numeric_channels
 from fastsim_record.fsr import FsrReader, RecordKind
 from fastsim_record.reading import Recording
 from fastsim_record.reading import open as open_recording
@@ -66,7 +66,7 @@ class RerunExporter:
         """Write ``out`` (a file for one source, a folder for several)."""
         _rr()
         recs = [open_recording(p) for p in sources]
-        progress.total(sum(sum(r.info.records.values()) for r in recs))
+        progress.total(sum(in_order_records(r.path, r.info.records) for r in recs))
         counts: dict[str, int] = {}
         if len(recs) > 1:
             out.mkdir()
@@ -120,7 +120,7 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
         sizes = {s.name[8:-4]: (int(s.codec.get("width", 0)), int(s.codec.get("height", 0)))
                  for s in reader.streams if s.name.startswith("cameras.") and s.name.endswith(".rgb")}
     clock = _Clock(rec, channels)
-    out = _Entities(rr, stream, clock, progress)
+    out = _Entities(rr, stream, clock)
     stream.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
     stream.log("fsr", rr.TextDocument(json.dumps({
         "run_id": info.run_id, "name": info.name, "backend": info.backend, "seed": info.seed,
@@ -132,8 +132,13 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     for ch in channels.values():
         stream.log(f"numeric/{ch.name}", rr.SeriesLines(names=list(ch.names)), static=True)
     meshes: dict[str, tuple[Array, Array]] = {}
+    done = 0
     for item in in_order(rec.path):
         t, g = item.time_ns, item.generation
+        done += 3 if item.kind == "calibration" else 1
+        if done >= 256:
+            progress.advance(done)
+            done = 0
         if item.kind == "frame":
             w, h = sizes[item.name]
             data = item.value if item.codec in _MEDIA else _png(item.value, w, h)
@@ -151,6 +156,7 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
             for body, pose in _geometry(rr, stream, item.value, meshes).items():
                 out.add("body", f"world/bodies/{body}", t, g, pose)
     out.flush_all()
+    progress.advance(done)
     stream.flush()
     stream.disconnect()
     return out.counts
@@ -159,8 +165,8 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
 class _Entities:
     """Rows buffered per entity and sent as columns: 64 images or 1024 other rows at a time."""
 
-    def __init__(self, rr: Any, stream: Any, clock: _Clock, progress: Progress) -> None:
-        self.rr, self.stream, self.clock, self.progress = rr, stream, clock, progress
+    def __init__(self, rr: Any, stream: Any, clock: _Clock) -> None:
+        self.rr, self.stream, self.clock = rr, stream, clock
         self.rows: dict[tuple[str, str], list[tuple[int, int, Any]]] = {}
         self.counts: dict[str, int] = {}
 
@@ -203,7 +209,6 @@ class _Entities:
                                              relation=[rr.TransformRelation.ParentFromChild] * n)
         self.stream.send_columns(entity, indexes=self.clock.indexes(rr, sim, first), columns=columns)
         self.counts[entity] = first + n
-        self.progress.advance(n)
         rows.clear()
 
 
