@@ -11,8 +11,10 @@ subcommand lets a traceback reach the user.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -79,7 +81,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
         return 141
+    if args.owns_process:
+        _ignore_stop_signals()
     return code
+
+
+def _ignore_stop_signals() -> None:
+    """The command is done and its outcome decided: a late SIGINT/SIGTERM/SIGHUP must not
+    kill the process while the interpreter shuts down (CPython resets Python-level
+    handlers to the default there, so a second Ctrl-C would end it with -SIGINT although
+    the file is committed).  ``SIG_IGN`` is left alone by that reset."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        with contextlib.suppress(ValueError, OSError, AttributeError):  # not the main thread
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
 
 
 if __name__ == "__main__":  # pragma: no cover
