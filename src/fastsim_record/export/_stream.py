@@ -25,6 +25,8 @@ import numpy.typing as npt
 
 from fastsim_record.export._port import ExportError
 from fastsim_record.fsr import FsrReader, RecordKind, StreamSpec
+from fastsim_record.reading._codecs import numeric_layout
+from fastsim_record.reading._errors import BadRecording
 
 __all__ = [
     "CalibrationSample",
@@ -62,34 +64,20 @@ class Channel:
     units: tuple[str, ...]
 
 
-def _names(name: str, shape: tuple[int, ...], entry: Mapping[str, Any], by_channel: object) -> tuple[str, ...]:
-    """As the reading API names elements: the channel entry's own names, else the stream's
-    ``element_names`` map (the recorder's), else ``name[i,...]``."""
-    given = entry.get("names") or entry.get("element_names")
-    if not given and isinstance(by_channel, Mapping):
-        given = by_channel.get(name)
-    if isinstance(given, list) and len(given) == math.prod(shape) and all(isinstance(g, str) for g in given):
-        return tuple(given)
-    if not shape:
-        return (name,)
-    return tuple(f"{name}[{','.join(map(str, ix))}]" for ix in np.ndindex(*shape))
-
-
 def numeric_channels(reader: FsrReader) -> dict[str, Channel]:
-    """Every channel of every numeric-tick stream, by name (docs/reading.md, rules 1-4)."""
+    """Every channel of every numeric-tick stream, by name, from the reading package's
+    one parser of the ``numeric-tick/1`` layout (names, units, offsets; docs/reading.md)."""
     out: dict[str, Channel] = {}
     for spec in reader.streams:
         if spec.codec.get("payload_codec") != NUMERIC_CODEC:
             continue
-        for k, entry in enumerate(spec.attributes.get("channels") or []):
-            try:
-                shape = tuple(int(d) for d in entry["shape"])
-                ch = Channel(spec.name, str(entry["name"]), str(entry["dtype"]), shape, int(entry["offset"]),
-                             math.prod(shape),
-                             _names(str(entry["name"]), shape, entry, spec.attributes.get("element_names")),
-                             tuple(str(u) for u in entry.get("units", [])))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ExportError(f"stream {spec.name!r} attributes.channels[{k}]: malformed ({exc})") from None
+        try:
+            _, layout = numeric_layout(spec)
+        except BadRecording as exc:
+            raise ExportError(str(exc)) from None
+        for c in layout:
+            ch = Channel(spec.name, c.name, c.dtype.str, c.shape, c.offset, math.prod(c.shape),
+                         c.element_names, c.units)
             out.setdefault(ch.name, ch)
     return out
 
