@@ -93,8 +93,11 @@ class PressureGauge:
         return not self._relieved.is_set()
 
     def press(self) -> None:
-        """A pump saw pressure (rule 5)."""
-        self._relieved.clear()
+        """A pump saw pressure (rule 5); only the first press takes the Event's lock (every
+        admission above 1/8 of a lane answers PRESSED, on the simulation thread)."""
+        relieved = self._relieved
+        if relieved.is_set():
+            relieved.clear()
 
     def relieve(self) -> None:
         """The worker drained every lane (or ended: never hold the host up)."""
