@@ -22,7 +22,7 @@ The gate separates what was *declared* from what is *evidenced*:
 
 Exit 0 only when every rule holds; 1 when the gate fails (the report says why); 2 for
 usage errors or unreadable inputs.  The report is written in every case but usage errors.
-It needs only the self-contained FSR package (``fastsim_record.fsr``), PyYAML and numpy.
+It needs only the self-contained FSR package (``fastsim_recording_format``), PyYAML and numpy.
 Every bad input gives one line, never a traceback.
 """
 
@@ -38,7 +38,7 @@ from typing import Any, Final
 import numpy as np
 import yaml
 
-from fastsim_record.fsr import FormatError, FsrReader, RecordKind, validate
+from fastsim_recording_format import FormatError, FsrReader, RecordKind, validate
 
 GATE: Final = "record-droid-joint-state/1"
 RECORD_COMPONENT: Final = "plugin://fastsim/record"

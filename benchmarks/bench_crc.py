@@ -29,8 +29,15 @@ from pathlib import Path
 import numpy as np
 from crc32c import crc32c
 
-from fastsim_record.fsr import FsrWriter, RecordIn, RecordKind, RunMetadata, StreamSpec, validate
-from fastsim_record.fsr.synth import write_synthetic
+from fastsim_recording_format import (
+    FsrWriter,
+    RecordIn,
+    RecordKind,
+    RunMetadata,
+    StreamSpec,
+    validate,
+)
+from fastsim_recording_format.synth import write_synthetic
 
 WORK = Path(__file__).resolve().parent / "_work"
 FRAME = 640 * 480 * 3

@@ -25,7 +25,7 @@ import yaml
 
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
-from fastsim_record.fsr import FsrReader
+from fastsim_recording_format import FsrReader
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "droid-like" / "run.yaml"
 

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fastsim_record.fsr import validate
-from fastsim_record.fsr.synth import write_synthetic
+from fastsim_recording_format import validate
+from fastsim_recording_format.synth import write_synthetic
 
 WORK = Path(__file__).resolve().parent / "_work"
 FRAME = 640 * 480 * 3

@@ -17,7 +17,14 @@ from pathlib import Path
 import numpy as np
 from mcap.writer import CompressionType, Writer
 
-from fastsim_record.fsr import FsrWriter, RecordIn, RecordKind, RunMetadata, StreamSpec, validate
+from fastsim_recording_format import (
+    FsrWriter,
+    RecordIn,
+    RecordKind,
+    RunMetadata,
+    StreamSpec,
+    validate,
+)
 
 WORK = Path(__file__).resolve().parent / "_work"
 STREAMS = 4

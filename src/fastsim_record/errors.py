@@ -1,7 +1,7 @@
 """The plugin's one error hierarchy.
 
 Every error carries structured fields, and ``str(error)`` is one line a person can act
-on.  Errors from the self-contained ``fastsim_record.fsr`` package (``FormatError``) and
+on.  Errors from the self-contained ``fastsim_recording_format`` package (``FormatError``) and
 from the host are translated into this hierarchy at the boundary that meets them.
 
     RecordError

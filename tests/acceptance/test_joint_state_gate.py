@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from fastsim_record.cli import main as fsr_main
-from fastsim_record.fsr import FsrReader, FsrWriter, RecordIn, RecordKind, StreamSpec
+from fastsim_recording_format import FsrReader, FsrWriter, RecordIn, RecordKind, StreamSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "acceptance" / "configs" / "record-droid-joint-state-explicit.yaml"

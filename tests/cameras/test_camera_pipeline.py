@@ -13,8 +13,8 @@ import pytest
 
 from fastsim_record.adapters import codecs
 from fastsim_record.adapters.codecs import decode_frame
-from fastsim_record.fsr import FsrReader, RecordKind
 from fastsim_record.ports.encoders import ImageDescriptor, RgbFrame
+from fastsim_recording_format import FsrReader, RecordKind
 
 from .support import ROLE_STREAMS, CameraRun, camera_alias
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fastsim_record.fsr import FsrReader
+from fastsim_recording_format import FsrReader
 
 HERE = Path(__file__).parent
 FSR = str(Path(sys.executable).with_name("fsr"))

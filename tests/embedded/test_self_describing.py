@@ -11,7 +11,7 @@ import yaml
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
 from fastsim_record.cli import main
-from fastsim_record.fsr import FsrReader
+from fastsim_recording_format import FsrReader
 
 RECORD = "plugin://fastsim/record"
 

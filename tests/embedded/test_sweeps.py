@@ -15,7 +15,7 @@ import yaml
 
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
-from fastsim_record.fsr import FsrReader
+from fastsim_recording_format import FsrReader
 
 FSR = str(Path(sys.executable).with_name("fsr"))
 ENV = {**os.environ, "MUJOCO_GL": "egl", "PYTHONUNBUFFERED": "1"}

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from fastsim_record.fsr import FsrReader, FsrWriter, RecordIn, RunMetadata, StreamSpec
-from fastsim_record.fsr._layout import (
+from fastsim_recording_format import FsrReader, FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format._layout import (
     BATCH_HEADER,
     FILE_HEADER,
     INDEX_DTYPE,
@@ -20,7 +20,7 @@ from fastsim_record.fsr._layout import (
     TRAILER,
     pad8,
 )
-from fastsim_record.fsr._sections import encode_tail
+from fastsim_recording_format._sections import encode_tail
 
 RUN = RunMetadata("run-1", "completion-1", {"name": "tests", "version": "0"})
 STREAMS = [

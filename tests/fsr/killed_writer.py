@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import sys
 
-from fastsim_record.fsr import (
+from fastsim_recording_format import (
     FilesystemLeases,
     FsrWriter,
     RecordIn,

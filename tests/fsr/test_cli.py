@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fastsim_record.cli import main
-from fastsim_record.fsr import FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec
 
 from .helpers import with_footer
 

@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fastsim_record.cli import info as info_cli
-from fastsim_record.fsr import FormatError, FsrReader, validate
-from fastsim_record.fsr._layout import BATCH_HEADER, TRAILER, crc
-from fastsim_record.fsr.synth import write_synthetic
+from fastsim_recording_format import FormatError, FsrReader, validate
+from fastsim_recording_format._layout import BATCH_HEADER, TRAILER, crc
+from fastsim_recording_format.synth import write_synthetic
 
 from .helpers import footer_parts as _footer_parts
 from .helpers import regions, small_file, with_footer
@@ -225,8 +225,8 @@ def test_random_mutations_give_only_format_errors(edits: list[tuple[int, int]], 
 
 def test_empty_record_metadata_must_have_length_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two bytes '{}' for empty record metadata are non-canonical and rejected."""
-    from fastsim_record.fsr import RecordIn
-    from fastsim_record.fsr import writer as writer_module
+    from fastsim_recording_format import RecordIn
+    from fastsim_recording_format import writer as writer_module
 
     from .helpers import STREAMS, write_bytes
 

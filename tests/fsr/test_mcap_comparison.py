@@ -15,8 +15,8 @@ from mcap.exceptions import McapError
 from mcap.reader import make_reader
 from mcap.writer import CompressionType, Writer
 
-from fastsim_record.fsr import FormatError, FsrReader, RecordIn, recover, validate
-from fastsim_record.fsr._layout import TRAILER, crc
+from fastsim_recording_format import FormatError, FsrReader, RecordIn, recover, validate
+from fastsim_recording_format._layout import TRAILER, crc
 
 from .helpers import STREAMS, regions, small_file, write_bytes
 

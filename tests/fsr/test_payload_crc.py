@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fastsim_record.cli import main
-from fastsim_record.fsr import (
+from fastsim_recording_format import (
     FormatError,
     FsrReader,
     FsrWriter,
@@ -19,7 +19,7 @@ from fastsim_record.fsr import (
     recover,
     validate,
 )
-from fastsim_record.fsr._layout import BATCH_HEADER, FILE_HEADER, crc
+from fastsim_recording_format._layout import BATCH_HEADER, FILE_HEADER, crc
 
 from .helpers import RUN, STREAMS, CountingFile, regions, small_batches, small_file
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fastsim_record.fsr import FormatError, FsrReader, RecordKind
-from fastsim_record.fsr.synth import CAMERA_STREAM, write_synthetic
+from fastsim_recording_format import FormatError, FsrReader, RecordKind
+from fastsim_recording_format.synth import CAMERA_STREAM, write_synthetic
 
 from .helpers import STREAMS, CountingFile, regions, small_batches, small_file, write_bytes
 

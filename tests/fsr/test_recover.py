@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fastsim_record.cli import main
-from fastsim_record.fsr import FormatError, FsrReader, recover, validate
-from fastsim_record.fsr.synth import write_synthetic
+from fastsim_recording_format import FormatError, FsrReader, recover, validate
+from fastsim_recording_format.synth import write_synthetic
 
 from . import killed_writer
 from .helpers import STREAMS, small_batches, write_bytes

@@ -6,8 +6,8 @@ import io
 
 from hypothesis import given
 
-from fastsim_record.fsr import FsrReader, RecordIn, RecordKind, StreamSpec, validate
 from fastsim_record.testing.strategies import fsr_recordings
+from fastsim_recording_format import FsrReader, RecordIn, RecordKind, StreamSpec, validate
 
 from .helpers import RUN, write_bytes
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fastsim_record.fsr import (
+from fastsim_recording_format import (
     FilesystemLeases,
     FormatError,
     FsrWriter,
@@ -19,7 +19,7 @@ from fastsim_record.fsr import (
     finish_output,
     validate,
 )
-from fastsim_record.fsr import transaction as transaction_module
+from fastsim_recording_format import transaction as transaction_module
 
 from .helpers import RUN, STREAMS, small_batches
 

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from fastsim_record.fsr import (
+from fastsim_recording_format import (
     FormatError,
     FsrReader,
     IntegrityPolicyError,
@@ -16,8 +16,8 @@ from fastsim_record.fsr import (
     ValidationReceipt,
     validate,
 )
-from fastsim_record.fsr import _batch as batch_module
-from fastsim_record.fsr.synth import write_synthetic
+from fastsim_recording_format import _batch as batch_module
+from fastsim_recording_format.synth import write_synthetic
 
 from .helpers import STREAMS, CountingFile, regions, small_batches, small_file, write_bytes
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fastsim_record.fsr import (
+from fastsim_recording_format import (
     FsrReader,
     FsrWriter,
     RecordIn,
@@ -228,7 +228,7 @@ def test_the_header_is_written_and_fsynced_when_the_writer_opens(tmp_path: Path,
     import os
 
     synced: list[int] = []
-    monkeypatch.setattr("fastsim_record.fsr.writer.os.fsync", lambda fd: synced.append(os.fstat(fd).st_size))
+    monkeypatch.setattr("fastsim_recording_format.writer.os.fsync", lambda fd: synced.append(os.fstat(fd).st_size))
     path = tmp_path / "open.fsr"
     with FsrWriter(path, RUN, STREAMS) as writer:
         assert synced == [writer.position]

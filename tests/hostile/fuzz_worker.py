@@ -32,7 +32,14 @@ from types import FrameType
 from typing import Any
 
 from fastsim_record.cli import main
-from fastsim_record.fsr._layout import BATCH_HEADER, FILE_HEADER, RECORD_DTYPE, TRAILER, crc, pad8
+from fastsim_recording_format._layout import (
+    BATCH_HEADER,
+    FILE_HEADER,
+    RECORD_DTYPE,
+    TRAILER,
+    crc,
+    pad8,
+)
 
 EXIT_CODES = {
     "info": {0, 1, 2},
@@ -206,7 +213,7 @@ def run_command(argv: list[str]) -> tuple[int | None, str | None]:
 
 def has_camera(path: Path) -> str | None:
     with contextlib.suppress(Exception):
-        from fastsim_record.fsr import FsrReader
+        from fastsim_recording_format import FsrReader
 
         with FsrReader(path) as reader:
             for s in reader.streams:

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from fastsim_record.fsr import FsrWriter, RecordIn, RunMetadata, StreamSpec
 from fastsim_record.ports.encoders import ImageDescriptor
+from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec
 
 RUN = RunMetadata("hostile", "hostile-1", {"name": "tests", "version": "0"})
 MIB = 1 << 20

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from fastsim_record.fsr import FsrWriter, RecordIn, StreamSpec
-from fastsim_record.fsr._layout import (
+from fastsim_recording_format import FsrWriter, RecordIn, StreamSpec
+from fastsim_recording_format._layout import (
     FILE_HEADER,
     FILE_MAGIC,
     MAX_JSON_ITEMS,
@@ -23,7 +23,7 @@ from fastsim_record.fsr._layout import (
     crc,
     pad8,
 )
-from fastsim_record.fsr._sections import encode_tail
+from fastsim_recording_format._sections import encode_tail
 
 from .support import MIB, RUN, run_fsr
 
@@ -73,7 +73,7 @@ def _sealed(meta_blob: bytes, streams: int = 0) -> bytes:
     }
     import numpy as np
 
-    from fastsim_record.fsr._layout import INDEX_DTYPE, PROJECTION_DTYPE
+    from fastsim_recording_format._layout import INDEX_DTYPE, PROJECTION_DTYPE
 
     return head + encode_tail(len(head), np.empty(0, INDEX_DTYPE), np.empty(0, PROJECTION_DTYPE), footer)
 
@@ -139,7 +139,7 @@ def test_a_footer_bomb_is_refused_before_parsing(tmp_path: Path) -> None:
     """A sealed file whose footer holds a million empty arrays (valid CRCs) is refused unparsed."""
     import numpy as np
 
-    from fastsim_record.fsr._layout import INDEX_DTYPE, PROJECTION_DTYPE
+    from fastsim_recording_format._layout import INDEX_DTYPE, PROJECTION_DTYPE
 
     head = _head(_metadata(0))
     footer: dict[str, Any] = {"bomb": [[]] * 1_000_000}
@@ -154,8 +154,8 @@ def test_a_footer_bomb_is_refused_before_parsing(tmp_path: Path) -> None:
 
 def test_record_metadata_bombs_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A record whose metadata is over the byte or item bound (forged past the writer) is refused."""
-    monkeypatch.setattr("fastsim_record.fsr.writer.MAX_JSON_ITEMS", 1 << 40)
-    monkeypatch.setattr("fastsim_record.fsr._batch.MAX_RECORD_METADATA_BYTES", 1 << 40)
+    monkeypatch.setattr("fastsim_recording_format.writer.MAX_JSON_ITEMS", 1 << 40)
+    monkeypatch.setattr("fastsim_recording_format._batch.MAX_RECORD_METADATA_BYTES", 1 << 40)
     stream = StreamSpec(1, "events", "event")
     for name, metadata, fragment in (
         ("items", {"a": [[]] * (MAX_JSON_ITEMS + 1)}, "JSON items"),
@@ -176,8 +176,8 @@ def test_record_metadata_bombs_are_refused(tmp_path: Path, monkeypatch: pytest.M
                 assert code == 1, (command, err)
                 assert fragment in err, err
             assert peak <= 64 * 1000 * 1000 + 4 * path.stat().st_size
-        monkeypatch.setattr("fastsim_record.fsr.writer.MAX_JSON_ITEMS", 1 << 40)
-        monkeypatch.setattr("fastsim_record.fsr._batch.MAX_RECORD_METADATA_BYTES", 1 << 40)
+        monkeypatch.setattr("fastsim_recording_format.writer.MAX_JSON_ITEMS", 1 << 40)
+        monkeypatch.setattr("fastsim_recording_format._batch.MAX_RECORD_METADATA_BYTES", 1 << 40)
 
 
 def test_the_writer_refuses_what_the_reader_would_refuse(tmp_path: Path) -> None:

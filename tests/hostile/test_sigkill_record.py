@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from fastsim_record.cli import main
-from fastsim_record.fsr import FormatError, FsrReader, FsrWriter, validate
-from fastsim_record.fsr._sections import read_head
-from fastsim_record.fsr._source import open_source
+from fastsim_recording_format import FormatError, FsrReader, FsrWriter, validate
+from fastsim_recording_format._sections import read_head
+from fastsim_recording_format._source import open_source
 
 RUN = Path(__file__).resolve().parents[2] / "examples" / "minimal" / "run.yaml"
 FSR = Path(sys.executable).with_name("fsr")
@@ -88,7 +88,7 @@ def test_sigkilled_record_always_leaves_a_recoverable_header(tmp_path: Path) -> 
 
 def test_the_header_prefix_check_sees_a_batch(tmp_path: Path) -> None:
     """The check above can fail: bytes holding a header plus a batch are longer than the header."""
-    from fastsim_record.fsr import RecordIn, RunMetadata, StreamSpec
+    from fastsim_recording_format import RecordIn, RunMetadata, StreamSpec
 
     path = tmp_path / "x.fsr.incomplete"
     with FsrWriter(path, RunMetadata("r", "c"), [StreamSpec(1, "s", "o")]) as writer:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fastsim_record.fsr.model import RecordKind
 from fastsim_record.testing.fake_core import numeric_channels
 from fastsim_record.testing.harness import Harness, make_config, summary_of
+from fastsim_recording_format.model import RecordKind
 
 
 def test_global_order_is_contiguous_across_all_streams() -> None:

@@ -18,8 +18,8 @@ from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import SessionResult, run_session
 from fastsim_record.cli import main as fsr_main
-from fastsim_record.fsr.model import RecordKind
-from fastsim_record.fsr.reader import FsrReader
+from fastsim_recording_format.model import RecordKind
+from fastsim_recording_format.reader import FsrReader
 
 RECORD = "plugin://fastsim/record"
 

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from fastsim_contract.values import CompletionKind
-from fastsim_record.fsr.model import RecordKind
-from fastsim_record.fsr.reader import FsrReader
 from fastsim_record.testing.harness import Harness, make_config, summary_of
+from fastsim_recording_format.model import RecordKind
+from fastsim_recording_format.reader import FsrReader
 
 _WAIT = 30.0  # a hang guard, never a timing assertion
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 from hypothesis import given, settings
 
-from fastsim_record.fsr.model import RecordKind
 from fastsim_record.testing.harness import Harness, make_config
 from fastsim_record.testing.strategies import publish_scripts
+from fastsim_recording_format.model import RecordKind
 
 
 def _play(h: Harness, script: list[str]) -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import fastsim_record as fr
-from fastsim_record.fsr import FormatError, FsrWriter, RecordIn, RunMetadata, StreamSpec
-from fastsim_record.fsr.synth import write_synthetic
+from fastsim_recording_format import FormatError, FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format.synth import write_synthetic
 
 CHANNELS = 10  # scalar float64 channels: one channel is far smaller than a tick
 

@@ -12,7 +12,7 @@ import fastsim_record.reading
 PACKAGE = Path(fastsim_record.reading.__file__).parent
 ALLOWED = {
     # the format package (its byte layout and CRC, for the vectorised record tables)
-    "fastsim_record.fsr", "fastsim_record.fsr._layout",
+    "fastsim_recording_format", "fastsim_recording_format._layout",
     # pure decode helpers: image header bounds, calibration epochs
     "fastsim_record.adapters.image_header", "fastsim_record.calibration_history",
     # third party: numpy and attrs, and lazily simplejpeg, OpenCV and pyarrow

@@ -254,7 +254,7 @@ def test_mujoco_run_records_scene_geometry_through_record(tmp_path: Path) -> Non
     from fastsim_embedded.compile import prepare_run
     from fastsim_embedded.session import run_session
     from fastsim_record.adapters.geometry import decode_transforms, record_kind
-    from fastsim_record.fsr import FsrReader
+    from fastsim_recording_format import FsrReader
 
     run = tmp_path / "geo.yaml"
     run.write_text(

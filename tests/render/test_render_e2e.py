@@ -21,8 +21,8 @@ from fastsim_record.adapters import fluid, geometry
 from fastsim_record.adapters.fluid import decode_fluid_batch
 from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
 from fastsim_record.adapters.render_state import decode_render_state
-from fastsim_record.fsr import FsrReader, validate
 from fastsim_record.pipeline import render_streams
+from fastsim_recording_format import FsrReader, validate
 
 _BASE_STREAMS = {"lifecycle", "events", "control.audit", "control.result"}
 

@@ -17,7 +17,7 @@ from fastsim_embedded.replay import replay
 from fastsim_embedded.session import run_session
 from fastsim_record.adapters.render_state import decode_render_state
 from fastsim_record.cli import main as fsr_main
-from fastsim_record.fsr import FsrReader
+from fastsim_recording_format import FsrReader
 
 pytestmark = pytest.mark.mujoco
 

@@ -16,7 +16,7 @@ from fastsim_embedded.replay import read_track
 from fastsim_record.adapters.render_state import encode_render_state
 from fastsim_record.cli import _host
 from fastsim_record.cli import replay as replay_cli
-from fastsim_record.fsr import FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec
 
 
 def test_replay_without_an_installed_host_exits_2_with_one_line(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fastsim_record.cli import main as fsr_main
-from fastsim_record.fsr import FsrReader
+from fastsim_recording_format import FsrReader
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

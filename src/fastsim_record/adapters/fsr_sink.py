@@ -1,4 +1,4 @@
-"""The FSR sink: drives ``fastsim_record.fsr``'s writer over Core's opaque write lease.
+"""The FSR sink: drives ``fastsim_recording_format``'s writer over Core's opaque write lease.
 
 The sink never sees a path.  The write lease is wrapped as a write-only binary file for
 ``FsrWriter``; the validator reads through the exact readback lease object, wrapped as
@@ -34,11 +34,11 @@ from typing import Any, BinaryIO, cast
 from fastsim_contract.errors import CoreError, LeaseError
 from fastsim_contract.protocols import OutputService, ReadbackLease, WriteLease
 from fastsim_record.errors import ContractError, OutputError
-from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.model import RecordKind, RecordRow, RunMetadata, StreamSpec
-from fastsim_record.fsr.validate import ValidationReceipt, validate
-from fastsim_record.fsr.writer import FsrWriter
 from fastsim_record.ports.sinks import OutRecord, StreamDecl
+from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.model import RecordKind, RecordRow, RunMetadata, StreamSpec
+from fastsim_recording_format.validate import ValidationReceipt, validate
+from fastsim_recording_format.writer import FsrWriter
 
 __all__ = ["FsrSink", "LeaseReader", "LeaseWriter", "receipt_mapping", "validate_readback"]
 

@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
         exporter,
     )
     from fastsim_record.export._source import receipt
-    from fastsim_record.fsr import FormatError
     from fastsim_record.reading import ReadError
+    from fastsim_recording_format import FormatError
 
     try:
         sources = collect_sources(args.sources)

@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from fastsim_record.adapters.image_header import check_pixels
-from fastsim_record.fsr import FormatError, FsrReader, RecordKind
 from fastsim_record.ports.encoders import CODEC_RAW_RGB, ImageDescriptor, PayloadError
+from fastsim_recording_format import FormatError, FsrReader, RecordKind
 
 __all__ = ["add_arguments", "run"]
 

@@ -24,7 +24,7 @@ import json
 import sys
 from typing import Any
 
-from fastsim_record.fsr import FormatError, FsrReader
+from fastsim_recording_format import FormatError, FsrReader
 
 __all__ = ["add_arguments", "run", "summary", "table"]
 

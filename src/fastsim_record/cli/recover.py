@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fastsim_record.fsr import FormatError, recover
+from fastsim_recording_format import FormatError, recover
 
 __all__ = ["add_arguments", "run"]
 

@@ -20,8 +20,8 @@ import argparse
 import os
 import sys
 
-from fastsim_record.fsr import INTEGRITY_PROFILES
-from fastsim_record.fsr.synth import write_synthetic
+from fastsim_recording_format import INTEGRITY_PROFILES
+from fastsim_recording_format.synth import write_synthetic
 
 __all__ = ["add_arguments", "run"]
 

@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 
-from fastsim_record.fsr import (
+from fastsim_recording_format import (
     POLICY_INTEGRITIES,
     VALIDATION_PROFILES,
     FormatError,

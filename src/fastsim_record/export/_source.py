@@ -13,8 +13,8 @@ import attrs
 import numpy.typing as npt
 
 from fastsim_record.export._stream import generation_spans
-from fastsim_record.fsr import FsrReader, RecordKind
 from fastsim_record.reading import Recording
+from fastsim_recording_format import FsrReader, RecordKind
 
 __all__ = [
     "EncodedFrame",
@@ -77,7 +77,7 @@ _RECEIPTS: dict[tuple[str, int, int], dict[str, Any]] = {}
 def receipt(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The structural validation receipt of a file (validated once per process and file
     version; raises ``FormatError`` naming the offset of the first defect)."""
-    from fastsim_record.fsr import validate
+    from fastsim_recording_format import validate
 
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)

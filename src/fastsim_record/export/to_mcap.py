@@ -140,7 +140,7 @@ class _Topics:
     """The channels of one MCAP file, made on first use, and the messages per topic."""
 
     def __init__(self, fg: Any, ctx: Any, rec: Recording) -> None:
-        from fastsim_record.fsr import FsrReader
+        from fastsim_recording_format import FsrReader
 
         self.fg, self.ctx, self.m, self.rec = fg, ctx, fg.messages, rec
         self.counts: dict[str, int] = {}
@@ -251,7 +251,7 @@ def _png(rec: Recording, cam: str, raw: bytes) -> bytes:
 
 
 def _descriptor(rec: Recording, cam: str) -> dict[str, Any]:
-    from fastsim_record.fsr import FsrReader
+    from fastsim_recording_format import FsrReader
 
     with FsrReader(rec.path) as reader:
         return dict(reader.stream(f"cameras.{cam}.rgb").codec)

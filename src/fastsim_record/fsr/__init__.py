@@ -1,66 +1,31 @@
-"""FSR binary 1.2: the recording container, its validator, recovery and output transaction.
+"""Deprecated import path: the FSR format is the top-level ``fastsim_recording_format`` package.
 
-Self-contained: imports only the standard library, numpy, attrs and crc32c.  The byte
-layout is specified in ``docs/fsr-format.md``.
+``import fastsim_record.fsr`` (and ``fastsim_record.fsr.model``, ``.reader``, ``.writer``,
+``.validate``, ``.recover``, ``.transaction``, ``.errors``, ``.synth``) keeps working for
+one release and emits a :class:`DeprecationWarning`.  It will be removed in the release
+after.  Write ``import fastsim_recording_format`` instead.
 """
 
-from fastsim_record.fsr.errors import FormatError, IntegrityPolicyError, ProfileUnsupportedError
-from fastsim_record.fsr.model import (
-    INTEGRITY_PROFILES,
-    MODES,
-    Record,
-    RecordIn,
-    RecordKind,
-    RunMetadata,
-    SealResult,
-    StreamSpec,
-)
-from fastsim_record.fsr.reader import FsrReader
-from fastsim_record.fsr.recover import RecoveryReport, recover
-from fastsim_record.fsr.transaction import (
-    FilesystemLeases,
-    LeaseError,
-    OutputLeases,
-    ReadbackLease,
-    WriteLease,
-    finish_output,
-)
-from fastsim_record.fsr.validate import (
-    POLICY_INTEGRITIES,
-    RECEIPT_SCHEMA,
-    VALIDATION_PROFILES,
-    ValidationReceipt,
-    supported_profiles,
-    validate,
-)
-from fastsim_record.fsr.writer import FsrWriter
+from __future__ import annotations
 
-__all__ = [
-    "FormatError",
-    "IntegrityPolicyError",
-    "ProfileUnsupportedError",
-    "VALIDATION_PROFILES",
-    "supported_profiles",
-    "INTEGRITY_PROFILES",
-    "MODES",
-    "POLICY_INTEGRITIES",
-    "RECEIPT_SCHEMA",
-    "RecordKind",
-    "StreamSpec",
-    "RunMetadata",
-    "RecordIn",
-    "Record",
-    "SealResult",
-    "FsrWriter",
-    "FsrReader",
-    "ValidationReceipt",
-    "validate",
-    "RecoveryReport",
-    "recover",
-    "OutputLeases",
-    "WriteLease",
-    "ReadbackLease",
-    "LeaseError",
-    "FilesystemLeases",
-    "finish_output",
-]
+import importlib
+import sys
+import warnings
+
+import fastsim_recording_format
+from fastsim_recording_format import *  # noqa: F403  (the whole public surface, unchanged)
+
+__all__ = list(fastsim_recording_format.__all__)
+
+_SUBMODULES = ("errors", "model", "reader", "writer", "validate", "recover", "transaction", "synth")
+
+warnings.warn(
+    "fastsim_record.fsr is deprecated; import fastsim_recording_format instead",
+    DeprecationWarning,
+    stacklevel=2,
+)
+
+for _name in _SUBMODULES:
+    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(
+        f"fastsim_recording_format.{_name}"
+    )

@@ -1,7 +1,7 @@
 """Reading recordings: ``open(path)`` for one FSR file, ``Dataset`` over many.
 
 Movable: this package imports only the standard library, attrs, numpy, the FSR format
-package (``fastsim_record.fsr``), the image-header bounds of
+package (``fastsim_recording_format``), the image-header bounds of
 ``fastsim_record.adapters.image_header``, ``fastsim_record.calibration_history`` (when
 calibration is read), and lazily OpenCV (frames) and pyarrow (``numeric_table``).
 See ``docs/reading.md``.

@@ -28,8 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fastsim_record.adapters.image_header import check_pixels, image_size
-from fastsim_record.fsr import FormatError, StreamSpec
 from fastsim_record.reading._errors import BadRecording
+from fastsim_recording_format import FormatError, StreamSpec
 
 __all__ = ["Channel", "ImageCodec", "NUMERIC_CODEC", "decode_image", "image_codec", "numeric_layout"]
 

@@ -7,7 +7,7 @@ record tables of the batches a stream lives in (named by the projections) straig
 from a read-only memory map, and keeps, per stream, one structured array of its records.
 
 Checks made on every batch this module reads (each failure is one
-:class:`~fastsim_record.fsr.FormatError` naming the byte offset):
+:class:`~fastsim_recording_format.FormatError` naming the byte offset):
 
     | # | check                                                                      |
     |---|----------------------------------------------------------------------------|
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_record.fsr import FormatError, FsrReader, RecordKind
-from fastsim_record.fsr._layout import BATCH_HEADER, BATCH_MAGIC, RECORD_DTYPE, crc, pad8
+from fastsim_recording_format import FormatError, FsrReader, RecordKind
+from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, RECORD_DTYPE, crc, pad8
 
 __all__ = ["ROWS_DTYPE", "FileTables"]
 

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_record.fsr import FormatError, StreamSpec
 from fastsim_record.reading._codecs import (
     NUMERIC_CODEC,
     Channel,
@@ -34,6 +33,7 @@ from fastsim_record.reading._values import (
     Frame,
     NumericSeries,
 )
+from fastsim_recording_format import FormatError, StreamSpec
 
 __all__ = ["File", "View", "as_int"]
 

@@ -107,7 +107,7 @@ def write_camera_fsr(
     height}`` only and packed raw RGB payloads.
     """
     from fastsim_record.adapters.camera_records import CameraRecordEncoder, camera_streams
-    from fastsim_record.fsr import FsrWriter, RecordIn, RunMetadata, StreamSpec
+    from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec
 
     specs: list[StreamSpec] = []
     for alias, encoder in encoders.items():

@@ -24,9 +24,9 @@ from fastsim_record.config.model import (
     RecordConfig,
     StreamsConfig,
 )
-from fastsim_record.fsr.reader import FsrReader
 from fastsim_record.pipeline.plugin import RecordPlugin, create_plugin
 from fastsim_record.testing.fake_core import FakeCore, numeric_channels
+from fastsim_recording_format.reader import FsrReader
 
 __all__ = ["Harness", "make_config", "plan_for", "summary_of"]
 

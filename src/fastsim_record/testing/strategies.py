@@ -16,8 +16,8 @@ from fastsim_record.core.batching import BatchLimits
 from fastsim_record.core.envelope import Envelope, LaneName
 from fastsim_record.core.fence import FenceEvidence, TerminalCut
 from fastsim_record.core.lane import LaneSpec, OverloadPolicy
-from fastsim_record.fsr import RecordIn, RecordKind, StreamSpec
 from fastsim_record.testing.envelopes import EnvelopeFactory
+from fastsim_recording_format import RecordIn, RecordKind, StreamSpec
 
 __all__ = [
     "render_states",

@@ -10,8 +10,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_record.fsr._json import decode_object
-from fastsim_record.fsr._layout import (
+from fastsim_recording_format._json import decode_object
+from fastsim_recording_format._layout import (
     FILE_FLAG_PAYLOAD_CRC32C,
     FILE_HEADER,
     FILE_MAGIC,
@@ -29,9 +29,9 @@ from fastsim_record.fsr._layout import (
     crc,
     pad8,
 )
-from fastsim_record.fsr._source import Source
-from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.model import INTEGRITY_PROFILES, MODES, RunMetadata, StreamSpec
+from fastsim_recording_format._source import Source
+from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.model import INTEGRITY_PROFILES, MODES, RunMetadata, StreamSpec
 
 __all__ = ["Head", "Tail", "encode_head", "encode_tail", "read_head", "read_tail"]
 

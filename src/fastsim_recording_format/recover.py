@@ -30,12 +30,12 @@ import os
 
 import attrs
 
-from fastsim_record.fsr._batch import Accumulator, parse_batch
-from fastsim_record.fsr._layout import BATCH_HEADER, BATCH_MAGIC, crc
-from fastsim_record.fsr._sections import Head, encode_tail, read_head, read_tail
-from fastsim_record.fsr._source import Source, open_source
-from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.validate import check_payloads, check_record_metadata
+from fastsim_recording_format._batch import Accumulator, parse_batch
+from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, crc
+from fastsim_recording_format._sections import Head, encode_tail, read_head, read_tail
+from fastsim_recording_format._source import Source, open_source
+from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.validate import check_payloads, check_record_metadata
 
 __all__ = ["RecoveryReport", "recover"]
 

@@ -29,9 +29,9 @@ import attrs
 import numpy as np
 from crc32c import crc32c as _crc32c
 
-from fastsim_record.fsr._batch import Accumulator, analyse_table
-from fastsim_record.fsr._json import json_items
-from fastsim_record.fsr._layout import (
+from fastsim_recording_format._batch import Accumulator, analyse_table
+from fastsim_recording_format._json import json_items
+from fastsim_recording_format._layout import (
     BATCH_HEADER,
     BATCH_MAGIC,
     MAX_FOOTER_BYTES,
@@ -42,9 +42,9 @@ from fastsim_record.fsr._layout import (
     crc,
     pad8,
 )
-from fastsim_record.fsr._sections import encode_head, encode_tail, footer_identity
-from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.model import (
+from fastsim_recording_format._sections import encode_head, encode_tail, footer_identity
+from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.model import (
     INTEGRITY_PROFILES,
     Payload,
     RecordIn,

@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_record.fsr._layout import (
+from fastsim_recording_format._layout import (
     BATCH_HEADER,
     BATCH_MAGIC,
     FLAG_PAYLOAD_CRC32C,
@@ -32,9 +32,9 @@ from fastsim_record.fsr._layout import (
     crc,
     pad8,
 )
-from fastsim_record.fsr._source import Source
-from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.model import RecordKind
+from fastsim_recording_format._source import Source
+from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.model import RecordKind
 
 __all__ = ["Accumulator", "BatchFacts", "ParsedBatch", "analyse_table", "check_index_entry", "parse_batch"]
 

@@ -15,8 +15,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from fastsim_record.fsr.model import RecordIn, RecordKind, RunMetadata, SealResult, StreamSpec
-from fastsim_record.fsr.writer import FsrWriter
+from fastsim_recording_format.model import RecordIn, RecordKind, RunMetadata, SealResult, StreamSpec
+from fastsim_recording_format.writer import FsrWriter
 
 __all__ = ["synth_records", "synth_streams", "write_synthetic"]
 

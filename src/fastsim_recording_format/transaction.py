@@ -29,9 +29,9 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import attrs
 
-from fastsim_record.fsr.errors import FormatError
-from fastsim_record.fsr.validate import ValidationReceipt, validate
-from fastsim_record.fsr.writer import FsrWriter
+from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.validate import ValidationReceipt, validate
+from fastsim_recording_format.writer import FsrWriter
 
 __all__ = [
     "FilesystemLeases",

@@ -7,7 +7,7 @@ from typing import BinaryIO
 
 import attrs
 
-from fastsim_record.fsr.errors import FormatError
+from fastsim_recording_format.errors import FormatError
 
 __all__ = ["Source", "open_source"]
 

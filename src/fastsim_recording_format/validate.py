@@ -21,12 +21,16 @@ from typing import Any, BinaryIO
 import attrs
 import crc32c as _crc32c
 
-from fastsim_record.fsr._batch import Accumulator, ParsedBatch, check_index_entry, parse_batch
-from fastsim_record.fsr._json import decode_record_metadata
-from fastsim_record.fsr._layout import canonical_json
-from fastsim_record.fsr._sections import Head, read_head, read_tail
-from fastsim_record.fsr._source import Source, open_source
-from fastsim_record.fsr.errors import FormatError, IntegrityPolicyError, ProfileUnsupportedError
+from fastsim_recording_format._batch import Accumulator, ParsedBatch, check_index_entry, parse_batch
+from fastsim_recording_format._json import decode_record_metadata
+from fastsim_recording_format._layout import canonical_json
+from fastsim_recording_format._sections import Head, read_head, read_tail
+from fastsim_recording_format._source import Source, open_source
+from fastsim_recording_format.errors import (
+    FormatError,
+    IntegrityPolicyError,
+    ProfileUnsupportedError,
+)
 
 __all__ = [
     "POLICY_INTEGRITIES", "RECEIPT_SCHEMA", "VALIDATION_PROFILES", "ValidationReceipt",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastsim_record.fsr._layout import MAX_JSON_ITEMS, canonical_json
-from fastsim_record.fsr.errors import FormatError
+from fastsim_recording_format._layout import MAX_JSON_ITEMS, canonical_json
+from fastsim_recording_format.errors import FormatError
 
 __all__ = ["check_json_items", "decode_canonical", "decode_object", "decode_record_metadata", "json_items"]
 

@@ -16,11 +16,11 @@ from typing import Any, BinaryIO
 import attrs
 import numpy as np
 
-from fastsim_record.fsr._batch import ParsedBatch, check_index_entry, parse_batch
-from fastsim_record.fsr._json import decode_record_metadata
-from fastsim_record.fsr._sections import Head, Tail, read_head, read_tail
-from fastsim_record.fsr._source import Source, open_source
-from fastsim_record.fsr.model import Record, RecordKind, RunMetadata, StreamSpec
+from fastsim_recording_format._batch import ParsedBatch, check_index_entry, parse_batch
+from fastsim_recording_format._json import decode_record_metadata
+from fastsim_recording_format._sections import Head, Tail, read_head, read_tail
+from fastsim_recording_format._source import Source, open_source
+from fastsim_recording_format.model import Record, RecordKind, RunMetadata, StreamSpec
 
 __all__ = ["FsrReader"]
 

@@ -1,0 +1,70 @@
+"""FSR binary 1.2: the recording container, its validator, recovery and output transaction.
+
+Self-contained: imports only the standard library, numpy, attrs and crc32c.  The byte
+layout is specified in ``docs/fsr-format.md``.
+"""
+
+from fastsim_recording_format.errors import (
+    FormatError,
+    IntegrityPolicyError,
+    ProfileUnsupportedError,
+)
+from fastsim_recording_format.model import (
+    INTEGRITY_PROFILES,
+    MODES,
+    Record,
+    RecordIn,
+    RecordKind,
+    RunMetadata,
+    SealResult,
+    StreamSpec,
+)
+from fastsim_recording_format.reader import FsrReader
+from fastsim_recording_format.recover import RecoveryReport, recover
+from fastsim_recording_format.transaction import (
+    FilesystemLeases,
+    LeaseError,
+    OutputLeases,
+    ReadbackLease,
+    WriteLease,
+    finish_output,
+)
+from fastsim_recording_format.validate import (
+    POLICY_INTEGRITIES,
+    RECEIPT_SCHEMA,
+    VALIDATION_PROFILES,
+    ValidationReceipt,
+    supported_profiles,
+    validate,
+)
+from fastsim_recording_format.writer import FsrWriter
+
+__all__ = [
+    "FormatError",
+    "IntegrityPolicyError",
+    "ProfileUnsupportedError",
+    "VALIDATION_PROFILES",
+    "supported_profiles",
+    "INTEGRITY_PROFILES",
+    "MODES",
+    "POLICY_INTEGRITIES",
+    "RECEIPT_SCHEMA",
+    "RecordKind",
+    "StreamSpec",
+    "RunMetadata",
+    "RecordIn",
+    "Record",
+    "SealResult",
+    "FsrWriter",
+    "FsrReader",
+    "ValidationReceipt",
+    "validate",
+    "RecoveryReport",
+    "recover",
+    "OutputLeases",
+    "WriteLease",
+    "ReadbackLease",
+    "LeaseError",
+    "FilesystemLeases",
+    "finish_output",
+]
