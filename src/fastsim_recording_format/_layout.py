@@ -6,12 +6,12 @@ the validator and recovery cannot disagree on a width or an offset.
 
 from __future__ import annotations
 
-import json
 import struct
-from typing import Any
 
 import crc32c as _crc32c
 import numpy as np
+
+from fastsim_recording_format.encoding import canonical_json, pad8
 
 __all__ = [
     "BATCH_HEADER",
@@ -126,15 +126,3 @@ if (FILE_HEADER.size, BATCH_HEADER.size, TRAILER.size) != (32, 120, 72) or (
 def crc(data: bytes | bytearray | memoryview) -> int:
     """CRC-32C (Castagnoli) of ``data``."""
     return int(_crc32c.crc32c(data))
-
-
-def pad8(n: int) -> int:
-    """``n`` rounded up to a multiple of 8."""
-    return (n + 7) & ~7
-
-
-def canonical_json(value: Any) -> bytes:
-    """Canonical JSON: sorted keys, no whitespace, literal UTF-8, no NaN/Infinity."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")

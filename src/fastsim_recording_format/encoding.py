@@ -1,0 +1,38 @@
+"""Small encoding helpers shared by every layer: canonical JSON, 8-byte padding, read-only arrays.
+
+Each exists once, here, at the bottom of the layer stack, so that the format, the Core
+contract, the plugin and the host all encode the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import numpy as np
+
+__all__ = ["canonical_json", "pad8", "readonly"]
+
+_A = TypeVar("_A", bound=np.ndarray[Any, Any])
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON: sorted keys, no whitespace, literal UTF-8, no NaN/Infinity.
+
+    Raises :class:`ValueError` for NaN/Infinity and :class:`TypeError` for a value JSON
+    cannot encode.
+    """
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def pad8(n: int) -> int:
+    """``n`` rounded up to a multiple of 8."""
+    return (n + 7) & ~7
+
+
+def readonly(array: _A) -> _A:
+    """``array`` itself, marked read-only (no copy)."""
+    array.flags.writeable = False
+    return array
