@@ -1,19 +1,21 @@
 """Errors a Core raises at the contract boundary.
 
-    CoreError
+    CoreError                 (fastsim_recording_format.lease: the lowest layer owns it)
+    +-- LeaseError            wrong/foreign/revoked lease, or a transaction step out of
+    |                         order (the same class the format's output transaction raises)
     +-- SubscriptionRefused   unknown source, missing grant, or control subscribed late
     +-- GrantRefused          a grant the capture plan does not justify
-    +-- LeaseError            wrong/foreign/revoked lease, or a transaction step out of order
     +-- TerminalError         finalizer registered after the cut, or publish after the cut
+
+``CoreError`` and ``LeaseError`` are defined once, with the output transaction's lease
+table in the format package, and re-exported here: there is one of each.
 """
 
 from __future__ import annotations
 
+from fastsim_recording_format.lease import CoreError, LeaseError
+
 __all__ = ["CoreError", "GrantRefused", "LeaseError", "SubscriptionRefused", "TerminalError"]
-
-
-class CoreError(Exception):
-    """Base of every error a Core raises on purpose; ``str`` is one actionable line."""
 
 
 class SubscriptionRefused(CoreError):
@@ -22,10 +24,6 @@ class SubscriptionRefused(CoreError):
 
 class GrantRefused(CoreError):
     """The grant is not justified by the compiled capture plan."""
-
-
-class LeaseError(CoreError):
-    """An output lease was used with the wrong identity or out of order."""
 
 
 class TerminalError(CoreError):

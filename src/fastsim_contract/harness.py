@@ -16,6 +16,7 @@ from typing import Protocol
 
 import attrs
 
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.protocols import CoreServices
 from fastsim_contract.values import (
     CapturePlan,
@@ -28,13 +29,8 @@ from fastsim_contract.values import (
 __all__ = ["CameraDriver", "CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessOutputPolicy", "HarnessSpec"]
 
 
-@attrs.frozen
-class HarnessOutputPolicy:
-    """A ``RunOutputPolicy`` for the suite."""
-
-    integrity: str = "none"
-    preserve_incomplete: bool = True
-    publish_incomplete: bool = False
+#: The suite's output policy is Core's one ``RunOutputPolicy`` (kept as a name for old drivers).
+HarnessOutputPolicy = RunOutputPolicy
 
 
 @attrs.frozen
@@ -43,7 +39,7 @@ class HarnessSpec:
 
     capture: CapturePlan
     channels: tuple[ChannelDescriptor, ...] = ()
-    output_policy: HarnessOutputPolicy = attrs.field(factory=HarnessOutputPolicy)
+    output_policy: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
     max_finalizer_timeout_s: float = 30.0
     portable_sizes: bool = True  # False: behave like an older Core (no portable_size)
     sensor_hz: float = 100.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.values import (
     CapturePlan,
     ChannelDescriptor,
@@ -41,15 +42,8 @@ __all__ = [
 EnvelopeSink = Callable[[Envelope], None]
 
 
-class OutputPolicy(Protocol):
-    """Trusted deployment output policy (``RunOutputPolicy``)."""
-
-    @property
-    def integrity(self) -> str: ...  # "none" | "sha256"
-    @property
-    def preserve_incomplete(self) -> bool: ...
-    @property
-    def publish_incomplete(self) -> bool: ...
+#: The trusted deployment output policy: the one concrete ``RunOutputPolicy``.
+OutputPolicy = RunOutputPolicy
 
 
 class RunContext(Protocol):

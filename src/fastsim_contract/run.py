@@ -49,6 +49,7 @@ from typing import Any
 import attrs
 import yaml
 
+from fastsim_contract.output_policy import INTEGRITY_POLICIES, RunOutputPolicy
 from fastsim_contract.run_errors import RunConfigError, RunIssue
 from fastsim_contract.run_structure import (
     describe,
@@ -89,9 +90,6 @@ RUN_SCHEMA = "fastsim/2"
 #:                rejects the Run at prepare otherwise
 #:   nearest_tick each sensor sample is taken on the physics tick nearest its period
 RATE_POLICIES = ("exact", "nearest_tick")
-
-#: ``runtime.output.integrity`` values of the Core RunOutputPolicy.
-INTEGRITY_POLICIES = ("none", "sha256")
 
 #: The largest seed (seeds are recorded as signed 64-bit integers).
 SEED_MAX = 2**63 - 1
@@ -156,15 +154,6 @@ def _component_uri(_: object, __: attrs.Attribute[Any], value: str) -> None:
     scheme, sep, rest = value.partition("://")
     if not sep or not scheme or not rest:
         raise ValueError(f"must be a component URI such as 'plugin://fastsim/record' (got {describe(value)})")
-
-
-@attrs.frozen
-class RunOutputPolicy:
-    """Core's trusted output policy for the Run's artifacts."""
-
-    integrity: str = attrs.field(default="none", validator=one_of(INTEGRITY_POLICIES))
-    preserve_incomplete: bool = True
-    publish_incomplete: bool = False
 
 
 @attrs.frozen

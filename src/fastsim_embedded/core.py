@@ -38,12 +38,12 @@ import attrs
 import numpy as np
 
 from fastsim_contract.errors import GrantRefused, SubscriptionRefused
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.payloads import freeze, portable_size
 from fastsim_contract.protocols import (
     EnvelopeSink,
     Finalizer,
     FlowGauge,
-    OutputPolicy,
     Subscription,
 )
 from fastsim_contract.values import (
@@ -81,13 +81,8 @@ from fastsim_embedded.terminal import (
 __all__ = ["DefaultOutputPolicy", "EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
 
 
-@attrs.frozen
-class DefaultOutputPolicy:
-    """The deployment default ``RunOutputPolicy``."""
-
-    integrity: str = "none"
-    preserve_incomplete: bool = True
-    publish_incomplete: bool = False
+#: The deployment default output policy: Core's one ``RunOutputPolicy`` (an old name).
+DefaultOutputPolicy = RunOutputPolicy
 
 
 @attrs.define(eq=False)
@@ -99,7 +94,7 @@ class EmbeddedRunContext:
     sensor_hz: float
     rate_policy: str
     physics_hz: float
-    output_policy: OutputPolicy
+    output_policy: RunOutputPolicy
     channels: Sequence[ChannelDescriptor]
     capture: CapturePlan
     services: frozenset[str] = frozenset()
@@ -271,7 +266,7 @@ class EmbeddedHost:
         sensor_hz: float = 120.0,
         physics_hz: float | None = None,
         rate_policy: str = "exact",
-        output_policy: OutputPolicy | None = None,
+        output_policy: RunOutputPolicy | None = None,
         run_id: str | None = None,
         **options: Any,
     ) -> EmbeddedHost:
@@ -283,7 +278,7 @@ class EmbeddedHost:
             sensor_hz=sensor_hz,
             rate_policy=rate_policy,
             physics_hz=physics_hz or sensor_hz,
-            output_policy=output_policy or DefaultOutputPolicy(),
+            output_policy=output_policy or RunOutputPolicy(),
             channels=tuple(channels),
             capture=capture,
         )

@@ -78,7 +78,7 @@ from pathlib import Path
 import attrs
 
 from fastsim_contract.errors import LeaseError
-from fastsim_contract.protocols import OutputPolicy
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
 from fastsim_embedded.output_leases import FileReadbackLease, FileWriteLease, Transaction
 from fastsim_embedded.output_names import (
@@ -117,7 +117,7 @@ class FileOutputService:
     """Real files under ``output_dir``; the plugin only ever sees leases."""
 
     output_dir: Path
-    policy: OutputPolicy
+    policy: RunOutputPolicy
     completion_id: str
     overwrite: bool = False  # replace an existing final file (``--overwrite``)
     commit_refusal: str | None = attrs.field(init=False, default=None)

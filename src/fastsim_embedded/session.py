@@ -26,7 +26,8 @@ from pathlib import Path
 
 import attrs
 
-from fastsim_contract.protocols import OutputPolicy, Plugin, PluginFactory
+from fastsim_contract.output_policy import RunOutputPolicy
+from fastsim_contract.protocols import Plugin, PluginFactory
 from fastsim_contract.run_errors import RunConfigError, RunIssue
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.compile import PreparedRun
@@ -119,7 +120,7 @@ def run_session(
     prepared: PreparedRun,
     output_dir: Path,
     *,
-    output_policy: OutputPolicy | None = None,
+    output_policy: RunOutputPolicy | None = None,
     portable_sizes: bool = True,
     host_work: HostWork | None = None,
     progress: Progress | None = None,

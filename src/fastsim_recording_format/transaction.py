@@ -4,20 +4,18 @@
       -> validate(readback.file) -> close_readback -> confirm_validation(readback, receipt)
       -> commit(lease)                       (or abort(lease) at any point before commit)
 
-Decision table: ``FilesystemLeases`` write-lease states
+``FilesystemLeases`` runs the one lease state table of ``fastsim_recording_format.lease``
+over a plain file: ``<name>.incomplete`` in ``output_dir``, published by an atomic
+rename.  Its storage checks, before the table's event:
 
-| # | state     | seal      | open_readback | confirm_validation | reject_validation | commit          | abort               |
-|---|-----------|-----------|---------------|--------------------|-------------------|-----------------|---------------------|
-| 1 | writing   | -> sealed | LeaseError    | LeaseError         | -> failed         | LeaseError      | -> aborted          |
-| 2 | sealed    | LeaseError| new readback (staged file unchanged, else -> failed) | exact readback -> confirmed | -> failed | LeaseError | -> aborted |
-| 3 | confirmed | LeaseError| LeaseError    | LeaseError         | -> failed         | publish -> committed | -> aborted     |
-| 4 | failed    | LeaseError| LeaseError    | LeaseError         | stays failed      | LeaseError      | -> aborted          |
-| 5 | committed | LeaseError| LeaseError    | LeaseError         | LeaseError        | no-op (same path) | no-op             |
-| 6 | aborted   | LeaseError| LeaseError    | LeaseError         | no-op             | LeaseError      | no-op               |
+    | # | call               | storage check                                  | on failure      |
+    |---|--------------------|------------------------------------------------|-----------------|
+    | 1 | open_readback      | the staged file is the sealed one (size, mtime, inode) | reject -> failed |
+    | 2 | confirm_validation | the exact current readback lease; a ``ValidationReceipt`` whose byte count is the sealed size | refused, state kept |
+    | 3 | commit             | the staged file is still the sealed one        | reject -> failed |
 
-Only the readback lease most recently opened for a sealed write lease may confirm it, and
-only with a receipt whose byte count is the staged file's size.  Abort never publishes;
-the staged ``<name>.incomplete`` is kept only when ``preserve_incomplete`` is true.
+Abort never publishes; the staged ``<name>.incomplete`` is kept only when
+``preserve_incomplete`` is true.
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 import attrs
 
 from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.lease import LeaseError, LeaseEvent, LeaseMachine, LeaseState
 from fastsim_recording_format.validate import ValidationReceipt, validate
 from fastsim_recording_format.writer import FsrWriter
 
@@ -44,10 +43,6 @@ __all__ = [
 ]
 
 INCOMPLETE_SUFFIX = ".incomplete"
-
-
-class LeaseError(Exception):
-    """The output transaction refused an operation (wrong lease, wrong state, bad name)."""
 
 
 @runtime_checkable
@@ -96,7 +91,7 @@ class _FsWriteLease:
     staging: str
     final: str
     handle: BinaryIO
-    state: str = "writing"
+    machine: LeaseMachine
     readback: _FsReadbackLease | None = None
     sealed_stat: tuple[int, int, int] | None = None
 
@@ -145,10 +140,6 @@ class FilesystemLeases:
             raise LeaseError("not a write lease of this output")
         return lease
 
-    def _state(self, lease: _FsWriteLease, *allowed: str) -> None:
-        if lease.state not in allowed:
-            raise LeaseError(f"write lease for {lease.name!r} is {lease.state}")
-
     def open_write(self, name: str) -> WriteLease:
         """Create and open ``<output_dir>/<name>.incomplete`` for writing."""
         check_output_name(name)
@@ -157,32 +148,33 @@ class FilesystemLeases:
         os.makedirs(self.output_dir, exist_ok=True)
         staging = os.path.join(self.output_dir, name + INCOMPLETE_SUFFIX)
         handle = open(staging, "wb")  # noqa: SIM115 - owned by the lease
-        lease = _FsWriteLease(self, name, staging, os.path.join(self.output_dir, name), handle)
+        final = os.path.join(self.output_dir, name)
+        lease = _FsWriteLease(self, name, staging, final, handle, LeaseMachine(name))
         self._active[name] = lease
         return lease
 
     def seal(self, lease: WriteLease) -> None:
         """Flush, fsync and close the staged file, then fsync the directory."""
         own = self._own(lease)
-        self._state(own, "writing")
+        own.machine.accept(LeaseEvent.SEAL, "seal")
         own.handle.flush()
         os.fsync(own.handle.fileno())
         own.handle.close()
         _fsync_dir(self.output_dir)
         own.sealed_stat = _stat(own.staging)
-        own.state = "sealed"
+        own.machine.advance(LeaseEvent.SEAL)
 
     def open_readback(self, lease: WriteLease) -> ReadbackLease:
         """Open the exact sealed staged file for reading; replaces any earlier readback."""
         own = self._own(lease)
-        self._state(own, "sealed")
+        own.machine.accept(LeaseEvent.READBACK, "open_readback")
         if own.readback is not None:
             self.close_readback(own.readback)
         handle = open(own.staging, "rb", buffering=0)  # noqa: SIM115 - owned by the lease
         st = os.fstat(handle.fileno())
         if (st.st_size, st.st_mtime_ns, st.st_ino) != own.sealed_stat:
             handle.close()
-            own.state = "failed"
+            own.machine.fire(LeaseEvent.REJECT)
             raise LeaseError("staged file changed after it was sealed")
         own.readback = _FsReadbackLease(own, handle)
         return own.readback
@@ -203,45 +195,41 @@ class FilesystemLeases:
     def confirm_validation(self, readback: ReadbackLease, receipt: ValidationReceipt) -> None:
         """Bind a successful receipt to the sealed write through its exact readback lease."""
         own = self._bound(readback)
-        self._state(own, "sealed")
+        own.machine.accept(LeaseEvent.CONFIRM, "confirm_validation")
         if not isinstance(receipt, ValidationReceipt):
             raise LeaseError("confirmation needs a ValidationReceipt")
         self.close_readback(readback)
         if own.sealed_stat is None or receipt.validated_bytes != own.sealed_stat[0]:
-            own.state = "failed"
             raise LeaseError("receipt does not cover the sealed file's bytes")
-        own.state = "confirmed"
+        own.machine.advance(LeaseEvent.CONFIRM)
 
     def reject_validation(self, readback: ReadbackLease, reason: str) -> None:
         """Latch a failed validation: commit is refused from now on."""
         own = self._bound(readback)
         self.close_readback(readback)
-        if own.state in ("writing", "sealed", "confirmed"):
-            own.state = "failed"
-        elif own.state == "committed":
-            raise LeaseError("write lease is already committed")
+        own.machine.fire(LeaseEvent.REJECT, "reject_validation")
 
     def commit(self, lease: WriteLease) -> str:
         """Publish the staged file under its final name; idempotent once committed."""
         own = self._own(lease)
-        if own.state == "committed":
+        if not own.machine.accept(LeaseEvent.COMMIT, "commit"):
             return own.final
-        self._state(own, "confirmed")
         if own.sealed_stat != _stat(own.staging):
-            own.state = "failed"
+            own.machine.fire(LeaseEvent.REJECT)
             raise LeaseError("staged file changed after it was sealed")
         os.replace(own.staging, own.final)
         _fsync_dir(self.output_dir)
-        own.state = "committed"
+        own.machine.advance(LeaseEvent.COMMIT)
         self._active.pop(own.name, None)
         return own.final
 
     def abort(self, lease: WriteLease) -> None:
-        """Abandon the transaction without publishing; keep the staging file only if told to."""
+        """Abandon the transaction without publishing; keep the staging file only if told to.
+
+        Idempotent; refused after commit (the lease table)."""
         own = self._own(lease)
-        if own.state in ("committed", "aborted"):
+        if not own.machine.fire(LeaseEvent.ABORT, "abort"):
             return
-        own.state = "aborted"
         self._active.pop(own.name, None)
         if own.readback is not None:
             own.readback.handle.close()
@@ -249,6 +237,13 @@ class FilesystemLeases:
         if not self.preserve_incomplete:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(own.staging)
+
+    @staticmethod
+    def state_of(lease: WriteLease) -> LeaseState:
+        """Where ``lease``'s transaction is (the lease table's row)."""
+        if not isinstance(lease, _FsWriteLease):
+            raise LeaseError("not a write lease of this output")
+        return lease.machine.state
 
 
 def finish_output(

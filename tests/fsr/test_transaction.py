@@ -153,14 +153,15 @@ def test_a_staged_file_replaced_before_readback_is_not_read_back(tmp_path: Path)
 
 
 def test_commit_is_idempotent(tmp_path: Path) -> None:
-    """A second commit returns the same path and changes nothing; abort afterwards is a no-op."""
+    """A second commit returns the same path and changes nothing; abort afterwards is refused."""
     leases = FilesystemLeases(tmp_path)
     lease = _sealed(leases)
     _validated(leases, lease)
     first = leases.commit(lease)
     before = Path(first).read_bytes()
     assert leases.commit(lease) == first
-    leases.abort(lease)
+    with pytest.raises(LeaseError, match="is committed"):
+        leases.abort(lease)
     assert Path(first).read_bytes() == before
 
 
@@ -192,9 +193,9 @@ def test_out_of_order_operations_are_refused(tmp_path: Path) -> None:
     """Readback before seal, commit before confirmation and double seal are refused."""
     leases = FilesystemLeases(tmp_path)
     lease, writer = _written(leases)
-    with pytest.raises(LeaseError, match="is writing"):
+    with pytest.raises(LeaseError, match="is open"):
         leases.open_readback(lease)
-    with pytest.raises(LeaseError, match="is writing"):
+    with pytest.raises(LeaseError, match="is open"):
         leases.commit(lease)
     writer.seal()
     leases.seal(lease)
@@ -234,3 +235,61 @@ def test_finish_output_with_strong_integrity(tmp_path: Path) -> None:
     receipt, published = finish_output(leases, lease, writer, integrity="strong", policy_integrity="sha256")
     assert receipt.content_sha256 is not None
     assert validate(published, "strong", "sha256") == receipt
+
+
+# -- the one lease state table (fastsim_recording_format.lease) ---------------------------
+
+
+def test_the_lease_table_covers_every_state_and_event_once() -> None:
+    """Every (state, event) pair is a transition, an accepted repeat, or refused; never two of these."""
+    from fastsim_recording_format.lease import IGNORED, TRANSITIONS, LeaseEvent, LeaseState
+
+    assert not set(TRANSITIONS) & IGNORED
+    for state in LeaseState:
+        for event in LeaseEvent:
+            if (state, event) in TRANSITIONS:
+                assert TRANSITIONS[(state, event)] in LeaseState
+    ended = (LeaseState.COMMITTED, LeaseState.ABORTED, LeaseState.REVOKED)
+    assert not [key for key in TRANSITIONS if key[0] in ended]
+
+
+@pytest.mark.parametrize(
+    ("state", "event", "outcome"),
+    [
+        ("open", "write", "open"), ("open", "seal", "sealed"), ("open", "open_readback", "refused"),
+        ("sealed", "write", "refused"), ("sealed", "open_readback", "sealed"), ("sealed", "commit", "refused"),
+        ("sealed", "confirm_validation", "confirmed"), ("confirmed", "commit", "committed"),
+        ("confirmed", "open_readback", "refused"), ("failed", "commit", "refused"),
+        ("committed", "commit", "ignored"), ("committed", "abort", "refused"),
+        ("aborted", "abort", "ignored"), ("aborted", "commit", "refused"),
+        ("revoked", "write", "refused"), ("revoked", "abort", "ignored"), ("open", "revoke", "revoked"),
+    ],
+)
+def test_the_lease_machine_follows_the_table(state: str, event: str, outcome: str) -> None:
+    """accept/advance move along the table; refused pairs raise LeaseError naming the state."""
+    from fastsim_recording_format.lease import LeaseEvent, LeaseMachine, LeaseState
+
+    machine = LeaseMachine("a.fsr", LeaseState(state))
+    if outcome == "refused":
+        with pytest.raises(LeaseError, match=f"'a.fsr' is {state}"):
+            machine.fire(LeaseEvent(event))
+        assert machine.state is LeaseState(state)
+    elif outcome == "ignored":
+        assert machine.fire(LeaseEvent(event)) is False
+        assert machine.state is LeaseState(state)
+    else:
+        assert machine.fire(LeaseEvent(event)) is True
+        assert machine.state is LeaseState(outcome)
+
+
+def test_a_refused_receipt_keeps_the_write_sealed(tmp_path: Path) -> None:
+    """A receipt for the wrong byte count is refused, and a matching one may still confirm."""
+    leases = FilesystemLeases(tmp_path)
+    lease = _sealed(leases)
+    readback = leases.open_readback(lease)
+    receipt = validate(readback.file)
+    wrong = ValidationReceipt("structural", receipt.validated_bytes + 1, "none", None, "x", "y")
+    with pytest.raises(LeaseError, match="does not cover"):
+        leases.confirm_validation(readback, wrong)
+    leases.confirm_validation(readback, receipt)
+    assert leases.commit(lease).endswith("episode.fsr")

@@ -9,7 +9,7 @@ import attrs
 
 from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec
 from fastsim_contract.values import CompletionRequest, Envelope
-from fastsim_record.testing.fake_core import FakeCore, FakeOutputPolicy, FakeServices
+from fastsim_record.testing.fake_core import FakeCore, FakeServices
 
 __all__ = ["FakeDriver", "make_driver"]
 
@@ -98,11 +98,10 @@ class FakeDriver:
 def make_driver(spec: HarnessSpec, workdir: Path) -> FakeDriver:
     """A fresh fake Core for one contract test (``workdir`` is unused: all in memory)."""
     del workdir
-    policy = spec.output_policy
     fake = FakeCore(
         channels=spec.channels,
         capture=spec.capture,
-        output_policy=FakeOutputPolicy(policy.integrity, policy.preserve_incomplete, policy.publish_incomplete),
+        output_policy=spec.output_policy,
         sensor_hz=spec.sensor_hz,
         portable_sizes=spec.portable_sizes,
         max_finalizer_timeout_s=spec.max_finalizer_timeout_s,

@@ -49,6 +49,7 @@ import attrs
 import numpy as np
 
 from fastsim_contract.errors import GrantRefused, SubscriptionRefused, TerminalError
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.payloads import FrozenDict, freeze
 from fastsim_contract.payloads import portable_size as _portable_size
 from fastsim_contract.protocols import Finalizer, FlowGauge
@@ -98,13 +99,8 @@ class InjectedFault(RuntimeError):
     """An error raised on purpose by a fake."""
 
 
-@attrs.frozen
-class FakeOutputPolicy:
-    """``RunOutputPolicy``."""
-
-    integrity: str = "none"
-    preserve_incomplete: bool = True
-    publish_incomplete: bool = False
+#: The fake Core's output policy is Core's one ``RunOutputPolicy`` (an old name).
+FakeOutputPolicy = RunOutputPolicy
 
 
 @attrs.frozen
@@ -116,7 +112,7 @@ class FakeRunContext:
     sensor_hz: float = 120.0
     rate_policy: str = "exact"
     physics_hz: float = 480.0
-    output_policy: FakeOutputPolicy = attrs.field(factory=FakeOutputPolicy)
+    output_policy: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
     channels: tuple[ChannelDescriptor, ...] = ()
     services: frozenset[str] = frozenset()
     capture: CapturePlan = attrs.field(factory=lambda: CapturePlan(frozenset(MANDATORY_SOURCES)))
@@ -237,7 +233,7 @@ class FakeCore:
 
     channels: Sequence[ChannelDescriptor] = ()
     capture: CapturePlan | None = None
-    output_policy: FakeOutputPolicy = attrs.field(factory=FakeOutputPolicy)
+    output_policy: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
     sensor_hz: float = 120.0
     prepare_faults: set[str] = attrs.field(factory=set)
     outputs: FakeOutputService = attrs.field(factory=FakeOutputService)
