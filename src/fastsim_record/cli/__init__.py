@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "frames": ("fastsim_record.cli.frames", "write a camera's decoded frames as PNG files"),
     "replay": ("fastsim_record.cli.replay", "render a recorded render.state into a new FSR"),
     "export": ("fastsim_record.cli.export", "export FSR files to LeRobot, MCAP (Foxglove) or Rerun"),
+    "index": ("fastsim_record.cli.index", "write the episode index (Parquet) of many FSR files"),
+    "upload": ("fastsim_record.cli.upload", "upload committed, validated FSR files to object storage"),
 }
 
 

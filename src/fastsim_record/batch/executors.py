@@ -1,0 +1,132 @@
+"""Adapters of the executor port (``fastsim_record.ports.executors``).
+
+    | # | adapter        | runs                                                         |
+    |---|----------------|--------------------------------------------------------------|
+    | 1 | ``ProcessPool``| ``concurrent.futures.ProcessPoolExecutor`` (``forkserver``)  |
+    |   |                | with J workers; J = 1 runs in this process, no pool          |
+    | 2 | ``RayTasks``   | one plain ``@ray.remote`` task per chunk of items; attaches  |
+    |   |                | to a running Ray (``ray.is_initialized()``), else            |
+    |   |                | ``ray.init(address)`` and shuts that connection down again   |
+
+Items are sent in chunks (a few per worker) so that per-task overhead stays small for
+thousands of small files.  Ray is optional (the ``[ray]`` extra); asking for it without
+it installed raises ``MissingRay`` with the ``pip install`` line.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+import attrs
+
+__all__ = ["MissingRay", "ProcessPool", "RayTasks", "choose", "run_chunk"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class MissingRay(RuntimeError):
+    """``--ray`` without Ray installed."""
+
+
+def _chunks(items: Sequence[T], workers: int) -> list[list[T]]:
+    size = max(1, min(32, len(items) // max(1, workers * 4)))
+    return [list(items[k:k + size]) for k in range(0, len(items), size)]
+
+
+def run_chunk(fn: Callable[[T], R], chunk: list[T]) -> list[R]:
+    """One task: ``fn`` over a chunk of items (module-level, so it pickles)."""
+    return [fn(item) for item in chunk]
+
+
+@attrs.define(eq=False)
+class ProcessPool:
+    """The default executor: a local pool of ``jobs`` processes."""
+
+    jobs: int = 1
+    _pool: ProcessPoolExecutor | None = None
+
+    @property
+    def name(self) -> str:
+        """``pool(J)``."""
+        return f"pool({self.jobs})"
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        """In order; in-process when ``jobs`` is 1 or there is one item."""
+        if self.jobs <= 1 or len(items) <= 1:
+            for item in items:
+                yield fn(item)
+            return
+        if self._pool is None:
+            context = multiprocessing.get_context("forkserver")
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+        chunks = _chunks(items, self.jobs)
+        for results in self._pool.map(run_chunk, [fn] * len(chunks), chunks):
+            yield from results
+
+    def close(self) -> None:
+        """Stop the workers."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise MissingRay("Ray is not installed: pip install 'fastsim-plugin-record[ray]'") from None
+    return ray
+
+
+@attrs.define(eq=False)
+class RayTasks:
+    """Plain ``@ray.remote`` tasks on the cluster at ``address`` (``None``: Ray's own
+    resolution, ``RAY_ADDRESS`` first)."""
+
+    address: str | None = None
+    _opened: bool = False
+    _workers: int = 0
+
+    @property
+    def name(self) -> str:
+        """``ray`` and the address."""
+        return f"ray({self.address})" if self.address else "ray"
+
+    def start(self) -> None:
+        """Connect (or start a local Ray) unless this process is already connected."""
+        ray = _ray()
+        if not ray.is_initialized():
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            ray.init(address=self.address, include_dashboard=False, logging_level="ERROR",
+                     log_to_driver=False)
+            self._opened = True
+        self._workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        """One task per chunk; results in order."""
+        if not items:
+            return
+        ray = _ray()
+        self.start()
+        task = ray.remote(num_cpus=1, max_retries=2)(run_chunk)
+        refs = [task.remote(fn, chunk) for chunk in _chunks(items, self._workers)]
+        for ref in refs:
+            yield from ray.get(ref)
+
+    def close(self) -> None:
+        """Shut down the connection this executor opened (never one it found)."""
+        if self._opened:
+            _ray().shutdown()
+            self._opened = False
+
+
+def choose(jobs: int | None, ray: str | None) -> ProcessPool | RayTasks:
+    """``--ray`` (``""``: no address given; then ``RAY_ADDRESS``) wins over ``--jobs``."""
+    if ray is not None:
+        return RayTasks(address=ray or os.environ.get("RAY_ADDRESS") or None)
+    return ProcessPool(jobs=jobs or 1)

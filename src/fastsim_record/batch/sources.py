@@ -1,0 +1,155 @@
+"""SOURCES of a batch command: FSR files, folders of them and URLs (through fsspec).
+
+    | # | SOURCE                                  | becomes                                   |
+    |---|-----------------------------------------|-------------------------------------------|
+    | 1 | a local file                            | itself (absolute path), whatever its name |
+    | 2 | a local folder                          | every ``*.fsr`` below it, sorted          |
+    | 3 | ``s3://``, ``gs://``, ``file://`` ... URL | the object, or every ``*.fsr`` under the |
+    |   |                                         | prefix (fsspec ``find``), sorted          |
+    | 4 | missing, or a folder without FSR files  | ``SourceError`` (exit 2)                  |
+
+Never listed from a folder: ``*.incomplete`` (an unsealed Run), anything under a
+``.quarantine`` folder, hidden temporary files (``.name.indexing-*``).  Each entry
+carries what makes the incremental index cheap: size, mtime (ns) or the store's ETag.
+A remote object is read from a temporary local copy (``local_copy``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["Entry", "SourceError", "expand", "filesystem", "is_url", "local_copy", "skipped"]
+
+
+class SourceError(ValueError):
+    """A SOURCE that does not exist or holds no FSR file (one line)."""
+
+
+@attrs.frozen
+class Entry:
+    """One FSR file to work on."""
+
+    url: str
+    size: int
+    mtime_ns: int | None = None
+    etag: str | None = None
+
+
+def is_url(text: str) -> bool:
+    """``scheme://...`` (a Windows drive letter is not a scheme)."""
+    head, sep, _ = text.partition("://")
+    return bool(sep) and len(head) > 1 and head.replace("+", "").isalnum()
+
+
+def filesystem(url: str) -> tuple[Any, str]:
+    """The fsspec filesystem of ``url`` and the path inside it."""
+    try:
+        import fsspec  # type: ignore[import-untyped]
+    except ImportError:
+        raise SourceError(f"{url}: URLs need fsspec: pip install 'fastsim-plugin-record[s3]'") from None
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise SourceError(f"{url}: {exc}".splitlines()[0]) from None
+    return fs, path
+
+
+def skipped(name: str) -> bool:
+    """Never a batch source from a listing: unsealed, quarantined or temporary files."""
+    parts = name.replace("\\", "/").split("/")
+    return (".quarantine" in parts or parts[-1].endswith(".incomplete")
+            or parts[-1].startswith("."))
+
+
+def _etag(info: dict[str, Any]) -> str | None:
+    for key in ("ETag", "etag", "md5Hash"):
+        value = info.get(key)
+        if isinstance(value, str) and value:
+            return value.strip('"')
+    return None
+
+
+def _mtime_ns(info: dict[str, Any]) -> int | None:
+    value = info.get("mtime", info.get("LastModified", info.get("updated")))
+    if isinstance(value, int | float):
+        return int(value * 1e9)
+    stamp = getattr(value, "timestamp", None)
+    if callable(stamp):
+        return int(stamp() * 1e9)
+    return None
+
+
+def _remote(source: str) -> list[Entry]:
+    fs, path = filesystem(source)
+    protocol = fs.protocol[0] if isinstance(fs.protocol, tuple | list) else fs.protocol
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        raise SourceError(f"{source}: no such file or prefix") from None
+    except OSError as exc:
+        raise SourceError(f"{source}: {exc}".splitlines()[0]) from None
+    if info.get("type") == "directory":
+        found = fs.find(path, detail=True)
+        infos = [(p, i) for p, i in sorted(found.items()) if p.endswith(".fsr") and not skipped(p)]
+        if not infos:
+            raise SourceError(f"{source}: no .fsr file under this prefix")
+    else:
+        infos = [(path, info)]
+    return [
+        Entry(url=fs.unstrip_protocol(p) if protocol != "file" else f"file://{p}",
+              size=int(i.get("size") or 0), mtime_ns=_mtime_ns(i) if protocol == "file" else None,
+              etag=None if protocol == "file" else _etag(i))
+        for p, i in infos
+    ]
+
+
+def _local(source: str) -> list[Entry]:
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.fsr") if p.is_file() and not skipped(str(p.relative_to(path))))
+        if not files:
+            raise SourceError(f"{source}: no .fsr file in this folder")
+    elif path.is_file():
+        files = [path]
+    else:
+        raise SourceError(f"{source}: no such file or folder")
+    entries = []
+    for file in files:
+        st = file.stat()
+        entries.append(Entry(url=os.path.abspath(file), size=st.st_size, mtime_ns=st.st_mtime_ns))
+    return entries
+
+
+def expand(sources: Sequence[str]) -> list[Entry]:
+    """Every FSR file the SOURCES name, each once, in order."""
+    seen: dict[str, Entry] = {}
+    for source in sources:
+        for entry in _remote(source) if is_url(source) else _local(source):
+            seen.setdefault(entry.url, entry)
+    return list(seen.values())
+
+
+@contextlib.contextmanager
+def local_copy(url: str) -> Iterator[str]:
+    """A local path holding the object's bytes (the path itself for a local file)."""
+    if not is_url(url):
+        yield url
+        return
+    fs, path = filesystem(url)
+    if "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)):
+        yield path
+        return
+    fd, tmp = tempfile.mkstemp(prefix="fsr-", suffix=".fsr")
+    os.close(fd)
+    try:
+        fs.get_file(path, tmp)
+        yield tmp
+    finally:
+        os.unlink(tmp)

@@ -1,0 +1,84 @@
+"""``fsr index SOURCES... -o OUT [--overwrite] [--integrity P] [--sha256] [--jobs J|--ray [ADDR]]``.
+
+One Parquet row per FSR file (columns: ``fastsim_record.batch.index``).  SOURCES are
+files, folders and URLs (``s3://``, ``gs://``, ``file://``); OUT may be a URL too.
+
+    | # | outcome                                                  | exit |
+    |---|----------------------------------------------------------|------|
+    | 1 | every file valid; OUT written                            | 0    |
+    | 2 | some file invalid: its row carries the one-line error;   | 1    |
+    |   | OUT written, each failed file named on stderr            |      |
+    | 3 | a SOURCE missing; OUT exists and is not an index (unless | 2    |
+    |   | ``--overwrite``); OUT cannot be written; no Ray          |      |
+
+Incremental: a row whose file has the same size and ETag (else mtime) is reused without
+reading the file again.  The index holds the rows of this run's SOURCES only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fastsim_record.batch.index import IndexError_, read_index, reusable, write_index
+from fastsim_record.batch.jobs import CheckTask, index_job
+from fastsim_record.batch.runner import add_executor_arguments, run_all
+from fastsim_record.batch.sources import SourceError, expand
+from fastsim_recording_format import VALIDATION_PROFILES
+
+__all__ = ["add_arguments", "run"]
+
+PROG = "fsr index"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``fsr index``'s arguments."""
+    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="FSR files, folders or URLs")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT", help="the index (.parquet), a path or URL")
+    parser.add_argument("--overwrite", action="store_true", help="replace an OUT that is not an index")
+    parser.add_argument("--integrity", choices=VALIDATION_PROFILES, default="structural",
+                        help="the validation profile of each file (default: structural)")
+    parser.add_argument("--sha256", action="store_true", help="also store each file's SHA-256")
+    add_executor_arguments(parser)
+    parser.epilog = ("exit codes: 0 every file valid; 1 some file invalid (its row has the error); "
+                     "2 a SOURCE is missing, OUT is not an index, or OUT cannot be written")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Index; see the module's outcome table."""
+    try:
+        entries = expand(args.sources)
+        old = read_index(args.output)
+    except SourceError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except IndexError_ as exc:
+        if not args.overwrite:
+            print(f"{PROG}: {exc}; pass --overwrite to replace it", file=sys.stderr)
+            return 2
+        old = None
+    old = old or {}
+    policy = "sha256" if args.integrity in ("fast", "strong") else "none"
+    reused = {e.url: old[e.url] for e in entries if reusable(old.get(e.url), e, args.integrity, args.sha256)}
+    todo = [CheckTask(e, args.integrity, policy, args.sha256) for e in entries if e.url not in reused]
+    outcomes = run_all(PROG, args, index_job, todo)
+    if isinstance(outcomes, int):
+        return outcomes
+    rows = dict(reused)
+    for outcome in outcomes:
+        if outcome.data is not None:
+            rows[outcome.url] = outcome.data
+    try:
+        count = write_index(args.output, rows.values())
+    except IndexError_ as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    failed = sorted((url, row["error"]) for url, row in rows.items() if row.get("error"))
+    print(f"indexed {count} files to {args.output}: {len(todo)} read, {len(reused)} unchanged, "
+          f"{count - len(failed)} valid, {len(failed)} failed")
+    if failed:
+        print(f"{PROG}: {len(failed)} of {count} files failed validation (their rows carry the error):",
+              file=sys.stderr)
+        for url, error in failed:
+            print(f"  {url}: {error}", file=sys.stderr)
+    return max([o.code for o in outcomes] + [1 if failed else 0])

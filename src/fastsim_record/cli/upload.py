@@ -1,0 +1,109 @@
+"""``fsr upload SOURCES... URL [--jobs J|--ray [ADDR]] [--no-index]``.
+
+Uploads committed, validated FSR files (files or folders; a folder keeps its layout
+below URL, a file goes to ``URL/<name>``) to object storage through fsspec (``s3://``,
+``gs://``, ``file://``), verifies every object and writes ``URL/index.parquet``.  The
+steps and the rules of idempotence and resumption: ``fastsim_record.batch.upload``.
+
+    | # | outcome                                                         | exit |
+    |---|-----------------------------------------------------------------|------|
+    | 1 | every file uploaded and verified, or already there (identical)  | 0    |
+    | 2 | some file invalid, not committed, or failed verification        | 1    |
+    |   | (each named; the others are uploaded and indexed)               |      |
+    | 3 | a SOURCE missing or a URL; two sources map to one object;       | 2    |
+    |   | ``URL/index.parquet`` is not an index; the store is unreachable |      |
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from fastsim_record.batch.index import IndexError_, read_index, write_index
+from fastsim_record.batch.runner import add_executor_arguments, failures, run_all
+from fastsim_record.batch.sources import SourceError, is_url, skipped
+from fastsim_record.batch.upload import UploadTask, upload_job
+
+__all__ = ["INDEX_NAME", "add_arguments", "plan", "run"]
+
+PROG = "fsr upload"
+INDEX_NAME = "index.parquet"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare ``fsr upload``'s arguments."""
+    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="committed FSR files or folders of them")
+    parser.add_argument("url", metavar="URL", help="the destination prefix: s3://BUCKET/PREFIX, gs://..., file://...")
+    parser.add_argument("--no-index", action="store_true", help=f"do not write URL/{INDEX_NAME}")
+    add_executor_arguments(parser)
+    parser.epilog = ("exit codes: 0 every file uploaded and verified (or already identical); 1 some file "
+                     "invalid, uncommitted or failing verification; 2 a missing SOURCE or unusable URL")
+
+
+def _dest(url: str) -> str:
+    if not is_url(url):
+        return "file://" + os.path.abspath(url)
+    return url.rstrip("/")
+
+
+def plan(sources: list[str], url: str) -> list[tuple[str, str]]:
+    """(local file, object URL) pairs; raises ``SourceError``."""
+    dest = _dest(url)
+    pairs: dict[str, str] = {}
+    for source in sources:
+        if is_url(source):
+            raise SourceError(f"{source}: upload reads local files; SOURCE must be a file or folder")
+        path = Path(source)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*.fsr") if p.is_file() and not skipped(str(p.relative_to(path))))
+            if not files:
+                raise SourceError(f"{source}: no .fsr file in this folder")
+            items = [(str(p), p.relative_to(path).as_posix()) for p in files]
+        elif path.is_file():
+            items = [(str(path), path.name)]
+        else:
+            raise SourceError(f"{source}: no such file or folder")
+        for local, key in items:
+            target = f"{dest}/{key}"
+            if target in pairs and os.path.abspath(pairs[target]) != os.path.abspath(local):
+                raise SourceError(f"{local}: would overwrite {target}, also the target of {pairs[target]}")
+            pairs[target] = local
+    return [(local, target) for target, local in pairs.items()]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Upload; see the module's outcome table."""
+    index_url = f"{_dest(args.url)}/{INDEX_NAME}"
+    try:
+        pairs = plan(args.sources, args.url)
+        old = {} if args.no_index else (read_index(index_url) or {})
+    except (SourceError, IndexError_) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{PROG}: {args.url}: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    tasks = [UploadTask(local, target, (old.get(target) or {}).get("etag"), (old.get(target) or {}).get("sha256"))
+             for local, target in pairs]
+    outcomes = run_all(PROG, args, upload_job, tasks)
+    if isinstance(outcomes, int):
+        return outcomes
+    rows = dict(old)
+    counts = {"uploaded": 0, "skipped": 0}
+    for outcome in outcomes:
+        if outcome.code == 0 and outcome.data is not None:
+            counts[outcome.data["status"]] += 1
+            rows[outcome.data["row"]["path"]] = outcome.data["row"]
+    if not args.no_index and rows:
+        try:
+            write_index(index_url, rows.values())
+        except (IndexError_, OSError) as exc:
+            print(f"{PROG}: {exc}".splitlines()[0], file=sys.stderr)
+            return 2
+    failed = len(outcomes) - counts["uploaded"] - counts["skipped"]
+    where = "" if args.no_index else f", index {index_url}"
+    print(f"upload of {len(outcomes)} files to {_dest(args.url)}: {counts['uploaded']} uploaded and verified, "
+          f"{counts['skipped']} already there (identical), {failed} failed{where}")
+    return failures(PROG, outcomes)
