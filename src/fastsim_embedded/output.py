@@ -26,34 +26,19 @@ Nothing here ever deletes or replaces a file this service did not create: every
 decision about a path is checked against the inode that ``open_write`` created, and a
 user's existing final file is replaced only when ``overwrite`` was asked for.
 
-Transaction states and what each call accepts:
+Which call is accepted in which state is the one lease table of
+``fastsim_recording_format.lease`` (open, sealed, confirmed, committed, aborted,
+revoked); this service adds the storage checks above and these rules:
 
-    | # | state      | write | seal | open_readback | confirm | commit | abort        |
-    |---|------------|-------|------|---------------|---------|--------|--------------|
-    | 1 | open       | yes   | yes  | no            | no      | no     | yes          |
-    | 2 | sealed     | no    | no   | yes           | yes*    | no     | yes          |
-    | 3 | confirmed  | no    | no   | no            | no      | yes    | yes          |
-    | 4 | committed  | no    | no   | no            | no      | no     | LeaseError   |
-    | 5 | aborted    | no    | no   | no            | no      | no     | no-op        |
-    | 6 | revoked    | no    | no   | no            | no      | no     | no-op        |
+    * Once the Run's winning completion is ``failed`` Core refuses every commit
+      (``refuse_commits``): a failed Run never publishes under a final name.
+    * ``confirm_validation`` needs the exact readback lease and a receipt that matches
+      (``fastsim_contract.output_service.receipt_problem``); a mismatch is refused and the
+      write stays sealed.
 
-    Once the Run's winning completion is ``failed`` Core refuses every commit
-    (``refuse_commits``): a failed Run never publishes under a final name.
-
-    * with the exact readback lease and a receipt that matches (``RECEIPT_REQUIRED_KEYS``;
-      ``validated_bytes`` == sealed size; ``completion_id`` == the Run's; under
-      ``integrity="sha256"`` a ``content_sha256`` equal to the file's digest, and without
-      it no digest claim at all).
-
-Disposal of an unpublished staging file (abort, revocation), by ``RunOutputPolicy``:
-
-    | # | publish_incomplete | preserve_incomplete | result                                   |
-    |---|--------------------|---------------------|------------------------------------------|
-    | 1 | true               | any                 | kept as <dir>/<name>.incomplete          |
-    | 2 | false              | true                | quarantined: <dir>/.quarantine/<cid>/... |
-    |   |                    |                     | (a symlinked .quarantine is refused at   |
-    |   |                    |                     | reserve; found later, the file is kept)  |
-    | 3 | false              | false               | deleted                                  |
+Disposal of an unpublished staging file (abort, revocation) follows the
+``RunOutputPolicy``: kept as ``<name>.incomplete``, quarantined or deleted
+(``fastsim_embedded.output_disposal``).
 
 A staging path that no longer holds this transaction's inode (someone moved or
 replaced it) is left alone and reported in ``Transaction.note``.
@@ -65,7 +50,6 @@ filesystem cannot turn terminal cleanup into an unbounded wait.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
@@ -79,7 +63,8 @@ import attrs
 
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
+from fastsim_contract.output_service import ComponentOutputs, receipt_problem
+from fastsim_embedded.output_disposal import QUARANTINE_DIR, dispose_staging
 from fastsim_embedded.output_leases import FileReadbackLease, FileWriteLease, Transaction
 from fastsim_embedded.output_names import (
     STAGING_SUFFIX,
@@ -89,6 +74,8 @@ from fastsim_embedded.output_names import (
     identity_of,
     lidentity,
 )
+from fastsim_recording_format.lease import LeaseEvent
+from fastsim_recording_format.transaction import fsync_dir
 
 __all__ = [
     "ComponentOutputs",
@@ -100,17 +87,6 @@ __all__ = [
     "Transaction",
     "check_output_name",
 ]
-
-QUARANTINE_DIR = ".quarantine"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
 
 @attrs.define(eq=False)
 class FileOutputService:
@@ -233,7 +209,7 @@ class FileOutputService:
             os.unlink(tx.staging)
             tx.staging = staging
             tx.named = True
-            _fsync_dir(self.output_dir)
+            fsync_dir(self.output_dir)
 
     def _still_ours(self, tx: Transaction) -> bool:
         return tx.identity is not None and lidentity(tx.staging) == tx.identity
@@ -245,6 +221,11 @@ class FileOutputService:
             return entry[1]
         return next((t for _, t in self._by_lease.values() if t.readback is lease), None)
 
+    def owner_of(self, lease: object) -> str | None:
+        """The component that opened ``lease``'s transaction (``None``: not ours)."""
+        tx = self.transaction_of(lease)
+        return None if tx is None else tx.owner
+
     def _tx_of(self, lease: object, call: str) -> Transaction:
         entry = self._by_lease.get(id(lease))
         if entry is None or entry[0] is not lease:
@@ -255,24 +236,22 @@ class FileOutputService:
         """Fsync and close the staging file; its size is final."""
         tx = self._tx_of(lease, "seal")
         with tx.lock:
-            if tx.state != "open" or tx.fd is None:
-                raise LeaseError(f"seal: the transaction for {tx.name!r} is {tx.state}")
+            tx.machine.accept(LeaseEvent.SEAL, "seal")
         if not tx.named:  # sealed without a flush: name it first
             self.name_staging(tx)
         with tx.lock:
-            if tx.state != "open" or tx.fd is None:  # revoked meanwhile
-                raise LeaseError(f"seal: the transaction for {tx.name!r} is {tx.state}")
-            os.fsync(tx.fd)
-            os.close(tx.fd)
-            tx.fd = None
-            tx.state = "sealed"
+            tx.machine.accept(LeaseEvent.SEAL, "seal")  # revoked meanwhile?
+            if tx.fd is not None:
+                os.fsync(tx.fd)
+                os.close(tx.fd)
+                tx.fd = None
+            tx.machine.advance(LeaseEvent.SEAL)
 
     def open_readback(self, lease: object) -> FileReadbackLease:
         """A new exact readback lease of the sealed write (it replaces any earlier one)."""
         tx = self._tx_of(lease, "open_readback")
         with tx.lock:
-            if tx.state != "sealed":
-                raise LeaseError(f"open_readback: the transaction for {tx.name!r} is {tx.state}")
+            tx.machine.accept(LeaseEvent.READBACK, "open_readback")
             if tx.readback is not None:
                 tx.readback.close()
             tx.readback = FileReadbackLease(tx)
@@ -284,47 +263,29 @@ class FileOutputService:
         if tx is None:
             raise LeaseError("confirm_validation: not the current readback lease of any sealed write")
         with tx.lock:
-            if tx.state != "sealed":
-                raise LeaseError(f"confirm_validation: the transaction for {tx.name!r} is {tx.state}")
-            self._check_receipt(tx, receipt)
-            tx.state = "confirmed"
-
-    def _check_receipt(self, tx: Transaction, receipt: Mapping[str, object]) -> None:
-        missing = [k for k in RECEIPT_REQUIRED_KEYS if k not in receipt]
-        if missing:
-            raise LeaseError(f"confirm_validation: receipt lacks {', '.join(missing)}")
-        size = tx.staging.stat().st_size
-        if receipt["validated_bytes"] != size:
-            raise LeaseError(
-                f"confirm_validation: receipt validated {receipt['validated_bytes']} bytes, sealed size is {size}"
+            tx.machine.accept(LeaseEvent.CONFIRM, "confirm_validation")
+            problem = receipt_problem(
+                receipt, size=tx.staging.stat().st_size, completion_id=self.completion_id,
+                integrity=self.policy.integrity,
+                digest=lambda: hashlib.sha256(tx.staging.read_bytes()).hexdigest(),
             )
-        if receipt["completion_id"] != self.completion_id:
-            raise LeaseError("confirm_validation: receipt names another completion")
-        digest = receipt.get("content_sha256")
-        if self.policy.integrity == "sha256":
-            if not isinstance(digest, str):
-                raise LeaseError("confirm_validation: integrity sha256 requires content_sha256")
-            actual = hashlib.sha256(tx.staging.read_bytes()).hexdigest()
-            if digest != actual:
-                raise LeaseError("confirm_validation: content_sha256 does not match the sealed file")
-        elif digest is not None:
-            raise LeaseError(
-                "confirm_validation: a content digest needs RunOutputPolicy(integrity='sha256')"
-            )
+            if problem is not None:
+                raise LeaseError(f"confirm_validation: {problem}")
+            tx.machine.advance(LeaseEvent.CONFIRM)
 
     def commit(self, lease: object) -> str:
-        """Atomically publish the confirmed file under its final name."""
+        """Atomically publish the confirmed file under its final name (idempotent)."""
         tx = self._tx_of(lease, "commit")
         with tx.lock:
+            if not tx.machine.accept(LeaseEvent.COMMIT, "commit"):
+                return tx.name
             if self.commit_refusal is not None:
                 raise LeaseError(f"commit: refused, {self.commit_refusal}")
-            if tx.state != "confirmed":
-                raise LeaseError(f"commit: the transaction for {tx.name!r} is {tx.state}")
             if not self._still_ours(tx):
                 raise LeaseError(f"commit: {tx.staging} is no longer the file this Run wrote")
             self._publish(tx)
-            _fsync_dir(self.output_dir)
-            tx.state = "committed"
+            fsync_dir(self.output_dir)
+            tx.machine.advance(LeaseEvent.COMMIT)
             self._release(tx)
         return tx.name
 
@@ -359,19 +320,16 @@ class FileOutputService:
         """Abandon the transaction; never publishes (idempotent; refused after commit)."""
         tx = self._tx_of(lease, "abort")
         with tx.lock:
-            if tx.state == "committed":
-                raise LeaseError(f"abort: {tx.name!r} is already committed")
-            if tx.state in ("aborted", "revoked"):
-                return
-            self._dispose(tx, "aborted")
+            if tx.machine.accept(LeaseEvent.ABORT, "abort"):
+                self._dispose(tx, LeaseEvent.ABORT)
 
     # -- Core-only ------------------------------------------------------------------
     def refuse_commits(self, reason: str) -> None:
         """From now on every commit raises ``LeaseError`` naming ``reason``."""
         self.commit_refusal = reason
 
-    def _dispose(self, tx: Transaction, state: str) -> None:
-        tx.state = state
+    def _dispose(self, tx: Transaction, event: LeaseEvent) -> None:
+        tx.machine.advance(event)
         if tx.readback is not None:
             tx.readback.close()
         if tx.fd is not None:
@@ -387,41 +345,7 @@ class FileOutputService:
             if os.path.lexists(tx.staging):
                 tx.note = f"{tx.staging} is no longer the file this Run wrote; left untouched"
             return
-        if self.policy.publish_incomplete:
-            if not tx.named:  # never flushed: give it its name now, if that is free
-                with contextlib.suppress(OSError):
-                    os.link(tx.staging, self.output_dir / f"{tx.name}{STAGING_SUFFIX}", follow_symlinks=False)
-                    os.unlink(tx.staging)
-                    tx.staging = self.output_dir / f"{tx.name}{STAGING_SUFFIX}"
-                    tx.named = True
-            tx.disposed_to = tx.staging
-        elif self.policy.preserve_incomplete:
-            target = self._quarantine_target(tx)
-            if target is None:
-                tx.disposed_to = tx.staging
-            else:
-                os.rename(tx.staging, target)
-                tx.disposed_to = target
-        else:
-            tx.staging.unlink()
-        _fsync_dir(self.output_dir)
-
-    def _quarantine_target(self, tx: Transaction) -> Path | None:
-        """``.quarantine/<cid>/<name>.incomplete``, made without following symlinks; ``None``
-        (keep the file where it is) when that is unsafe."""
-        quarantine = self.output_dir / QUARANTINE_DIR
-        folder = quarantine / self.completion_id
-        for directory in (quarantine, folder):
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(directory, 0o755)
-            if os.path.islink(directory) or not directory.is_dir():
-                tx.note = f"{directory} is not a plain directory; the recording stays at {tx.staging}"
-                return None
-        target = folder / f"{tx.name}{STAGING_SUFFIX}"
-        if os.path.lexists(target):
-            tx.note = f"{target} already exists; the recording stays at {tx.staging}"
-            return None
-        return target
+        dispose_staging(tx, self.policy, self.output_dir, self.completion_id)
 
     def revoke_open(self, deadline_monotonic: float, owner: str | None = None) -> bool:
         """Revoke every unfinished transaction (of ``owner``, or all), waiting at most until
@@ -434,8 +358,8 @@ class FileOutputService:
             for _, tx in list(self._by_lease.values()):
                 if owner is not None and tx.owner != owner:
                     continue
-                if tx.state in ("open", "sealed", "confirmed"):
-                    self._dispose(tx, "revoked")
+                if tx.machine.accept(LeaseEvent.REVOKE, "revoke"):  # not under tx.lock: a
+                    self._dispose(tx, LeaseEvent.REVOKE)  # stalled writer must not block it
             if owner is None:
                 self.release_reservations()
 
@@ -448,45 +372,3 @@ class FileOutputService:
         """Every transaction of this Run (the outcome report)."""
         with self._lock:
             return tuple(self._by_name.values())
-
-
-@attrs.define(eq=False)
-class ComponentOutputs:
-    """One component's view of the output service: it can only touch its own leases."""
-
-    service: FileOutputService
-    owner: str
-
-    def _own(self, lease: object, call: str) -> None:
-        tx = self.service.transaction_of(lease)
-        if tx is not None and tx.owner != self.owner:
-            raise LeaseError(f"{call}: the lease belongs to another component")
-
-    def open_write(self, name: str) -> FileWriteLease:
-        """Open a transaction owned by this component."""
-        return self.service.open_write(name, self.owner)
-
-    def seal(self, lease: object) -> None:
-        """See ``FileOutputService.seal``."""
-        self._own(lease, "seal")
-        self.service.seal(lease)
-
-    def open_readback(self, lease: object) -> FileReadbackLease:
-        """See ``FileOutputService.open_readback``."""
-        self._own(lease, "open_readback")
-        return self.service.open_readback(lease)
-
-    def confirm_validation(self, lease: object, receipt: Mapping[str, object]) -> None:
-        """See ``FileOutputService.confirm_validation``."""
-        self._own(lease, "confirm_validation")
-        self.service.confirm_validation(lease, receipt)
-
-    def commit(self, lease: object) -> str:
-        """See ``FileOutputService.commit``."""
-        self._own(lease, "commit")
-        return self.service.commit(lease)
-
-    def abort(self, lease: object) -> None:
-        """See ``FileOutputService.abort``."""
-        self._own(lease, "abort")
-        self.service.abort(lease)

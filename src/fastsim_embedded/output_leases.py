@@ -12,6 +12,7 @@ import attrs
 
 from fastsim_contract.errors import LeaseError
 from fastsim_embedded.output_names import NameLock, identity_of
+from fastsim_recording_format.lease import LeaseEvent, LeaseMachine
 
 if TYPE_CHECKING:
     from fastsim_embedded.output import FileOutputService
@@ -27,7 +28,10 @@ class Transaction:
     final: Path
     staging: Path
     owner: str = ""
-    state: str = "open"
+    #: the lease table's state machine (``fastsim_recording_format.lease``)
+    machine: LeaseMachine = attrs.field(
+        default=attrs.Factory(lambda tx: LeaseMachine(tx.name), takes_self=True)
+    )
     size: int = 0
     fd: int | None = None
     readback: FileReadbackLease | None = None
@@ -37,6 +41,11 @@ class Transaction:
     named: bool = False  # the staging file is linked under <name>.incomplete (first flush)
     name_lock: NameLock | None = None
     note: str | None = None  # why a disposal left a path alone
+
+    @property
+    def state(self) -> str:
+        """The lease table's state: open, sealed, confirmed, committed, aborted, revoked."""
+        return self.machine.state.value
 
 
 @attrs.define(eq=False)
@@ -49,8 +58,9 @@ class FileWriteLease:
     def write(self, data: bytes | memoryview) -> int:
         """Write every byte of ``data``; refused unless the transaction is open."""
         tx = self._tx
-        if tx.state != "open" or tx.fd is None:
-            raise LeaseError(f"write: the lease for {tx.name!r} is {tx.state}")
+        tx.machine.accept(LeaseEvent.WRITE, "write")
+        if tx.fd is None:
+            raise LeaseError(f"write: the lease for {tx.name!r} is closed")
         view = memoryview(data).cast("B")
         written = 0
         while written < len(view):
@@ -62,8 +72,7 @@ class FileWriteLease:
         """Nothing is buffered in user space; the first flush makes the bytes so far
         durable and names the file ``<name>.incomplete`` (the module table)."""
         tx = self._tx
-        if tx.state != "open":
-            raise LeaseError(f"flush: the lease for {tx.name!r} is {tx.state}")
+        tx.machine.accept(LeaseEvent.WRITE, "flush")
         if not tx.named:
             self._service.name_staging(tx)
 
@@ -91,8 +100,9 @@ class FileReadbackLease:
         self._file = os.fdopen(fd, "rb")
 
     def _handle(self) -> object:
-        if self.closed or self._tx.state not in ("sealed", "confirmed"):
-            raise LeaseError(f"readback of {self._tx.name!r} is closed or revoked")
+        if self.closed:
+            raise LeaseError(f"readback of {self._tx.name!r} is closed")
+        self._tx.machine.accept(LeaseEvent.READ, "read")
         return self._file
 
     def read(self, n: int = -1) -> bytes:

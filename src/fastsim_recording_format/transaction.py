@@ -40,6 +40,7 @@ __all__ = [
     "WriteLease",
     "check_output_name",
     "finish_output",
+    "fsync_dir",
 ]
 
 INCOMPLETE_SUFFIX = ".incomplete"
@@ -115,7 +116,8 @@ def _stat(path: str) -> tuple[int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def _fsync_dir(path: str) -> None:
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a directory entry change durable (fsync the directory)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -160,7 +162,7 @@ class FilesystemLeases:
         own.handle.flush()
         os.fsync(own.handle.fileno())
         own.handle.close()
-        _fsync_dir(self.output_dir)
+        fsync_dir(self.output_dir)
         own.sealed_stat = _stat(own.staging)
         own.machine.advance(LeaseEvent.SEAL)
 
@@ -218,7 +220,7 @@ class FilesystemLeases:
             own.machine.fire(LeaseEvent.REJECT)
             raise LeaseError("staged file changed after it was sealed")
         os.replace(own.staging, own.final)
-        _fsync_dir(self.output_dir)
+        fsync_dir(self.output_dir)
         own.machine.advance(LeaseEvent.COMMIT)
         self._active.pop(own.name, None)
         return own.final

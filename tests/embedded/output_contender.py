@@ -12,24 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-import attrs
-
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_embedded.output import FileOutputService, OutputRefused
-
-
-@attrs.frozen
-class Policy:
-    """The default RunOutputPolicy (without importing the whole host)."""
-
-    integrity: str = "none"
-    preserve_incomplete: bool = True
-    publish_incomplete: bool = False
 
 
 def main() -> int:
     """Reserve, write TOKEN, hold the transaction open HOLD_S seconds, commit."""
     directory, name, token, hold = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
-    service = FileOutputService(directory, Policy(), f"cid-{token}")
+    service = FileOutputService(directory, RunOutputPolicy(), f"cid-{token}")
     try:
         lease = service.open_write(name)
     except OutputRefused as exc:

@@ -89,7 +89,7 @@ def test_revocation_is_bounded_by_its_deadline(tmp_path: Path, monkeypatch: pyte
     service.open_write("a.fsr")
     release = threading.Event()
 
-    def stalled(self: FileOutputService, tx: Transaction, state: str) -> None:
+    def stalled(self: FileOutputService, tx: Transaction, event: object) -> None:
         release.wait()
 
     monkeypatch.setattr(FileOutputService, "_dispose", stalled)

@@ -11,21 +11,20 @@ Faults (``OutputFaults``):
     | 5 | wrong_readback   | ``open_readback`` returns a lease bound to another write  |
     | 6 | fail_open_write  | ``open_write`` raises ``OSError``                          |
 
-Rules the service enforces, as a Core does (``LeaseError`` otherwise):
+Which call is accepted in which state is the one lease table of
+``fastsim_recording_format.lease``, as in every Core output service; on top of it, as a
+Core does (``LeaseError`` otherwise):
 
     | # | rule                                                                       |
     |---|----------------------------------------------------------------------------|
-    | 1 | names are bare file names; writes only while open                          |
-    | 2 | seal only an open (or closed) write; readback only of a sealed write       |
-    | 3 | confirm only with the latest readback lease of a sealed write, and a       |
-    |   | receipt naming its exact size and completion; a digest iff policy sha256   |
-    | 4 | commit only after confirm; commit publishes the name                       |
-    | 5 | abort never publishes, is idempotent, and is refused after commit          |
-    | 6 | ``revoke`` (Core, after a finalizer overran) ends a write; the staging     |
-    |   | bytes are published as ``<name>.incomplete``, quarantined or deleted by     |
+    | 1 | names are bare file names; writes only while open and not closed           |
+    | 2 | confirm only with the latest readback lease of a sealed write, and a       |
+    |   | receipt that matches (``fastsim_contract.output_service.receipt_problem``) |
+    | 3 | abort and ``revoke`` (Core, after a finalizer overran) never publish; the   |
+    |   | staging bytes are kept as ``<name>.incomplete``, quarantined or deleted by |
     |   | the output policy                                                          |
-    | 7 | a lease is bound to the component whose view opened it (``view``)         |
-    | 8 | once the winning completion is ``failed``, commit is refused               |
+    | 4 | a lease is bound to the component whose view opened it (``view``)         |
+    | 5 | once the winning completion is ``failed``, commit is refused               |
 """
 
 from __future__ import annotations
@@ -39,7 +38,8 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from fastsim_contract.errors import LeaseError
-from fastsim_contract.values import RECEIPT_REQUIRED_KEYS
+from fastsim_contract.output_service import ComponentOutputs, receipt_problem
+from fastsim_recording_format.lease import LeaseEvent, LeaseMachine, LeaseState
 
 __all__ = ["FakeOutputService", "FakeOutputView", "FakeReadbackLease", "FakeWriteLease", "OutputFaults"]
 
@@ -63,11 +63,23 @@ class FakeWriteLease:
     service: FakeOutputService
     name: str
     buffer: io.BytesIO = attrs.field(factory=io.BytesIO)
-    state: str = "open"  # open | closed | sealed | confirmed | committed | aborted | revoked
-    confirmed: bool = False
+    machine: LeaseMachine = attrs.field(
+        default=attrs.Factory(lambda lease: LeaseMachine(lease.name), takes_self=True)
+    )
+    closed: bool = False  # ``close()``: no more writes, seal still accepted
     writes: int = 0
     readback: FakeReadbackLease | None = None
     component: str = ""
+
+    @property
+    def state(self) -> str:
+        """The lease table's state (``fastsim_recording_format.lease``)."""
+        return self.machine.state.value
+
+    @property
+    def confirmed(self) -> bool:
+        """A receipt was accepted (the write reached ``confirmed``)."""
+        return self.machine.state in (LeaseState.CONFIRMED, LeaseState.COMMITTED)
 
     def write(self, data: bytes | memoryview) -> int:
         """Append bytes (subject to the slow/stall/fail faults)."""
@@ -77,8 +89,9 @@ class FakeWriteLease:
         if faults.stall:
             self.service.stalled.set()
             self.service.unstall.wait()
-        if self.state != "open":
-            raise LeaseError(f"write on a {self.state} lease")
+        self.machine.accept(LeaseEvent.WRITE, "write")
+        if self.closed:
+            raise LeaseError(f"write: the lease for {self.name!r} is closed")
         self.writes += 1
         if faults.fail_write_after is not None and self.writes >= faults.fail_write_after:
             raise OSError(5, "injected write failure")
@@ -89,8 +102,7 @@ class FakeWriteLease:
 
     def close(self) -> None:
         """Close for writing (idempotent)."""
-        if self.state == "open":
-            self.state = "closed"
+        self.closed = True
 
     def data(self) -> bytes:
         """The bytes written so far."""
@@ -125,6 +137,10 @@ class FakeReadbackLease:
         self.closed = True
 
 
+#: A component's view of the fake output service (the contract's one ``ComponentOutputs``).
+FakeOutputView = ComponentOutputs
+
+
 def _bad_name(name: object) -> bool:
     return (
         not isinstance(name, str) or not name or name in (".", "..") or "/" in name
@@ -151,9 +167,14 @@ class FakeOutputService:
     run_failed: Callable[[], bool] = lambda: False  # rule 8 (set by the fake Core)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
 
-    def view(self, component: str) -> FakeOutputView:
-        """The output service as ``component`` sees it (rule 7)."""
-        return FakeOutputView(self, component)
+    def view(self, component: str) -> ComponentOutputs:
+        """The output service as ``component`` sees it (rule 4)."""
+        return ComponentOutputs(self, component)
+
+    def owner_of(self, lease: object) -> str | None:
+        """The component that opened ``lease`` (``None``: not a lease of this service)."""
+        write = lease.write if isinstance(lease, FakeReadbackLease) else lease
+        return write.component if isinstance(write, FakeWriteLease) else None
 
     def release_stall(self) -> None:
         """Let stalled writes continue."""
@@ -169,14 +190,14 @@ class FakeOutputService:
         with self._lock:
             return [s for s, _ in self.calls]
 
-    def open_write(self, name: str) -> FakeWriteLease:
-        """Open a write lease for ``name`` (rule 1)."""
+    def open_write(self, name: str, owner: str = "") -> FakeWriteLease:
+        """Open a write lease for ``name`` (rule 1), owned by component ``owner``."""
         self._log("open_write", str(name))
         if _bad_name(name):
             raise LeaseError(f"open_write: {name!r} is not a bare file name")
         if self.faults.fail_open_write:
             raise OSError(28, "injected open failure")
-        lease = FakeWriteLease(self, name)
+        lease = FakeWriteLease(self, name, component=owner)
         self.leases.append(lease)
         return lease
 
@@ -186,25 +207,22 @@ class FakeOutputService:
         return lease
 
     def seal(self, lease: object) -> None:
-        """Seal a write lease (rule 2)."""
+        """Seal a write lease."""
         own = self._own(lease, "seal")
         self._log("seal", own.name)
-        if own.state not in ("open", "closed"):
-            raise LeaseError(f"seal on a {own.state} lease")
-        own.state = "sealed"
+        own.machine.fire(LeaseEvent.SEAL, "seal")
 
     def open_readback(self, lease: object) -> FakeReadbackLease:
         """The exact readback lease of a sealed write (faults 4 and 5 apply)."""
         own = self._own(lease, "open_readback")
         self._log("open_readback", own.name)
-        if own.state != "sealed":
-            raise LeaseError(f"readback of a {own.state} lease")
+        own.machine.accept(LeaseEvent.READBACK, "open_readback")
         data = bytearray(own.data())
         if self.faults.corrupt_readback and len(data) > 16:
             data[len(data) // 2] ^= 0xFF
             data[-9] ^= 0xFF
         if self.faults.wrong_readback:
-            stranger = FakeWriteLease(self, own.name + ".other", state="sealed")
+            stranger = FakeWriteLease(self, own.name + ".other", machine=LeaseMachine(own.name + ".other", LeaseState.SEALED))
             return FakeReadbackLease(stranger, io.BytesIO(bytes(data)))
         if own.readback is not None:
             own.readback.close()
@@ -212,120 +230,57 @@ class FakeOutputService:
         return own.readback
 
     def confirm_validation(self, lease: object, receipt: Mapping[str, object]) -> None:
-        """Accept a receipt for exactly the latest readback lease of a sealed write (rule 3)."""
+        """Accept a receipt for exactly the latest readback lease of a sealed write (rule 2)."""
         write = lease.write if isinstance(lease, FakeReadbackLease) else None
         if write is None or write not in self.leases or write.readback is not lease:
             self._log("confirm_refused", "")
             raise LeaseError("confirm_validation: not the current readback lease of any sealed write")
-        if write.state != "sealed":
-            raise LeaseError(f"confirm_validation: the write is {write.state}")
-        problem = self._receipt_problem(write, receipt)
+        write.machine.accept(LeaseEvent.CONFIRM, "confirm_validation")
+        data = write.data()
+        problem = receipt_problem(
+            receipt, size=len(data), completion_id=self.completion_id, integrity=self.integrity,
+            digest=lambda: hashlib.sha256(data).hexdigest(),
+        )
         if problem is not None:
             self._log("confirm_refused", write.name)
             raise LeaseError(f"confirm_validation: {problem}")
         self._log("confirm_validation", write.name)
-        write.confirmed = True
-        write.state = "confirmed"
+        write.machine.advance(LeaseEvent.CONFIRM)
         self.receipts.append(dict(receipt))
 
-    def _receipt_problem(self, write: FakeWriteLease, receipt: Mapping[str, object]) -> str | None:
-        missing = [k for k in RECEIPT_REQUIRED_KEYS if k not in receipt]
-        if missing:
-            return f"receipt lacks {', '.join(missing)}"
-        data = write.data()
-        if receipt["validated_bytes"] != len(data):
-            return f"receipt validated {receipt['validated_bytes']} bytes, sealed size is {len(data)}"
-        if receipt["completion_id"] != self.completion_id:
-            return "receipt names another completion"
-        digest = receipt.get("content_sha256")
-        if self.integrity == "sha256":
-            if digest != hashlib.sha256(data).hexdigest():
-                return "integrity sha256 needs the file's content_sha256"
-        elif digest is not None:
-            return "a content digest needs RunOutputPolicy(integrity='sha256')"
-        return None
-
     def commit(self, lease: object) -> str:
-        """Publish the confirmed write under its name (rule 4)."""
+        """Publish the confirmed write under its name (idempotent; rule 5)."""
         own = self._own(lease, "commit")
         self._log("commit", own.name)
-        if own.state == "committed":
+        if not own.machine.accept(LeaseEvent.COMMIT, "commit"):
             return own.name
-        if own.state != "confirmed":
-            raise LeaseError(f"commit refused: lease is {own.state}")
         if self.run_failed():
             raise LeaseError("commit refused: the Run completed as failed")
-        own.state = "committed"
+        own.machine.advance(LeaseEvent.COMMIT)
         self.committed[own.name] = own.data()
         return own.name
 
     def abort(self, lease: object) -> None:
-        """Discard the write (rule 5)."""
+        """Discard the write (rule 3; idempotent, refused after commit)."""
         own = self._own(lease, "abort")
         self._log("abort", own.name)
-        if own.state == "committed":
-            raise LeaseError("abort after commit")
-        if own.state in ("aborted", "revoked"):
-            return
-        own.state = "aborted"
-        if self.preserve_incomplete:
-            self.leftovers[f"quarantine/{own.name}.incomplete"] = own.data()
+        if own.machine.fire(LeaseEvent.ABORT, "abort"):
+            self._dispose(own)
 
     def revoke_open(self) -> int:
-        """Core revokes every unfinished write after a finalizer overran (rule 6)."""
+        """Core revokes every unfinished write after a finalizer overran (rule 3)."""
         revoked = 0
         for lease in list(self.leases):
-            if lease.state in ("committed", "aborted", "revoked"):
+            if not lease.machine.unfinished:
                 continue
             self._log("revoke", lease.name)
-            lease.state = "revoked"
+            lease.machine.fire(LeaseEvent.REVOKE, "revoke")
             revoked += 1
-            if self.publish_incomplete:
-                self.leftovers[f"{lease.name}.incomplete"] = lease.data()
-            elif self.preserve_incomplete:
-                self.leftovers[f"quarantine/{lease.name}.incomplete"] = lease.data()
+            self._dispose(lease)
         return revoked
 
-
-@attrs.define(eq=False)
-class FakeOutputView:
-    """One component's handle on the output service: leases stay with their owner."""
-
-    service: FakeOutputService
-    component: str
-
-    def _mine(self, lease: object, call: str) -> None:
-        write = lease.write if isinstance(lease, FakeReadbackLease) else lease
-        if isinstance(write, FakeWriteLease) and write.component != self.component:
-            raise LeaseError(f"{call}: the lease belongs to component {write.component!r}")
-
-    def open_write(self, name: str) -> FakeWriteLease:
-        """Open a write lease owned by this component."""
-        lease = self.service.open_write(name)
-        lease.component = self.component
-        return lease
-
-    def seal(self, lease: object) -> None:
-        """Seal (own leases only)."""
-        self._mine(lease, "seal")
-        self.service.seal(lease)
-
-    def open_readback(self, lease: object) -> FakeReadbackLease:
-        """Readback (own leases only)."""
-        self._mine(lease, "open_readback")
-        return self.service.open_readback(lease)
-
-    def confirm_validation(self, lease: object, receipt: Mapping[str, object]) -> None:
-        """Confirm (own leases only)."""
-        self._mine(lease, "confirm_validation")
-        self.service.confirm_validation(lease, receipt)
-
-    def commit(self, lease: object) -> str:
-        """Commit (own leases only)."""
-        self._mine(lease, "commit")
-        return self.service.commit(lease)
-
-    def abort(self, lease: object) -> None:
-        """Abort (own leases only)."""
-        self._mine(lease, "abort")
-        self.service.abort(lease)
+    def _dispose(self, lease: FakeWriteLease) -> None:
+        if self.publish_incomplete:
+            self.leftovers[f"{lease.name}.incomplete"] = lease.data()
+        elif self.preserve_incomplete:
+            self.leftovers[f"quarantine/{lease.name}.incomplete"] = lease.data()
