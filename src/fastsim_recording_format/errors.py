@@ -1,8 +1,32 @@
-"""The one error type of the FSR package."""
+"""The FSR package's errors: the container's ``FormatError`` and the payload codecs' tree.
+
+    FormatError                 the container bytes are not valid FSR 1.2 (names the offset)
+    PayloadError                one record payload breaks its codec's rules (one line)
+    +-- RenderStatePayloadError   ``render.state`` (codecs.render_state)
+    +-- GeometryPayloadError      ``scene.geometry@2`` (codecs.geometry)
+    +-- FluidPayloadError         ``fluid.emissions`` (codecs.fluid)
+    +-- ImagePayloadError         JPEG/PNG header bounds, image descriptors (codecs.image)
+    +-- NumericPayloadError       ``numeric-tick/1`` stream layout (codecs.numeric)
+    +-- CalibrationProfileError   camera calibration profile (codecs.calibration; a ValueError)
+
+The plugin subclasses these where it raises them on the capture side, so that its own
+``except RecordError`` still catches them (``fastsim_record.adapters``).
+"""
 
 from __future__ import annotations
 
-__all__ = ["FormatError", "IntegrityPolicyError", "ProfileUnsupportedError"]
+__all__ = [
+    "CalibrationProfileError",
+    "FluidPayloadError",
+    "FormatError",
+    "GeometryPayloadError",
+    "ImagePayloadError",
+    "IntegrityPolicyError",
+    "NumericPayloadError",
+    "PayloadError",
+    "ProfileUnsupportedError",
+    "RenderStatePayloadError",
+]
 
 
 class FormatError(Exception):
@@ -34,3 +58,43 @@ class ProfileUnsupportedError(ValueError):
         )
         self.profile = profile
         self.supported = supported
+
+
+class PayloadError(Exception):
+    """A record payload (or its recorded description) breaks its codec's rules.
+
+    ``str(error)`` is one line naming the field or the byte offset inside the payload;
+    ``fields`` carries the structured details.
+    """
+
+    def __init__(self, reason: str, **fields: object) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fields: dict[str, object] = dict(fields)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class RenderStatePayloadError(PayloadError):
+    """A render-state mapping or payload breaks the codec's rules; one line names why."""
+
+
+class GeometryPayloadError(PayloadError):
+    """A geometry envelope or payload breaks the ``scene.geometry@2`` rules."""
+
+
+class FluidPayloadError(PayloadError):
+    """A fluid emission batch breaks the record rules."""
+
+
+class ImagePayloadError(PayloadError):
+    """An image payload or its recorded descriptor cannot be decoded."""
+
+
+class NumericPayloadError(PayloadError):
+    """A ``numeric-tick/1`` stream's recorded channel layout cannot be decoded."""
+
+
+class CalibrationProfileError(PayloadError, ValueError):
+    """A calibration profile or digest breaks the profile rules; the message names the field."""

@@ -11,8 +11,9 @@ import pytest
 import simplejpeg
 
 from fastsim_record.adapters.codecs import PngEncoder, decode_frame
-from fastsim_record.adapters.image_header import MAX_FRAME_PIXELS, jpeg_size, png_size
-from fastsim_record.ports.encoders import ImageDescriptor, PayloadError
+from fastsim_record.ports.encoders import ImageDescriptor
+from fastsim_recording_format.codecs.image import MAX_FRAME_PIXELS, jpeg_size, png_size
+from fastsim_recording_format.errors import PayloadError
 
 from .support import MIB, run_fsr, write_camera_file
 

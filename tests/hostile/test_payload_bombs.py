@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from fastsim_record.adapters.fluid import FluidPayloadError, decode_fluid_batch
-from fastsim_record.adapters.geometry import GeometryPayloadError, record_kind
-from fastsim_record.adapters.render_state import (
+from fastsim_recording_format.codecs.fluid import FluidPayloadError, decode_fluid_batch
+from fastsim_recording_format.codecs.geometry import GeometryPayloadError, record_kind
+from fastsim_recording_format.codecs.render_state import (
     MAX_BODY_BYTES,
     RenderStatePayloadError,
     decode_render_state,

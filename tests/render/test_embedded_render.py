@@ -17,9 +17,10 @@ from fastsim_contract.values import CapturePlan, Envelope, SourceKind
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.fluid import ParticleEmitter
 from fastsim_embedded.render_capture import RateGate, RenderCapture
-from fastsim_record.adapters.geometry import GeometryEncoder, decode_assets
-from fastsim_record.adapters.render_state import decode_render_state, encode_render_state
+from fastsim_record.adapters.geometry import GeometryEncoder
 from fastsim_record.testing.strategies import render_rate_cases
+from fastsim_recording_format.codecs.geometry import decode_assets
+from fastsim_recording_format.codecs.render_state import decode_render_state, encode_render_state
 
 _MANDATORY = frozenset({"lifecycle", "events", "control.audit", "control.result"})
 
@@ -253,8 +254,8 @@ def test_mujoco_run_records_scene_geometry_through_record(tmp_path: Path) -> Non
     """A MuJoCo Run with streams.geometry writes one visual assets record, then moving-body transforms at rate_hz."""
     from fastsim_embedded.compile import prepare_run
     from fastsim_embedded.session import run_session
-    from fastsim_record.adapters.geometry import decode_transforms, record_kind
     from fastsim_recording_format import FsrReader
+    from fastsim_recording_format.codecs.geometry import decode_transforms, record_kind
 
     run = tmp_path / "geo.yaml"
     run.write_text(

@@ -9,9 +9,11 @@ import pytest
 
 from fastsim_contract.render_services import FluidEmissionBatch
 from fastsim_embedded.fluid import ParticleEmitter, emitter_from_scene
-from fastsim_record.adapters.fluid import (
+from fastsim_record.adapters.fluid import FluidEmissionEncoder
+from fastsim_record.errors import RecordError
+from fastsim_recording_format.codecs.fluid import (
+    BATCH_FIELDS,
     SCHEMA,
-    FluidEmissionEncoder,
     FluidPayloadError,
     decode_fluid_batch,
 )
@@ -68,3 +70,12 @@ def test_encoder_refuses_broken_particle_continuity() -> None:
         encoder.encode(FluidEmissionBatch("w", 0, 4, 4, 0, (0, 0, 0), (0, 0, 0), 0.0))
     with pytest.raises(FluidPayloadError, match="finite"):
         encoder.encode(FluidEmissionBatch("w", 2, 4, 1, 0, (float("nan"), 0, 0), (0, 0, 0), 0.0))
+
+
+def test_the_formats_batch_fields_are_the_contracts_and_encode_errors_are_record_errors() -> None:
+    """The format codec knows the contract's batch fields; a bad batch is also a RecordError."""
+    import attrs
+
+    assert {f.name for f in attrs.fields(FluidEmissionBatch)} == BATCH_FIELDS
+    with pytest.raises(RecordError, match="batch keys differ"):
+        FluidEmissionEncoder().encode({"emitter": "e"})

@@ -17,9 +17,9 @@ from fastsim_contract.render_services import (
     MeshResource,
     select_catalog,
 )
-from fastsim_record.adapters.geometry import (
+from fastsim_record.adapters.geometry import GeometryEncoder
+from fastsim_recording_format.codecs.geometry import (
     CHUNK_BYTES,
-    GeometryEncoder,
     GeometryPayloadError,
     decode_assets,
     decode_transforms,

@@ -18,11 +18,11 @@ from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import run_session
 from fastsim_embedded.synthetic_render import SyntheticGeometry, SyntheticRenderSource
 from fastsim_record.adapters import fluid, geometry
-from fastsim_record.adapters.fluid import decode_fluid_batch
-from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
-from fastsim_record.adapters.render_state import decode_render_state
 from fastsim_record.pipeline import render_streams
 from fastsim_recording_format import FsrReader, validate
+from fastsim_recording_format.codecs.fluid import decode_fluid_batch
+from fastsim_recording_format.codecs.geometry import decode_assets, decode_transforms, record_kind
+from fastsim_recording_format.codecs.render_state import decode_render_state
 
 _BASE_STREAMS = {"lifecycle", "events", "control.audit", "control.result"}
 

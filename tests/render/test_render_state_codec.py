@@ -14,15 +14,17 @@ import pytest
 from hypothesis import given
 from numpy.typing import NDArray
 
-from fastsim_record.adapters import render_state as rs
-from fastsim_record.adapters.render_state import (
+from fastsim_record.adapters import render_state as plugin_side
+from fastsim_record.errors import RecordError
+from fastsim_record.testing.strategies import render_byte_flips, render_junk, render_states
+from fastsim_recording_format.codecs import render_state as rs
+from fastsim_recording_format.codecs.render_state import (
     MAX_BODY_BYTES,
     RenderStatePayloadError,
     decode_render_state,
     encode_render_state,
 )
-from fastsim_record.errors import RecordError
-from fastsim_record.testing.strategies import render_byte_flips, render_junk, render_states
+from fastsim_recording_format.errors import PayloadError
 
 
 def _ro(array: NDArray[Any]) -> NDArray[Any]:
@@ -61,9 +63,13 @@ def test_round_trip_is_bit_exact(state: Mapping[str, NDArray[Any]]) -> None:
     _same(decode_render_state(encode_render_state(state)).arrays, state)
 
 
-def test_payload_error_is_a_record_error() -> None:
-    """The codec's error belongs to the plugin's one error hierarchy."""
-    assert issubclass(RenderStatePayloadError, RecordError)
+def test_payload_error_is_a_payload_error_and_a_record_error_on_the_plugin_side() -> None:
+    """The format's error is a PayloadError; what the plugin raises is also a RecordError."""
+    assert issubclass(RenderStatePayloadError, PayloadError)
+    with pytest.raises(RenderStatePayloadError) as info:
+        plugin_side.encode_render_state({"rigid/box/pose": np.zeros(7)})
+    assert isinstance(info.value, RecordError)
+    assert "linear_velocity: missing" in str(info.value)
 
 
 def test_decoded_arrays_are_read_only() -> None:

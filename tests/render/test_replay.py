@@ -15,9 +15,9 @@ import cv2
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.replay import replay
 from fastsim_embedded.session import run_session
-from fastsim_record.adapters.render_state import decode_render_state
 from fastsim_record.cli import main as fsr_main
 from fastsim_recording_format import FsrReader
+from fastsim_recording_format.codecs.render_state import decode_render_state
 
 pytestmark = pytest.mark.mujoco
 

@@ -13,10 +13,10 @@ import pytest
 
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.replay import read_track
-from fastsim_record.adapters.render_state import encode_render_state
 from fastsim_record.cli import _host
 from fastsim_record.cli import replay as replay_cli
 from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format.codecs.render_state import encode_render_state
 
 
 def test_replay_without_an_installed_host_exits_2_with_one_line(

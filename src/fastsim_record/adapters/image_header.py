@@ -1,122 +1,20 @@
-"""Image dimensions from the JPEG SOF or PNG IHDR header, read before any pixel is decoded.
+"""Image header bounds on the plugin side: the format's codec, raising the plugin's error.
 
-A recorded frame is decoded only after its header has been checked against the stream's
-descriptor, so a forged or foreign payload never makes OpenCV allocate a frame larger
-than the one the stream declares (and never one above :data:`MAX_FRAME_PIXELS`).
-
-Header rules (every violation is one :class:`~fastsim_record.ports.encoders.PayloadError`
-line naming the byte offset inside the payload):
-
-    | # | codec | rule                                                                      |
-    |---|-------|---------------------------------------------------------------------------|
-    | 1 | jpeg  | starts with SOI ``FF D8``; marker segments are walked (fill bytes and     |
-    |   |       | standalone markers skipped) up to the first SOF, which must come before    |
-    |   |       | SOS/EOI and lie inside the payload                                        |
-    | 2 | jpeg  | the SOF is baseline or extended sequential Huffman (SOF0/SOF1), 8-bit,     |
-    |   |       | with 1 or 3 components and non-zero width and height                      |
-    | 3 | png   | the 8-byte PNG signature, then an IHDR chunk of length 13 with non-zero    |
-    |   |       | width and height and a bit depth of at most 8                             |
-    | 4 | both  | ``width * height <= MAX_FRAME_PIXELS`` (2**26, e.g. 8192x8192)            |
-    | 5 | both  | ``(width, height)`` equal the descriptor's (checked by ``codecs``)        |
-
-Progressive, lossless and arithmetic-coded JPEGs are refused: the recorder never writes
-them, and a progressive decoder holds the whole coefficient image (about twice the
-frame) in memory.
+The JPEG SOF / PNG IHDR rules are the format's, :mod:`fastsim_recording_format.codecs.image`;
+here each raises :class:`~fastsim_record.ports.encoders.PayloadError` (the format's
+``ImagePayloadError`` and a ``RecordError``), as the plugin's image codecs expect.
 """
 
 from __future__ import annotations
 
-import struct
-from typing import Final
-
+from fastsim_record.adapters.payloads import raising
 from fastsim_record.ports.encoders import PayloadError
+from fastsim_recording_format.codecs import image as fmt
+from fastsim_recording_format.codecs.image import MAX_FRAME_PIXELS
 
 __all__ = ["MAX_FRAME_PIXELS", "check_pixels", "image_size", "jpeg_size", "png_size"]
 
-#: the largest frame (width x height) any decoder of this package accepts
-MAX_FRAME_PIXELS: Final = 1 << 26
-
-_SOI: Final = b"\xff\xd8"
-_PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
-_U16: Final = struct.Struct(">H")
-_SOF_SEQUENTIAL: Final = frozenset({0xC0, 0xC1})
-_SOF_OTHER: Final = frozenset(range(0xC2, 0xD0)) - {0xC4, 0xC8, 0xCC}
-
-
-def _fail(message: str) -> PayloadError:
-    return PayloadError(message, field="payload")
-
-
-def check_pixels(width: int, height: int, what: str) -> None:
-    """Refuse a frame above :data:`MAX_FRAME_PIXELS`."""
-    if width * height > MAX_FRAME_PIXELS:
-        raise _fail(
-            f"{what} of {width}x{height} exceeds the {MAX_FRAME_PIXELS}-pixel frame bound"
-        )
-
-
-def jpeg_size(data: bytes | memoryview) -> tuple[int, int]:
-    """``(width, height)`` from a JPEG's first SOF marker (rules 1-2)."""
-    view = memoryview(data).cast("B")
-    n = len(view)
-    if bytes(view[:2]) != _SOI:
-        raise _fail("JPEG payload does not start with an SOI marker (byte 0)")
-    pos = 2
-    while pos + 1 < n:
-        if view[pos] != 0xFF:
-            raise _fail(f"JPEG marker expected at payload byte {pos}")
-        marker = view[pos + 1]
-        if marker == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if marker == 0x01 or 0xD0 <= marker <= 0xD8:  # standalone markers
-            pos += 2
-            continue
-        if marker in (0xD9, 0xDA):
-            raise _fail(f"JPEG payload reaches {'EOI' if marker == 0xD9 else 'SOS'} before a SOF marker (byte {pos})")
-        if pos + 4 > n:
-            break
-        (length,) = _U16.unpack_from(view, pos + 2)
-        if length < 2 or pos + 2 + length > n:
-            raise _fail(f"JPEG segment at payload byte {pos} has a bad length {length}")
-        if marker in _SOF_OTHER:
-            raise _fail(f"JPEG SOF{marker - 0xC0} at payload byte {pos} is not baseline or sequential")
-        if marker in _SOF_SEQUENTIAL:
-            if length < 8:
-                raise _fail(f"JPEG SOF at payload byte {pos} is too short")
-            precision = view[pos + 4]
-            (height,) = _U16.unpack_from(view, pos + 5)
-            (width,) = _U16.unpack_from(view, pos + 7)
-            components = view[pos + 9]
-            if precision != 8 or components not in (1, 3):
-                raise _fail(
-                    f"JPEG SOF at payload byte {pos}: {precision}-bit, {components} components "
-                    "(8-bit with 1 or 3 components expected)"
-                )
-            if not width or not height:
-                raise _fail(f"JPEG SOF at payload byte {pos} declares a zero dimension")
-            return width, height
-        pos += 2 + length
-    raise _fail("JPEG payload has no SOF marker")
-
-
-def png_size(data: bytes | memoryview) -> tuple[int, int]:
-    """``(width, height)`` from a PNG's IHDR chunk (rule 3)."""
-    view = memoryview(data).cast("B")
-    if bytes(view[:8]) != _PNG_SIGNATURE:
-        raise _fail("PNG payload does not start with the PNG signature (byte 0)")
-    if len(view) < 33 or bytes(view[8:16]) != b"\x00\x00\x00\rIHDR":
-        raise _fail("PNG payload does not start with a 13-byte IHDR chunk (byte 8)")
-    width, height, depth = struct.unpack_from(">IIB", view, 16)
-    if not width or not height:
-        raise _fail("PNG IHDR declares a zero dimension (byte 16)")
-    if depth > 8:
-        raise _fail(f"PNG IHDR declares a bit depth of {depth} (at most 8 accepted, byte 24)")
-    return width, height
-
-
-def image_size(data: bytes | memoryview, codec: str) -> tuple[int, int]:
-    """``(width, height)`` of a ``jpeg`` or ``png`` payload, within the pixel bound."""
-    width, height = jpeg_size(data) if codec == "jpeg" else png_size(data)
-    check_pixels(width, height, f"{codec} payload header")
-    return width, height
+check_pixels = raising(PayloadError, fmt.check_pixels)
+jpeg_size = raising(PayloadError, fmt.jpeg_size)
+png_size = raising(PayloadError, fmt.png_size)
+image_size = raising(PayloadError, fmt.image_size)

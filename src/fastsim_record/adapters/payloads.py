@@ -15,18 +15,45 @@ Numeric tick layout (one record per tick, all selected channels):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, ParamSpec, TypeVar
 
 import numpy as np
 
 from fastsim_contract.values import ChannelDescriptor, ObservationTick, PackedLayout, PackedValues
-from fastsim_record.errors import DescriptorDrift, RecordingFailed
+from fastsim_record.errors import DescriptorDriftError, RecordingFailed
+from fastsim_recording_format.errors import PayloadError
 
-__all__ = ["JSON_CODEC", "JsonEncoder", "NumericTickEncoder"]
+__all__ = ["JSON_CODEC", "JsonEncoder", "NumericTickEncoder", "raising"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def raising(
+    plugin_error: type[PayloadError], function: Callable[_P, _R]
+) -> Callable[_P, _R]:
+    """``function`` of a format codec, re-raising its payload error as ``plugin_error``.
+
+    ``plugin_error`` subclasses both the format's error and ``RecordError``, so the
+    writer worker's ``except RecordError`` keeps catching what the capture side raises.
+    """
+    source = plugin_error.__mro__[1]
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return function(*args, **kwargs)
+        except PayloadError as exc:
+            if isinstance(exc, plugin_error) or not isinstance(exc, source):
+                raise
+            raise plugin_error(exc.reason, **exc.fields) from None
+
+    return wrapper
 
 _DTYPE = operator.attrgetter("dtype")
 _SHAPE = operator.attrgetter("shape")
@@ -115,7 +142,7 @@ class NumericTickEncoder:
     def encode(self, payload: object) -> bytes:
         """Pack one :class:`ObservationTick` in the declared channel order."""
         if not isinstance(payload, ObservationTick):
-            raise DescriptorDrift(
+            raise DescriptorDriftError(
                 f"{self._stream}: expected an ObservationTick, got {type(payload).__name__}",
                 stream=self._stream,
             )
@@ -150,7 +177,7 @@ class NumericTickEncoder:
         if len(by_name) != len(self._order) or len(payload.samples) != len(self._order):
             extra = sorted(set(by_name) - set(self._order))
             missing = [n for n in self._order if n not in by_name]
-            raise DescriptorDrift(
+            raise DescriptorDriftError(
                 f"{self._stream}: tick {payload.capture_sequence} channels differ from the "
                 f"declared set (missing {missing}, unexpected {extra})",
                 stream=self._stream,
@@ -159,7 +186,7 @@ class NumericTickEncoder:
         for name in self._order:
             value = by_name.get(name)
             if value is None:
-                raise DescriptorDrift(
+                raise DescriptorDriftError(
                     f"{self._stream}: tick {payload.capture_sequence} lacks channel {name!r}",
                     stream=self._stream, channel=name,
                 )
@@ -168,7 +195,7 @@ class NumericTickEncoder:
             if array.shape != self._shapes[name] or array.dtype.kind != dtype.kind or (
                 array.dtype.itemsize != dtype.itemsize
             ):
-                raise DescriptorDrift(
+                raise DescriptorDriftError(
                     f"{self._stream}.{name}: expected {dtype.name}{list(self._shapes[name])}, "
                     f"got {array.dtype.name}{list(array.shape)}",
                     stream=self._stream, channel=name,
