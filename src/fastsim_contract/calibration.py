@@ -6,27 +6,27 @@ sample with the profile's digest (``CameraSample.calibration_digest``) and attac
 profile itself to every intrinsics sample.  Record checks both, stores the profile in
 every intrinsics record's metadata and the 3x3 K matrix in its payload.
 
-Profile rules (:func:`check_profile`):
-
-    | # | rule                                                                          |
-    |---|-------------------------------------------------------------------------------|
-    | 1 | ``schema`` is ``fastsim-camera-calibration/1``                                |
-    | 2 | ``width``/``height`` are positive integers; ``fx``, ``fy`` > 0, ``cx``, ``cy`` finite |
-    | 3 | ``model`` is ``pinhole`` and ``distortion`` is an empty list                  |
-    | 4 | only the keys below; strings at most 256 characters                           |
-    | 5 | the canonical JSON encoding is at most ``MAX_PROFILE_BYTES`` bytes            |
-
-Digest: ``"sha256:" + hex(sha256(canonical_json(profile)))`` where canonical JSON has
-sorted keys, no whitespace, UTF-8 and no NaN or Infinity.
+The profile rules, its canonical bytes, digest and K matrix are the recording format's
+(:mod:`fastsim_recording_format.codecs.calibration`, re-exported here); this module adds
+:func:`pinhole_profile`, which builds a profile from a camera's field of view.
+``CalibrationContractError`` is the format's ``CalibrationProfileError`` (a ``ValueError``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from collections.abc import Mapping
-from typing import Any, Final, NoReturn
+
+from fastsim_recording_format.codecs.calibration import (
+    MAX_PROFILE_BYTES,
+    PROFILE_KEYS,
+    PROFILE_SCHEMA,
+    calibration_digest,
+    canonical_profile_bytes,
+    check_profile,
+    intrinsic_matrix,
+    plain_profile,
+)
+from fastsim_recording_format.errors import CalibrationProfileError
 
 __all__ = [
     "MAX_PROFILE_BYTES",
@@ -41,21 +41,8 @@ __all__ = [
     "plain_profile",
 ]
 
-PROFILE_SCHEMA: Final = "fastsim-camera-calibration/1"
-MAX_PROFILE_BYTES: Final = 4096
-_MAX_STR: Final = 256
-
-#: Every key a profile has (all required).
-PROFILE_KEYS: Final = frozenset(
-    {
-        "schema", "camera", "model", "width", "height", "fx", "fy", "cx", "cy",
-        "distortion", "optical_frame", "extrinsics", "units",
-    }
-)
-
-
-class CalibrationContractError(ValueError):
-    """A calibration profile or digest breaks the contract; the message names the field."""
+CalibrationContractError = CalibrationProfileError
+"""A calibration profile or digest breaks the contract; the message names the field."""
 
 
 def pinhole_profile(
@@ -85,89 +72,3 @@ def pinhole_profile(
         "extrinsics": "camera_to_world",
         "units": {"focal": "px", "translation": "m"},
     }
-
-
-def plain_profile(value: object) -> Any:
-    """A deep plain copy: any mapping becomes a dict, any list or tuple a list.
-
-    Core may hand the profile over deeply frozen (read-only mappings, tuples); the
-    digest and the recorded metadata are defined on this plain JSON form.
-    """
-    if isinstance(value, Mapping):
-        return {str(k): plain_profile(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain_profile(v) for v in value]
-    return value
-
-
-def canonical_profile_bytes(profile: Mapping[str, object]) -> bytes:
-    """Canonical JSON of a profile: sorted keys, no whitespace, UTF-8, no NaN/Infinity."""
-    try:
-        text = json.dumps(
-            plain_profile(profile), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except (TypeError, ValueError) as exc:
-        raise CalibrationContractError(f"calibration profile: not canonical JSON ({exc})") from None
-    return text.encode("utf-8")
-
-
-def calibration_digest(profile: Mapping[str, object]) -> str:
-    """The digest that names a profile's calibration epoch."""
-    return "sha256:" + hashlib.sha256(canonical_profile_bytes(profile)).hexdigest()
-
-
-def check_profile(raw: object) -> dict[str, Any]:
-    """The profile's plain form if it satisfies the module's rule table, else raise."""
-    if not isinstance(raw, Mapping):
-        raise CalibrationContractError("calibration profile: must be a mapping")
-    profile: dict[str, Any] = plain_profile(raw)
-    keys = set(profile)
-    if keys != PROFILE_KEYS:
-        missing = sorted(PROFILE_KEYS - keys)
-        extra = sorted(str(k) for k in keys - PROFILE_KEYS)
-        what = f"missing {missing[0]!r}" if missing else f"unknown key {extra[0]!r}"
-        raise CalibrationContractError(f"calibration profile: {what}")
-    if profile["schema"] != PROFILE_SCHEMA:
-        _bad("schema", f"must be {PROFILE_SCHEMA!r}")
-    for name in ("width", "height"):
-        value = profile[name]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            _bad(name, "must be a positive integer")
-    for name in ("fx", "fy", "cx", "cy"):
-        value = profile[name]
-        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-            _bad(name, "must be a finite number")
-        if name in ("fx", "fy") and value <= 0:
-            _bad(name, "must be positive")
-    if profile["model"] != "pinhole":
-        _bad("model", "must be 'pinhole'")
-    if profile["distortion"] != []:
-        _bad("distortion", "must be an empty list for the pinhole model")
-    for name in ("camera", "optical_frame", "extrinsics"):
-        value = profile[name]
-        if not isinstance(value, str) or not 0 < len(value) <= _MAX_STR:
-            _bad(name, f"must be a string of 1..{_MAX_STR} characters")
-    if not isinstance(profile["units"], Mapping):
-        _bad("units", "must be a mapping")
-    if len(canonical_profile_bytes(profile)) > MAX_PROFILE_BYTES:
-        raise CalibrationContractError(
-            f"calibration profile: larger than {MAX_PROFILE_BYTES} bytes of canonical JSON"
-        )
-    return profile
-
-
-def intrinsic_matrix(profile: Mapping[str, object]) -> tuple[tuple[float, float, float], ...]:
-    """The 3x3 K matrix (row-major) a checked profile describes."""
-    fx, fy, cx, cy = (_num(profile, k) for k in ("fx", "fy", "cx", "cy"))
-    return ((fx, 0.0, cx), (0.0, fy, cy), (0.0, 0.0, 1.0))
-
-
-def _num(profile: Mapping[str, object], key: str) -> float:
-    value = profile.get(key)
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        _bad(key, "must be a finite number")
-    return float(value)
-
-
-def _bad(field: str, message: str) -> NoReturn:
-    raise CalibrationContractError(f"calibration profile {field}: {message}")
