@@ -241,6 +241,19 @@ class RecordCommand:
 
             return run_session(prepared, Path(args.output_dir), progress=progress, **options)
 
+    def check_sweep(self, args: argparse.Namespace) -> tuple[int | None, list[str]]:
+        """A sweep orchestrated by the caller (``fsr record --episodes N --ray``): the first
+        seed, or ``None`` and the lines saying why nothing may run (``sweep.check_sweep``)."""
+        from fastsim_embedded.sweep import check_sweep
+
+        return check_sweep(args)
+
+    def worker_command(self, args: argparse.Namespace, episode: int, seed: int) -> list[str]:
+        """The command line that records episode ``episode`` with ``seed`` in its own
+        process and prints its report as one JSON line (``sweep.worker_command``)."""
+        from fastsim_embedded.sweep import worker_command
+
+        return worker_command(args, episode, seed)
 
     def resolve(self, run: str, backend: str | None = None) -> tuple[list[str], list[dict[str, Any]]]:
         """``fsr check`` / ``fsr channels``: compile the Run, check its scene and build its

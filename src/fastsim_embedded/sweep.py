@@ -48,7 +48,7 @@ from fastsim_embedded.record_summary import (
 )
 from fastsim_embedded.stop_signals import StopSignals
 
-__all__ = ["run_sweep", "worker_command"]
+__all__ = ["check_sweep", "run_sweep", "worker_command"]
 
 
 def worker_command(args: argparse.Namespace, episode: int, seed: int) -> list[str]:
@@ -163,29 +163,36 @@ def _table(reports: list[EpisodeReport]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3] for row in rows]
 
 
+def check_sweep(args: argparse.Namespace) -> tuple[int | None, list[str]]:
+    """Checks 1-3 of the module table: the first seed, or ``None`` and the lines that say
+    why nothing may run (also used by a sweep orchestrated elsewhere, e.g. on Ray)."""
+    try:
+        first, names = episode_names(args.run, backend=args.backend, seed=args.seed, episodes=args.episodes)
+    except RunConfigError as exc:
+        return None, [str(issue) for issue in exc.issues]
+    except Exception as exc:
+        return None, [f"fsr record: {args.run}: {type(exc).__name__}: {exc}".splitlines()[0]]
+    if first + args.episodes - 1 > 2**63 - 1:
+        return None, [f"--seed: the sweep's last seed would be over 2**63-1 (first {first})"]
+    refused = _refusals(Path(args.output_dir), names, args.overwrite)
+    if refused:
+        lines = [f"fsr record: {line}" for line in refused[:10]]
+        if len(refused) > 10:
+            lines.append(f"fsr record: ... and {len(refused) - 10} more files; nothing was recorded")
+        return None, lines
+    return first, []
+
+
 def run_sweep(args: argparse.Namespace) -> int:
     """Record ``args.episodes`` episodes; never raise."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     out = Console(highlight=False, soft_wrap=True)
-    try:
-        first, names = episode_names(args.run, backend=args.backend, seed=args.seed, episodes=args.episodes)
-    except RunConfigError as exc:
-        for issue in exc.issues:
-            err.print(str(issue), markup=False)
+    first_or_none, lines = check_sweep(args)
+    for line in lines:
+        err.print(line, markup=False)
+    if first_or_none is None:
         return EXIT_CONFIG
-    except Exception as exc:
-        err.print(f"fsr record: {args.run}: {type(exc).__name__}: {exc}".splitlines()[0], markup=False)
-        return EXIT_CONFIG
-    if first + args.episodes - 1 > 2**63 - 1:
-        err.print(f"--seed: the sweep's last seed would be over 2**63-1 (first {first})", markup=False)
-        return EXIT_CONFIG
-    refused = _refusals(Path(args.output_dir), names, args.overwrite)
-    if refused:
-        for line in refused[:10]:
-            err.print(f"fsr record: {line}", markup=False)
-        if len(refused) > 10:
-            err.print(f"fsr record: ... and {len(refused) - 10} more files; nothing was recorded", markup=False)
-        return EXIT_CONFIG
+    first = first_or_none
     jobs = min(args.jobs or os.cpu_count() or 1, args.episodes)
     say_console = err if args.json else out
 

@@ -1,6 +1,10 @@
 """``fsr export SOURCES... --to lerobot|mcap|rerun -o OUT [--overwrite]``.
 
-SOURCES are FSR files or folders (every ``*.fsr`` below, sorted).  The export is written
+SOURCES are FSR files, folders (every ``*.fsr`` below, sorted) or URLs (``s3://``,
+``gs://``, ``file://``; each object, or every ``*.fsr`` under a prefix, is read from a
+temporary local copy).  Every source is validated first (``--jobs J`` processes, or
+``--ray [ADDR]`` Ray tasks, when given); each invalid one is named.  OUT may be a URL:
+the export is made locally, then uploaded.  The export is written
 to a temporary ``.OUT.exporting-<pid>`` next to OUT and renamed to OUT only when it is
 complete, so OUT is never half-written; an existing OUT is replaced only with
 ``--overwrite`` (and only after the new export is complete).
@@ -21,6 +25,7 @@ terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -44,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--video-codec", choices=("av1", "h264"), default="av1",
                         help="LeRobot: av1 (libsvtav1 with LeRobot's defaults, the default) or h264")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    from fastsim_record.batch.runner import add_executor_arguments
+
+    add_executor_arguments(parser)
     parser.epilog = (
         "exit codes: 0 exported; 1 a source is invalid or cannot be exported to the target; "
         "2 a SOURCE is missing, OUT exists (without --overwrite), or the target's extra is not installed"
@@ -102,8 +110,96 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
+    """Validate every source (in this process, or on the executor asked for); name each
+    invalid one; the worst exit code."""
+    from fastsim_record.export._source import receipt
+    from fastsim_recording_format import FormatError
+
+    if args.jobs is not None or args.ray is not None:
+        from fastsim_record.batch.jobs import CheckTask, validate_job
+        from fastsim_record.batch.runner import run_all
+        from fastsim_record.batch.sources import Entry
+
+        outcomes = run_all("fsr export", args, validate_job, [CheckTask(Entry(str(p), 0)) for p in sources])
+        if isinstance(outcomes, int):
+            return outcomes
+        for o in outcomes:
+            if o.code == 1:
+                print(f"invalid: {o.url}: {(o.error or '').removeprefix('invalid: ')}", file=sys.stderr)
+            elif o.code:
+                print(f"fsr export: cannot read {o.url}: {o.error}", file=sys.stderr)
+        return max((o.code for o in outcomes), default=0)
+    code = 0
+    for path in sources:
+        try:
+            receipt(path)
+        except FormatError as exc:
+            print(f"invalid: {path}: {exc}", file=sys.stderr)
+            code = max(code, 1)
+        except OSError as exc:
+            print(f"fsr export: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+            code = max(code, 2)
+    return code
+
+
+def _local_sources(raw: list[str], stack: contextlib.ExitStack) -> list[str]:
+    """URL sources become temporary local copies (kept until the export ends)."""
+    from fastsim_record.batch.sources import expand, is_url, local_copy
+
+    out: list[str] = []
+    for source in raw:
+        if not is_url(source):
+            out.append(source)
+            continue
+        for entry in expand([source]):
+            out.append(stack.enter_context(local_copy(entry.url)))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Export; see the module's outcome table."""
+    from fastsim_record.batch.sources import SourceError, is_url
+
+    with contextlib.ExitStack() as stack:
+        try:
+            local = _local_sources(args.sources, stack)
+        except SourceError as exc:
+            return _fail(2, f"fsr export: {exc}")
+        except OSError as exc:
+            return _fail(2, f"fsr export: {type(exc).__name__}: {exc}".splitlines()[0])
+        if not is_url(args.output):
+            return _export(args, local, args.output)
+        return _export_to_url(args, local, stack)
+
+
+def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib.ExitStack) -> int:
+    """Export into a temporary folder, then put it at the URL (refused if it exists)."""
+    import tempfile
+
+    from fastsim_record.batch.sources import SourceError, filesystem
+
+    try:
+        fs, remote = filesystem(args.output)
+        if fs.exists(remote) and not args.overwrite:
+            return _fail(2, f"fsr export: {args.output} exists; pass --overwrite to replace it")
+    except (SourceError, OSError) as exc:
+        return _fail(2, f"fsr export: {exc}".splitlines()[0])
+    folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="fsr-export-"))
+    staged = str(Path(folder) / Path(remote).name)
+    code = _export(args, local, staged)
+    if code:
+        return code
+    try:
+        fs.put(staged, remote, recursive=Path(staged).is_dir())
+    except OSError as exc:
+        return _fail(2, f"fsr export: upload to {args.output}: {exc}".splitlines()[0])
+    print(f"uploaded the export to {args.output}")
+    return 0
+
+
+def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> int:
+    """Export local sources to a local OUT."""
     from fastsim_record.export import (
         ExportError,
         ExportOptions,
@@ -111,15 +207,14 @@ def run(args: argparse.Namespace) -> int:
         collect_sources,
         exporter,
     )
-    from fastsim_record.export._source import receipt
     from fastsim_record.reading import ReadError
     from fastsim_recording_format import FormatError
 
     try:
-        sources = collect_sources(args.sources)
+        sources = collect_sources(raw_sources)
     except FileNotFoundError as exc:
         return _fail(2, f"fsr export: {exc}")
-    out = Path(args.output)
+    out = Path(output)
     if (out.exists() or out.is_symlink()) and not args.overwrite:
         return _fail(2, f"fsr export: {out} exists; pass --overwrite to replace it")
     if not out.parent.is_dir():
@@ -128,13 +223,9 @@ def run(args: argparse.Namespace) -> int:
         target = exporter(args.to)
     except MissingExtra as exc:
         return _fail(2, f"fsr export: {exc}")
-    for path in sources:
-        try:
-            receipt(path)
-        except FormatError as exc:
-            return _fail(1, f"invalid: {path}: {exc}")
-        except OSError as exc:
-            return _fail(2, f"fsr export: cannot read {path}: {exc.strerror or exc}")
+    code = _checked(args, sources)
+    if code:
+        return code
     tmp = out.parent / f".{out.name}.exporting-{os.getpid()}"
     if tmp.exists() or tmp.is_symlink():
         return _fail(2, f"fsr export: {tmp} exists (another export?); remove it first")

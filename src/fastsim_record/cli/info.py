@@ -1,4 +1,10 @@
-"""``fsr info FILE [--json]``: summarise a sealed FSR file.
+"""``fsr info FILE... [--json] [--jobs J|--ray [ADDR]]``: summarise sealed FSR files.
+
+One local FILE: the outcome table below.  Many files, folders or URLs: ``--json`` prints
+one JSON object per line (the keys below plus ``path``; a failed file is
+``{"path", "code", "error"}``), text prints each file's summary under a ``== FILE``
+header; then a summary line (stderr with ``--json``) and each failed file named; exit 0,
+else the worst code.
 
     | # | outcome                     | stdout               | stderr                | exit |
     |---|-----------------------------|----------------------|-----------------------|------|
@@ -31,8 +37,11 @@ __all__ = ["add_arguments", "run", "summary", "table"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``fsr info``'s arguments."""
-    parser.add_argument("file", metavar="FILE", help="a sealed .fsr file")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="sealed .fsr files, folders or URLs")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (one per line for many)")
+    from fastsim_record.batch.runner import add_executor_arguments
+
+    add_executor_arguments(parser)
 
 
 _RUN_KEYS = ("name", "backend", "seed", "episode")
@@ -198,8 +207,43 @@ def _text(info: dict[str, Any]) -> str:
     return "\n".join(lines + table(info["streams"]))
 
 
+def _batch(args: argparse.Namespace) -> int:
+    """Many files: one summary each, then the batch's summary and failures."""
+    from fastsim_record.batch.jobs import CheckTask, info_job
+    from fastsim_record.batch.runner import failures, run_all
+    from fastsim_record.batch.sources import SourceError, expand
+
+    try:
+        entries = expand(args.files)
+    except SourceError as exc:
+        print(f"fsr info: {exc}", file=sys.stderr)
+        return 2
+    outcomes = run_all("fsr info", args, info_job, [CheckTask(e) for e in entries])
+    if isinstance(outcomes, int):
+        return outcomes
+    for o in outcomes:
+        if args.json:
+            data = {"path": o.url, **o.data} if o.data is not None else {"path": o.url, "code": o.code, "error": o.error}
+            print(json.dumps(data, sort_keys=True))
+        elif o.data is not None:
+            print(f"== {o.url}\n{_text(o.data)}")
+    bad = sum(1 for o in outcomes if o.code)
+    print(f"summarised {len(outcomes)} files: {len(outcomes) - bad} valid, {bad} failed",
+          file=sys.stderr if args.json else sys.stdout)
+    return failures("fsr info", outcomes)
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the summary; 0 valid, 1 invalid, 2 unreadable."""
+    from fastsim_record.batch.sources import folder_hint, is_single_file
+
+    if not is_single_file(args.files, args):
+        return _batch(args)
+    args.file = args.files[0]
+    hint = folder_hint("fsr info", args.file)
+    if hint is not None:
+        print(hint, file=sys.stderr)
+        return 2
     try:
         with FsrReader(args.file) as reader:
             info = summary(reader)

@@ -4,9 +4,23 @@ The plugin never imports a host; the embedded host registers itself as
 ``fastsim.hosts`` / ``embedded`` (any other installed host serves when it is absent).
 Without any host installed the command explains that and exits 2.  Exit codes are the
 host's: 0 committed, 1 failed, 2 config.
+
+    | # | options                              | who runs the episodes                      |
+    |---|--------------------------------------|--------------------------------------------|
+    | 1 | none, or ``--episodes N [--jobs J]`` | the host, exactly as before                |
+    | 2 | ``--episodes N --ray [ADDRESS]``     | Ray tasks (``fastsim_record.batch.sweep``):|
+    |   | and/or ``--upload URL``              | each records on its node, validates,       |
+    |   |                                      | commits there, then uploads (``--upload``) |
+    | 3 | ``--ray``/``--upload`` without       | nobody: one line, exit 2                   |
+    |   | ``--episodes``, or with ``--jobs`` and ``--ray`` |                              |
 """
 
 from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
 
 from fastsim_record.cli._host import HOSTS_GROUP, HostCommand
 
@@ -22,5 +36,100 @@ _COMMAND = HostCommand(
     any_host=True,
 )
 
-add_arguments = _COMMAND.add_arguments
-run = _COMMAND.run
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The host's arguments, plus ``--ray [ADDRESS]`` and ``--upload URL`` for sweeps."""
+    _COMMAND.add_arguments(parser)
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="a sweep's episodes as Ray tasks (ADDRESS, else RAY_ADDRESS, else a local Ray)")
+    parser.add_argument("--upload", default=None, metavar="URL",
+                        help="a sweep: upload each committed, validated episode to URL (verified)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record on the host, or orchestrate a sweep on the executor port (table row 2)."""
+    ray, upload = getattr(args, "ray", None), getattr(args, "upload", None)
+    if ray is None and upload is None:
+        return _COMMAND.run(args)
+    if getattr(args, "episodes", None) is None:
+        print("fsr record: --ray and --upload: only with --episodes N", file=sys.stderr)
+        return 2
+    if ray is not None and getattr(args, "jobs", None) is not None:
+        print("fsr record: --jobs and --ray: choose one", file=sys.stderr)
+        return 2
+    host, why = _COMMAND.host()
+    if host is None or not hasattr(host, "worker_command"):
+        print(f"fsr record: {why or 'the installed host cannot run a sweep on Ray'}", file=sys.stderr)
+        return 2
+    return _sweep(host, args)
+
+
+def _sweep(host: Any, args: argparse.Namespace) -> int:
+    from fastsim_record.batch.executors import MissingRay, choose
+    from fastsim_record.batch.index import IndexError_, read_index, write_index
+    from fastsim_record.batch.sweep import EpisodeTask, episode_job
+
+    first, lines = host.check_sweep(args)
+    for line in lines:
+        print(line, file=sys.stderr)
+    if first is None:
+        return 2
+    index_url = f"{args.upload.rstrip('/')}/index.parquet" if args.upload else None
+    try:
+        old = (read_index(index_url) or {}) if index_url else {}
+    except (IndexError_, OSError, ValueError) as exc:
+        print(f"fsr record: --upload: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    tasks = [EpisodeTask(tuple(host.worker_command(args, k, first + k)), k, first + k,
+                         str(args.output_dir), args.upload) for k in range(args.episodes)]
+    import os
+
+    executor = choose(args.jobs or os.cpu_count() or 1, args.ray)
+    try:
+        outcomes = list(executor.map(episode_job, tasks))
+    except MissingRay as exc:
+        print(f"fsr record: {exc}", file=sys.stderr)
+        return 2
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        print(f"fsr record: --ray: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    finally:
+        executor.close()
+    rows = dict(old)
+    for outcome in outcomes:
+        for row in (outcome.data or {}).get("rows", []):
+            rows[row["path"]] = row
+    if index_url and rows:
+        write_index(index_url, rows.values())
+    return _report(args, outcomes)
+
+
+def _report(args: argparse.Namespace, outcomes: list[Any]) -> int:
+    counts = {"committed": 0, "stopped": 0, "failed": 0}
+    table = []
+    for o in outcomes:
+        report = (o.data or {}).get("report", {})
+        committed = ", ".join(report.get("committed") or [])
+        if o.code == 0:
+            counts["committed"] += 1
+        elif o.code == 3:
+            counts["stopped"] += 1
+        else:
+            counts["failed"] += 1
+        status = "committed" if o.code == 0 else "stopped" if o.code == 3 else "failed"
+        detail = committed if o.code == 0 else (o.error or report.get("reason") or "-")
+        table.append((str(report.get("episode", "?")), str(report.get("seed", "?")), status,
+                      str(detail).splitlines()[0]))
+    code = 1 if counts["failed"] else 3 if counts["stopped"] else 0
+    if args.json:
+        print(json.dumps({"episodes": [(o.data or {}).get("report") for o in outcomes],
+                          "exit_code": code, "counts": counts, "uploaded_to": args.upload}, sort_keys=True))
+        return code
+    where = f", uploaded to {args.upload}" if args.upload else ""
+    print(f"sweep of {len(outcomes)} episodes: {counts['committed']} committed{where}, "
+          f"{counts['stopped']} stopped, {counts['failed']} failed")
+    rows = [("episode", "seed", "status", "path or reason"), *table]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3])
+    return code

@@ -1,4 +1,11 @@
-"""``fsr validate FILE [--integrity structural|crc|fast|strong] [--json]``.
+"""``fsr validate FILE... [--integrity structural|crc|fast|strong] [--json] [--jobs J|--ray [ADDR]]``.
+
+One local FILE: the outcome table below.  Many files, folders or URLs (``s3://``,
+``gs://``, ``file://``): one line per file (``valid: FILE`` on stdout, or the error on
+stderr; with ``--json`` one JSON object per file with ``path``, ``code``, ``error``,
+``receipt``), then a summary line and each failed file named; exit 0 all valid, else the
+worst code (1 invalid, 2 unreadable or unsupported profile).  Batch jobs run in a local
+process pool (``--jobs``) or as Ray tasks (``--ray``): ``fastsim_record.batch``.
 
     | # | outcome                                   | stdout         | stderr                    | exit |
     |---|-------------------------------------------|----------------|---------------------------|------|
@@ -22,6 +29,9 @@ import argparse
 import json
 import sys
 
+from fastsim_record.batch.jobs import CheckTask, validate_job
+from fastsim_record.batch.runner import add_executor_arguments, failures, run_all
+from fastsim_record.batch.sources import SourceError, expand, folder_hint, is_single_file
 from fastsim_recording_format import (
     POLICY_INTEGRITIES,
     VALIDATION_PROFILES,
@@ -36,7 +46,7 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``fsr validate``'s arguments."""
-    parser.add_argument("file", metavar="FILE", help="a sealed .fsr file")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="sealed .fsr files, folders or URLs")
     parser.add_argument(
         "--integrity", choices=VALIDATION_PROFILES, default="structural",
         help="structural (default; no payload byte read), crc (every payload vs its CRC-32C), "
@@ -47,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the output policy integrity (default: sha256 for fast/strong, else none)",
     )
     parser.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    add_executor_arguments(parser)
 
 
 _UNSEALED_HINT = " (an unsealed .incomplete file can be rebuilt with 'fsr recover FILE -o OUT.fsr')"
@@ -55,6 +66,13 @@ _UNSEALED_HINT = " (an unsealed .incomplete file can be rebuilt with 'fsr recove
 def run(args: argparse.Namespace) -> int:
     """Validate and print the receipt; 0 valid, 1 invalid, 2 usage or unreadable."""
     policy = args.policy_integrity or ("sha256" if args.integrity in ("fast", "strong") else "none")
+    if not is_single_file(args.files, args):
+        return _batch(args, policy)
+    args.file = args.files[0]
+    hint = folder_hint("fsr validate", args.file)
+    if hint is not None:
+        print(hint, file=sys.stderr)
+        return 2
     try:
         receipt = validate(args.file, args.integrity, policy)
     except FormatError as exc:
@@ -77,3 +95,29 @@ def run(args: argparse.Namespace) -> int:
         for key, value in receipt.to_json().items():
             print(f"  {key}: {value if value is not None else '-'}")
     return 0
+
+
+def _batch(args: argparse.Namespace, policy: str) -> int:
+    """Many files: one line each, a summary, each failure named."""
+    if args.integrity in ("fast", "strong") and policy != "sha256":
+        print(f"fsr validate: integrity {args.integrity!r} requires --policy-integrity sha256", file=sys.stderr)
+        return 2
+    try:
+        entries = expand(args.files)
+    except SourceError as exc:
+        print(f"fsr validate: {exc}", file=sys.stderr)
+        return 2
+    outcomes = run_all("fsr validate", args, validate_job, [CheckTask(e, args.integrity, policy) for e in entries])
+    if isinstance(outcomes, int):
+        return outcomes
+    for o in outcomes:
+        if args.json:
+            print(json.dumps({"path": o.url, "code": o.code, "error": o.error, "receipt": o.data}, sort_keys=True))
+        elif o.code == 0:
+            print(f"valid: {o.url}")
+        else:
+            print(f"{o.url}: {o.error}", file=sys.stderr)
+    bad = sum(1 for o in outcomes if o.code)
+    summary = f"validated {len(outcomes)} files ({args.integrity}): {len(outcomes) - bad} valid, {bad} failed"
+    print(summary, file=sys.stderr if args.json else sys.stdout)
+    return failures("fsr validate", outcomes)

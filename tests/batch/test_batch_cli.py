@@ -1,0 +1,62 @@
+"""fsr validate / fsr info over many files: one line each, a summary, failures named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fastsim_record.cli import main
+
+Capture = pytest.CaptureFixture[str]
+
+
+def test_validate_many_files_summarises_and_names_each_failure(dataset: Path, capsys: Capture) -> None:
+    """Two folders of files: every file checked; exit 1 names only the broken one."""
+    bad = dataset / "broken.fsr"
+    bad.write_bytes(b"\x00" * 100)
+    good = sorted(dataset.glob("batch-test-*.fsr"))
+    assert main(["validate", str(good[0]), str(dataset), "--jobs", "2"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("valid: ") == 3
+    assert "validated 4 files (structural): 3 valid, 1 failed" in captured.out
+    assert f"  {bad}: invalid: " in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_validate_json_gives_one_object_per_file(dataset: Path, capsys: Capture) -> None:
+    """--json: one JSON object per line with the receipt; the summary goes to stderr."""
+    assert main(["validate", str(dataset), "--json", "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    lines = [json.loads(x) for x in captured.out.splitlines()]
+    assert [x["code"] for x in lines] == [0, 0, 0]
+    assert all(x["receipt"]["profile"] == "structural" for x in lines)
+    assert "3 valid, 0 failed" in captured.err
+
+
+def test_single_file_output_is_unchanged_and_a_lone_folder_needs_jobs(dataset: Path, capsys: Capture) -> None:
+    """One FILE keeps the receipt output; one folder without --jobs is a usage error naming the fix."""
+    one = sorted(dataset.glob("*.fsr"))[0]
+    assert main(["validate", str(one)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"valid: {one}\n  profile: structural")
+    assert main(["validate", str(dataset)]) == 2
+    assert "pass --jobs J" in capsys.readouterr().err
+
+
+def test_info_many_files_json_lines_carry_the_path(dataset: Path, capsys: Capture) -> None:
+    """fsr info --json over many files prints one summary per line, each with its path."""
+    files = sorted(dataset.glob("*.fsr"))
+    assert main(["info", "--json", *map(str, files)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [x["path"] for x in lines] == [str(f) for f in files]
+    assert [x["run"]["seed"] for x in lines] == [1, 2, 3]
+
+
+def test_info_batch_missing_source_is_one_line(dataset: Path, tmp_path: Path, capsys: Capture) -> None:
+    """A missing SOURCE among many: one line naming it, exit 2, nothing printed on stdout."""
+    assert main(["info", str(dataset), str(tmp_path / "gone.fsr")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == f"fsr info: {tmp_path / 'gone.fsr'}: no such file or folder"
