@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -14,7 +15,7 @@ from fastsim_record.cli import main
 Capture = pytest.CaptureFixture[str]
 
 
-def _rows(path: Path) -> dict[str, dict[str, object]]:
+def _rows(path: Path) -> dict[str, dict[str, Any]]:
     return {row["path"]: row for row in pq.read_table(path).to_pylist()}
 
 
@@ -29,7 +30,8 @@ def test_index_has_one_row_per_file_with_the_run_facts(dataset: Path, tmp_path: 
     assert (row["completion"], row["degraded"], row["recovered"], row["error"]) == ("normal", False, False, None)
     assert row["sim_duration_s"] == pytest.approx(0.3, abs=0.05)
     assert dict((p["name"], p["count"]) for p in row["records_by_kind"])["observations"] > 0
-    assert row["footer_identity"] and len(str(row["sha256"])) == 64
+    assert row["footer_identity"]
+    assert len(str(row["sha256"])) == 64
     assert row["size"] == os.path.getsize(dataset / "batch-test-seed1-0000.fsr")
     assert "indexed 3 files" in capsys.readouterr().out
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
@@ -62,7 +64,9 @@ def test_an_invalid_file_is_a_row_with_its_error_and_the_exit_names_it(
     assert rows[str(bad)]["error"].startswith("invalid: ")
     assert rows[str(bad)]["run_id"] is None
     err = capsys.readouterr().err
-    assert str(bad) in err and "at offset" in err and "Traceback" not in err
+    assert str(bad) in err
+    assert "at offset" in err
+    assert "Traceback" not in err
 
 
 def test_an_existing_out_that_is_not_an_index_is_refused(dataset: Path, tmp_path: Path, capsys: Capture) -> None:
@@ -72,7 +76,8 @@ def test_an_existing_out_that_is_not_an_index_is_refused(dataset: Path, tmp_path
     assert main(["index", str(dataset), "-o", str(out)]) == 2
     assert out.read_text() == "my notes"
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "is not an episode index" in err[0]
+    assert len(err) == 1
+    assert "is not an episode index" in err[0]
     assert main(["index", str(dataset), "-o", str(out), "--overwrite"]) == 0
     assert len(_rows(out)) == 3
 
