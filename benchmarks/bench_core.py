@@ -23,7 +23,7 @@ from collections.abc import Callable
 from fastsim_record.core import (
     Batcher,
     BatchLimits,
-    Envelope,
+    CapturedItem,
     Lane,
     LaneName,
     LaneSpec,
@@ -40,10 +40,10 @@ def _best(fn: Callable[[], float], repeat: int) -> float:
     return min(fn() for _ in range(repeat))
 
 
-def _script(n: int) -> list[Envelope]:
+def _script(n: int) -> list[CapturedItem]:
     """n envelopes over three sources/lanes, as a 120 Hz tick with one camera would publish."""
     f = EnvelopeFactory()
-    out: list[Envelope] = []
+    out: list[CapturedItem] = []
     while len(out) < n:
         f.next_tick()
         out.append(f.record("numeric.tick", size=720))
@@ -52,11 +52,11 @@ def _script(n: int) -> list[Envelope]:
     return out[:n]
 
 
-def bench_deque(envs: list[Envelope], rounds: int) -> float:
+def bench_deque(envs: list[CapturedItem], rounds: int) -> float:
     """Seconds per bare deque append + popleft pair."""
     total = 0.0
     for _ in range(rounds):
-        d: collections.deque[Envelope] = collections.deque()
+        d: collections.deque[CapturedItem] = collections.deque()
         append, popleft = d.append, d.popleft
         t0 = time.perf_counter()
         for e in envs:
@@ -66,7 +66,7 @@ def bench_deque(envs: list[Envelope], rounds: int) -> float:
     return total / (rounds * len(envs))
 
 
-def bench_capture(envs: list[Envelope], rounds: int) -> float:
+def bench_capture(envs: list[CapturedItem], rounds: int) -> float:
     """Seconds per pump validation + try_publish (one source into its lane: a pump's view)."""
     obs = [e for e in envs if e.source == "observations"]
     total = 0.0
@@ -83,7 +83,7 @@ def bench_capture(envs: list[Envelope], rounds: int) -> float:
     return total / (rounds * len(obs))
 
 
-def bench_worker(envs: list[Envelope], rounds: int, chunk: int = 64) -> float:
+def bench_worker(envs: list[CapturedItem], rounds: int, chunk: int = 64) -> float:
     """Seconds per envelope for lane drain + ordered merge + batch accounting."""
     total = 0.0
     batches = 0
@@ -105,7 +105,7 @@ def bench_worker(envs: list[Envelope], rounds: int, chunk: int = 64) -> float:
                 for e in lane.drain(chunk):
                     push(e)
             for item in release():
-                if item.__class__ is Envelope and add(item.generation, item.sim_time_ns, item.size or 0):
+                if item.__class__ is CapturedItem and add(item.generation, item.sim_time_ns, item.size or 0):
                     batches += 1
                 released += 1
         total += time.perf_counter() - t0

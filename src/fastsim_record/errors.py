@@ -9,7 +9,7 @@ from the host are translated into this hierarchy at the boundary that meets them
     +-- RecordingFailed        a latched fatal recording error (lane, pump, worker, fence)
     |   +-- RequiredLossError  a required stream lost data
     |   +-- CalibrationError   a calibration contract was violated
-    |   +-- DescriptorDrift    a stream's descriptor changed mid-stream
+    |   +-- DescriptorDriftError a stream's descriptor changed mid-stream
     +-- OutputError            the output transaction could not validate or commit
     +-- ContractError          the host broke the Core contract (wrong lease, bad envelope)
 """
@@ -20,16 +20,19 @@ from collections.abc import Sequence
 
 import attrs
 
+from fastsim_contract.errors import CoreError
+
 __all__ = [
     "CalibrationError",
     "ConfigError",
     "ConfigIssue",
     "ContractError",
-    "DescriptorDrift",
+    "DescriptorDriftError",
     "OutputError",
     "RecordError",
     "RecordingFailed",
     "RequiredLossError",
+    "translate",
 ]
 
 
@@ -76,7 +79,7 @@ class CalibrationError(RecordingFailed):
     """A camera's calibration contract was violated."""
 
 
-class DescriptorDrift(RecordingFailed):
+class DescriptorDriftError(RecordingFailed):
     """A stream's shape, dtype or codec description changed mid-stream."""
 
 
@@ -86,3 +89,12 @@ class OutputError(RecordError):
 
 class ContractError(RecordError):
     """The host violated the Core contract (wrong lease identity, malformed envelope)."""
+
+
+def translate(exc: BaseException, what: str) -> RecordError:
+    """A Core (or unexpected) error met while doing ``what``, as one ``RecordError`` line."""
+    if isinstance(exc, RecordError):
+        return exc
+    if isinstance(exc, CoreError):
+        return ContractError(f"{what}: Core refused: {exc}", cause=type(exc).__name__)
+    return ContractError(f"{what}: {type(exc).__name__}: {exc}", cause=type(exc).__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from fastsim_contract.values import CameraSample, Envelope, SourceKind
-from fastsim_record.core.envelope import LaneName
+from fastsim_record.core.captured import LaneName
 from fastsim_record.core.lane import Lane, LaneSpec
 from fastsim_record.errors import ContractError
 from fastsim_record.pipeline.camera_pump import CameraPump

@@ -15,7 +15,7 @@ from fastsim_record.adapters.camera_records import (
     camera_streams,
 )
 from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder, decode_frame
-from fastsim_record.errors import CalibrationError, DescriptorDrift
+from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.ports.encoders import ImageDescriptor
 from fastsim_record.testing.cameras import camera_tick, frozen
 
@@ -111,7 +111,7 @@ def test_extrinsics_records_are_exact_float64() -> None:
 def test_rgb_size_drift_fails_closed() -> None:
     """An RGB frame whose size differs from the declared descriptor is descriptor drift."""
     rgb = _by_role(camera_tick("overview", tick=1, width=32, height=24))["rgb"]
-    with pytest.raises(DescriptorDrift, match=r"cameras\.overview\.rgb"):
+    with pytest.raises(DescriptorDriftError, match=r"cameras\.overview\.rgb"):
         CameraRecordEncoder("overview", JpegEncoder(64, 48)).encode(rgb)
 
 
@@ -119,7 +119,7 @@ def test_depth_like_array_never_reaches_the_jpeg_encoder() -> None:
     """A float depth array on the RGB channel is rejected as drift, not encoded."""
     rgb = _by_role(camera_tick("overview", tick=1))["rgb"]
     depth = attrs.evolve(rgb, value=frozen(np.zeros((48, 64), dtype=np.float32)))
-    with pytest.raises(DescriptorDrift):
+    with pytest.raises(DescriptorDriftError):
         CameraRecordEncoder("overview", JpegEncoder(64, 48)).encode(depth)
 
 
@@ -127,7 +127,7 @@ def test_k_dtype_drift_fails_closed() -> None:
     """A float32 K matrix is descriptor drift."""
     intr = _by_role(camera_tick("overview", tick=1))["intrinsics"]
     bad = attrs.evolve(intr, value=frozen(np.eye(3, dtype=np.float32)))
-    with pytest.raises(DescriptorDrift, match="float64"):
+    with pytest.raises(DescriptorDriftError, match="float64"):
         CameraRecordEncoder("overview", JpegEncoder(64, 48)).encode(bad)
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from fastsim_contract.values import CameraSample
 from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder
-from fastsim_record.core.envelope import Envelope, LaneName
-from fastsim_record.errors import CalibrationError, DescriptorDrift
+from fastsim_record.core.captured import CapturedItem, LaneName
+from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.pipeline.camera_stage import CameraSetup, CameraStage
 from fastsim_record.testing.cameras import camera_tick, frozen
 
@@ -28,9 +28,9 @@ def _stage(*aliases: str, required: bool = True, png: bool = False) -> CameraSta
     )
 
 
-def _envelopes(samples: tuple[CameraSample, ...], *, tick: int, generation: int = 0) -> Iterator[Envelope]:
+def _envelopes(samples: tuple[CameraSample, ...], *, tick: int, generation: int = 0) -> Iterator[CapturedItem]:
     for i, sample in enumerate(samples):
-        yield Envelope(
+        yield CapturedItem(
             global_sequence=tick * 100 + i + 1, source=f"cameras.{sample.camera}.{sample.role}",
             capture_sequence=tick, stream=f"cameras.{sample.camera}.{sample.role}",
             lane=LaneName.MEDIA, generation=generation, tick=tick, sim_time_ns=tick * 1000,
@@ -150,7 +150,7 @@ def test_rgb_descriptor_drift_fails_closed() -> None:
     stage = _stage("cam")
     samples = camera_tick("cam", tick=1)
     small = attrs.evolve(samples[0], value=frozen(np.zeros((24, 32, 3), dtype=np.uint8)))
-    with pytest.raises(DescriptorDrift, match="drift"):
+    with pytest.raises(DescriptorDriftError, match="drift"):
         stage.encode(next(_envelopes((small,), tick=1)))
     with pytest.raises(CalibrationError, match="already failed"):
         stage.encode(next(_envelopes(samples, tick=1)))
@@ -162,7 +162,7 @@ def test_quaternion_dtype_drift_fails_closed() -> None:
     stage = _stage("cam")
     quat = camera_tick("cam", tick=1)[2]
     bad = attrs.evolve(quat, value=frozen(np.array([0, 0, 0, 1], dtype=np.float32)))
-    with pytest.raises(DescriptorDrift):
+    with pytest.raises(DescriptorDriftError):
         stage.encode(next(_envelopes((bad,), tick=1)))
 
 

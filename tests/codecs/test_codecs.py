@@ -17,7 +17,7 @@ from fastsim_record.adapters.codecs import (
     encoder_for,
     encoder_for_camera,
 )
-from fastsim_record.errors import ConfigError, DescriptorDrift
+from fastsim_record.errors import ConfigError, DescriptorDriftError
 from fastsim_record.ports.encoders import (
     FrameDecoder,
     FrameEncoder,
@@ -188,13 +188,13 @@ def test_non_rgb_input_is_rejected(bad: U8) -> None:
         encoder_for("raw", width=64, height=48),
     )
     for enc in encoders:
-        with pytest.raises(DescriptorDrift, match=r"frame: expected uint8 RGB of shape \(48, 64, 3\)"):
+        with pytest.raises(DescriptorDriftError, match=r"frame: expected uint8 RGB of shape \(48, 64, 3\)"):
             enc.encode(bad)
 
 
 def test_non_array_input_is_rejected() -> None:
     """Raw bytes are not a frame: the encoder names the type it got."""
-    with pytest.raises(DescriptorDrift, match="got bytes"):
+    with pytest.raises(DescriptorDriftError, match="got bytes"):
         encoder_for(width=4, height=4).encode(b"\0" * 48)  # type: ignore[arg-type]
 
 

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fastsim_record.core import (
-    Envelope,
+    CapturedItem,
     GapLedger,
     GapReason,
     GapRecord,
@@ -61,14 +61,14 @@ def test_g5_coalesce_merges_only_contiguous_runs_of_one_stream() -> None:
     script=envelope_scripts(max_size=40, required=False, barriers=False),
     drains=st.lists(st.integers(0, 3), min_size=1),
 )
-def test_gaps_exactly_cover_lost_sequences(spec: LaneSpec, script: list[Envelope], drains: list[int]) -> None:
+def test_gaps_exactly_cover_lost_sequences(spec: LaneSpec, script: list[CapturedItem], drains: list[int]) -> None:
     """G1/G2/G6: merged output covers 1..n once; gaps cover exactly the lost envelopes."""
     lanes = {name: Lane(LaneSpec(name=name, max_items=spec.max_items, max_bytes=spec.max_bytes,
                                  overload=spec.overload), [False])
              for name in (LaneName.NUMERIC, LaneName.MEDIA)}
     critical = Lane(LaneSpec(name=LaneName.CRITICAL, max_items=10_000, max_bytes=1 << 40))
     merge, ledger = OrderedMerge(), GapLedger()
-    out: list[Envelope | GapRecord] = []
+    out: list[CapturedItem | GapRecord] = []
     lost: set[int] = set()
 
     def pump(n: int) -> None:
@@ -98,15 +98,15 @@ def test_gaps_exactly_cover_lost_sequences(spec: LaneSpec, script: list[Envelope
 
 
 @given(script=envelope_scripts(max_size=30, required=False, barriers=False), data=st.data())
-def test_coalesce_preserves_exact_coverage(script: list[Envelope], data: st.DataObject) -> None:
+def test_coalesce_preserves_exact_coverage(script: list[CapturedItem], data: st.DataObject) -> None:
     """G5: coalescing never changes which global sequences the output covers, or its order."""
     lost = data.draw(st.sets(st.integers(1, max(1, len(script)))))
-    items: list[Envelope | GapRecord] = [
+    items: list[CapturedItem | GapRecord] = [
         GapRecord.for_envelope(e, GapReason.DEGRADED) if e.global_sequence in lost else e for e in script
     ]
     merged = coalesce(items)
 
-    def seqs(xs: list[Envelope | GapRecord]) -> list[int]:
+    def seqs(xs: list[CapturedItem | GapRecord]) -> list[int]:
         return [s for x in xs for s in (x.global_sequences if isinstance(x, GapRecord) else [x.global_sequence])]
 
     assert seqs(merged) == seqs(items)

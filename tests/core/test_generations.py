@@ -6,12 +6,12 @@ import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastsim_record.core import Envelope, SourceContinuity, StreamIndexer
+from fastsim_record.core import CapturedItem, SourceContinuity, StreamIndexer
 from fastsim_record.testing.envelopes import EnvelopeFactory
 from fastsim_record.testing.strategies import envelope_scripts
 
 
-def _obs(n: int) -> tuple[EnvelopeFactory, list[Envelope]]:
+def _obs(n: int) -> tuple[EnvelopeFactory, list[CapturedItem]]:
     f = EnvelopeFactory()
     return f, [f.record("numeric.tick") for _ in range(n)]
 
@@ -79,7 +79,7 @@ def test_channel_sequence_is_diagnostic_only() -> None:
 
 
 @given(script=envelope_scripts(max_size=40))
-def test_factory_scripts_pass_pump_validation(script: list[Envelope]) -> None:
+def test_factory_scripts_pass_pump_validation(script: list[CapturedItem]) -> None:
     """Every correctly stamped script passes S1-S4 on each of its sources."""
     checkers: dict[str, SourceContinuity] = {}
     for env in script:
@@ -97,7 +97,7 @@ def test_p1_stream_index_restarts_per_generation() -> None:
 
 
 @given(script=envelope_scripts(), skip=st.sets(st.integers(0, 40)))
-def test_advance_agrees_with_check(script: list[Envelope], skip: set[int]) -> None:
+def test_advance_agrees_with_check(script: list[CapturedItem], skip: set[int]) -> None:
     """advance(scalars) continues exactly where check's fast path would, and changes nothing otherwise."""
     fast = SourceContinuity("observations")
     full = SourceContinuity("observations")

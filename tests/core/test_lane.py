@@ -13,7 +13,7 @@ from fastsim_record.core import (
     ACCEPTED,
     SIZE_CEILING,
     AdmissionOutcome,
-    Envelope,
+    CapturedItem,
     GapReason,
     InvalidLimits,
     Lane,
@@ -33,7 +33,7 @@ def _lane(policy: OverloadPolicy, max_items: int = 2, max_bytes: int = 1000) -> 
     return Lane(spec, [False])
 
 
-def _optional(f: EnvelopeFactory, size: int = 10) -> Envelope:
+def _optional(f: EnvelopeFactory, size: int = 10) -> CapturedItem:
     return f.record("obs", required=False, size=size)
 
 
@@ -150,7 +150,7 @@ def test_critical_bytes_use_producer_size_else_ceiling() -> None:
 
 
 @given(spec=lane_specs(), script=envelope_scripts(required=False), pops=st.lists(st.integers(0, 3)))
-def test_counters_conserve(spec: LaneSpec, script: list[Envelope], pops: list[int]) -> None:
+def test_counters_conserve(spec: LaneSpec, script: list[CapturedItem], pops: list[int]) -> None:
     """Counters conserve: enqueued == dequeued + depth + lost, and lost equals the gaps."""
     lane = Lane(spec, [False])
     gaps = 0
@@ -174,10 +174,10 @@ class LaneMachine(RuleBasedStateMachine):
         super().__init__()
         self.factory = EnvelopeFactory()
         self.lane: Lane | None = None
-        self.model: deque[Envelope] = deque()
+        self.model: deque[CapturedItem] = deque()
         self.lost: list[tuple[int, GapReason]] = []
         self.taken: list[tuple[int, GapReason]] = []
-        self.out: list[Envelope] = []
+        self.out: list[CapturedItem] = []
         self.enqueued = self.failures = self.degradations = self.high_water = 0
         self.fatal = False
         self.degraded = False
@@ -190,7 +190,7 @@ class LaneMachine(RuleBasedStateMachine):
     def _bytes(self) -> int:
         return sum(e.admission_size for e in self.model)
 
-    def _expect(self, env: Envelope) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
+    def _expect(self, env: CapturedItem) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
         """The model's answer (outcome, gaps) for ``env``; updates the model state."""
         assert self.lane is not None
         spec, size = self.lane.spec, env.admission_size
@@ -208,7 +208,7 @@ class LaneMachine(RuleBasedStateMachine):
             return self._drop(env, GapReason.DEGRADED)
         if policy is OverloadPolicy.DROP_NEWEST or size > spec.max_bytes:  # A5, A7
             return self._drop(env, GapReason(policy.value))
-        victims: list[Envelope] = []  # A6: evict the oldest until it fits
+        victims: list[CapturedItem] = []  # A6: evict the oldest until it fits
         while (len(self.model) - len(victims) >= spec.max_items
                or self._bytes() - sum(v.admission_size for v in victims) + size > spec.max_bytes):
             victim = self.model[len(victims)]
@@ -221,14 +221,14 @@ class LaneMachine(RuleBasedStateMachine):
         self.lost += gaps
         return self._admit(env, AdmissionOutcome.EVICTED, gaps)
 
-    def _admit(self, env: Envelope, outcome: AdmissionOutcome,
+    def _admit(self, env: CapturedItem, outcome: AdmissionOutcome,
                gaps: list[tuple[int, GapReason]]) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
         self.model.append(env)
         self.enqueued += 1
         self.high_water = max(self.high_water, len(self.model))
         return outcome, gaps
 
-    def _drop(self, env: Envelope, reason: GapReason) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
+    def _drop(self, env: CapturedItem, reason: GapReason) -> tuple[AdmissionOutcome, list[tuple[int, GapReason]]]:
         if env.required:  # A9
             return self._latch()
         gap = [(env.global_sequence, reason)]
@@ -293,21 +293,21 @@ class LaneMachine(RuleBasedStateMachine):
 TestLaneMachine = LaneMachine.TestCase
 
 
-def _carry(envelope: Envelope) -> tuple[str, Envelope]:
+def _carry(envelope: CapturedItem) -> tuple[str, CapturedItem]:
     return ("carrier", envelope)
 
 
-def _materialize(item: object) -> Envelope:
+def _materialize(item: object) -> CapturedItem:
     if isinstance(item, tuple):
-        envelope: Envelope = item[1]
+        envelope: CapturedItem = item[1]
         return envelope
-    assert isinstance(item, Envelope)
+    assert isinstance(item, CapturedItem)
     return item
 
 
 @given(spec=lane_specs(), script=envelope_scripts(required=False), pops=st.lists(st.integers(0, 3)))
 def test_carriers_decide_and_account_like_envelopes(
-    spec: LaneSpec, script: list[Envelope], pops: list[int]
+    spec: LaneSpec, script: list[CapturedItem], pops: list[int]
 ) -> None:
     """try_admit of carriers decides, counts, gaps and drains exactly as try_publish of envelopes."""
     plain = Lane(spec, [False])

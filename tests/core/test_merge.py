@@ -7,18 +7,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from fastsim_record.core import Envelope, GapReason, GapRecord, MergeConflict, OrderedMerge
+from fastsim_record.core import CapturedItem, GapReason, GapRecord, MergeConflict, OrderedMerge
 from fastsim_record.testing.envelopes import EnvelopeFactory
 from fastsim_record.testing.strategies import envelope_scripts
 
-Item = Envelope | GapRecord
+Item = CapturedItem | GapRecord
 
 
 def _feed(merge: OrderedMerge, item: Item) -> MergeConflict | None:
     return merge.explain(item) if isinstance(item, GapRecord) else merge.push(item)
 
 
-def _as_items(script: list[Envelope], lost: set[int]) -> list[Item]:
+def _as_items(script: list[CapturedItem], lost: set[int]) -> list[Item]:
     return [
         GapRecord.for_envelope(e, GapReason.DROP_NEWEST) if e.global_sequence in lost else e
         for e in script
@@ -94,7 +94,7 @@ def test_m5_progress_follows_capture_sequence() -> None:
     script=envelope_scripts(max_size=30),
     data=st.data(),
 )
-def test_any_arrival_order_merges_to_the_same_output(script: list[Envelope], data: st.DataObject) -> None:
+def test_any_arrival_order_merges_to_the_same_output(script: list[CapturedItem], data: st.DataObject) -> None:
     """Any interleaving and arrival order of the same items releases the same output."""
     lost = set(data.draw(st.sets(st.integers(1, max(1, len(script))))))
     items = _as_items(script, lost)
@@ -159,7 +159,7 @@ class MergeMachine(RuleBasedStateMachine):
     def released_output_is_the_contiguous_prefix(self) -> None:
         expect, seen = 1, []
         for x in self.out:  # M1, M2, M4
-            first = x.global_sequence if isinstance(x, Envelope) else x.first_global
+            first = x.global_sequence if isinstance(x, CapturedItem) else x.first_global
             assert first == expect
             assert x is self.items[first]
             seen.append(first)

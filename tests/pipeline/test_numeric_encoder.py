@@ -15,7 +15,7 @@ from fastsim_contract.values import (
     SampleBlock,
 )
 from fastsim_record.adapters.payloads import NumericTickEncoder
-from fastsim_record.errors import DescriptorDrift
+from fastsim_record.errors import DescriptorDriftError
 
 _CHANNELS = (
     ChannelDescriptor("a.q", "numeric", "float64", (3,), ("rad",) * 3, "a"),
@@ -71,7 +71,7 @@ def test_a_packed_tick_with_a_drifted_layout_is_drift() -> None:
     encoder = NumericTickEncoder("observations", _CHANNELS)
     values = _values()
     drifted = (values[0].astype(np.float32), values[1], values[2])
-    with pytest.raises(DescriptorDrift, match=r"a\.q: expected float64\[3\], got float32\[3\]"):
+    with pytest.raises(DescriptorDriftError, match=r"a\.q: expected float64\[3\], got float32\[3\]"):
         encoder.encode(ObservationTick(1, SampleBlock(_NAMES, _packed(drifted), 1)))
     big_endian = (values[0].astype(">f8"), values[1], values[2])  # same values, other byte order
     assert encoder.encode(ObservationTick(2, SampleBlock(_NAMES, _packed(big_endian), 1))) == b"".join(
@@ -83,8 +83,8 @@ def test_a_tick_missing_or_adding_a_channel_is_drift() -> None:
     """A tick lacking a declared channel or carrying an unselected one fails naming the difference."""
     encoder = NumericTickEncoder("observations", _CHANNELS)
     values = _values()
-    with pytest.raises(DescriptorDrift, match=r"missing \['b.count'\]"):
+    with pytest.raises(DescriptorDriftError, match=r"missing \['b.count'\]"):
         encoder.encode(ObservationTick(1, SampleBlock(_NAMES[:2], values[:2], 1)))
     extra = (*_NAMES, "c.x")
-    with pytest.raises(DescriptorDrift, match=r"unexpected \['c.x'\]"):
+    with pytest.raises(DescriptorDriftError, match=r"unexpected \['c.x'\]"):
         encoder.encode(ObservationTick(1, SampleBlock(extra, (*values, values[0]), 1)))

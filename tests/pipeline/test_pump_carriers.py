@@ -1,4 +1,4 @@
-"""The stock pump admits cheap carriers; the worker side builds the core envelopes."""
+"""A carrier converter's pump admits cheap carriers; the worker side builds the captured items."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import threading
 import attrs
 
 from fastsim_contract.values import Envelope, GenerationBarrier, SourceKind
-from fastsim_record.adapters.core_binding import EnvelopeConverter, materialize
-from fastsim_record.core.envelope import Envelope as CoreEnvelope
-from fastsim_record.core.envelope import EnvelopeKind, LaneName
+from fastsim_record.adapters.core_binding import EnvelopeConverter
+from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
 from fastsim_record.core.lane import Lane, LaneSpec
 from fastsim_record.errors import ContractError
+from fastsim_record.pipeline.camera_pump import CameraConverter
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.pipeline.pumps import PUMP_KINDS, LaneHandle, Pump
+from fastsim_record.pipeline.pumps import LaneHandle, Pump
+from fastsim_record.ports.sources import Carrier, CarrierConverter, materialize
+from fastsim_record.sources import SOURCES
 
 
 def _pump() -> tuple[Pump, LaneHandle, Monitor, EnvelopeConverter]:
@@ -22,7 +24,7 @@ def _pump() -> tuple[Pump, LaneHandle, Monitor, EnvelopeConverter]:
         threading.Event(),
     )
     monitor = Monitor(lambda _reason: False)
-    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, PUMP_KINDS["events"][0])
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, SOURCES["events"].contract_kinds)
     return Pump("events", convert, handle, monitor), handle, monitor, convert
 
 
@@ -36,7 +38,7 @@ def test_pump_builds_no_core_envelope_and_drain_materializes_the_converted_one()
     items = [_event(1, 1), _event(3, 2)]
     for item in items:
         pump(item)
-    assert not any(isinstance(held, CoreEnvelope) for held in handle.lane._items)
+    assert not any(isinstance(held, CapturedItem) for held in handle.lane._items)
     assert handle.lane.drain() == [convert(item) for item in items]
     assert handle.lane.counters().depth_bytes == 0
     assert monitor.error is None
@@ -54,10 +56,10 @@ def test_pump_discontinuity_still_latches_the_rule() -> None:
 def test_converter_build_matches_the_full_conversion_for_barriers() -> None:
     """A barrier converts to a BARRIER core envelope of size 0 through build, as before."""
     convert = EnvelopeConverter(
-        "observations", "numeric.tick", LaneName.NUMERIC, True, PUMP_KINDS["observations"][0], 100
+        "observations", "numeric.tick", LaneName.NUMERIC, True, SOURCES["observations"].contract_kinds, 100
     )
     barrier = Envelope(5, SourceKind.GENERATION_BARRIER, 1, 4, 40, GenerationBarrier(1, 0), None, 3)
-    built = materialize((barrier, convert))
+    built = materialize(Carrier(barrier, convert))
     assert (built.kind, built.size, built.capture_sequence) == (EnvelopeKind.BARRIER, 0, 3)
     assert built == convert(barrier)
 
@@ -68,7 +70,7 @@ def test_pump_wakes_the_worker_at_an_eighth_of_the_lane_bytes() -> None:
         Lane(LaneSpec(name=LaneName.CRITICAL, max_items=4096, max_bytes=8 * 17 * 3), [True], materialize=materialize),
         threading.Event(),
     )
-    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, PUMP_KINDS["events"][0])
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, SOURCES["events"].contract_kinds)
     pump = Pump("events", convert, handle, Monitor(lambda _reason: False), carries_barriers=False)
     assert (handle.lane.pressure_items, handle.lane.pressure_bytes) == (512, 51)
     pump(_event(1, 1))
@@ -81,17 +83,34 @@ def test_pump_wakes_the_worker_at_an_eighth_of_the_lane_bytes() -> None:
 def test_build_through_the_slots_equals_the_constructed_core_envelope() -> None:
     """``build`` fills every slot exactly as the frozen class's ``__init__`` would."""
 
-    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, False, PUMP_KINDS["events"][0])
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, False, SOURCES["events"].contract_kinds)
     item = _event(7, 3, generation=2)
     built = convert.build(item)
-    expected = CoreEnvelope(
+    expected = CapturedItem(
         global_sequence=7, source="events", capture_sequence=3, stream="events",
         lane=LaneName.CRITICAL, generation=2, tick=3, sim_time_ns=30, required=False,
         size=17, kind=EnvelopeKind.RECORD, channel_sequence=None, payload=item.payload,
     )
-    for field in attrs.fields(CoreEnvelope):
+    for field in attrs.fields(CapturedItem):
         assert getattr(built, field.name) is getattr(expected, field.name) or (
             getattr(built, field.name) == getattr(expected, field.name)
         ), field.name
     assert built.payload is item.payload
-    assert type(built) is CoreEnvelope
+    assert type(built) is CapturedItem
+
+
+def test_carrier_path_is_chosen_by_the_converter_port_not_its_class() -> None:
+    """The Core binding's converter satisfies ``CarrierConverter``; the camera converter does not."""
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, SOURCES["events"].contract_kinds)
+    assert isinstance(convert, CarrierConverter)
+    assert not isinstance(CameraConverter({"a": True}), CarrierConverter)
+    pump, handle, _, _ = _pump()
+    pump(_event(1, 1))
+    assert [type(held) for held in handle.lane._items] == [Carrier]
+
+
+def test_materialize_passes_a_captured_item_through_unchanged() -> None:
+    """A lane may hold captured items beside carriers: ``materialize`` returns them as they are."""
+    convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, SOURCES["events"].contract_kinds)
+    item = convert(_event(1, 1))
+    assert materialize(item) is item

@@ -10,7 +10,7 @@ from types import MappingProxyType
 import pytest
 
 from fastsim_record.core.batching import BatchLimits
-from fastsim_record.core.envelope import Envelope, LaneName
+from fastsim_record.core.captured import CapturedItem, LaneName
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import PressureGauge
 from fastsim_record.pipeline.worker import WriterWorker
@@ -53,7 +53,7 @@ def _yields(monkeypatch: pytest.MonkeyPatch, *, pressed: bool, items: int) -> in
     calls: list[float] = []
     monkeypatch.setattr(time, "sleep", calls.append)  # the worker calls time.sleep(0)
     released = [
-        Envelope(global_sequence=i, source="s", capture_sequence=i, stream="s", lane=LaneName.NUMERIC,
+        CapturedItem(global_sequence=i, source="s", capture_sequence=i, stream="s", lane=LaneName.NUMERIC,
                  payload=i)
         for i in range(1, items + 1)
     ]

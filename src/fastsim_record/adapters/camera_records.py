@@ -24,8 +24,8 @@ Sample checks (each failure is a fatal recording error, so the run fails closed)
 
     | # | check                                                               | error             |
     |---|---------------------------------------------------------------------|-------------------|
-    | 1 | RGB is uint8 ``(H, W, 3)`` of the declared size                     | DescriptorDrift   |
-    | 2 | K / translation / quaternion are float64 of shape (3,3) / (3,) / (4,) | DescriptorDrift |
+    | 1 | RGB is uint8 ``(H, W, 3)`` of the declared size                     | DescriptorDriftError   |
+    | 2 | K / translation / quaternion are float64 of shape (3,3) / (3,) / (4,) | DescriptorDriftError |
     | 3 | values are finite; the quaternion has unit norm (1e-6)              | CalibrationError  |
     | 4 | an intrinsics sample carries a valid profile whose digest is the sample's | CalibrationError |
     | 5 | K equals the profile's K, and the profile's size equals the RGB size | CalibrationError |
@@ -50,7 +50,7 @@ from fastsim_contract.calibration import (
     intrinsic_matrix,
 )
 from fastsim_contract.values import CameraSample
-from fastsim_record.errors import CalibrationError, DescriptorDrift
+from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.ports.encoders import FrameEncoder, ImageDescriptor, check_rgb_frame
 from fastsim_record.ports.sinks import StreamDecl
 
@@ -178,11 +178,11 @@ class CameraRecordEncoder:
         return self._streams[role]
 
     def encode(self, sample: CameraSample) -> EncodedCameraRecord:
-        """Check and encode one sample; raise DescriptorDrift or CalibrationError on violation."""
+        """Check and encode one sample; raise DescriptorDriftError or CalibrationError on violation."""
         role = sample.role
         stream = self._streams.get(role)
         if stream is None or sample.camera != self.alias:
-            raise DescriptorDrift(
+            raise DescriptorDriftError(
                 f"cameras.{self.alias}: unexpected sample {sample.camera!r}/{role!r}",
                 stream=f"cameras.{self.alias}",
             )
@@ -240,8 +240,8 @@ class CameraRecordEncoder:
 def _check_frame(value: object, descriptor: ImageDescriptor, stream: str) -> Any:
     try:
         return check_rgb_frame(value, descriptor)
-    except DescriptorDrift as exc:
-        raise DescriptorDrift(f"{stream}: {exc}", stream=stream) from None
+    except DescriptorDriftError as exc:
+        raise DescriptorDriftError(f"{stream}: {exc}", stream=stream) from None
 
 
 def _check_array(value: object, role: str, stream: str) -> np.ndarray[Any, Any]:
@@ -252,7 +252,7 @@ def _check_array(value: object, role: str, stream: str) -> np.ndarray[Any, Any]:
             if isinstance(value, np.ndarray)
             else type(value).__name__
         )
-        raise DescriptorDrift(
+        raise DescriptorDriftError(
             f"{stream}: expected float64{list(shape)}, got {got}", stream=stream
         )
     if not bool(np.isfinite(value).all()):

@@ -1,9 +1,10 @@
-"""The Core binding: contract envelopes in, core envelopes out; Core errors translated.
+"""The Core binding: contract envelopes in, core captured items out; Core errors translated.
 
-The pipeline talks to Core only through this module.  A :class:`EnvelopeConverter`
+The pipeline talks to Core only through this module, behind the ports of
+``fastsim_record.ports.sources``.  An :class:`EnvelopeConverter` (a ``CarrierConverter``)
 runs on the publishing thread inside a pump, so it does only cheap checks
-(``validate``); the frozen :class:`fastsim_record.core.envelope.Envelope` is built by
-``build`` -- on the writer worker, through ``materialize``, for the carriers a pump
+(``validate``); the frozen :class:`fastsim_record.core.captured.CapturedItem` is built
+by ``build`` -- on the writer worker, through ``Carrier.build``, for the carriers a pump
 admits -- and it never encodes.
 
 Envelope validation (``EnvelopeConverter.__call__``):
@@ -26,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from fastsim_contract.errors import CoreError
 from fastsim_contract.protocols import CoreServices, Finalizer, FinalizerRegistration, FlowGauge
 from fastsim_contract.values import (
     CompletionKind,
@@ -37,48 +37,32 @@ from fastsim_contract.values import (
     ObservationTick,
     SourceKind,
 )
-from fastsim_record.core.envelope import Envelope as CoreEnvelope
-from fastsim_record.core.envelope import EnvelopeKind, LaneName
-from fastsim_record.errors import ContractError, RecordError
+from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
+from fastsim_record.errors import ContractError, translate
 from fastsim_record.ports.sources import Closeable, EnvelopeSink, SourceSpec
 
-__all__ = ["CoreBinding", "EnvelopeConverter", "materialize", "translate"]
+__all__ = ["CoreBinding", "EnvelopeConverter"]
 
 _new = object.__new__
 _RECORD_KIND = EnvelopeKind.RECORD
 _BARRIER_KIND = EnvelopeKind.BARRIER
 
 
-def _slot(name: str) -> Callable[[object, object], None]:
-    setter: Callable[[object, object], None] = vars(CoreEnvelope)[name].__set__  # member descriptor
-    return setter
+def _slot_setters(*names: str) -> tuple[Callable[[object, object], None], ...]:
+    """The slots' member-descriptor setters of ``CapturedItem`` (``build`` sets them)."""
+    return tuple(vars(CapturedItem)[name].__set__ for name in names)
 
 
-_set_global = _slot("global_sequence")
-_set_source = _slot("source")
-_set_capture = _slot("capture_sequence")
-_set_stream = _slot("stream")
-_set_lane = _slot("lane")
-_set_generation = _slot("generation")
-_set_tick = _slot("tick")
-_set_sim_time = _slot("sim_time_ns")
-_set_required = _slot("required")
-_set_size = _slot("size")
-_set_kind = _slot("kind")
-_set_channel_sequence = _slot("channel_sequence")
-_set_payload = _slot("payload")
+(
+    _set_global, _set_source, _set_capture, _set_stream, _set_lane, _set_generation, _set_tick,
+    _set_sim_time, _set_required, _set_size, _set_kind, _set_channel_sequence, _set_payload,
+) = _slot_setters(
+    "global_sequence", "source", "capture_sequence", "stream", "lane", "generation", "tick",
+    "sim_time_ns", "required", "size", "kind", "channel_sequence", "payload",
+)
 
 _BARRIER = SourceKind.GENERATION_BARRIER
 _OBSERVATION = SourceKind.OBSERVATION
-
-
-def translate(exc: BaseException, what: str) -> RecordError:
-    """A Core (or unexpected) error as one ``fastsim_record.errors`` line."""
-    if isinstance(exc, RecordError):
-        return exc
-    if isinstance(exc, CoreError):
-        return ContractError(f"{what}: Core refused: {exc}", cause=type(exc).__name__)
-    return ContractError(f"{what}: {type(exc).__name__}: {exc}", cause=type(exc).__name__)
 
 
 @attrs.define(eq=False, slots=True)
@@ -96,7 +80,7 @@ class EnvelopeConverter:
     def __attrs_post_init__(self) -> None:
         self._kinds = tuple(self.kinds)
 
-    def __call__(self, item: object) -> CoreEnvelope:
+    def __call__(self, item: object) -> CapturedItem:
         """Validate and convert; raises ContractError naming the field."""
         self.validate(item)
         return self.build(item)  # type: ignore[arg-type]  # validate checked the class
@@ -131,39 +115,33 @@ class EnvelopeConverter:
             raise ContractError(f"{self.source}: payload must be a mapping")
         return envelope.portable_size
 
-    def build(self, envelope: Envelope) -> CoreEnvelope:
+    def build(self, envelope: Envelope) -> CapturedItem:
         """The core envelope of a ``validate``d contract envelope (no checks).
 
         Built through the frozen class's slots, as Core builds the packed observation:
         the worker builds one per record, and ``__init__`` of a frozen class costs twice
         as much; a test pins the result equal to the constructed envelope."""
-        core = _new(CoreEnvelope)
-        source = envelope.source
-        barrier = source is _BARRIER
+        core = _new(CapturedItem)
         _set_global(core, envelope.global_sequence)
-        _set_source(core, self.source)
         _set_capture(core, envelope.source_sequence)
-        _set_stream(core, self.stream)
-        _set_lane(core, self.lane)
         _set_generation(core, envelope.generation)
         _set_tick(core, envelope.tick)
         _set_sim_time(core, envelope.sim_time_ns)
-        _set_required(core, self.required)
-        _set_size(core, 0 if barrier else self.fixed_size if source is _OBSERVATION else envelope.portable_size)
-        _set_kind(core, _BARRIER_KIND if barrier else _RECORD_KIND)
+        source = envelope.source
+        if source is _BARRIER:
+            _set_size(core, 0)
+            _set_kind(core, _BARRIER_KIND)
+        else:
+            _set_size(core, self.fixed_size if source is _OBSERVATION else envelope.portable_size)
+            _set_kind(core, _RECORD_KIND)
         _set_channel_sequence(core, None)
         _set_payload(core, envelope.payload)
+        name, stream, lane, required = self.source, self.stream, self.lane, self.required
+        _set_source(core, name)
+        _set_stream(core, stream)
+        _set_lane(core, lane)
+        _set_required(core, required)
         return core
-
-
-def materialize(item: object) -> CoreEnvelope:
-    """A lane item as its core envelope: a pump's carrier ``(contract envelope,
-    converter)`` is built now (on the worker); a core envelope passes through."""
-    if item.__class__ is tuple:
-        contract, convert = item
-        built: CoreEnvelope = convert.build(contract)
-        return built
-    return item  # type: ignore[return-value]
 
 
 @attrs.define(eq=False)

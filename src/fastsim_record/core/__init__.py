@@ -6,7 +6,8 @@ out as frozen values.  Each module's header holds its numbered rules table.
 
 | module        | concern                                                            |
 |---------------|--------------------------------------------------------------------|
-| envelope      | ``Envelope``: the core's view of one stamped capture item          |
+| captured      | ``CapturedItem``: the core's view of one stamped capture item      |
+|               | (the contract's ``Envelope`` after the Core binding); ``LaneName``  |
 | lane          | bounded lanes, non-waiting ``try_publish``, overload policies      |
 | merge         | ordered merge by global sequence; holes are held                   |
 | gaps          | exact ordered ``GapRecord`` values, ``GapLedger``                  |
@@ -15,7 +16,7 @@ out as frozen values.  Each module's header holds its numbered rules table.
 | epochs        | calibration epochs per camera and generation                       |
 | descriptors   | descriptor drift                                                   |
 | fence         | the terminal-cut fence: commit or abort, with a reason             |
-| errors        | the few exceptions the core raises (construction-time contract)    |
+| errors        | the few exceptions the core raises; ``RuleId``, the rule-id type   |
 
 Threading model (owned by the pipeline): a capture thread runs
 ``SourceContinuity.check`` then ``Lane.try_publish`` under the lane's lock; the one
@@ -24,97 +25,15 @@ writer thread drains lanes (``drain``/``take_gaps``) under the same lock and dri
 ``DescriptorTracker`` and finally ``decide`` without locks.
 """
 
-from fastsim_record.core.batching import (
-    Batcher,
-    BatchHold,
-    BatchLimits,
-    BatchSummary,
-    FlushReason,
-    flush_reason,
-)
-from fastsim_record.core.descriptors import DescriptorDrift, DescriptorTracker
-from fastsim_record.core.envelope import SIZE_CEILING, Envelope, EnvelopeKind, LaneName
-from fastsim_record.core.epochs import (
-    CalibrationRule,
-    CalibrationTracker,
-    CalibrationViolation,
-    CameraRole,
-)
-from fastsim_record.core.errors import CoreContractError, CoreError, InvalidLimits, LanePolicyError
-from fastsim_record.core.fence import (
-    FenceDecision,
-    FenceEvidence,
-    FenceRule,
-    FenceViolation,
-    TerminalCut,
-    decide,
-    gather_evidence,
-)
-from fastsim_record.core.gaps import GapLedger, GapReason, GapRecord, coalesce
-from fastsim_record.core.generations import Discontinuity, SourceContinuity, StreamIndexer
-from fastsim_record.core.lane import (
-    ACCEPTED,
-    Admission,
-    AdmissionOutcome,
-    Lane,
-    LaneCounters,
-    LaneSpec,
-    OverloadPolicy,
-    overload_problem,
-)
-from fastsim_record.core.merge import MergeConflict, OrderedMerge
-
-__all__ = [
-    # envelope
-    "SIZE_CEILING",
-    "Envelope",
-    "EnvelopeKind",
-    "LaneName",
-    # lane
-    "ACCEPTED",
-    "Admission",
-    "AdmissionOutcome",
-    "Lane",
-    "LaneCounters",
-    "LaneSpec",
-    "OverloadPolicy",
-    "overload_problem",
-    # merge and gaps
-    "MergeConflict",
-    "OrderedMerge",
-    "GapLedger",
-    "GapReason",
-    "GapRecord",
-    "coalesce",
-    # generations
-    "Discontinuity",
-    "SourceContinuity",
-    "StreamIndexer",
-    # batching
-    "BatchHold",
-    "BatchLimits",
-    "BatchSummary",
-    "Batcher",
-    "FlushReason",
-    "flush_reason",
-    # calibration and descriptors
-    "CalibrationRule",
-    "CalibrationTracker",
-    "CalibrationViolation",
-    "CameraRole",
-    "DescriptorDrift",
-    "DescriptorTracker",
-    # fence
-    "FenceDecision",
-    "FenceEvidence",
-    "FenceRule",
-    "FenceViolation",
-    "TerminalCut",
-    "decide",
-    "gather_evidence",
-    # errors
-    "CoreContractError",
-    "CoreError",
-    "InvalidLimits",
-    "LanePolicyError",
-]
+# Every name each module lists in its ``__all__`` is re-exported here, so the package
+# surface and the modules' own lists can never disagree.
+from fastsim_record.core.batching import *  # noqa: F403
+from fastsim_record.core.captured import *  # noqa: F403
+from fastsim_record.core.descriptors import *  # noqa: F403
+from fastsim_record.core.epochs import *  # noqa: F403
+from fastsim_record.core.errors import *  # noqa: F403
+from fastsim_record.core.fence import *  # noqa: F403
+from fastsim_record.core.gaps import *  # noqa: F403
+from fastsim_record.core.generations import *  # noqa: F403
+from fastsim_record.core.lane import *  # noqa: F403
+from fastsim_record.core.merge import *  # noqa: F403

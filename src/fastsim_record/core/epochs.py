@@ -31,6 +31,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from fastsim_record.core.errors import RuleId
+
 __all__ = ["CalibrationRule", "CalibrationTracker", "CalibrationViolation", "CameraRole"]
 
 
@@ -46,16 +48,16 @@ class CameraRole(enum.Enum):
 _ALL_ROLES = frozenset(CameraRole)
 
 
-class CalibrationRule(enum.IntEnum):
+class CalibrationRule(RuleId):
     """The numbered calibration rules."""
 
-    DECLARE = 1
-    SHARE = 2
-    FORWARD = 3
-    DEADLINE = 4
-    COMPLETE = 5
-    CONTRACT = 6
-    GENERATION = 7
+    DECLARE = "C1"
+    SHARE = "C2"
+    FORWARD = "C3"
+    DEADLINE = "C4"
+    COMPLETE = "C5"
+    CONTRACT = "C6"
+    GENERATION = "C7"
 
 
 @attrs.frozen

@@ -35,11 +35,11 @@ The README's "commit is never attempted after ..." list, and who decides each it
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 
 import attrs
 
+from fastsim_record.core.errors import RuleId
 from fastsim_record.core.gaps import GapLedger
 from fastsim_record.core.merge import OrderedMerge
 
@@ -54,15 +54,15 @@ __all__ = [
 ]
 
 
-class FenceRule(enum.IntEnum):
+class FenceRule(RuleId):
     """The numbered fence rules."""
 
-    CUT_RECEIVED = 1
-    SOURCES_CONSUMED = 2
-    NO_HOLE = 3
-    NO_REQUIRED_LOSS = 4
-    CALIBRATION_MET = 5
-    NO_FATAL = 6
+    CUT_RECEIVED = "F1"
+    SOURCES_CONSUMED = "F2"
+    NO_HOLE = "F3"
+    NO_REQUIRED_LOSS = "F4"
+    CALIBRATION_MET = "F5"
+    NO_FATAL = "F6"
 
 
 def _pairs(mapping: Mapping[str, int] | tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
@@ -119,7 +119,7 @@ class FenceDecision:
         if self.violations:
             first = self.violations[0]
             more = f" (+{len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
-            return f"fence rule F{int(first.rule)}: {first.reason}{more}"
+            return f"fence rule {first.rule}: {first.reason}{more}"
         return "all fence rules hold" + (" (degraded: declared optional loss)" if self.degraded else "")
 
 

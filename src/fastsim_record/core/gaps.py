@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import attrs
 
-from fastsim_record.core.envelope import Envelope, LaneName
+from fastsim_record.core.captured import CapturedItem, LaneName
 
 __all__ = ["GapLedger", "GapReason", "GapRecord", "coalesce"]
 
@@ -63,7 +63,7 @@ class GapRecord:
         return range(self.first_global, self.last_global + 1)
 
     @classmethod
-    def for_envelope(cls, envelope: Envelope, reason: GapReason) -> GapRecord:
+    def for_envelope(cls, envelope: CapturedItem, reason: GapReason) -> GapRecord:
         """The gap explaining exactly one lost envelope (rule G1)."""
         return cls(
             stream=envelope.stream,

@@ -30,18 +30,28 @@ from __future__ import annotations
 
 import attrs
 
-from fastsim_record.core.envelope import Envelope, EnvelopeKind
+from fastsim_record.core.captured import CapturedItem, EnvelopeKind
+from fastsim_record.core.errors import RuleId
 
-__all__ = ["Discontinuity", "SourceContinuity", "StreamIndexer"]
+__all__ = ["ContinuityRule", "Discontinuity", "SourceContinuity", "StreamIndexer"]
 
 _RECORD = EnvelopeKind.RECORD
+
+
+class ContinuityRule(RuleId):
+    """The pump validation rules of the module table."""
+
+    SOURCE = "S1"
+    CAPTURE_SEQUENCE = "S2"
+    GLOBAL_ORDER = "S3"
+    GENERATION = "S4"
 
 
 @attrs.frozen
 class Discontinuity:
     """A pump-validation failure (rules S1-S4): fatal for the recording."""
 
-    rule: str
+    rule: ContinuityRule
     source: str
     global_sequence: int
     expected: int
@@ -63,7 +73,7 @@ class SourceContinuity:
     def __attrs_post_init__(self) -> None:
         self._next_capture = self.first_capture
 
-    def check(self, envelope: Envelope) -> Discontinuity | None:
+    def check(self, envelope: CapturedItem) -> Discontinuity | None:
         """Validate one stamped envelope; ``None`` when it continues the source."""
         if (
             envelope.capture_sequence == self._next_capture
@@ -93,29 +103,29 @@ class SourceContinuity:
             return True
         return False
 
-    def _check_slow(self, envelope: Envelope) -> Discontinuity | None:
+    def _check_slow(self, envelope: CapturedItem) -> Discontinuity | None:
         problem = self._problem(envelope)
         self._next_capture = envelope.capture_sequence + 1
         self._last_global = max(self._last_global, envelope.global_sequence)
         self.generation = max(self.generation, envelope.generation)
         return problem
 
-    def _problem(self, envelope: Envelope) -> Discontinuity | None:
+    def _problem(self, envelope: CapturedItem) -> Discontinuity | None:
         seq = envelope.global_sequence
         if envelope.source != self.source:
             return Discontinuity(
-                "S1", self.source, seq, 0, 0,
+                ContinuityRule.SOURCE, self.source, seq, 0, 0,
                 f"source {self.source!r} received an envelope of source {envelope.source!r}",
             )
         if envelope.capture_sequence != self._next_capture:
             return Discontinuity(
-                "S2", self.source, seq, self._next_capture, envelope.capture_sequence,
+                ContinuityRule.CAPTURE_SEQUENCE, self.source, seq, self._next_capture, envelope.capture_sequence,
                 f"source {self.source!r}: capture_sequence {envelope.capture_sequence} "
                 f"does not continue {self._next_capture - 1} (global sequence {seq})",
             )
         if seq <= self._last_global:
             return Discontinuity(
-                "S3", self.source, seq, self._last_global + 1, seq,
+                ContinuityRule.GLOBAL_ORDER, self.source, seq, self._last_global + 1, seq,
                 f"source {self.source!r}: global sequence {seq} does not follow "
                 f"{self._last_global}",
             )
@@ -129,7 +139,7 @@ class SourceContinuity:
         if not ok:
             what = "barrier" if envelope.kind is EnvelopeKind.BARRIER else "record"
             return Discontinuity(
-                "S4", self.source, seq, want, gen,
+                ContinuityRule.GENERATION, self.source, seq, want, gen,
                 f"source {self.source!r}: {what} at global sequence {seq} carries generation "
                 f"{gen}, expected {want}",
             )

@@ -34,7 +34,7 @@ Carriers (``try_admit``): a lane built with ``materialize`` may hold cheap carri
 instead of envelopes; the capture side passes each carrier with its admission size and
 ``materialize(carrier)`` builds the envelope only when one is needed -- on the rare
 overload paths (A2-A9, including every eviction victim) and when the worker drains.
-``materialize`` must pass an ``Envelope`` through unchanged (``try_publish`` still
+``materialize`` must pass an ``CapturedItem`` through unchanged (``try_publish`` still
 admits envelopes).  Admission decisions and accounting are the same for both forms.
 
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
@@ -51,8 +51,8 @@ from typing import Any
 
 import attrs
 
-from fastsim_record.core.envelope import SIZE_CEILING, Envelope, LaneName
-from fastsim_record.core.errors import InvalidLimits, LanePolicyError
+from fastsim_record.core.captured import SIZE_CEILING, CapturedItem, LaneName
+from fastsim_record.core.errors import InvalidLimits, LanePolicyError, RuleId
 from fastsim_record.core.gaps import GapReason, GapRecord
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "PRESSED",
     "Admission",
     "AdmissionOutcome",
+    "AdmissionRule",
     "Lane",
     "LaneCounters",
     "LaneSpec",
@@ -91,6 +92,23 @@ class AdmissionOutcome(enum.Enum):
     FATAL = "fatal"  # not admitted; a fatal error is latched
 
 
+class AdmissionRule(RuleId):
+    """The admission rules of the module table."""
+
+    OPEN = "A1"
+    FATAL_LATCHED = "A2"
+    DEGRADED = "A3"
+    FULL_FAIL_RUN = "A4"
+    FULL_DROP_NEWEST = "A5"
+    FULL_EVICT_OLDEST = "A6"
+    NEVER_FITS = "A7"
+    FULL_DEGRADE = "A8"
+    REQUIRED_LOSS = "A9"
+
+
+_A = AdmissionRule
+
+
 @attrs.frozen
 class Admission:
     """Decision for one ``try_publish``: outcome, gaps it created, a reason and the rule."""
@@ -98,7 +116,7 @@ class Admission:
     outcome: AdmissionOutcome
     gaps: tuple[GapRecord, ...] = ()
     reason: str = ""
-    rule: str = "A1"  # the admission rule that decided (A1-A9)
+    rule: AdmissionRule = AdmissionRule.OPEN  # the admission rule that decided (A1-A9)
 
     @property
     def admitted(self) -> bool:
@@ -113,14 +131,14 @@ class Admission:
     @property
     def required_loss(self) -> bool:
         """True when the refusal is rule A9: a lossy rule would have lost a required envelope."""
-        return self.rule == "A9"
+        return self.rule is AdmissionRule.REQUIRED_LOSS
 
 
 #: The one pre-allocated answer for the common case (rule A1).
 ACCEPTED = Admission(AdmissionOutcome.ACCEPTED)
 #: Rule A1 when the lane then holds at least ``pressure_items`` items or ``pressure_bytes``
 #: bytes: admitted, drain soon.
-PRESSED = Admission(AdmissionOutcome.ACCEPTED, (), "lane under pressure", "A1")
+PRESSED = Admission(AdmissionOutcome.ACCEPTED, (), "lane under pressure", AdmissionRule.OPEN)
 
 
 @attrs.frozen(kw_only=True)
@@ -181,7 +199,7 @@ class Lane:
 
     spec: LaneSpec
     stream_required: tuple[bool, ...] = attrs.field(default=(), converter=_flags)
-    materialize: Callable[[Any], Envelope] | None = attrs.field(default=None, kw_only=True)
+    materialize: Callable[[Any], CapturedItem] | None = attrs.field(default=None, kw_only=True)
     #: A1 answers PRESSED instead of ACCEPTED once the lane holds this many items.
     pressure_items: int | None = attrs.field(default=None, kw_only=True)
     #: ... or once its admitted bytes reach this many (None: items alone decide).
@@ -221,7 +239,7 @@ class Lane:
 
     # -- capture side ---------------------------------------------------------------
 
-    def try_publish(self, envelope: Envelope) -> Admission:
+    def try_publish(self, envelope: CapturedItem) -> Admission:
         """Admit ``envelope`` at once or answer why not (rules A1-A9); never waits."""
         return self.try_admit(envelope, envelope.size)
 
@@ -245,17 +263,17 @@ class Lane:
             return ACCEPTED if pressure is None or self._bytes < pressure else PRESSED
         return self._overload(carrier, self._envelope(carrier), size)
 
-    def _envelope(self, item: Any) -> Envelope:
+    def _envelope(self, item: Any) -> CapturedItem:
         materialize = self.materialize
-        envelope: Envelope = item if materialize is None else materialize(item)
+        envelope: CapturedItem = item if materialize is None else materialize(item)
         return envelope
 
-    def _overload(self, item: object, envelope: Envelope, size: int) -> Admission:
+    def _overload(self, item: object, envelope: CapturedItem, size: int) -> Admission:
         if self._fatal is not None:  # A2
             self._failures += 1
-            return Admission(AdmissionOutcome.FATAL, (), self._fatal, "A2")
+            return Admission(AdmissionOutcome.FATAL, (), self._fatal, _A.FATAL_LATCHED)
         if self._degraded:  # A3
-            return self._drop_new(envelope, GapReason.DEGRADED, "A3")
+            return self._drop_new(envelope, GapReason.DEGRADED, _A.DEGRADED)
         policy = self._policy
         name = self.spec.name.value
         if policy is OverloadPolicy.FAIL_RUN:  # A4
@@ -263,17 +281,17 @@ class Lane:
                 f"{name} lane overflow under fail_run: {len(self._items)}/{self._max_items} items, "
                 f"{self._bytes}+{size}/{self._max_bytes} bytes (stream {envelope.stream!r}, "
                 f"global sequence {envelope.global_sequence})",
-                "A4",
+                _A.FULL_FAIL_RUN,
             )
         if policy is OverloadPolicy.DROP_NEWEST:  # A5
-            return self._drop_new(envelope, GapReason.DROP_NEWEST, "A5")
+            return self._drop_new(envelope, GapReason.DROP_NEWEST, _A.FULL_DROP_NEWEST)
         if policy is OverloadPolicy.DEGRADE_RECORDING:  # A8
             self._degraded = True
             self._admit_items = 0
-            return self._drop_new(envelope, GapReason.DEGRADED, "A8")
+            return self._drop_new(envelope, GapReason.DEGRADED, _A.FULL_DEGRADE)
         # DROP_OLDEST
         if size > self._max_bytes:  # A7
-            return self._drop_new(envelope, GapReason.DROP_OLDEST, "A7")
+            return self._drop_new(envelope, GapReason.DROP_OLDEST, _A.NEVER_FITS)
         items = self._items
         evict = 0
         freed = 0
@@ -295,9 +313,9 @@ class Lane:
         self._enqueued += 1
         if len(items) > self._high_water:
             self._high_water = len(items)
-        return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest", "A6")
+        return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest", _A.FULL_EVICT_OLDEST)
 
-    def _drop_new(self, envelope: Envelope, reason: GapReason, rule: str) -> Admission:
+    def _drop_new(self, envelope: CapturedItem, reason: GapReason, rule: AdmissionRule) -> Admission:
         if envelope.required:  # A9
             return self._required_loss(envelope)
         gap = GapRecord.for_envelope(envelope, reason)
@@ -308,14 +326,14 @@ class Lane:
             self._degradations += 1
         return Admission(AdmissionOutcome.DROPPED, (gap,), f"{self.spec.name.value} lane {reason.value}", rule)
 
-    def _required_loss(self, envelope: Envelope) -> Admission:
+    def _required_loss(self, envelope: CapturedItem) -> Admission:
         return self._latch(
             f"{self.spec.name.value} lane overflow would lose required stream "
             f"{envelope.stream!r} at global sequence {envelope.global_sequence}",
-            "A9",
+            _A.REQUIRED_LOSS,
         )
 
-    def _latch(self, reason: str, rule: str) -> Admission:
+    def _latch(self, reason: str, rule: AdmissionRule) -> Admission:
         self._fatal = reason
         self._admit_items = 0
         self._failures += 1
@@ -323,7 +341,7 @@ class Lane:
 
     # -- worker side ----------------------------------------------------------------
 
-    def pop(self) -> Envelope | None:
+    def pop(self) -> CapturedItem | None:
         """Remove and return the oldest admitted envelope, or ``None`` when empty."""
         if not self._items:
             return None
@@ -332,7 +350,7 @@ class Lane:
         self._dequeued += 1
         return envelope
 
-    def drain(self, limit: int | None = None) -> list[Envelope]:
+    def drain(self, limit: int | None = None) -> list[CapturedItem]:
         """Remove and return up to ``limit`` (default: all) oldest envelopes in order."""
         items = self._items
         n = len(items) if limit is None else min(limit, len(items))

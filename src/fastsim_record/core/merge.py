@@ -23,7 +23,7 @@ from typing import cast
 
 import attrs
 
-from fastsim_record.core.envelope import Envelope
+from fastsim_record.core.captured import CapturedItem
 from fastsim_record.core.gaps import GapRecord
 
 __all__ = ["MergeConflict", "OrderedMerge"]
@@ -53,7 +53,7 @@ class OrderedMerge:
     def __attrs_post_init__(self) -> None:
         self._next = self.first_sequence
 
-    def push(self, envelope: Envelope) -> MergeConflict | None:
+    def push(self, envelope: CapturedItem) -> MergeConflict | None:
         """Hold ``envelope`` for release; a ``MergeConflict`` if its sequence repeats."""
         seq = envelope.global_sequence
         if seq < self._next or seq in self._pending:
@@ -76,12 +76,12 @@ class OrderedMerge:
         where = "already released" if seq < self._next else "already held"
         return MergeConflict(seq, f"duplicate global sequence {seq} ({where})")
 
-    def release(self) -> list[Envelope | GapRecord]:
+    def release(self) -> list[CapturedItem | GapRecord]:
         """Everything releasable now, in global order (possibly empty)."""
         pending = self._pending
         if self._next not in pending:
             return []
-        out: list[Envelope | GapRecord] = []
+        out: list[CapturedItem | GapRecord] = []
         progress = self._progress
         nxt = self._next
         pop = pending.pop
@@ -89,7 +89,7 @@ class OrderedMerge:
             item = pop(nxt, None)
             if item is None:
                 break
-            if item.__class__ is Envelope:
+            if item.__class__ is CapturedItem:
                 progress[item.source] = item.capture_sequence
                 out.append(item)
                 nxt += 1

@@ -20,15 +20,12 @@ copied here (``value.nbytes`` is read for byte admission, nothing else).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
 
 import attrs
 
 from fastsim_contract.values import CameraSample, Envelope, SourceKind
 from fastsim_record.adapters.camera_records import ROLES, camera_stream_name
-from fastsim_record.adapters.core_binding import EnvelopeConverter
-from fastsim_record.core.envelope import Envelope as CoreEnvelope
-from fastsim_record.core.envelope import LaneName
+from fastsim_record.core.captured import CapturedItem, LaneName
 from fastsim_record.core.generations import Discontinuity, SourceContinuity
 from fastsim_record.errors import ContractError
 from fastsim_record.pipeline.monitor import Monitor
@@ -53,7 +50,7 @@ def camera_channel_keys(aliases: Mapping[str, bool]) -> tuple[str, ...]:
 
 @attrs.define(eq=False, slots=True)
 class CameraConverter:
-    """Contract camera envelope -> core envelope (module table, part 1)."""
+    """Contract camera envelope -> core captured item (an ``ItemConverter``; table, part 1)."""
 
     aliases: Mapping[str, bool]  # alias -> required
     _routes: dict[tuple[str, str], tuple[str, str, bool]] = attrs.field(init=False)
@@ -65,7 +62,7 @@ class CameraConverter:
             for role in ROLES
         }
 
-    def __call__(self, item: object) -> CoreEnvelope:
+    def __call__(self, item: object) -> CapturedItem:
         """Validate and convert; raises ContractError naming the field."""
         if item.__class__ is not Envelope:
             raise ContractError(
@@ -90,7 +87,7 @@ class CameraConverter:
             )
         source, stream, required = route
         size = getattr(sample.value, "nbytes", None)
-        return CoreEnvelope(
+        return CapturedItem(
             global_sequence=seq, source=source, capture_sequence=cap, stream=stream,
             lane=LaneName.MEDIA, generation=envelope.generation, tick=envelope.tick,
             sim_time_ns=envelope.sim_time_ns, required=required,
@@ -109,7 +106,7 @@ class PerChannelContinuity:
     def __attrs_post_init__(self) -> None:
         self._trackers = {k: SourceContinuity(k, carries_barriers=False) for k in self.keys}
 
-    def check(self, envelope: CoreEnvelope) -> Discontinuity | None:
+    def check(self, envelope: CapturedItem) -> Discontinuity | None:
         """Rules S1-S4 on the envelope's own channel."""
         return self._trackers[envelope.source].check(envelope)
 
@@ -131,8 +128,6 @@ class CameraPump(Pump):
     def __init__(self, aliases: Mapping[str, bool], handle: LaneHandle, monitor: Monitor) -> None:
         if handle.lane.spec.name is not LaneName.MEDIA:
             raise ContractError("cameras: the camera pump feeds the media lane only")
-        # Pump is typed for EnvelopeConverter; any Envelope -> core envelope callable works.
-        convert = cast("EnvelopeConverter", CameraConverter(dict(aliases)))
-        super().__init__(CAMERA_SOURCE, convert, handle, monitor)
+        super().__init__(CAMERA_SOURCE, CameraConverter(dict(aliases)), handle, monitor)
         self.channels = PerChannelContinuity(camera_channel_keys(aliases))
         self._continuity = self.channels  # type: ignore[assignment]

@@ -6,12 +6,12 @@ The writer worker hands every released media envelope (in global order) to
 
     | # | step                                                       | violation -> raises          |
     |---|------------------------------------------------------------|------------------------------|
-    | 1 | descriptor drift: the channel's (dtype, shape) is the one  | DescriptorDrift (core D1-D2)  |
+    | 1 | descriptor drift: the channel's (dtype, shape) is the one  | DescriptorDriftError (core D1-D2)|
     |   | declared when the stream opened                            |                              |
     | 2 | calibration epochs (core ``CalibrationTracker`` C1-C7):     | CalibrationError             |
     |   | per camera and generation, forward references only within  |                              |
     |   | the same tick, intrinsics before the next tick/barrier/cut |                              |
-    | 3 | record checks and encoding (``CameraRecordEncoder``):       | DescriptorDrift /            |
+    | 3 | record checks and encoding (``CameraRecordEncoder``):       | DescriptorDriftError /            |
     |   | JPEG/PNG for RGB (the only place a frame is converted),    | CalibrationError             |
     |   | exact float64 bytes for K, translation and quaternion      |                              |
     | 4 | missing required sample (rule C5, whole cameras): every    | CalibrationError             |
@@ -39,10 +39,10 @@ from fastsim_record.adapters.camera_records import (
     camera_stream_name,
     camera_streams,
 )
+from fastsim_record.core.captured import CapturedItem
 from fastsim_record.core.descriptors import DescriptorTracker
-from fastsim_record.core.envelope import Envelope as CoreEnvelope
-from fastsim_record.core.epochs import CalibrationTracker, CameraRole
-from fastsim_record.errors import CalibrationError, DescriptorDrift
+from fastsim_record.core.epochs import CalibrationRule, CalibrationTracker, CameraRole
+from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.ports.encoders import FrameEncoder
 from fastsim_record.ports.sinks import StreamDecl
 
@@ -63,7 +63,7 @@ def rgb_size(descriptor: ChannelDescriptor) -> tuple[int, int]:
     """(width, height) of an RGB channel declared as ``(H, W, 3)`` uint8."""
     shape = tuple(descriptor.shape)
     if len(shape) != 3 or shape[2] != 3 or min(shape) < 1 or np.dtype(descriptor.dtype) != np.uint8:
-        raise DescriptorDrift(
+        raise DescriptorDriftError(
             f"{descriptor.name}: an RGB channel must be uint8 (H, W, 3), declared "
             f"{descriptor.dtype}{list(shape)}",
             stream=descriptor.name,
@@ -109,19 +109,19 @@ class CameraStage:
             )
         return tuple(out)
 
-    def encode(self, envelope: CoreEnvelope) -> EncodedCameraRecord:
+    def encode(self, envelope: CapturedItem) -> EncodedCameraRecord:
         """Enforce the rules on one released camera envelope and encode it (module table)."""
         if self._failures:
             raise CalibrationError(f"cameras: already failed: {self._failures[0]}")
         sample = envelope.payload
         if not isinstance(sample, CameraSample) or sample.camera not in self._encoders:
-            raise self._latch(DescriptorDrift(f"{envelope.stream}: not a selected camera sample"))
+            raise self._latch(DescriptorDriftError(f"{envelope.stream}: not a selected camera sample"))
         key = (envelope.generation, envelope.tick)
         if key != self._tick:
             missing = self._end_tick()
             self._tick = key
             if missing is not None:
-                raise self._latch(CalibrationError(missing, camera=sample.camera, rule=5))
+                raise self._latch(CalibrationError(missing, camera=sample.camera, rule=CalibrationRule.COMPLETE))
         self._tick_cameras.add(sample.camera)
         self._published.add(sample.camera)
         stream = camera_stream_name(sample.camera, sample.role)
@@ -132,7 +132,7 @@ class CameraStage:
             descriptor = (type(value).__name__, ())
         drift = self._descriptors.observe(stream, descriptor)
         if drift is not None:
-            raise self._latch(DescriptorDrift(f"{stream}: descriptor drift: {drift.reason}", stream=stream))
+            raise self._latch(DescriptorDriftError(f"{stream}: descriptor drift: {drift.reason}", stream=stream))
         violation = self._calibration.observe(
             sample.camera, CameraRole(sample.role), sample.calibration_digest,
             tick=envelope.tick, generation=envelope.generation,
@@ -140,13 +140,13 @@ class CameraStage:
         if violation is not None:
             raise self._latch(
                 CalibrationError(
-                    f"calibration rule C{int(violation.rule)}: {violation.reason}",
-                    camera=violation.camera, rule=int(violation.rule),
+                    f"calibration rule {violation.rule}: {violation.reason}",
+                    camera=violation.camera, rule=violation.rule,
                 )
             )
         try:
             return self._encoders[sample.camera].encode(sample)
-        except (DescriptorDrift, CalibrationError) as exc:
+        except (DescriptorDriftError, CalibrationError) as exc:
             raise self._latch(exc) from None
 
     def barrier(self, generation: int) -> None:
@@ -154,13 +154,13 @@ class CameraStage:
         missing = self._end_tick()
         self._tick = None
         if missing is not None:
-            raise self._latch(CalibrationError(missing, rule=5))
+            raise self._latch(CalibrationError(missing, rule=CalibrationRule.COMPLETE))
         before = len(self._calibration.violations)
         self._calibration.barrier(generation)
         new = self._calibration.violations[before:]
         if new:
-            reason = f"calibration rule C{int(new[0].rule)}: {new[0].reason}"
-            raise self._latch(CalibrationError(reason, camera=new[0].camera, rule=int(new[0].rule)))
+            reason = f"calibration rule {new[0].rule}: {new[0].reason}"
+            raise self._latch(CalibrationError(reason, camera=new[0].camera, rule=new[0].rule))
 
     def at_cut(self) -> tuple[str, ...]:
         """The terminal cut: every calibration and descriptor violation, in detection order."""
@@ -173,7 +173,7 @@ class CameraStage:
         ]
         reasons += [r for r in late if r is not None and r not in reasons]
         for violation in self._calibration.at_cut():
-            reason = f"calibration rule C{int(violation.rule)}: {violation.reason}"
+            reason = f"calibration rule {violation.rule}: {violation.reason}"
             if reason not in reasons:
                 reasons.append(reason)
         return tuple(reasons)
@@ -191,6 +191,6 @@ class CameraStage:
             f"{sorted(seen)[0]!r} did"
         )
 
-    def _latch(self, error: DescriptorDrift | CalibrationError) -> DescriptorDrift | CalibrationError:
+    def _latch(self, error: DescriptorDriftError | CalibrationError) -> DescriptorDriftError | CalibrationError:
         self._failures.append(str(error))
         return error

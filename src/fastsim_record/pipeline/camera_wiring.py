@@ -25,10 +25,11 @@ from fastsim_contract.protocols import RunContext
 from fastsim_record.adapters.camera_records import ARRAY_SHAPES
 from fastsim_record.adapters.codecs import encoder_for_camera
 from fastsim_record.config.model import RecordConfig
-from fastsim_record.errors import ConfigError, ConfigIssue, DescriptorDrift
+from fastsim_record.core.captured import LaneName
+from fastsim_record.errors import ConfigError, ConfigIssue, DescriptorDriftError
 from fastsim_record.pipeline.camera_pump import CAMERA_SOURCE, camera_channel_keys
 from fastsim_record.pipeline.camera_stage import CameraSetup, CameraStage, rgb_size
-from fastsim_record.ports.sources import LANE_MEDIA, SourceSpec
+from fastsim_record.ports.sources import SourceSpec
 
 __all__ = ["CameraSelection", "select_cameras"]
 
@@ -73,11 +74,11 @@ def select_cameras(
         rgb = declared[cam.rgb]
         try:
             if rgb.kind != "rgb":
-                raise DescriptorDrift(
+                raise DescriptorDriftError(
                     f"{rgb.name}: declared kind {rgb.kind!r}; only 'rgb' channels are camera RGB"
                 )
             width, height = rgb_size(rgb)
-        except DescriptorDrift as exc:
+        except DescriptorDriftError as exc:
             issues.append(ConfigIssue(f"{where}.rgb", str(exc)))
             continue
         bad = [
@@ -101,7 +102,7 @@ def select_cameras(
         raise ConfigError(issues)
     aliases = {s.alias: s.required for s in setups}
     spec = SourceSpec(
-        CAMERA_SOURCE, CAMERA_SOURCE, LANE_MEDIA, any(aliases.values()),
+        CAMERA_SOURCE, CAMERA_SOURCE, LaneName.MEDIA, any(aliases.values()),
         tuple(c for s in setups for c in s.channels.values()),
     )
     return CameraSelection(spec, aliases, CameraStage(tuple(setups)))

@@ -1,12 +1,14 @@
 """Pumps: one per selected source, running on Core's publishing thread.
 
-A pump validates one immutable, stamped envelope and calls its lane's non-waiting
-``try_admit`` with a cheap carrier ``(contract envelope, converter)``: the writer worker
-builds the core envelope (``core_binding.materialize``), so the simulation thread builds
-no frozen object per item.  Barriers, discontinuities and custom converters (cameras)
-take the full path: convert, ``SourceContinuity.check``, ``try_publish``.  It does no encoding, compression, hashing, file access or worker
-join; the only shared state it touches is its lane (under the lane's lock) and the
-worker's wake-up event.
+A pump validates one immutable, stamped envelope through its converter port
+(``fastsim_record.ports.sources``).  With a ``CarrierConverter`` (the Core binding's) it
+calls its lane's non-waiting ``try_admit`` with a cheap :class:`Carrier` (contract
+envelope plus converter): the writer worker builds the core ``CapturedItem``
+(``Carrier.build``), so the simulation thread builds no frozen object per item.
+Barriers, discontinuities and plain ``ItemConverter`` objects (cameras) take the full path:
+convert, ``SourceContinuity.check``, ``try_publish``.  It does no encoding, compression,
+hashing, file access or worker join; the only shared state it touches is its lane
+(under the lane's lock) and the worker's wake-up event.
 
 Per envelope (``Pump.__call__``):
 
@@ -16,7 +18,7 @@ Per envelope (``Pump.__call__``):
     | 2 | validate (Core binding rules 1-4)                 | latch ContractError     |
     | 3 | continuity (core ``SourceContinuity`` S1-S4)      | latch ContractError     |
     | 4 | ``lane.try_admit`` of a carrier under the lane    | FATAL -> latch failure  |
-    |   | lock (the worker builds the core envelope)        |                         |
+    |   | lock (the worker builds the captured item)        |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
     |   | holds >= 1/8 of its items or of its bytes (it     |                         |
     |   | answers PRESSED),                                 |                         |
@@ -24,45 +26,26 @@ Per envelope (``Pump.__call__``):
     |   | press the ``PressureGauge`` (an unpaced host      |                         |
     |   | waits for the worker at the end of the tick)      |                         |
 
-Pump table (``PUMP_KINDS``): which contract source kinds each pump kind accepts, and
-whether the source carries generation barriers.  Camera, render-state, geometry and
-fluid pumps are extension points: the table has their rows, the plugin selects them
-only when a later step builds their payload encoders.
+Which contract source kinds a pump accepts and whether its source carries generation
+barriers are columns of the source registry (``fastsim_record.sources``); every row
+there is wired today: lifecycle, events, control, observations, cameras, render state,
+geometry and fluid emissions.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Final
 
 import attrs
 
 from fastsim_contract.values import Envelope, SourceKind
-from fastsim_record.adapters.core_binding import EnvelopeConverter
 from fastsim_record.core.generations import SourceContinuity
 from fastsim_record.core.lane import ACCEPTED, Admission, Lane
 from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossError
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.ports.sources import Closeable
+from fastsim_record.ports.sources import Carrier, CarrierConverter, Closeable, ItemConverter
 
-__all__ = ["PRESSURE_SHARE", "PUMP_KINDS", "LaneHandle", "PressureGauge", "Pump"]
-
-#: pump kind -> (contract source kinds it accepts, carries generation barriers)
-PUMP_KINDS: Final[dict[str, tuple[frozenset[SourceKind], bool]]] = {
-    "lifecycle": (frozenset({SourceKind.LIFECYCLE}), False),
-    "events": (frozenset({SourceKind.PLUGIN_EVENT}), False),
-    "control.audit": (frozenset({SourceKind.CONTROL_AUDIT}), False),
-    "control.result": (frozenset({SourceKind.CONTROL_RESULT}), False),
-    "observations": (
-        frozenset({SourceKind.OBSERVATION, SourceKind.GENERATION_BARRIER}), True,
-    ),
-    # extension points (later steps): media lane and optional numeric captures
-    "cameras": (frozenset({SourceKind.CAMERA}), False),
-    "render.state": (frozenset({SourceKind.RENDER_STATE}), False),
-    "geometry": (frozenset({SourceKind.GEOMETRY}), False),
-    "fluid.emissions": (frozenset({SourceKind.FLUID_EMISSION}), False),
-}
-
+__all__ = ["PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
 
 #: A pump wakes the worker early only when its lane holds this share of its item or
 #: byte capacity; otherwise the worker drains on its own poll.  Waking a thread from the
@@ -137,7 +120,7 @@ class Pump:
     def __init__(
         self,
         name: str,
-        convert: EnvelopeConverter,
+        convert: ItemConverter,
         handle: LaneHandle,
         monitor: Monitor,
         *,
@@ -145,8 +128,8 @@ class Pump:
     ) -> None:
         self.name = name
         self._convert = convert
-        # the stock converter admits carriers (rule 2 without building the core envelope)
-        self._carrier = convert if convert.__class__ is EnvelopeConverter else None
+        # a carrier converter admits carriers (rule 2 without building the captured item)
+        self._carrier = convert if isinstance(convert, CarrierConverter) else None
         self._continuity = SourceContinuity(name, carries_barriers=carries_barriers)
         self._lane = handle.lane
         self._lock = handle.lock
@@ -161,11 +144,12 @@ class Pump:
         """Validate and admit one envelope; never waits, never raises into Core."""
         if self._cancelled:
             return
-        if self._carrier is None:  # a custom converter (cameras): build the core envelope
+        carrier_converter = self._carrier
+        if carrier_converter is None:  # a plain converter (cameras): build the captured item
             self._admit_envelope(item)
             return
         try:
-            size = self._carrier.validate(item)
+            size = carrier_converter.validate(item)
         except Exception as exc:
             self._capture_failed(exc)
             return
@@ -175,7 +159,7 @@ class Pump:
         ):  # rare: barriers and discontinuities take the full path
             self._admit_envelope(item)
             return
-        carrier = (item, self._carrier)  # the worker builds the core envelope (materialize)
+        carrier = Carrier(contract, carrier_converter)  # the worker builds the captured item
         with self._lock:
             admission = self._lane.try_admit(carrier, size)
         if admission is ACCEPTED:

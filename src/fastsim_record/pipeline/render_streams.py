@@ -1,10 +1,10 @@
 """The optional render-side sources: ``render.state``, ``geometry`` and ``fluid.emissions``.
 
-The composition root (``plugin.py``) asks this module which of them a config selects,
-for their worker-side encoders and stream declarations, and which grants they need.
-Nothing here runs on the capture path.
+The composition root (``fastsim_record.bootstrap``) asks this module which of them a
+config selects; their lanes, stream kinds, encoders and grants are rows of the source
+registry (``fastsim_record.sources``).  Nothing here runs on the capture path.
 
-Selection (``render_specs``):
+Selection (``render_kinds``):
 
     | # | source          | selected when                               | lane    | FSR stream kind  |
     |---|-----------------|---------------------------------------------|---------|------------------|
@@ -12,7 +12,7 @@ Selection (``render_specs``):
     | 2 | geometry        | ``streams.geometry.enabled``                | numeric | scene.geometry@2 |
     | 3 | fluid.emissions | ``"fluid.audit" in RunContext.services``    | critical| fluid.emissions  |
 
-All three streams are required.  Disabled sources get no spec, so no pump, no
+All three streams are required.  Disabled sources are not selected, so no pump, no
 subscription and no grant: Core then never samples state, reads a catalog or queries a
 transform for Record.  A Run without ``fluid.audit`` keeps exactly the previous stream
 set.  The sampling rate is not Record's to apply: Core compiled it into the capture
@@ -29,28 +29,23 @@ sequence in its terminal fence.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
 from fastsim_contract.protocols import RunContext
 from fastsim_contract.render_services import FLUID_AUDIT_SERVICE, ReplaySource
-from fastsim_record.adapters import fluid, geometry, render_state
-from fastsim_record.config.model import GRANT_RENDER_STATE, GRANT_SCENE_GEOMETRY, RecordConfig
+from fastsim_record.adapters import render_state
+from fastsim_record.config.model import RecordConfig
 from fastsim_record.errors import ConfigError, ConfigIssue
-from fastsim_record.ports.sinks import PayloadEncoder, StreamDecl
-from fastsim_record.ports.sources import SOURCE_LANES, SourceSpec
 
 __all__ = [
-    "RENDER_KINDS",
     "RenderStateEncoder",
-    "render_grants",
-    "render_specs",
-    "render_stream",
+    "render_kinds",
+    "render_state_attributes",
     "replay_identity",
 ]
 
-RENDER_KINDS: Final = frozenset({"render.state", "geometry", "fluid.emissions"})
 _CONFIG = "plugins.record.config.streams"
 
 
@@ -71,6 +66,11 @@ class RenderStateEncoder:
         return render_state.encode_with_layout(payload, layout)
 
 
+def render_state_attributes(config: RecordConfig) -> Mapping[str, object]:
+    """The ``render.state`` stream's attributes: its sampling rate and payload schema."""
+    return {"rate_hz": config.streams.render_state.rate_hz, "schema": render_state.SCHEMA}
+
+
 def _check_rate(name: str, configured: float, planned: float | None) -> None:
     if planned is None or abs(planned - configured) > 1e-9 * max(1.0, configured):
         raise ConfigError([ConfigIssue(
@@ -79,53 +79,20 @@ def _check_rate(name: str, configured: float, planned: float | None) -> None:
         )])
 
 
-def render_specs(config: RecordConfig, run: RunContext) -> list[SourceSpec]:
-    """Rows 1-3: the selected render-side sources (empty when all are off)."""
+def render_kinds(config: RecordConfig, run: RunContext) -> list[str]:
+    """Rows 1-3: the selected render-side source kinds (empty when all are off)."""
     streams = config.streams
     plan = run.capture
-    specs: list[SourceSpec] = []
+    kinds: list[str] = []
     if streams.render_state.enabled:
         _check_rate("render_state", streams.render_state.rate_hz, plan.render_state_hz)
-        specs.append(SourceSpec("render.state", "render.state", SOURCE_LANES["render.state"]))
+        kinds.append("render.state")
     if streams.geometry.enabled:
         _check_rate("geometry", streams.geometry.rate_hz, plan.geometry_hz)
-        specs.append(SourceSpec("geometry", "geometry", SOURCE_LANES["geometry"]))
+        kinds.append("geometry")
     if FLUID_AUDIT_SERVICE in run.services:
-        specs.append(SourceSpec("fluid.emissions", "fluid.emissions", SOURCE_LANES["fluid.emissions"]))
-    return specs
-
-
-def render_grants(specs: tuple[SourceSpec, ...] | list[SourceSpec]) -> list[str]:
-    """Grants the selected render-side sources need."""
-    kinds = {s.kind for s in specs}
-    grants = []
-    if "render.state" in kinds:
-        grants.append(GRANT_RENDER_STATE)
-    if "geometry" in kinds:
-        grants.append(GRANT_SCENE_GEOMETRY)
-    return grants
-
-
-def render_stream(
-    spec: SourceSpec, config: RecordConfig
-) -> tuple[PayloadEncoder, StreamDecl]:
-    """The worker-side encoder and the FSR stream declaration of one render source."""
-    streams = config.streams
-    if spec.kind == "render.state":
-        return RenderStateEncoder(), StreamDecl(
-            spec.name, "render.state", render_state.STREAM_CODEC,
-            {"rate_hz": streams.render_state.rate_hz, "schema": render_state.SCHEMA},
-            spec.required,
-        )
-    if spec.kind == "geometry":
-        return geometry.GeometryEncoder(), StreamDecl(
-            spec.name, "scene.geometry@2", geometry.STREAM_CODEC,
-            {"rate_hz": streams.geometry.rate_hz, "schema": geometry.SCHEMA},
-            spec.required,
-        )
-    return fluid.FluidEmissionEncoder(), StreamDecl(
-        spec.name, "fluid.emissions", fluid.STREAM_CODEC, {"schema": fluid.SCHEMA}, spec.required
-    )
+        kinds.append("fluid.emissions")
+    return kinds
 
 
 def replay_identity(run: RunContext) -> tuple[str, str | None, dict[str, Any]]:

@@ -42,7 +42,7 @@ from typing import Any
 import attrs
 
 from fastsim_record.core.batching import Batcher, BatchLimits, FlushReason
-from fastsim_record.core.envelope import Envelope, EnvelopeKind
+from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
 from fastsim_record.core.fence import (
     FenceDecision,
     FenceEvidence,
@@ -100,7 +100,7 @@ class WriterWorker:
     def __init__(
         self,
         *,
-        lanes: Mapping[str, LaneHandle],
+        lanes: Mapping[LaneName, LaneHandle],
         wake: threading.Event,
         encoders: Mapping[str, PayloadEncoder],
         barrier_encoder: Callable[[object], bytes],
@@ -273,7 +273,7 @@ class WriterWorker:
                     f"{held} records held behind it"
                 ))
 
-    def _write_released(self, released: list[Envelope | GapRecord]) -> None:
+    def _write_released(self, released: list[CapturedItem | GapRecord]) -> None:
         """Rules 3-4."""
         pending = self._pending
         batcher = self._batcher
@@ -460,7 +460,7 @@ class WriterWorker:
         for name, handle in self._lanes.items():
             with handle.lock:
                 c = handle.lane.counters()
-            lanes[name] = {
+            lanes[name.value] = {
                 "capacity_items": c.capacity_items, "capacity_bytes": c.capacity_bytes,
                 "depth": c.depth, "high_water": c.high_water, "enqueued": c.enqueued,
                 "dequeued": c.dequeued, "lost": c.lost, "failures": c.failures,

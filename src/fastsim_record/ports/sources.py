@@ -1,60 +1,46 @@
-"""The source side of the pipeline: what Record captures, and from where.
+"""The source side of the pipeline: what a pump needs from its source and its converter.
 
 A :class:`SourceSpec` is one selected capture source, decided at prepare time from the
-compiled config and the scene's declared channels.  Only selected sources get a pump.
+compiled config and the scene's declared channels (``fastsim_record.bootstrap``); which
+lane each source kind feeds, and everything else about it, is one row of the source
+registry (``fastsim_record.sources.SOURCES``).  Only selected sources get a pump.
 
-Source table (``SOURCE_LANES``):
+Converter ports (a pump holds one; the Core binding implements both):
 
-    | # | source           | lane     | history from seq 1 | notes                               |
-    |---|------------------|----------|--------------------|-------------------------------------|
-    | 1 | lifecycle        | critical | yes                | always selected                     |
-    | 2 | events           | critical | yes                | always selected                     |
-    | 3 | control.audit    | critical | no (before start)  | always selected                     |
-    | 4 | control.result   | critical | no (before start)  | always selected                     |
-    | 5 | observations     | numeric  | yes                | only with >= 1 selected channel;    |
-    |   |                  |          |                    | carries generation barriers too     |
-    | 6 | cameras.<alias>  | media    | yes                | extension point (camera issue)      |
-    | 7 | render.state     | numeric  | yes                | extension point                     |
-    | 8 | geometry         | numeric  | yes                | extension point                     |
-    | 9 | fluid.emissions  | critical | yes                | extension point (Core fluid.audit)  |
+    | # | port               | a pump ...                                                  |
+    |---|--------------------|-------------------------------------------------------------|
+    | 1 | ``ItemConverter``  | calls it on every contract envelope: validated and built    |
+    |   |                    | into a core ``CapturedItem`` on the publishing thread       |
+    | 2 | ``CarrierConverter``| (also rule 1) ``validate``s each envelope and admits a      |
+    |   |                    | :class:`Carrier`; the worker calls ``Carrier.build``        |
+
+The carrier fast path: a lane built with ``materialize`` holds either a ``CapturedItem``
+or a ``Carrier`` (contract envelope plus its converter); ``materialize`` builds the
+captured item of a carrier and passes a captured item through, so the simulation
+thread builds no frozen object per envelope.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import Protocol, runtime_checkable
 
 import attrs
 
-from fastsim_contract.values import Envelope
+from fastsim_contract.values import ChannelDescriptor, Envelope
+from fastsim_record.core.captured import CapturedItem, LaneName
 
 __all__ = [
-    "LANE_CRITICAL",
-    "LANE_MEDIA",
-    "LANE_NUMERIC",
-    "SOURCE_LANES",
+    "Carrier",
+    "CarrierConverter",
     "Closeable",
     "EnvelopeSink",
+    "ItemConverter",
+    "Selection",
     "SourceHub",
     "SourceSpec",
+    "materialize",
 ]
-
-LANE_CRITICAL: Final = "critical"
-LANE_NUMERIC: Final = "numeric"
-LANE_MEDIA: Final = "media"
-
-#: source kind -> lane it feeds (rows of the module table).
-SOURCE_LANES: Final[dict[str, str]] = {
-    "lifecycle": LANE_CRITICAL,
-    "events": LANE_CRITICAL,
-    "control.audit": LANE_CRITICAL,
-    "control.result": LANE_CRITICAL,
-    "observations": LANE_NUMERIC,
-    "cameras": LANE_MEDIA,
-    "render.state": LANE_NUMERIC,
-    "geometry": LANE_NUMERIC,
-    "fluid.emissions": LANE_CRITICAL,
-}
 
 #: Called by the host on the publishing thread with one immutable, stamped envelope.
 EnvelopeSink = Callable[[Envelope], None]
@@ -65,11 +51,61 @@ class SourceSpec:
     """One selected capture source and how Record subscribes to it."""
 
     name: str  # subscription/source name, e.g. "lifecycle" or "observations"
-    kind: str  # a SOURCE_LANES key
-    lane: str
+    kind: str  # a ``fastsim_record.sources.SOURCES`` key
+    lane: LaneName
     required: bool = True
     channels: tuple[str, ...] = ()  # selected channels (observations, cameras)
     from_sequence: int = 1
+
+
+@attrs.frozen
+class Selection:
+    """What a config selects in one scene: the sources and the numeric channels."""
+
+    sources: tuple[SourceSpec, ...]
+    numeric: tuple[ChannelDescriptor, ...]
+
+
+class ItemConverter(Protocol):
+    """Contract envelope -> core captured item, raising ``ContractError`` (row 1)."""
+
+    def __call__(self, item: object) -> CapturedItem: ...
+
+
+@runtime_checkable
+class CarrierConverter(Protocol):
+    """A converter whose envelopes may travel as :class:`Carrier` (row 2)."""
+
+    def __call__(self, item: object) -> CapturedItem: ...
+
+    def validate(self, item: object) -> int | None:
+        """The checks of ``__call__`` without building: the admission size (None: ceiling)."""
+        ...
+
+    def build(self, envelope: Envelope) -> CapturedItem:
+        """The captured item of a validated envelope (no checks)."""
+        ...
+
+
+class Carrier:
+    """A validated contract envelope on its way through a lane, built on the worker."""
+
+    __slots__ = ("converter", "envelope")
+
+    def __init__(self, envelope: Envelope, converter: CarrierConverter) -> None:
+        self.envelope = envelope
+        self.converter = converter
+
+    def build(self) -> CapturedItem:
+        """The core captured item (called once, by the worker or on an overload path)."""
+        return self.converter.build(self.envelope)
+
+
+def materialize(item: object) -> CapturedItem:
+    """A lane item as its captured item: a carrier is built now, a captured item passes."""
+    if item.__class__ is Carrier:
+        return item.build()
+    return item  # type: ignore[return-value]
 
 
 class Closeable(Protocol):

@@ -1,4 +1,4 @@
-"""Envelope builders for tests: correctly stamped core ``Envelope`` values.
+"""CapturedItem builders for tests: correctly stamped core ``CapturedItem`` values.
 
 ``EnvelopeFactory`` stamps what Core would: a contiguous global recording sequence
 across all sources, a contiguous capture sequence per source, the current generation
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from fastsim_record.core.envelope import Envelope, EnvelopeKind, LaneName
+from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
 
 __all__ = ["DEFAULT_LANES", "EnvelopeFactory"]
 
@@ -50,10 +50,10 @@ class EnvelopeFactory:
         size: int | None = 64,
         payload: object = None,
         channel_sequence: int | None = None,
-    ) -> Envelope:
+    ) -> CapturedItem:
         """The next ordinary record of ``stream`` from ``source``."""
         seq, capture = self._stamp(source)
-        return Envelope(
+        return CapturedItem(
             global_sequence=seq,
             source=source,
             capture_sequence=capture,
@@ -68,12 +68,12 @@ class EnvelopeFactory:
             payload=payload,
         )
 
-    def barrier(self, *, source: str = "observations", lane: LaneName | None = None) -> Envelope:
+    def barrier(self, *, source: str = "observations", lane: LaneName | None = None) -> CapturedItem:
         """A reset barrier: opens the next generation and restarts the tick count."""
         self.generation += 1
         self.tick = 0
         seq, capture = self._stamp(source)
-        return Envelope(
+        return CapturedItem(
             global_sequence=seq,
             source=source,
             capture_sequence=capture,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from fastsim_record.core.batching import BatchLimits
-from fastsim_record.core.envelope import Envelope, LaneName
+from fastsim_record.core.captured import CapturedItem, LaneName
 from fastsim_record.core.fence import FenceEvidence, TerminalCut
 from fastsim_record.core.lane import LaneSpec, OverloadPolicy
 from fastsim_record.testing.envelopes import EnvelopeFactory
@@ -114,7 +114,7 @@ def envelope_scripts(
     max_size: int = 40,
     required: bool | None = None,
     barriers: bool = True,
-) -> list[Envelope]:
+) -> list[CapturedItem]:
     """Envelopes in publication order, stamped as Core would (global 1..n, contiguous
     capture sequence per source, barriers on ``observations`` opening generations).
 
@@ -131,7 +131,7 @@ def envelope_scripts(
         for ss in streams.values()
         for s in ss
     }
-    out: list[Envelope] = []
+    out: list[CapturedItem] = []
     for _ in range(draw(st.integers(min_size, max_size))):
         step = draw(st.integers(0, 19))
         if step == 0:

@@ -1,6 +1,8 @@
-"""The core's view of one captured item: an immutable, already stamped envelope.
+"""``CapturedItem``: the core's view of one captured item, an immutable stamped envelope.
 
-Core (the host) stamps every captured item before Record sees it.  The domain core
+Core (the host) stamps every captured item before Record sees it, as a contract
+``fastsim_contract.values.Envelope``; the Core binding turns each into a
+``CapturedItem`` (a distinct name: the domain core never sees the contract's type).  The domain core
 needs only these facts; the payload is opaque and never inspected here.
 
 | field              | meaning                                                           |
@@ -19,7 +21,7 @@ needs only these facts; the payload is opaque and never inspected here.
 | channel_sequence   | the live per-channel sequence: diagnostic metadata only           |
 | payload            | opaque; excluded from equality                                    |
 
-An envelope whose ``size`` is ``None`` is charged at the conservative service ceiling
+An item whose ``size`` is ``None`` is charged at the conservative service ceiling
 (``SIZE_CEILING`` = 1 MiB) by lane byte admission.
 """
 
@@ -29,14 +31,16 @@ import enum
 
 import attrs
 
-__all__ = ["SIZE_CEILING", "Envelope", "EnvelopeKind", "LaneName"]
+__all__ = ["SIZE_CEILING", "CapturedItem", "EnvelopeKind", "LaneName"]
 
 #: Bytes charged for an envelope that carries no producer-computed size (1 MiB).
 SIZE_CEILING = 1 << 20
 
 
-class LaneName(enum.Enum):
-    """The three bounded lanes."""
+class LaneName(enum.StrEnum):
+    """The three bounded lanes: the one lane-name type (ports, pipeline and core).
+
+    A ``StrEnum``: ``str(LaneName.NUMERIC) == "numeric"``, the config's queue key."""
 
     CRITICAL = "critical"  # lifecycle, control audit, control results, plugin events
     NUMERIC = "numeric"  # selected non-media observations
@@ -51,7 +55,7 @@ class EnvelopeKind(enum.Enum):
 
 
 @attrs.frozen(kw_only=True)
-class Envelope:
+class CapturedItem:
     """One immutable, stamped capture item as the core sees it."""
 
     global_sequence: int
