@@ -26,7 +26,7 @@ from fastsim_contract.values import (
     TerminalSemanticCut,
 )
 
-__all__ = ["CameraDriver", "CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessOutputPolicy", "HarnessSpec"]
+__all__ = ["CameraDriver", "CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessOutputPolicy", "HarnessSpec", "RenderDriver"]
 
 
 #: The suite's output policy is Core's one ``RunOutputPolicy`` (kept as a name for old drivers).
@@ -40,6 +40,7 @@ class HarnessSpec:
     capture: CapturePlan
     channels: tuple[ChannelDescriptor, ...] = ()
     output_policy: RunOutputPolicy = attrs.field(factory=RunOutputPolicy)
+    services: frozenset[str] = frozenset()  # RunContext.services, e.g. {"fluid.audit"}
     max_finalizer_timeout_s: float = 30.0
     portable_sizes: bool = True  # False: behave like an older Core (no portable_size)
     sensor_hz: float = 100.0
@@ -123,6 +124,15 @@ class CameraDriver(CoreDriver, Protocol):
         profile: Mapping[str, object] | None = None,
     ) -> None:
         """Publish one sample of a planned camera channel in the current tick."""
+        ...
+
+
+class RenderDriver(CoreDriver, Protocol):
+    """Optional capability: a driver that can publish render-side items (suite skips otherwise)."""
+
+    def publish_render(self, source: str, payload: Mapping[str, object]) -> Envelope | None:
+        """Publish one ``render.state``, ``geometry`` or ``fluid.emissions`` item in the
+        current tick, as a read-only mapping; ``None`` when the plan does not capture it."""
         ...
 
 

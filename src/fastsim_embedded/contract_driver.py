@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 import attrs
 
 from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec
-from fastsim_contract.values import CompletionRequest, Envelope
+from fastsim_contract.values import CompletionRequest, Envelope, SourceKind
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
 from fastsim_embedded.core import EmbeddedCore, EmbeddedHost
 
@@ -67,6 +68,15 @@ class EmbeddedDriver:
                     self.host.publish_cameras([reading])
                     return
         raise KeyError(channel)
+
+    def publish_render(self, source: str, payload: Mapping[str, object]) -> Envelope | None:
+        """One render-side item (``render.state``, ``geometry``, ``fluid.emissions``), as
+        ``RenderCapture`` publishes it: a read-only mapping in the current tick."""
+        ctx = self.host.context
+        return self.host.bus.publish(
+            SourceKind(source), generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
+            payload=MappingProxyType(dict(payload)), portable_size=256,
+        )
 
     def reset(self) -> None:
         """A new generation."""
@@ -128,4 +138,5 @@ def make_driver(spec: HarnessSpec, workdir: Path) -> EmbeddedDriver:
         revoke_grace_s=2.0,
         flow_stall_s=spec.flow_stall_s,
     )
+    host.context.services = spec.services
     return EmbeddedDriver(host, output_dir)

@@ -55,6 +55,10 @@ class FakeDriver:
         """One camera sample (the optional camera capability)."""
         self.fake.publish_camera(channel, value, calibration_digest, profile)
 
+    def publish_render(self, source: str, payload: Mapping[str, object]) -> Envelope | None:
+        """One render-side item (the optional render capability)."""
+        return self.fake.publish_render(source, payload)
+
     def reset(self) -> None:
         """A new generation."""
         self.fake.reset()
@@ -103,6 +107,7 @@ def make_driver(spec: HarnessSpec, workdir: Path) -> FakeDriver:
         capture=spec.capture,
         output_policy=spec.output_policy,
         sensor_hz=spec.sensor_hz,
+        services=spec.services,
         portable_sizes=spec.portable_sizes,
         max_finalizer_timeout_s=spec.max_finalizer_timeout_s,
         flow_stall_s=spec.flow_stall_s,

@@ -43,6 +43,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -91,6 +92,9 @@ _KINDS = {
     "control.result": SourceKind.CONTROL_RESULT,
     "observations": SourceKind.OBSERVATION,
     "cameras": SourceKind.CAMERA,
+    "render.state": SourceKind.RENDER_STATE,
+    "geometry": SourceKind.GEOMETRY,
+    "fluid.emissions": SourceKind.FLUID_EMISSION,
 }
 _CONTROL = ("control.audit", "control.result")
 
@@ -342,7 +346,7 @@ class FakeCore:
         if source == "observations":
             if "observation" not in view.grants:
                 raise SubscriptionRefused("subscribe: observations need the observation grant")
-            if channels and set(channels) != set(plan.observation_channels):
+            if channels and tuple(channels) != plan.observation_channels:
                 raise SubscriptionRefused("subscribe: observation channels differ from the plan")
         elif source == "cameras":
             if "camera" not in view.grants:
@@ -380,7 +384,13 @@ class FakeCore:
     def _grant(self, view: FakeServices, grant: str) -> None:
         self._fault("request_grant")
         plan = self.plan
-        justified = {"observation": bool(plan.observation_channels), "camera": bool(plan.cameras)}
+        justified = {
+            "output.write_lease": True,
+            "observation": bool(plan.observation_channels),
+            "camera": bool(plan.cameras),
+            "render.state": plan.render_state_hz is not None,
+            "scene.geometry@2": plan.geometry_hz is not None,
+        }
         if not justified.get(grant, False):
             raise GrantRefused(f"request_grant: {grant!r} is not justified by the capture plan")
         view.grants.add(grant)
@@ -476,6 +486,11 @@ class FakeCore:
                     )
                     return self._publish("cameras", SourceKind.CAMERA, sample, None, key)
         raise KeyError(f"camera channel {channel!r} is not in the capture plan")
+
+    def publish_render(self, source: str, payload: Mapping[str, object]) -> Envelope | None:
+        """One render-side item (``render.state``, ``geometry``, ``fluid.emissions``) as a
+        read-only mapping in the current tick; ``None`` when the plan does not capture it."""
+        return self._publish(source, _KINDS[source], MappingProxyType(dict(payload)), 256)
 
     def sample_values(self) -> dict[str, np.ndarray]:
         """Deterministic values for every numeric channel at the current tick."""

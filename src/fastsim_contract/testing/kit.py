@@ -1,20 +1,67 @@
-"""Tiny consumers for the contract suite: a recording sink and scriptable finalizers."""
+"""The contract check's tools: tiny consumers (a recording sink, scriptable finalizers,
+a flow gauge), receipt and plan builders, and ``raises``/``Skip`` so that the check
+runs without pytest."""
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 import attrs
+import numpy as np
 
-from fastsim_contract.protocols import OutputService, WriteLease
+from fastsim_contract.harness import CoreDriver
+from fastsim_contract.protocols import CoreServices, OutputService, WriteLease
 from fastsim_contract.values import (
     CapturePlan,
     ChannelDescriptor,
     Envelope,
+    FinalizerRegistrationRequest,
     FinalizerResult,
     TerminalSemanticCut,
 )
+
+__all__ = [
+    "CHANNELS",
+    "MANDATORY",
+    "NAMES",
+    "CommittingFinalizer",
+    "MakeCore",
+    "Recorder",
+    "ScriptedFinalizer",
+    "ScriptedGauge",
+    "Skip",
+    "plan",
+    "register",
+    "values_at",
+    "raises",
+    "receipt",
+    "write_sealed",
+]
+
+#: Builds one driver of the Core under test from ``HarnessSpec`` keyword arguments.
+MakeCore = Callable[..., CoreDriver]
+
+
+class Skip(Exception):
+    """The Core under test lacks an optional capability this case needs."""
+
+
+@contextmanager
+def raises(*expected: type[BaseException], match: str | None = None) -> Iterator[None]:
+    """Assert that the block raises one of ``expected`` (``pytest.raises`` without pytest),
+    whose text contains the regular expression ``match`` when given."""
+    try:
+        yield
+    except expected as exc:
+        if match is not None and re.search(match, str(exc)) is None:
+            raise AssertionError(f"{type(exc).__name__} {str(exc)!r} does not match {match!r}") from exc
+        return
+    names = " or ".join(e.__name__ for e in expected)
+    raise AssertionError(f"expected {names}, nothing was raised")
+
 
 MANDATORY = frozenset({"lifecycle", "events", "control.audit", "control.result"})
 CHANNELS = (
@@ -29,6 +76,19 @@ def plan(observations: bool = True) -> CapturePlan:
     if not observations:
         return CapturePlan(sources=MANDATORY)
     return CapturePlan(sources=MANDATORY | {"observations"}, observation_channels=NAMES)
+
+
+def values_at(k: float) -> dict[str, object]:
+    """Both channels' values at tick ``k``."""
+    return {name: np.full(3, k + i) for i, name in enumerate(NAMES)}
+
+
+def register(core: CoreServices, component: str, mode: str = "ok", *, required: bool = True, timeout: float = 10.0) -> ScriptedFinalizer:
+    """Register a ``ScriptedFinalizer`` for ``component`` on ``core``."""
+    finalizer = ScriptedFinalizer(component, mode)
+    request = FinalizerRegistrationRequest(component, required, timeout, ("lifecycle",))
+    core.register_finalizer(request, finalizer)
+    return finalizer
 
 
 @attrs.define(eq=False)
