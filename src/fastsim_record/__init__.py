@@ -17,12 +17,12 @@ __all__ = ["COMPONENT_ID", "__version__"]
 _READING = frozenset({"open", "Dataset", "Recording", "Episode", "Info", "NumericSeries", "Frame",
                       "CalibrationSeries", "CalibrationEpoch", "Event", "ReadError"})
 if TYPE_CHECKING:
-    from fastsim_record.reading import *  # noqa: F403
+    from fastsim_recording_format.reading import *  # noqa: F403
 
 
 def __getattr__(name: str) -> Any:
     if name in _READING:
-        from fastsim_record import reading
+        from fastsim_recording_format import reading
 
         return getattr(reading, name)
     raise AttributeError(f"module 'fastsim_record' has no attribute {name!r}")

@@ -10,11 +10,11 @@ import pytest
 
 from fastsim_contract.calibration import calibration_digest
 from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder, decode_frame
-from fastsim_record.calibration_history import rebuild_calibration_history
 from fastsim_record.cli import main
 from fastsim_record.ports.encoders import ImageDescriptor
 from fastsim_record.testing.cameras import profile_for, write_camera_fsr
 from fastsim_recording_format import FsrReader
+from fastsim_recording_format.reading.calibration_history import rebuild_calibration_history
 
 PLAN = [(0, 1, 60.0), (0, 2, 60.0), (0, 3, 60.0), (1, 4, 75.0), (1, 5, 75.0)]
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from fastsim_record.adapters.codecs import decode_frame
-from fastsim_record.calibration_history import rebuild_calibration_history
 from fastsim_record.ports.encoders import ImageDescriptor
 from fastsim_recording_format import FsrReader, RecordKind
+from fastsim_recording_format.reading.calibration_history import rebuild_calibration_history
 
 from .support import CameraRun, camera_alias
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import fastsim_record as fr
-from fastsim_record.reading import BadArgument, OutOfRange, UnknownName
+from fastsim_recording_format.reading import BadArgument, OutOfRange, UnknownName
 
 JOINTS = "robot.joint_position"
 
@@ -51,7 +51,7 @@ def test_a_process_keeps_a_bounded_number_of_files_open(
     synthetic_fsr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading many files keeps at most MAX_OPEN of them open; a closed one reopens on demand."""
-    import fastsim_record.reading._dataset as module
+    import fastsim_recording_format.reading._dataset as module
 
     monkeypatch.setattr(module, "MAX_OPEN", 2)
     for k in range(4):

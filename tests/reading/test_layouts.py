@@ -145,8 +145,8 @@ def test_large_reads_use_a_prepared_map_with_the_same_values(
     tmp_path: Path, interleave: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With every read counted as large, the anonymous-map path returns exactly the same values."""
-    import fastsim_record.reading._tables as tables
-    import fastsim_record.reading._view as view
+    import fastsim_recording_format.reading._tables as tables
+    import fastsim_recording_format.reading._view as view
 
     path = tmp_path / "n.fsr"
     _write(path, interleave)

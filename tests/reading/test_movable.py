@@ -1,4 +1,4 @@
-"""The reading package stays movable into a format package: it imports only what is listed."""
+"""The reading API lives in the format package and imports only the format and what is listed."""
 
 from __future__ import annotations
 
@@ -7,14 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import fastsim_record.reading
+import fastsim_recording_format.reading
 
-PACKAGE = Path(fastsim_record.reading.__file__).parent
+PACKAGE = Path(fastsim_recording_format.reading.__file__).parent
 ALLOWED = {
-    # the format package (its byte layout and CRC, for the vectorised record tables)
-    "fastsim_recording_format", "fastsim_recording_format._layout",
-    # pure decode helpers: image header bounds, calibration epochs
-    "fastsim_record.adapters.image_header", "fastsim_record.calibration_history",
     # third party: numpy and attrs, and lazily simplejpeg, OpenCV and pyarrow
     "numpy", "numpy.typing", "attrs", "simplejpeg", "cv2", "pyarrow",
 }
@@ -32,7 +28,7 @@ def test_the_reading_package_imports_only_the_allowed_modules() -> None:
     foreign = {
         name for name in found
         if name.split(".")[0] not in sys.stdlib_module_names
-        and not name.startswith("fastsim_record.reading")
+        and name.split(".")[0] != "fastsim_recording_format"  # the format: layout, CRC, codecs
         and name != "__future__"
     }
     assert foreign <= ALLOWED, sorted(foreign - ALLOWED)
@@ -47,3 +43,30 @@ def test_opening_a_recording_loads_no_decoder_or_arrow(synthetic_fsr: Path) -> N
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_old_reading_path_warns_and_gives_the_same_objects() -> None:
+    """fastsim_record.reading is a deprecated re-export; fastsim_record.open does not warn."""
+    code = (
+        "import warnings\n"
+        "warnings.simplefilter('error')\n"
+        "import fastsim_record as fr\n"
+        "import fastsim_recording_format.reading as new\n"
+        "assert fr.open is new.open and fr.Dataset is new.Dataset\n"
+        "try:\n"
+        "    import fastsim_record.reading\n"
+        "except DeprecationWarning as exc:\n"
+        "    print('warned', exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("warned fastsim_record.reading is deprecated"), out.stderr
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import fastsim_record.reading as old
+        from fastsim_record.reading import _codecs as old_codecs
+
+    assert old.Recording is fastsim_recording_format.reading.Recording
+    assert old_codecs.numeric_layout is fastsim_recording_format.reading._codecs.numeric_layout
+    assert set(old.__all__) == set(fastsim_recording_format.reading.__all__)

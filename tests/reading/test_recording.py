@@ -15,10 +15,10 @@ import pytest
 import fastsim_record as fr
 from fastsim_embedded.backends.mujoco_scene import JOINT_NAMES
 from fastsim_record.adapters.codecs import decode_frame
-from fastsim_record.calibration_history import rebuild_calibration_history
 from fastsim_record.ports.encoders import ImageDescriptor
-from fastsim_record.reading import BadArgument, OutOfRange, UnknownName
 from fastsim_recording_format import FormatError, FsrReader, RecordKind
+from fastsim_recording_format.reading import BadArgument, OutOfRange, UnknownName
+from fastsim_recording_format.reading.calibration_history import rebuild_calibration_history
 
 CAMERAS = ("exterior_left", "exterior_right", "wrist")
 

@@ -2,7 +2,8 @@
 
 Both run only in the writer worker; the capture path hands over immutable values.
 
-Numeric tick layout (one record per tick, all selected channels):
+Numeric tick layout (one record per tick, all selected channels; the byte layout and its
+``attributes.channels`` are the format's, :mod:`fastsim_recording_format.codecs.numeric`):
 
     | # | rule                                                                  |
     |---|-----------------------------------------------------------------------|
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, TypeVar
@@ -26,6 +26,7 @@ import numpy as np
 
 from fastsim_contract.values import ChannelDescriptor, ObservationTick, PackedLayout, PackedValues
 from fastsim_record.errors import DescriptorDriftError, RecordingFailed
+from fastsim_recording_format.codecs import numeric
 from fastsim_recording_format.errors import PayloadError
 
 __all__ = ["JSON_CODEC", "JsonEncoder", "NumericTickEncoder", "raising"]
@@ -106,37 +107,21 @@ class NumericTickEncoder:
     def __init__(self, stream: str, channels: Sequence[ChannelDescriptor]) -> None:
         self._stream = stream
         self._order = tuple(c.name for c in channels)
-        self._dtypes: dict[str, np.dtype[Any]] = {}
-        self._shapes: dict[str, tuple[int, ...]] = {}
-        layout: list[dict[str, object]] = []
-        offset = 0
-        for channel in channels:
-            dtype = np.dtype(channel.dtype).newbyteorder("<")
-            shape = tuple(int(d) for d in channel.shape)
-            nbytes = math.prod(shape) * dtype.itemsize
-            self._dtypes[channel.name] = dtype
-            self._shapes[channel.name] = shape
-            layout.append({
-                "name": channel.name,
-                "dtype": dtype.str,
-                "shape": list(shape),
-                "units": list(channel.units),
-                "entity": channel.entity,
-                "layout": "C-contiguous little-endian",
-                "offset": offset,
-                "nbytes": nbytes,
-            })
-            offset += nbytes
+        offset, layout = numeric.channel_entries(
+            [(c.name, c.dtype, c.shape, c.units, c.entity) for c in channels]
+        )
+        self._dtypes: dict[str, np.dtype[Any]] = {
+            str(e["name"]): np.dtype(str(e["dtype"])) for e in layout
+        }
+        self._shapes: dict[str, tuple[int, ...]] = {
+            str(e["name"]): tuple(e["shape"]) for e in layout  # type: ignore[arg-type]
+        }
         self.record_bytes = offset
         self._packed_row = tuple((self._dtypes[c.name].str, self._shapes[c.name]) for c in channels)
         self._packed_ok: PackedLayout | None = None  # the last packed layout found identical
         self._dtype_row = tuple(self._dtypes[c.name] for c in channels)
         self._shape_row = tuple(self._shapes[c.name] for c in channels)
-        self.codec: Mapping[str, object] = {
-            "payload_codec": "numeric-tick/1",
-            "media_type": "application/octet-stream",
-            "record_bytes": offset,
-        }
+        self.codec: Mapping[str, object] = numeric.codec_description(offset)
         self.attributes: Mapping[str, object] = {"channels": layout}
 
     def encode(self, payload: object) -> bytes:

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from fastsim_record.reading._codecs import numeric_layout
-from fastsim_record.reading._errors import BadRecording
 from fastsim_recording_format import FormatError, FsrReader
 from fastsim_recording_format.model import Record, RecordKind, StreamSpec
+from fastsim_recording_format.reading._codecs import numeric_layout
+from fastsim_recording_format.reading._errors import BadRecording
 
 __all__ = ["MAX_JSON_PAYLOAD", "add_arguments", "run"]
 

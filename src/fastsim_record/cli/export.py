@@ -207,8 +207,8 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> in
         collect_sources,
         exporter,
     )
-    from fastsim_record.reading import ReadError
     from fastsim_recording_format import FormatError
+    from fastsim_recording_format.reading import ReadError
 
     try:
         sources = collect_sources(raw_sources)

@@ -26,8 +26,8 @@ from fastsim_record.export._stream import (
     numeric_channels,
     numeric_ticks,
 )
-from fastsim_record.reading import Recording
 from fastsim_recording_format import FsrReader
+from fastsim_recording_format.reading import Recording
 
 __all__ = ["FrameRow", "Plan", "action_samples", "frame_rows"]
 

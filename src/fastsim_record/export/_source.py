@@ -13,8 +13,8 @@ import attrs
 import numpy.typing as npt
 
 from fastsim_record.export._stream import generation_spans
-from fastsim_record.reading import Recording
 from fastsim_recording_format import FsrReader, RecordKind
+from fastsim_recording_format.reading import Recording
 
 __all__ = [
     "EncodedFrame",

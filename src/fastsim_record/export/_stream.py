@@ -24,9 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fastsim_record.export._port import ExportError
-from fastsim_record.reading._codecs import numeric_layout
-from fastsim_record.reading._errors import BadRecording
 from fastsim_recording_format import FsrReader, RecordKind, StreamSpec
+from fastsim_recording_format.reading._codecs import numeric_layout
+from fastsim_recording_format.reading._errors import BadRecording
 
 __all__ = [
     "CalibrationSample",

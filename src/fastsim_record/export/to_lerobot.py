@@ -49,8 +49,8 @@ from fastsim_record.export._port import (
     Progress,
 )
 from fastsim_record.export._stats import RunningStats
-from fastsim_record.reading import Recording
-from fastsim_record.reading import open as open_recording
+from fastsim_recording_format.reading import Recording
+from fastsim_recording_format.reading import open as open_recording
 
 __all__ = ["LeRobotExporter", "VIDEO_CODECS"]
 

@@ -48,8 +48,8 @@ from fastsim_record.export._stream import (
     in_order_records,
     numeric_channels,
 )
-from fastsim_record.reading import Recording
-from fastsim_record.reading import open as open_recording
+from fastsim_recording_format.reading import Recording
+from fastsim_recording_format.reading import open as open_recording
 
 __all__ = ["McapExporter"]
 

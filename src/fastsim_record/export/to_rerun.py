@@ -35,9 +35,9 @@ import numpy.typing as npt
 from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
 from fastsim_record.export._source import generation_offsets
 from fastsim_record.export._stream import Channel, in_order, in_order_records, numeric_channels
-from fastsim_record.reading import Recording
-from fastsim_record.reading import open as open_recording
 from fastsim_recording_format import FsrReader, RecordKind
+from fastsim_recording_format.reading import Recording
+from fastsim_recording_format.reading import open as open_recording
 
 __all__ = ["RerunExporter"]
 

@@ -1,44 +1,32 @@
-"""Reading recordings: ``open(path)`` for one FSR file, ``Dataset`` over many.
+"""Deprecated import path: the reading API is ``fastsim_recording_format.reading``.
 
-Movable: this package imports only the standard library, attrs, numpy, the FSR format
-package (``fastsim_recording_format``), the image-header bounds of
-``fastsim_record.adapters.image_header``, ``fastsim_record.calibration_history`` (when
-calibration is read), and lazily OpenCV (frames) and pyarrow (``numeric_table``).
-See ``docs/reading.md``.
+``import fastsim_record.reading`` (and its ``_codecs``, ``_dataset``, ``_errors``,
+``_recording``, ``_tables``, ``_values`` and ``_view`` modules) keeps working for one
+release and emits a :class:`DeprecationWarning`; it will be removed in the release after.
+Write ``import fastsim_recording_format.reading`` instead (``fastsim_record.open`` and
+``fastsim_record.Dataset`` stay, and do not warn).
 """
 
-from fastsim_record.reading._dataset import Dataset
-from fastsim_record.reading._errors import (
-    BadArgument,
-    BadRecording,
-    OutOfRange,
-    ReadError,
-    UnknownName,
-)
-from fastsim_record.reading._recording import Episode, Recording, open
-from fastsim_record.reading._values import (
-    CalibrationEpoch,
-    CalibrationSeries,
-    Event,
-    Frame,
-    Info,
-    NumericSeries,
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+
+import fastsim_recording_format.reading
+from fastsim_recording_format.reading import *  # noqa: F403  (the whole public surface, unchanged)
+
+__all__ = list(fastsim_recording_format.reading.__all__)
+
+_SUBMODULES = ("_codecs", "_dataset", "_errors", "_recording", "_tables", "_values", "_view")
+
+warnings.warn(
+    "fastsim_record.reading is deprecated; import fastsim_recording_format.reading instead",
+    DeprecationWarning,
+    stacklevel=2,
 )
 
-__all__ = [
-    "open",
-    "Dataset",
-    "Recording",
-    "Episode",
-    "Info",
-    "NumericSeries",
-    "Frame",
-    "CalibrationSeries",
-    "CalibrationEpoch",
-    "Event",
-    "ReadError",
-    "UnknownName",
-    "OutOfRange",
-    "BadArgument",
-    "BadRecording",
-]
+for _name in _SUBMODULES:
+    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(
+        f"fastsim_recording_format.reading.{_name}"
+    )

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from fastsim_record.reading._errors import BadArgument, unknown
-from fastsim_record.reading._values import Info
-from fastsim_record.reading._view import File, View, as_int
+from fastsim_recording_format.reading._errors import BadArgument, unknown
+from fastsim_recording_format.reading._values import Info
+from fastsim_recording_format.reading._view import File, View, as_int
 
 __all__ = ["Episode", "Recording", "open"]
 

@@ -28,13 +28,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
-import numpy as np
 
-from fastsim_contract.calibration import (
-    CalibrationContractError,
+from fastsim_recording_format.codecs.calibration import (
+    CalibrationProfileError,
     calibration_digest,
     check_profile,
     intrinsic_matrix,
+    k_matches,
 )
 
 __all__ = [
@@ -177,17 +177,14 @@ def _declare(
     try:
         profile = check_profile(record.metadata.get("calibration_profile"))
         actual = calibration_digest(profile)
-    except CalibrationContractError as exc:
+    except CalibrationProfileError as exc:
         problems.append(f"H1: {where}: {exc}")
         return None
     if actual != digest:
         problems.append(f"H1: {where}: digest {digest!r} is not its profile's ({actual!r})")
         return None
-    payload = record.payload
     k = intrinsic_matrix(profile)
-    if len(payload) != 72 or not np.array_equal(
-        np.frombuffer(payload, dtype="<f8").reshape(3, 3), np.asarray(k, dtype=np.float64)
-    ):
+    if not k_matches(record.payload, profile):
         problems.append(f"H2: {where}: K payload does not match the profile")
         return None
     return CalibrationEpoch(

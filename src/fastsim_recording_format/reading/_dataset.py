@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_record.reading._errors import BadArgument, OutOfRange, unknown
-from fastsim_record.reading._recording import Recording
-from fastsim_record.reading._tables import DATA
+from fastsim_recording_format.reading._errors import BadArgument, OutOfRange, unknown
+from fastsim_recording_format.reading._recording import Recording
+from fastsim_recording_format.reading._tables import DATA
 
 __all__ = ["Dataset"]
 

@@ -1,0 +1,132 @@
+"""``numeric-tick/1``: all selected numeric channels of one tick in one record.
+
+The stream attribute ``channels`` lists, in order, each channel's ``name``, ``dtype`` (a
+little-endian numpy type string), ``shape``, ``units``, ``entity``, ``offset`` and
+``nbytes``; the codec's ``record_bytes`` is the payload size.  The plugin's
+``NumericTickEncoder`` writes the layout with :func:`channel_entries`; readers parse it
+back with :func:`numeric_layout`.
+
+    | # | rule (checked when a stream is first decoded)                                 |
+    |---|-------------------------------------------------------------------------------|
+    | 1 | every channel entry has a name, a numeric little-endian dtype and a shape     |
+    | 2 | ``nbytes == prod(shape) * itemsize`` and channels tile ``[0, record_bytes)``  |
+    |   | in declared order, C order, no padding                                        |
+    | 3 | every DATA record's payload is exactly ``record_bytes`` long                  |
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+import numpy as np
+
+from fastsim_recording_format.errors import NumericPayloadError
+from fastsim_recording_format.model import StreamSpec
+
+__all__ = [
+    "NUMERIC_CODEC",
+    "Channel",
+    "channel_entries",
+    "codec_description",
+    "numeric_layout",
+]
+
+NUMERIC_CODEC: Final = "numeric-tick/1"
+
+
+def channel_entries(
+    channels: Sequence[tuple[str, str, Sequence[int], Sequence[str], str | None]],
+) -> tuple[int, list[dict[str, object]]]:
+    """``(record_bytes, attributes.channels)`` for ``(name, dtype, shape, units, entity)`` rows."""
+    layout: list[dict[str, object]] = []
+    offset = 0
+    for name, dtype_name, dims, units, entity in channels:
+        dtype = np.dtype(dtype_name).newbyteorder("<")
+        shape = [int(d) for d in dims]
+        nbytes = math.prod(shape) * dtype.itemsize
+        layout.append({
+            "name": name,
+            "dtype": dtype.str,
+            "shape": shape,
+            "units": list(units),
+            "entity": entity,
+            "layout": "C-contiguous little-endian",
+            "offset": offset,
+            "nbytes": nbytes,
+        })
+        offset += nbytes
+    return offset, layout
+
+
+def codec_description(record_bytes: int) -> dict[str, object]:
+    """The stream's codec description."""
+    return {
+        "payload_codec": NUMERIC_CODEC,
+        "media_type": "application/octet-stream",
+        "record_bytes": record_bytes,
+    }
+
+
+@attrs.frozen
+class Channel:
+    """One channel of a numeric-tick stream: where its bytes are and what they hold."""
+
+    stream: str
+    name: str
+    dtype: np.dtype[Any] = attrs.field(eq=False)
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+    units: tuple[str, ...]
+    element_names: tuple[str, ...]
+
+
+def _element_names(
+    name: str, shape: tuple[int, ...], entry: Mapping[str, Any], by_channel: object = None
+) -> tuple[str, ...]:
+    """The channel entry's own names, else the stream's ``element_names`` map, else
+    ``name[i,...]``."""
+    given = entry.get("names") or entry.get("element_names")
+    if not given and isinstance(by_channel, Mapping):
+        given = by_channel.get(name)
+    size = math.prod(shape)
+    if isinstance(given, list) and len(given) == size and all(isinstance(g, str) for g in given):
+        return tuple(given)
+    if not shape:
+        return (name,)
+    return tuple(f"{name}[{','.join(map(str, ix))}]" for ix in np.ndindex(*shape))
+
+
+def numeric_layout(spec: StreamSpec) -> tuple[int, tuple[Channel, ...]]:
+    """``(record_bytes, channels)`` of a numeric-tick stream (rules 1-2)."""
+    where = f"stream {spec.name!r} attributes.channels"
+    record_bytes = spec.codec.get("record_bytes")
+    entries = spec.attributes.get("channels")
+    if not isinstance(record_bytes, int) or record_bytes < 0:
+        raise NumericPayloadError(f"stream {spec.name!r} codec.record_bytes: not a byte count")
+    if not isinstance(entries, list):
+        raise NumericPayloadError(f"{where}: missing")
+    by_channel = spec.attributes.get("element_names")  # {channel: [names]} (the recorder's)
+    out: list[Channel] = []
+    at = 0
+    for k, entry in enumerate(entries):
+        try:
+            name, shape = str(entry["name"]), tuple(int(d) for d in entry["shape"])
+            dtype = np.dtype(str(entry["dtype"]))
+            offset, nbytes = int(entry["offset"]), int(entry["nbytes"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise NumericPayloadError(f"{where}[{k}]: malformed ({exc})") from None
+        if dtype.kind not in "biuf" or dtype.byteorder == ">" or any(d < 0 for d in shape):
+            raise NumericPayloadError(f"{where}[{k}] ({name}): unsupported dtype {dtype.str} or shape")
+        if nbytes != math.prod(shape) * dtype.itemsize or offset != at:
+            raise NumericPayloadError(f"{where}[{k}] ({name}): offset/nbytes do not tile the record")
+        at += nbytes
+        units = tuple(str(u) for u in entry.get("units", []))
+        out.append(Channel(spec.name, name, dtype, shape, offset, nbytes, units,
+                           _element_names(name, shape, entry, by_channel)))
+    if at != record_bytes:
+        raise NumericPayloadError(f"{where}: channels cover {at} bytes, record_bytes is {record_bytes}")
+    return record_bytes, tuple(out)

@@ -1,0 +1,44 @@
+"""Reading recordings: ``open(path)`` for one FSR file, ``Dataset`` over many.
+
+Movable: this package imports only the standard library, attrs, numpy, the FSR format
+package (``fastsim_recording_format``), the image-header bounds of
+``fastsim_recording_format.codecs.image``, ``fastsim_recording_format.reading.calibration_history`` (when
+calibration is read), and lazily OpenCV (frames) and pyarrow (``numeric_table``).
+See ``docs/reading.md``.
+"""
+
+from fastsim_recording_format.reading._dataset import Dataset
+from fastsim_recording_format.reading._errors import (
+    BadArgument,
+    BadRecording,
+    OutOfRange,
+    ReadError,
+    UnknownName,
+)
+from fastsim_recording_format.reading._recording import Episode, Recording, open
+from fastsim_recording_format.reading._values import (
+    CalibrationEpoch,
+    CalibrationSeries,
+    Event,
+    Frame,
+    Info,
+    NumericSeries,
+)
+
+__all__ = [
+    "open",
+    "Dataset",
+    "Recording",
+    "Episode",
+    "Info",
+    "NumericSeries",
+    "Frame",
+    "CalibrationSeries",
+    "CalibrationEpoch",
+    "Event",
+    "ReadError",
+    "UnknownName",
+    "OutOfRange",
+    "BadArgument",
+    "BadRecording",
+]
