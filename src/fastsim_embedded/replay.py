@@ -55,7 +55,7 @@ from fastsim_embedded.backends.base import (
 from fastsim_embedded.compile import PreparedRun, prepare_run
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import SessionResult, run_session
-from fastsim_record.adapters.render_state import decode_render_state
+from fastsim_recording_format.codecs.render_state import decode_render_state
 from fastsim_recording_format import FsrReader, Record
 
 __all__ = ["RenderTrack", "ReplayBackend", "read_track", "replay"]
