@@ -1,7 +1,8 @@
 """The writer worker: the one thread that owns the write lease.
 
-It drains every lane, merges by global sequence, encodes each payload exactly once,
-and writes bounded batches by the core's batching rules.  Publication never waits on
+It drains every lane, merges by global sequence, encodes each payload exactly once
+(``record_encoder.RecordEncoder``), and writes bounded batches by the core's batching
+rules (``batch_writer.BatchWriter``); this module is the thread around them.  Publication never waits on
 it: pumps only ``try_publish``; a slow or stalled output just fills the lanes, and a
 full ``fail_run`` lane latches a fatal error at the pump.
 
@@ -12,8 +13,10 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     | 1 | drain each lane and its gaps under the lane lock                        |
     | 2 | push envelopes and gaps into the ordered merge; a duplicate is fatal    |
     | 3 | release in global order: gaps -> GAP records, barriers close the batch  |
-    |   | (B5) and become BARRIER records, envelopes are encoded once -> DATA     |
+    |   | (B5) and become BARRIER records, items are encoded once -> DATA         |
+    |   | (``RecordEncoder``)                                                     |
     | 4 | account each record in the Batcher; write every batch it closes        |
+    |   | (``BatchWriter``)                                                       |
     | 5 | after a fatal error nothing more is encoded or written                 |
     | 6 | after ``YIELD_AFTER_S`` of work the worker offers the GIL back (sleep 0)|
     |   | or after ``BACKLOG_YIELD_AFTER_S`` when it is behind (a long release),  |
@@ -41,7 +44,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_record.core.batching import Batcher, BatchLimits, FlushReason
+from fastsim_record.core.batching import BatchLimits, FlushReason
 from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
 from fastsim_record.core.fence import (
     FenceDecision,
@@ -50,13 +53,15 @@ from fastsim_record.core.fence import (
     decide,
     gather_evidence,
 )
-from fastsim_record.core.gaps import GapLedger, GapRecord
+from fastsim_record.core.gaps import GapRecord
 from fastsim_record.core.merge import OrderedMerge
 from fastsim_record.errors import OutputError, RecordError, RecordingFailed
+from fastsim_record.pipeline.batch_writer import BatchWriter
 from fastsim_record.pipeline.camera_stage import CameraStage
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge
-from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordSink
+from fastsim_record.pipeline.record_encoder import RecordEncoder
+from fastsim_record.ports.sinks import PayloadEncoder, RecordSink
 
 __all__ = [
     "BACKLOG_ITEMS", "BACKLOG_YIELD_AFTER_S", "POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker",
@@ -114,25 +119,14 @@ class WriterWorker:
         self._lanes = dict(lanes)
         self._wake = wake
         self._gauge = gauge if gauge is not None else PressureGauge()
-        self._encoders = dict(encoders)
-        # cameras (issue 6): streams the camera stage encodes, with calibration metadata
-        self._cameras = camera_stage
-        self._camera_streams = (
-            frozenset(d.name for d in camera_stage.streams()) if camera_stage else frozenset()
-        )
-        self._calibration_violations: tuple[str, ...] = ()
-        self._barrier_encoder = barrier_encoder
-        self._sink = sink
-        self._batcher = Batcher(limits)
+        self._records = RecordEncoder(encoders, barrier_encoder, camera_stage)
+        self._writer = BatchWriter(sink, limits)
         self._monitor = monitor
         self._poll = poll_s
         self._merge = OrderedMerge()
-        self._ledger = GapLedger()
-        self._pending: list[OutRecord] = []
         self._pushed = 0
         #: more held-back items than every lane can hold means the hole will not close
         self._hold_limit = sum(h.lane.spec.max_items for h in self._lanes.values())
-        self._stream_last: dict[str, OutRecord] = {}  # each stream's last record (gap time)
         self._failed: RecordError | None = None
         self._stop = False
         self._cancelled = threading.Event()
@@ -140,14 +134,6 @@ class WriterWorker:
         self._done = threading.Event()
         self._outcome: FinishOutcome | None = None
         self._thread = threading.Thread(target=self._run, name="record-writer", daemon=True)
-        # counters from batch boundaries only (no per-tick timer)
-        self.batches = 0
-        self.payload_bytes = 0
-        self.written_bytes = 0
-        self.batch_elapsed_s = 0.0
-        self.records = 0
-        self.flush_reasons: dict[str, int] = {}
-        self.encoded = 0
         self._cpu_start: float | None = None
         self.worker_cpu_s = 0.0
 
@@ -274,10 +260,9 @@ class WriterWorker:
                 ))
 
     def _write_released(self, released: list[CapturedItem | GapRecord]) -> None:
-        """Rules 3-4."""
-        pending = self._pending
-        batcher = self._batcher
-        stream_last = self._stream_last
+        """Rules 3-4 (and 6: the GIL hand-off); the first failure ends the release."""
+        records = self._records
+        writer = self._writer
         clock = time.perf_counter
         # keeping up: offer the GIL back often; behind (a GIL-holding host): work longer;
         # pressed (a lane holds 1/8 of its capacity): never offer it, so a falling-behind
@@ -290,97 +275,23 @@ class WriterWorker:
         else:
             slice_s = BACKLOG_YIELD_AFTER_S
         slice_end = clock() + slice_s
-        for item in released:
-            if clock() > slice_end:  # offer the GIL to a waiting simulation thread
-                time.sleep(0)
-                slice_end = clock() + slice_s
-            if isinstance(item, GapRecord):
-                self._ledger.record(item)
-                record = OutRecord(
-                    item.stream, "gap", item.first_global, item.first_capture, item.generation,
-                    self._gap_time(item), b"",
-                    {"reason": item.reason.value, "lane": item.lane.value, "lost": item.count},
-                    item.last_global, item.last_capture,
-                )
-            elif item.kind is _BARRIER:
-                held = batcher.hold()
-                if held.items and held.generation != item.generation:  # B5
-                    closed = batcher.close(FlushReason.GENERATION)
-                    if closed is not None:
-                        self._write(closed.items, closed.reason)
-                if self._cameras is not None:  # calibration obligations end at a reset
-                    try:
-                        self._cameras.barrier(item.generation)
-                    except RecordError as exc:
-                        self._fail(exc)
-                        return
-                record = OutRecord(
-                    item.stream, "barrier", item.global_sequence, item.capture_sequence,
-                    item.generation, item.sim_time_ns, self._barrier_encoder(item.payload),
-                    {"tick": item.tick},
-                )
-            elif item.stream in self._camera_streams and self._cameras is not None:
-                try:
-                    encoded = self._cameras.encode(item)
-                except RecordError as exc:
-                    self._fail(exc)
-                    return
-                except Exception as exc:
-                    self._fail(RecordingFailed(f"{item.stream}: encoding failed: {exc!r}"))
-                    return
-                self.encoded += 1
-                if encoded.role == "rgb":  # the codec ran without the GIL: that was the yield
-                    slice_end = clock() + slice_s
-                record = OutRecord(
-                    item.stream, "data", item.global_sequence, item.capture_sequence,
-                    item.generation, item.sim_time_ns, encoded.payload,
-                    {"tick": item.tick, **encoded.metadata},
-                )
-            else:
-                try:
-                    payload = self._encoders[item.stream].encode(item.payload)
-                except RecordError as exc:
-                    self._fail(exc)
-                    return
-                except Exception as exc:
-                    self._fail(RecordingFailed(f"{item.stream}: encoding failed: {exc!r}"))
-                    return
-                self.encoded += 1
-                record = OutRecord(
-                    item.stream, "data", item.global_sequence, item.capture_sequence,
-                    item.generation, item.sim_time_ns, payload,
-                )
-            pending.append(record)
-            stream_last[record.stream] = record
-            for summary in batcher.add(record.generation, record.sim_time_ns, len(record.payload)):
-                self._write(summary.items, summary.reason)
-                if self._failed is not None:
-                    return
-
-    def _gap_time(self, gap: GapRecord) -> int:
-        """The stream's previous record time in the gap's generation (FSR gap rule)."""
-        last = self._stream_last.get(gap.stream)
-        return last.sim_time_ns if last is not None and last.generation == gap.generation else 0
-
-    def _write(self, count: int, reason: FlushReason) -> None:
-        batch = self._pending[:count]
-        del self._pending[:count]
-        if not batch or self._failed is not None:
-            return
-        started = time.perf_counter()
         try:
-            self.written_bytes += self._sink.write_batch(batch)
+            for item in released:
+                if clock() > slice_end:  # offer the GIL to a waiting simulation thread
+                    time.sleep(0)
+                    slice_end = clock() + slice_s
+                if isinstance(item, GapRecord):
+                    record = records.gap(item)
+                elif item.kind is _BARRIER:
+                    writer.close_generation(item.generation)  # B5
+                    record = records.barrier(item)
+                else:
+                    record, released_gil = records.data(item)
+                    if released_gil:  # the codec ran without the GIL: that was the yield
+                        slice_end = clock() + slice_s
+                writer.add(record)
         except RecordError as exc:
             self._fail(exc)
-            return
-        except Exception as exc:
-            self._fail(OutputError(f"writing batch {self.batches} failed: {exc}"))
-            return
-        self.batch_elapsed_s += time.perf_counter() - started
-        self.batches += 1
-        self.records += len(batch)
-        self.payload_bytes += sum(len(r.payload) for r in batch)
-        self.flush_reasons[reason.value] = self.flush_reasons.get(reason.value, 0) + 1
 
     # -- finishing ---------------------------------------------------------------------
     def evidence(self, through: int) -> FenceEvidence:
@@ -397,8 +308,8 @@ class WriterWorker:
             if reason is not None and reason not in fatal:
                 fatal.append(reason)
         return gather_evidence(
-            None, merge, self._ledger, through=through,
-            calibration_violations=self._calibration_violations, fatal_errors=tuple(fatal),
+            None, merge, self._records.ledger, through=through,
+            calibration_violations=self._records.calibration_violations, fatal_errors=tuple(fatal),
         )
 
     def _finish(
@@ -407,11 +318,11 @@ class WriterWorker:
         started = time.perf_counter()
         self._step()
         if self._failed is None:
-            closed = self._batcher.close(FlushReason.FINALIZE)
-            if closed is not None:
-                self._write(closed.items, closed.reason)
-        if self._cameras is not None:  # calibration obligations due at the cut (fence F5)
-            self._calibration_violations = self._cameras.at_cut()
+            try:
+                self._writer.close(FlushReason.FINALIZE)  # B6
+            except RecordError as exc:
+                self._fail(exc)
+        self._records.at_cut()  # calibration obligations due at the cut (fence F5)
         evidence = self.evidence(cut.final_global_sequence)
         decision = decide(cut, evidence)
         if self._cancelled.is_set():
@@ -427,7 +338,7 @@ class WriterWorker:
         fence = {**fence_info, "decision": "commit", "degraded": decision.degraded,
                  "released_through": self._merge.released_through}
         try:
-            facts = self._sink.finish(degraded=decision.degraded, fence=fence)
+            facts = self._writer.sink.finish(degraded=decision.degraded, fence=fence)
         except RecordError as exc:
             self._fail(exc)
         except Exception as exc:
@@ -445,7 +356,7 @@ class WriterWorker:
 
     def _abort(self) -> None:
         try:
-            self._sink.abort()
+            self._writer.sink.abort()
         except Exception as exc:  # the failure is already the reason; keep it
             self._monitor.latch(OutputError(f"abort failed: {exc}"))
 
@@ -469,15 +380,8 @@ class WriterWorker:
         if self._cpu_start is not None and threading.current_thread() is self._thread:
             self.worker_cpu_s = time.thread_time() - self._cpu_start
         summary: dict[str, Any] = {
-            "worker_cpu_s": self.worker_cpu_s,
-            "payload_bytes": self.payload_bytes,
-            "written_bytes": self.written_bytes,
-            "records": self.records,
-            "batches": self.batches,
-            "flush_reasons": dict(self.flush_reasons),
-            "batch_elapsed_s": self.batch_elapsed_s,
-            "gaps": self._ledger.gap_count,
-            "lanes": lanes,
+            "worker_cpu_s": self.worker_cpu_s, **self._writer.counters(),
+            "gaps": self._records.ledger.gap_count, "lanes": lanes,
         }
         if decision is not None:
             summary["degraded"] = decision.degraded

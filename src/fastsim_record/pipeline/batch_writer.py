@@ -1,0 +1,87 @@
+"""The worker's batch writer: bounded batches by the core's batching rules, with counters.
+
+Records arrive in global order (worker rule 4).  The core ``Batcher`` decides where a
+batch closes (items, bytes, simulated span; a generation change at a barrier, B5; the
+cut, B6); every closed batch goes to the sink (and so through the write lease) at once.
+
+    | counter          | meaning                                                     |
+    |------------------|-------------------------------------------------------------|
+    | batches, records | batches written and the records in them                     |
+    | payload_bytes    | encoded payload bytes written                               |
+    | written_bytes    | container bytes the sink reports                            |
+    | batch_elapsed_s  | wall time spent in ``write_batch``                          |
+    | flush_reasons    | closed batches per ``FlushReason``                          |
+
+Counters change only at batch boundaries (no per-record timer).  A write that fails
+raises: the sink's own ``RecordError``, or ``OutputError`` naming the batch.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastsim_record.core.batching import Batcher, BatchLimits, FlushReason
+from fastsim_record.errors import OutputError, RecordError
+from fastsim_record.ports.sinks import OutRecord, RecordSink
+
+__all__ = ["BatchWriter"]
+
+
+class BatchWriter:
+    """Accounts records in the ``Batcher`` and writes every batch it closes."""
+
+    def __init__(self, sink: RecordSink, limits: BatchLimits) -> None:
+        self.sink = sink
+        self._batcher = Batcher(limits)
+        self._pending: list[OutRecord] = []
+        self.batches = 0
+        self.records = 0
+        self.payload_bytes = 0
+        self.written_bytes = 0
+        self.batch_elapsed_s = 0.0
+        self.flush_reasons: dict[str, int] = {}
+
+    def add(self, record: OutRecord) -> None:
+        """Account ``record``; write the batches it closes."""
+        self._pending.append(record)
+        for closed in self._batcher.add(record.generation, record.sim_time_ns, len(record.payload)):
+            self._write(closed.items, closed.reason)
+
+    def close_generation(self, generation: int) -> None:
+        """B5: a barrier opening ``generation`` closes a batch held in another generation."""
+        held = self._batcher.hold()
+        if held.items and held.generation != generation:
+            self.close(FlushReason.GENERATION)
+
+    def close(self, reason: FlushReason) -> None:
+        """Close and write the partial batch, if any (B5, B6)."""
+        closed = self._batcher.close(reason)
+        if closed is not None:
+            self._write(closed.items, closed.reason)
+
+    def _write(self, count: int, reason: FlushReason) -> None:
+        pending = self._pending
+        batch = pending[:count]
+        del pending[:count]
+        if not batch:
+            return
+        started = time.perf_counter()
+        try:
+            self.written_bytes += self.sink.write_batch(batch)
+        except RecordError:
+            raise
+        except Exception as exc:
+            raise OutputError(f"writing batch {self.batches} failed: {exc}") from exc
+        self.batch_elapsed_s += time.perf_counter() - started
+        self.batches += 1
+        self.records += len(batch)
+        self.payload_bytes += sum(len(r.payload) for r in batch)
+        self.flush_reasons[reason.value] = self.flush_reasons.get(reason.value, 0) + 1
+
+    def counters(self) -> dict[str, object]:
+        """The module table's counters (a snapshot)."""
+        return {
+            "payload_bytes": self.payload_bytes, "written_bytes": self.written_bytes,
+            "records": self.records, "batches": self.batches,
+            "flush_reasons": dict(self.flush_reasons), "batch_elapsed_s": self.batch_elapsed_s,
+        }
