@@ -31,7 +31,8 @@ Camera conventions:
 
 A world point ``p`` projects as ``K @ R_cv.T @ (p - t)`` (then divide by z).
 
-Rendering is off-screen through ``mujoco.Renderer``; one renderer per resolution is
+The GL setup is ``mujoco_gl``; the scripted pick and its inverse kinematics are
+``mujoco_pick``.  Rendering is off-screen through ``mujoco.Renderer``; one renderer per resolution is
 reused.  The MJCF keeps it cheap on software GL (no MSAA, shadows or skybox): about
 7-15 ms per 320x240 frame on llvmpipe here.  ``MUJOCO_GL`` defaults to ``egl`` when unset; if no GL context can be made,
 :class:`RenderUnavailable` names the variable to set.
@@ -39,8 +40,6 @@ reused.  The MJCF keeps it cheap on software GL (no MSAA, shadows or skybox): ab
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, Final
@@ -49,34 +48,17 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from fastsim_embedded.backends import mujoco_pick
+from fastsim_embedded.backends.mujoco_gl import (
+    OffscreenRenderers,
+    RenderUnavailable,
+    intrinsics_from_fovy,
+    mujoco,
+    mujoco_to_opencv_quaternion,
+)
+from fastsim_embedded.backends.mujoco_pick import PICK_DURATION_S, PICK_PHASE_NAMES
 from fastsim_embedded.backends.mujoco_randomize import Randomization, apply_randomization
-
-
-class RenderUnavailable(RuntimeError):
-    """MuJoCo could not create an off-screen OpenGL context."""
-
-
-def _gl_message(exc: BaseException) -> str:
-    gl = os.environ.get("MUJOCO_GL", "<unset>")
-    return (
-        f"MuJoCo could not create an off-screen OpenGL context with MUJOCO_GL={gl} "
-        f"({type(exc).__name__}: {exc}); set MUJOCO_GL=egl (GPU/EGL) or "
-        "MUJOCO_GL=osmesa (software rendering) in the environment before mujoco is "
-        "first imported"
-    )
-
-
-# MUJOCO_GL must be set before mujoco is imported: it binds its GL backend then.
-os.environ.setdefault("MUJOCO_GL", "egl")
-try:
-    import mujoco
-except ModuleNotFoundError as _exc:  # mujoco itself missing: the [sim] extra, not a GL problem
-    if _exc.name != "mujoco":
-        raise RenderUnavailable(_gl_message(_exc)) from _exc
-    raise
-except Exception as _exc:  # an invalid MUJOCO_GL value, or its GL library missing (osmesa
-    # without libOSMesa fails inside PyOpenGL with an AttributeError), fails the import itself
-    raise RenderUnavailable(_gl_message(_exc)) from _exc
+from fastsim_recording_format.encoding import readonly
 
 __all__ = [
     "ARM_JOINT_NAMES",
@@ -122,21 +104,6 @@ DEFAULT_WIDTH: Final = 320
 DEFAULT_HEIGHT: Final = 240
 ASSET: Final = "droid_like.xml"
 
-# The scripted pick: (name, start_s, end_s, from_waypoint, to_waypoint, gripper_from, gripper_to).
-_PICK_PHASES: Final = (
-    ("approach", 0.0, 1.0, "home", "pregrasp", 0.0, 0.0),
-    ("descend", 1.0, 1.8, "pregrasp", "grasp", 0.0, 0.0),
-    ("close", 1.8, 2.3, "grasp", "grasp", 0.0, 1.0),
-    ("settle", 2.3, 2.5, "grasp", "grasp", 1.0, 1.0),
-    ("lift", 2.5, 3.4, "grasp", "lift", 1.0, 1.0),
-)
-PICK_PHASE_NAMES: Final = (*(p[0] for p in _PICK_PHASES), "hold")
-PICK_DURATION_S: Final = _PICK_PHASES[-1][2]
-# Grasp-site offsets from the target object's initial centre, world frame (m).
-_WAYPOINT_OFFSETS: Final = {"pregrasp": 0.12, "grasp": 0.0, "lift": 0.15}
-# Hand orientation while picking: approach axis down, fingers closing along world y.
-_PICK_ROTATION: Final = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
-_CV_FROM_MJ: Final = np.diag([1.0, -1.0, -1.0])
 
 
 @attrs.frozen
@@ -185,40 +152,6 @@ class GeomInfo:
     mesh_faces: npt.NDArray[np.int32] | None = None  # (m, 3)
 
 
-def intrinsics_from_fovy(fovy_deg: float, width: int, height: int) -> F64:
-    """K for a MuJoCo camera with vertical field of view ``fovy_deg`` (see table row 1)."""
-    f = (height / 2.0) / math.tan(math.radians(fovy_deg) / 2.0)
-    return np.array(
-        [[f, 0.0, (width - 1) / 2.0], [0.0, f, (height - 1) / 2.0], [0.0, 0.0, 1.0]],
-        dtype=np.float64,
-    )
-
-
-def mujoco_to_opencv_quaternion(xmat_mj: F64) -> F64:
-    """The xyzw quaternion of ``R_mj @ diag(1, -1, -1)``, with w >= 0."""
-    r_cv = np.asarray(xmat_mj, dtype=np.float64).reshape(3, 3) @ _CV_FROM_MJ
-    return _quat_xyzw(r_cv)
-
-
-def _quat_xyzw(rot: F64) -> F64:
-    wxyz = np.empty(4)
-    mujoco.mju_mat2Quat(wxyz, np.ascontiguousarray(rot, dtype=np.float64).reshape(9))
-    if wxyz[0] < 0:
-        wxyz = -wxyz
-    wxyz /= np.linalg.norm(wxyz)
-    return np.array([wxyz[1], wxyz[2], wxyz[3], wxyz[0]], dtype=np.float64)
-
-
-def _readonly(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    array.flags.writeable = False
-    return array
-
-
-def _smoothstep(s: float) -> float:
-    s = min(1.0, max(0.0, s))
-    return s * s * (3.0 - 2.0 * s)
-
-
 @attrs.define(eq=False)
 class MujocoDroidScene:
     """The DROID-like scene: state, control, cameras, render-state and geometry access."""
@@ -231,7 +164,7 @@ class MujocoDroidScene:
     randomized: dict[str, Any] = attrs.field(init=False, factory=dict, repr=False)
     model: Any = attrs.field(init=False, repr=False)  # mujoco.MjModel
     data: Any = attrs.field(init=False, repr=False)  # mujoco.MjData
-    _renderers: dict[tuple[int, int], Any] = attrs.field(init=False, factory=dict, repr=False)
+    _renderers: OffscreenRenderers = attrs.field(init=False, factory=OffscreenRenderers, repr=False)
     _qposadr: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
     _dofadr: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
     _arm_dofs: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
@@ -251,12 +184,14 @@ class MujocoDroidScene:
         self._dofadr = np.array([int(j.dofadr[0]) for j in joints], dtype=np.intp)
         self._arm_dofs = self._dofadr[:7]
         self._home_key = int(self.model.key("home").id)
-        lift = np.array([0.0, 0.0, _WAYPOINT_OFFSETS["lift"]])
+        lift = mujoco_pick.lift_offset()
         if self.randomization is not None:
             self.randomized = apply_randomization(self.model, self._home_key, self.randomization, self.seed)
             lift = np.array(self.randomized["target_offset_m"], dtype=np.float64)
         self.reset()
-        self._waypoints = self._plan_pick("cube", lift)
+        self._waypoints = mujoco_pick.plan_pick(
+            self.model, self._home_key, self._qposadr, self._arm_dofs, "cube", lift
+        )
 
     # -- time and state -------------------------------------------------------------
 
@@ -303,15 +238,15 @@ class MujocoDroidScene:
 
     def joint_position(self) -> F64:
         """``robot.joint_position``: the 13-entry joint vector (rad), a new read-only array."""
-        return _readonly(self.data.qpos[self._qposadr].astype(np.float64))
+        return readonly(self.data.qpos[self._qposadr].astype(np.float64))
 
     def joint_velocity(self) -> F64:
         """``robot.joint_velocity``: the 13 joint velocities (rad/s), a new read-only array."""
-        return _readonly(self.data.qvel[self._dofadr].astype(np.float64))
+        return readonly(self.data.qvel[self._dofadr].astype(np.float64))
 
     def joint_state(self) -> F64:
         """Joint position then joint velocity, back to back: one new read-only (26,) array."""
-        return _readonly(np.concatenate((self.data.qpos[self._qposadr], self.data.qvel[self._dofadr])))
+        return readonly(np.concatenate((self.data.qpos[self._qposadr], self.data.qvel[self._dofadr])))
 
     # -- control --------------------------------------------------------------------
 
@@ -330,27 +265,9 @@ class MujocoDroidScene:
 
     def scripted_command(self, tick: int, tick_dt: float) -> F64:
         """The scripted pick's command at ``tick`` (0-based; tick ``k`` is at ``k * tick_dt`` s)."""
-        t = tick * tick_dt
-        phase = _PICK_PHASES[-1]
-        for candidate in _PICK_PHASES:
-            if t < candidate[2]:
-                phase = candidate
-                break
-        _, start, end, q_from, q_to, g_from, g_to = phase
-        s = _smoothstep((t - start) / (end - start))
-        a, b = self._waypoints[q_from], self._waypoints[q_to]
-        arm = a + (b - a) * s
-        grip = g_from + (g_to - g_from) * s
-        return _readonly(np.append(arm, grip).astype(np.float64))
+        return mujoco_pick.scripted_command(self._waypoints, tick, tick_dt)
 
-    @staticmethod
-    def phase_starting_at(tick: int, tick_dt: float) -> str | None:
-        """The pick phase (``PICK_PHASE_NAMES``) starting in ``[tick, tick + 1) * tick_dt``."""
-        starts = [(p[1], p[0]) for p in _PICK_PHASES] + [(PICK_DURATION_S, "hold")]
-        for start, name in starts:
-            if tick * tick_dt <= start + 1e-12 < (tick + 1) * tick_dt:
-                return name
-        return None
+    phase_starting_at = staticmethod(mujoco_pick.phase_starting_at)
 
     def waypoint(self, name: str) -> F64:
         """A planned arm configuration (``home``, ``pregrasp``, ``grasp``, ``lift``), rad."""
@@ -361,36 +278,23 @@ class MujocoDroidScene:
     def intrinsics(self, camera: str, width: int | None = None, height: int | None = None) -> F64:
         """K of ``camera`` at the given (default: the scene's) render size; read-only."""
         fovy = float(self.model.camera(camera).fovy[0])
-        return _readonly(intrinsics_from_fovy(fovy, width or self.width, height or self.height))
+        return readonly(intrinsics_from_fovy(fovy, width or self.width, height or self.height))
 
     def extrinsics(self, camera: str) -> CameraPose:
         """The camera's current world pose in the OpenCV convention (module table rows 2-5)."""
         cam = self.data.camera(camera)
-        translation = _readonly(np.array(cam.xpos, dtype=np.float64))
-        quaternion = _readonly(mujoco_to_opencv_quaternion(np.asarray(cam.xmat)))
+        translation = readonly(np.array(cam.xpos, dtype=np.float64))
+        quaternion = readonly(mujoco_to_opencv_quaternion(np.asarray(cam.xmat)))
         return CameraPose(translation, quaternion)
 
     def render(self, camera: str, width: int | None = None, height: int | None = None) -> U8:
         """A new read-only ``(height, width, 3)`` uint8 RGB image of ``camera`` now."""
-        renderer = self._renderer(width or self.width, height or self.height)
+        renderer = self._renderers.get(self.model, width or self.width, height or self.height)
         renderer.update_scene(self.data, camera=camera)
         for decorate in self.decorators:
             decorate(renderer.scene)
         image = np.ascontiguousarray(renderer.render(), dtype=np.uint8)
-        return _readonly(image)
-
-    def _renderer(self, width: int, height: int) -> Any:
-        key = (width, height)
-        renderer = self._renderers.get(key)
-        if renderer is None:
-            vis = self.model.vis.global_
-            vis.offwidth, vis.offheight = max(vis.offwidth, width), max(vis.offheight, height)
-            try:
-                renderer = mujoco.Renderer(self.model, height=height, width=width)
-            except Exception as exc:  # EGL/OSMesa/GLX failures surface as many types
-                raise RenderUnavailable(_gl_message(exc)) from exc
-            self._renderers[key] = renderer
-        return renderer
+        return readonly(image)
 
     # -- render-state and geometry (for render.state / scene.geometry) -------------
 
@@ -409,10 +313,10 @@ class MujocoDroidScene:
             out.append(
                 BodyState(
                     name=self.model.body(i).name,
-                    position=_readonly(np.array(body.xpos, dtype=np.float64)),
-                    quaternion_xyzw=_readonly(np.array([x, y, z, w])),
-                    linear_velocity=_readonly(vel[3:].copy()),
-                    angular_velocity=_readonly(vel[:3].copy()),
+                    position=readonly(np.array(body.xpos, dtype=np.float64)),
+                    quaternion_xyzw=readonly(np.array([x, y, z, w])),
+                    linear_velocity=readonly(vel[3:].copy()),
+                    angular_velocity=readonly(vel[:3].copy()),
                 )
             )
         return tuple(out)
@@ -428,8 +332,8 @@ class MujocoDroidScene:
                 JointState(
                     name=self.model.joint(i).name,
                     kind=kind,
-                    qpos=_readonly(self.data.qpos[qa : qa + nq].astype(np.float64)),
-                    qvel=_readonly(self.data.qvel[da : da + nv].astype(np.float64)),
+                    qpos=readonly(self.data.qpos[qa : qa + nq].astype(np.float64)),
+                    qvel=readonly(self.data.qvel[da : da + nv].astype(np.float64)),
                 )
             )
         return tuple(out)
@@ -447,17 +351,17 @@ class MujocoDroidScene:
                 mesh = int(m.geom_dataid[i])
                 va, vn = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
                 fa, fn = int(m.mesh_faceadr[mesh]), int(m.mesh_facenum[mesh])
-                verts = _readonly(m.mesh_vert[va : va + vn].astype(np.float64))
-                faces = _readonly(m.mesh_face[fa : fa + fn].astype(np.int32))
+                verts = readonly(m.mesh_vert[va : va + vn].astype(np.float64))
+                faces = readonly(m.mesh_face[fa : fa + fn].astype(np.int32))
             out.append(
                 GeomInfo(
                     name=m.geom(i).name or f"geom{i}",
                     body=m.body(body).name or "world",
                     kind=kind,
-                    size=_readonly(m.geom_size[i].astype(np.float64)),
-                    local_position=_readonly(m.geom_pos[i].astype(np.float64)),
-                    local_quaternion_xyzw=_readonly(np.array([x, y, z, w])),
-                    rgba=_readonly(m.geom_rgba[i].astype(np.float64)),
+                    size=readonly(m.geom_size[i].astype(np.float64)),
+                    local_position=readonly(m.geom_pos[i].astype(np.float64)),
+                    local_quaternion_xyzw=readonly(np.array([x, y, z, w])),
+                    rgba=readonly(m.geom_rgba[i].astype(np.float64)),
                     static=int(m.body_weldid[body]) == 0,
                     visual_only=int(m.geom_contype[i]) == 0 and int(m.geom_conaffinity[i]) == 0,
                     mesh_vertices=verts,
@@ -476,51 +380,4 @@ class MujocoDroidScene:
 
     def close(self) -> None:
         """Release the renderers' GL resources."""
-        for renderer in self._renderers.values():
-            renderer.close()
-        self._renderers.clear()
-
-    # -- planning -------------------------------------------------------------------
-
-    def _plan_pick(self, target: str, lift: F64) -> dict[str, F64]:
-        """Solve IK once for the pick's waypoints from the target's initial position
-        (``lift``: the lift target's offset from the grasp, m)."""
-        scratch = mujoco.MjData(self.model)
-        mujoco.mj_resetDataKeyframe(self.model, scratch, self._home_key)
-        mujoco.mj_forward(self.model, scratch)
-        home = scratch.qpos[self._qposadr[:7]].copy()
-        centre = np.array(scratch.body(target).xpos)
-        waypoints = {"home": home}
-        seed = home
-        for name in ("pregrasp", "grasp", "lift"):
-            goal = centre + (lift if name == "lift" else np.array([0.0, 0.0, _WAYPOINT_OFFSETS[name]]))
-            seed = self._solve_ik(scratch, seed, goal, _PICK_ROTATION)
-            waypoints[name] = seed
-        return waypoints
-
-    def _solve_ik(self, scratch: Any, seed: F64, goal: F64, rot: F64) -> F64:
-        """Damped least squares on the grasp site's position and orientation."""
-        m = self.model
-        site = int(m.site("grasp_site").id)
-        qadr = self._qposadr[:7]
-        lo, hi = m.jnt_range[:7, 0], m.jnt_range[:7, 1]
-        jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
-        scratch.qpos[qadr] = seed
-        target_quat = np.empty(4)
-        mujoco.mju_mat2Quat(target_quat, rot.reshape(9))
-        site_quat, err_rot = np.empty(4), np.empty(3)
-        for _ in range(300):
-            mujoco.mj_kinematics(m, scratch)
-            mujoco.mj_comPos(m, scratch)
-            err_pos = goal - scratch.site_xpos[site]
-            mujoco.mju_mat2Quat(site_quat, scratch.site_xmat[site])
-            mujoco.mju_subQuat(err_rot, target_quat, site_quat)  # in the site's frame
-            err_rot_world = scratch.site_xmat[site].reshape(3, 3) @ err_rot
-            err = np.concatenate([err_pos, err_rot_world])
-            if np.linalg.norm(err_pos) < 1e-4 and np.linalg.norm(err_rot) < 1e-3:
-                break
-            mujoco.mj_jacSite(m, scratch, jacp, jacr, site)
-            jac = np.vstack([jacp, jacr])[:, self._arm_dofs]
-            dq = jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(6), err)
-            scratch.qpos[qadr] = np.clip(scratch.qpos[qadr] + dq, lo, hi)
-        return np.array(scratch.qpos[qadr], dtype=np.float64)
+        self._renderers.close()
