@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 import fastsim_record
+from fastsim_contract.run_errors import RunIssue
 from fastsim_record.cli import main
-from fastsim_record.errors import ConfigError, ConfigIssue, RecordError
+from fastsim_record.errors import ConfigError, RecordError
 
 
 def test_version_is_0_3_12() -> None:
@@ -16,7 +17,7 @@ def test_version_is_0_3_12() -> None:
 
 def test_config_error_is_one_line_per_issue() -> None:
     """A ConfigError renders every issue as one `path: message` line."""
-    err = ConfigError([ConfigIssue("a.b", "bad"), ConfigIssue("c", "worse")])
+    err = ConfigError([RunIssue("a.b", "bad"), RunIssue("c", "worse")])
     assert isinstance(err, RecordError)
     assert str(err) == "a.b: bad\nc: worse"
 
@@ -25,3 +26,35 @@ def test_fsr_without_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]
     """`fsr` with no subcommand prints help to stderr and exits 2."""
     assert main([]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+_WITHOUT_TEST_EXTRAS = """
+import importlib, pkgutil, sys
+
+class NoTestExtras:  # a plain install: no hypothesis, no pytest
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("hypothesis", "pytest"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, NoTestExtras())
+import fastsim_record.testing, fastsim_recording_format
+failed = []
+for package in (fastsim_record.testing, fastsim_recording_format):
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        try:
+            importlib.import_module(info.name)
+        except ModuleNotFoundError as exc:
+            failed.append(f"{info.name}: {exc}")
+print(failed)
+"""
+
+
+def test_public_fakes_strategies_and_the_format_import_without_the_test_extras() -> None:
+    """fastsim_record.testing (strategies included) and the format import with no hypothesis or pytest."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TEST_EXTRAS], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -1,15 +1,19 @@
 """The project's one module of hypothesis strategies, shared by every test package.
 
 Each owner adds a ``# --- <area> ---`` section; strategies build values only (no I/O).
+
+Importing this module needs no hypothesis (a plain install has none): ``st`` and
+``composite`` load it on first use, so only calling a strategy needs the ``test`` extra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from fastsim_record.core.batching import BatchLimits
@@ -18,6 +22,30 @@ from fastsim_record.core.fence import FenceEvidence, TerminalCut
 from fastsim_record.core.lane import LaneSpec, OverloadPolicy
 from fastsim_record.testing.envelopes import EnvelopeFactory
 from fastsim_recording_format import RecordIn, RecordKind, StreamSpec
+
+if TYPE_CHECKING:
+    from hypothesis import strategies as st
+
+    composite = st.composite
+else:
+
+    class _Hypothesis:
+        """``hypothesis.strategies``, imported on first attribute access."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(importlib.import_module("hypothesis.strategies"), name)
+
+    st = _Hypothesis()
+
+    def composite(function: Callable[..., Any]) -> Callable[..., Any]:
+        """``st.composite``, applied when the strategy is first built (not at import)."""
+
+        @functools.wraps(function)
+        def build(*args: Any, **kwargs: Any) -> Any:
+            return st.composite(function)(*args, **kwargs)
+
+        return build
+
 
 __all__ = [
     "render_states",
@@ -38,37 +66,47 @@ def _readonly(values: list[float], dtype: str, shape: tuple[int, ...]) -> NDArra
     return array
 
 
-_ENTITY = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789.", min_size=1, max_size=8)
-_FLOAT = st.floats(allow_nan=True, allow_infinity=True, width=64)
-_FLOAT_DTYPE = st.sampled_from(["<f8", "<f4", ">f8"])
+@functools.cache
+def _entity() -> st.SearchStrategy[str]:
+    return st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789.", min_size=1, max_size=8)
 
 
-@st.composite
+@functools.cache
+def _float() -> st.SearchStrategy[float]:
+    return st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@functools.cache
+def _float_dtype() -> st.SearchStrategy[str]:
+    return st.sampled_from(["<f8", "<f4", ">f8"])
+
+
+@composite
 def _vector(draw: st.DrawFn, n: int, dtype: str) -> NDArray[Any]:
-    values = draw(st.lists(_FLOAT, min_size=n, max_size=n))
+    values = draw(st.lists(_float(), min_size=n, max_size=n))
     with np.errstate(over="ignore"):
         return _readonly(values, dtype, (n,))
 
 
-@st.composite
+@composite
 def render_states(draw: st.DrawFn, max_particles: int = 64) -> Mapping[str, NDArray[Any]]:
     """A valid ``render.state`` capture mapping: articulations, rigid bodies and fluids."""
     state: dict[str, NDArray[Any]] = {}
-    for name in draw(st.lists(_ENTITY, max_size=3, unique=True)):
+    for name in draw(st.lists(_entity(), max_size=3, unique=True)):
         n = draw(st.integers(0, 16))
-        dtype = draw(_FLOAT_DTYPE)
+        dtype = draw(_float_dtype())
         state[f"articulation/{name}/joint_position"] = draw(_vector(n, dtype))
         state[f"articulation/{name}/joint_velocity"] = draw(_vector(n, dtype))
         if draw(st.booleans()):
             state[f"articulation/{name}/root_pose"] = draw(_vector(7, dtype))
         if draw(st.booleans()):
             state[f"articulation/{name}/root_twist"] = draw(_vector(6, dtype))
-    for name in draw(st.lists(_ENTITY, max_size=3, unique=True)):
-        dtype = draw(_FLOAT_DTYPE)
+    for name in draw(st.lists(_entity(), max_size=3, unique=True)):
+        dtype = draw(_float_dtype())
         state[f"rigid/{name}/pose"] = draw(_vector(7, dtype))
         state[f"rigid/{name}/linear_velocity"] = draw(_vector(3, dtype))
         state[f"rigid/{name}/angular_velocity"] = draw(_vector(3, dtype))
-    for name in draw(st.lists(_ENTITY, max_size=2, unique=True)):
+    for name in draw(st.lists(_entity(), max_size=2, unique=True)):
         count = draw(st.integers(0, max_particles))
         values = draw(st.lists(st.floats(width=32), min_size=3 * count, max_size=3 * count))
         state[f"fluid/{name}/positions"] = _readonly(values, "<f4", (count, 3))
@@ -106,7 +144,7 @@ def render_rate_cases() -> st.SearchStrategy[tuple[float, float, int]]:
 _CORE_SOURCES = ("lifecycle", "observations", "cameras")
 
 
-@st.composite
+@composite
 def envelope_scripts(
     draw: st.DrawFn,
     *,
@@ -167,7 +205,7 @@ def lane_specs(
     )
 
 
-@st.composite
+@composite
 def fence_cases(draw: st.DrawFn) -> tuple[TerminalCut | None, FenceEvidence]:
     """A terminal cut (or none) and fence evidence that may or may not match it."""
     sources = draw(st.dictionaries(st.sampled_from(_CORE_SOURCES), st.integers(0, 50), max_size=3))
@@ -211,39 +249,44 @@ def batch_records(max_size: int = 40) -> st.SearchStrategy[list[tuple[int, int, 
 
 __all__ += ["fsr_json_values", "fsr_stream_tables", "fsr_recordings"]
 
-_FSR_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
+
+@functools.cache
+def _fsr_text() -> st.SearchStrategy[str]:
+    return st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 
 
 def fsr_json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     """JSON-able values (no NaN/Infinity), including non-ASCII text and big integers."""
     leaves = (
         st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-        | st.floats(allow_nan=False, allow_infinity=False) | _FSR_TEXT
+        | st.floats(allow_nan=False, allow_infinity=False) | _fsr_text()
     )
     return st.recursive(
         leaves,
-        lambda kids: st.lists(kids, max_size=3) | st.dictionaries(_FSR_TEXT, kids, max_size=3),
+        lambda kids: st.lists(kids, max_size=3) | st.dictionaries(_fsr_text(), kids, max_size=3),
         max_leaves=max_leaves,
     )
 
 
-_FSR_META = st.dictionaries(_FSR_TEXT, fsr_json_values(4), max_size=3)
+@functools.cache
+def _fsr_meta() -> st.SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(_fsr_text(), fsr_json_values(4), max_size=3)
 
 
-@st.composite
+@composite
 def fsr_stream_tables(draw: st.DrawFn, max_streams: int = 4) -> list[StreamSpec]:
     """A stream table: unique ids and names, JSON codec and attributes."""
     ids = draw(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=max_streams, unique=True))
     return [
         StreamSpec(
-            sid, f"s{k}.{draw(_FSR_TEXT.filter(bool))}", draw(st.sampled_from(["observation", "camera.rgb", "event"])),
-            draw(_FSR_META), draw(_FSR_META),
+            sid, f"s{k}.{draw(_fsr_text().filter(bool))}", draw(st.sampled_from(["observation", "camera.rgb", "event"])),
+            draw(_fsr_meta()), draw(_fsr_meta()),
         )
         for k, sid in enumerate(ids)
     ]
 
 
-@st.composite
+@composite
 def fsr_recordings(
     draw: st.DrawFn, max_records: int = 40, max_payload: int = 64
 ) -> tuple[list[StreamSpec], list[list[RecordIn]]]:
@@ -267,7 +310,7 @@ def fsr_recordings(
         else:
             t += draw(st.integers(0, 10**9))
         clock[sid] = (gen, t)
-        meta = draw(_FSR_META)
+        meta = draw(_fsr_meta())
         if kind is RecordKind.GAP:
             glen, slen = draw(st.integers(1, 5)), draw(st.integers(1, 5))
             rec = RecordIn(sid, kind, g, seq[sid], gen, t, b"", meta, g + glen - 1, seq[sid] + slen - 1)
@@ -285,7 +328,6 @@ def fsr_recordings(
     return streams, batches
 
 
-
 # --- pipeline ---
 
 __all__ += ["PIPELINE_OPS", "publish_scripts"]
@@ -296,7 +338,7 @@ __all__ += ["PIPELINE_OPS", "publish_scripts"]
 PIPELINE_OPS = ("tick", "event", "lifecycle", "reset", "hold", "release")
 
 
-@st.composite
+@composite
 def publish_scripts(draw: st.DrawFn, max_ops: int = 60) -> list[str]:
     """A publishing script for ``fastsim_record.testing.harness.Harness``.
 
