@@ -2,8 +2,10 @@
 
 ``fastsim_contract`` stands alone, so it has its own error type rather than the
 plugin's ``ConfigError``: a component catalog translates its own errors into
-``RunConfigError`` at the boundary.  Every issue renders as one line,
-``path: message``, with the full dotted path from the Run root.
+``RunConfigError`` at the boundary.  :class:`RunIssue` is the one issue type of the
+whole stack: the contract is the lower layer, so the plugin's ``ConfigError`` carries
+``RunIssue`` values too.  Every issue renders as one line, ``path: message``, with the
+full dotted path from the Run root.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ __all__ = ["RunConfigError", "RunIssue"]
 
 @attrs.frozen
 class RunIssue:
-    """One authored-Run problem: a dotted path from the Run root and what is wrong there."""
+    """One authored-Run or component-config problem: a dotted path from the Run root
+    (``plugins.record.config.queues.media``) and what is wrong there."""
 
     path: str
     message: str

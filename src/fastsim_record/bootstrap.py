@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING
 import attrs
 
 from fastsim_contract.protocols import RunContext
+from fastsim_contract.run_errors import RunIssue
 from fastsim_record import __version__
 from fastsim_record.adapters.core_binding import CoreBinding, EnvelopeConverter
 from fastsim_record.adapters.fsr_sink import FsrSink
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.core.batching import BatchLimits
 from fastsim_record.core.lane import Lane, LaneSpec, OverloadPolicy
-from fastsim_record.errors import ConfigError, ConfigIssue
+from fastsim_record.errors import ConfigError
 from fastsim_record.pipeline.camera_pump import CameraPump
 from fastsim_record.pipeline.camera_wiring import select_cameras
 from fastsim_record.pipeline.finalizer import RecordFinalizer
@@ -70,7 +71,7 @@ def select_sources(config: RecordConfig, run: RunContext) -> Selection:
     selected = config.selected_numeric_channels(scene_numeric)
     missing = [n for n in selected if n not in declared]
     if missing:
-        raise ConfigError([ConfigIssue(
+        raise ConfigError([RunIssue(
             "plugins.record.config.streams.observations.include",
             f"channel {missing[0]!r} is not declared by the scene",
         )])
@@ -132,7 +133,7 @@ def wire(plugin: RecordPlugin) -> None:
         ))
     policy = run.output_policy
     if config.integrity != "structural" and policy.integrity != "sha256":
-        raise ConfigError([ConfigIssue(
+        raise ConfigError([RunIssue(
             "plugins.record.config.integrity",
             f"{config.integrity} requires the Run output policy integrity 'sha256' "
             f"(got {policy.integrity!r})",

@@ -1,7 +1,10 @@
 """The plugin's one error hierarchy.
 
 Every error carries structured fields, and ``str(error)`` is one line a person can act
-on.  Errors from the self-contained ``fastsim_recording_format`` package (``FormatError``) and
+on (both come from ``fastsim_record.core.errors.ReasonedError``, which the domain core's
+``DomainError`` shares).  A ``ConfigError`` carries the Core contract's issue type,
+``fastsim_contract.run_errors.RunIssue`` (a dotted path from the Run root and a message),
+the one issue type of Run and plugin config alike.  Errors from the self-contained ``fastsim_recording_format`` package (``FormatError``) and
 from the host are translated into this hierarchy at the boundary that meets them.
 
     RecordError
@@ -18,14 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import attrs
-
 from fastsim_contract.errors import CoreError
+from fastsim_contract.run_errors import RunIssue
+from fastsim_record.core.errors import ReasonedError
 
 __all__ = [
     "CalibrationError",
     "ConfigError",
-    "ConfigIssue",
     "ContractError",
     "DescriptorDriftError",
     "OutputError",
@@ -36,34 +38,15 @@ __all__ = [
 ]
 
 
-class RecordError(Exception):
-    """Base of every error the plugin raises on purpose."""
-
-    def __init__(self, reason: str, **fields: object) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.fields: dict[str, object] = dict(fields)
-
-    def __str__(self) -> str:
-        return self.reason
-
-
-@attrs.frozen
-class ConfigIssue:
-    """One authored-config problem: a dotted path and what is wrong there."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+class RecordError(ReasonedError):
+    """Base of every error the plugin raises on purpose (``reason`` plus ``fields``)."""
 
 
 class ConfigError(RecordError):
     """The authored Run or Record config is invalid; carries every issue found."""
 
-    def __init__(self, issues: Sequence[ConfigIssue]) -> None:
-        self.issues: tuple[ConfigIssue, ...] = tuple(issues)
+    def __init__(self, issues: Sequence[RunIssue]) -> None:
+        self.issues: tuple[RunIssue, ...] = tuple(issues)
         super().__init__("\n".join(str(i) for i in self.issues), issues=self.issues)
 
 

@@ -14,7 +14,9 @@ from fastsim_contract.values import (
     ObservationTick,
     SourceKind,
 )
+from fastsim_record.adapters.fsr_sink import FsrSink
 from fastsim_record.adapters.payloads import JsonEncoder, NumericTickEncoder
+from fastsim_record.core.captured import LaneName
 from fastsim_record.errors import RecordError
 from fastsim_record.pipeline.plugin import create_plugin
 from fastsim_record.testing.fake_core import FakeCore, numeric_channels
@@ -148,7 +150,7 @@ def test_confirmation_uses_the_exact_readback_lease_that_was_validated() -> None
     h.run_ticks(5)
     assert h.finish().ok
     sink = h.plugin.sink
-    assert sink is not None
+    assert isinstance(sink, FsrSink)
     readback, lease = sink.readback_lease, sink.lease
     assert isinstance(readback, FakeReadbackLease)
     assert isinstance(lease, FakeWriteLease)
@@ -221,7 +223,7 @@ def test_critical_admission_charges_the_ceiling_without_a_portable_size(portable
     assert h.core.outputs.stalled.wait(_WAIT)
     for i in range(6):
         h.core.publish("events", {"i": i})
-    lane = h.plugin.lanes["critical"].lane
+    lane = h.plugin.lanes[LaneName.CRITICAL].lane
     assert (lane.fatal is not None) is overflows
     h.core.outputs.release_stall()
     assert h.finish().ok is not overflows

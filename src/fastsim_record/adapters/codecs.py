@@ -45,8 +45,9 @@ import cv2
 import numpy as np
 import simplejpeg
 
+from fastsim_contract.run_errors import RunIssue
 from fastsim_record.adapters.image_header import check_pixels, jpeg_size, png_size
-from fastsim_record.errors import ConfigError, ConfigIssue
+from fastsim_record.errors import ConfigError
 from fastsim_record.ports.encoders import (
     CODEC_JPEG,
     CODEC_PNG,
@@ -189,23 +190,23 @@ def encoder_for(
             return JpegEncoder(width, height)
         if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
             raise ConfigError(
-                [ConfigIssue(f"{path}.quality", f"must be an integer 1..100, got {quality!r}")]
+                [RunIssue(f"{path}.quality", f"must be an integer 1..100, got {quality!r}")]
             )
         return JpegEncoder(width, height, quality)
     if encoding == CODEC_PNG:
         if quality is not None:
             raise ConfigError(
-                [ConfigIssue(f"{path}.quality", "not allowed with encoding: png (always lossless)")]
+                [RunIssue(f"{path}.quality", "not allowed with encoding: png (always lossless)")]
             )
         return PngEncoder(width, height)
     if encoding in _LEGACY_RAW:
         if quality is not None:
             raise ConfigError(
-                [ConfigIssue(f"{path}.quality", "not allowed with legacy raw RGB (lossless)")]
+                [RunIssue(f"{path}.quality", "not allowed with legacy raw RGB (lossless)")]
             )
         return RawRgbEncoder(width, height)
     raise ConfigError(
-        [ConfigIssue(f"{path}.encoding", f"must be 'jpeg' or 'png', got {encoding!r}")]
+        [RunIssue(f"{path}.encoding", f"must be 'jpeg' or 'png', got {encoding!r}")]
     )
 
 

@@ -31,7 +31,7 @@ import attrs
 
 from fastsim_contract.run import RunDocument
 from fastsim_contract.run_compiler import ComponentManifest, RecordingSources
-from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.run_errors import RunConfigError
 from fastsim_record import COMPONENT_ID
 from fastsim_record.config.compile import compile_record_config
 from fastsim_record.config.model import (
@@ -129,7 +129,7 @@ class RecordCatalog:
         try:
             return compile_record_config(config, run=run, version=version, path_prefix=path_prefix)
         except ConfigError as exc:
-            raise RunConfigError(RunIssue(i.path, i.message) for i in exc.issues) from None
+            raise RunConfigError(exc.issues) from None  # the one issue type: no translation
 
 
 CATALOG = RecordCatalog({version: manifest_for(version) for version in VERSIONS})

@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from fastsim_contract.run import RunDocument
+from fastsim_contract.run_errors import RunIssue
 from fastsim_contract.run_structure import (
     describe,
     strict_converter,
@@ -41,7 +42,7 @@ from fastsim_record.config.model import (
 )
 from fastsim_record.config.rules import check_available_keys, check_rules, rule_findings
 from fastsim_record.config.versions import LATEST, SchemaProfile, profile
-from fastsim_record.errors import ConfigError, ConfigIssue
+from fastsim_record.errors import ConfigError
 
 __all__ = ["compile_record_config"]
 
@@ -69,7 +70,7 @@ def _with_lane_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _rules_despite(
     raw: Mapping[str, Any], bad_paths: list[str], *, run: RunDocument, schema: SchemaProfile
-) -> list[ConfigIssue]:
+) -> list[RunIssue]:
     """Rule issues of a copy with every reported key removed (see step 4)."""
     structured, problems = structure_issues(
         _CONVERTER, _with_lane_defaults(without_paths(raw, bad_paths)), RecordConfig
@@ -108,10 +109,10 @@ def _misplaced(path: str, message: str) -> str:
     return message
 
 
-def _prefixed(prefix: str, issue: ConfigIssue) -> ConfigIssue:
+def _prefixed(prefix: str, issue: RunIssue) -> RunIssue:
     if not prefix:
         return issue
-    return ConfigIssue(f"{prefix}.{issue.path}" if issue.path else prefix, issue.message)
+    return RunIssue(f"{prefix}.{issue.path}" if issue.path else prefix, issue.message)
 
 
 def _effective_camera(camera: CameraConfig, schema: SchemaProfile) -> CameraConfig:
@@ -139,10 +140,10 @@ def compile_record_config(
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
-        raise ConfigError([ConfigIssue(path_prefix, f"must be a mapping (got {describe(raw)})")])
+        raise ConfigError([RunIssue(path_prefix, f"must be a mapping (got {describe(raw)})")])
     issues = list(check_available_keys(raw, schema))
     structured, problems = structure_issues(_CONVERTER, _with_lane_defaults(raw), RecordConfig)
-    issues.extend(ConfigIssue(p.path, _misplaced(p.path, p.message)) for p in problems)
+    issues.extend(RunIssue(p.path, _misplaced(p.path, p.message)) for p in problems)
     if structured is not None:
         issues.extend(check_rules(structured, run=run, profile=schema))
     else:

@@ -35,10 +35,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from fastsim_contract.run import RunDocument
+from fastsim_contract.run_errors import RunIssue
 from fastsim_contract.run_structure import describe
 from fastsim_record.config.model import CAMERA_ENCODINGS, LEGACY_RAW_ENCODING, RecordConfig
 from fastsim_record.config.versions import SchemaProfile
-from fastsim_record.errors import ConfigIssue
 
 __all__ = ["Finding", "check_available_keys", "check_rules", "lane_required_streams", "rule_findings"]
 
@@ -57,20 +57,20 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def check_available_keys(raw: Mapping[str, Any], profile: SchemaProfile) -> Iterator[ConfigIssue]:
+def check_available_keys(raw: Mapping[str, Any], profile: SchemaProfile) -> Iterator[RunIssue]:
     """Rules 1-3: keys that the locked version's schema does not have yet."""
     streams = _mapping(raw.get("streams"))
     if not profile.render_state and "render_state" in streams:
-        yield ConfigIssue("streams.render_state", _unavailable("render_state", "0.3.2", profile))
+        yield RunIssue("streams.render_state", _unavailable("render_state", "0.3.2", profile))
     if not profile.camera_codecs:
         for alias, camera in _mapping(streams.get("cameras")).items():
             for key in ("encoding", "quality"):
                 if key in _mapping(camera):
-                    yield ConfigIssue(
+                    yield RunIssue(
                         f"streams.cameras.{alias}.{key}", _unavailable(key, "0.3.6", profile)
                     )
     if not profile.geometry and "geometry" in streams:
-        yield ConfigIssue("streams.geometry", _unavailable("geometry", "0.3.12", profile))
+        yield RunIssue("streams.geometry", _unavailable("geometry", "0.3.12", profile))
 
 
 def lane_required_streams(config: RecordConfig) -> dict[str, list[str]]:
@@ -95,7 +95,7 @@ def lane_required_streams(config: RecordConfig) -> dict[str, list[str]]:
 
 
 #: A rule issue and the config paths it was judged from (its own path among them).
-Finding = tuple[ConfigIssue, tuple[str, ...]]
+Finding = tuple[RunIssue, tuple[str, ...]]
 
 #: What each lane's overload rule reads besides the overload itself.
 _LANE_INPUTS = {
@@ -105,12 +105,12 @@ _LANE_INPUTS = {
 
 
 def _finding(path: str, message: str, *inputs: str) -> Finding:
-    return ConfigIssue(path, message), (path, *inputs)
+    return RunIssue(path, message), (path, *inputs)
 
 
 def check_rules(
     config: RecordConfig, *, run: RunDocument, profile: SchemaProfile
-) -> Iterator[ConfigIssue]:
+) -> Iterator[RunIssue]:
     """Rules 4-14 on the structured config."""
     for issue, _ in rule_findings(config, run=run, profile=profile):
         yield issue

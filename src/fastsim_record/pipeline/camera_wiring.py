@@ -22,11 +22,12 @@ import attrs
 import numpy as np
 
 from fastsim_contract.protocols import RunContext
+from fastsim_contract.run_errors import RunIssue
 from fastsim_record.adapters.camera_records import ARRAY_SHAPES
 from fastsim_record.adapters.codecs import encoder_for_camera
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.core.captured import LaneName
-from fastsim_record.errors import ConfigError, ConfigIssue, DescriptorDriftError
+from fastsim_record.errors import ConfigError, DescriptorDriftError
 from fastsim_record.pipeline.camera_pump import CAMERA_SOURCE, camera_channel_keys
 from fastsim_record.pipeline.camera_stage import CameraSetup, CameraStage, rgb_size
 from fastsim_record.ports.sources import SourceSpec
@@ -56,7 +57,7 @@ def select_cameras(
     if not cameras:
         return None
     declared = {c.name: c for c in run.channels}
-    issues: list[ConfigIssue] = []
+    issues: list[RunIssue] = []
     setups: list[CameraSetup] = []
     for alias, cam in cameras.items():
         where = f"{path}.{alias}"
@@ -67,7 +68,7 @@ def select_cameras(
         missing = [(r, c) for r, c in channels.items() if c not in declared]
         if missing:
             issues += [
-                ConfigIssue(f"{where}.{r}", f"channel {c!r} is not declared by the scene")
+                RunIssue(f"{where}.{r}", f"channel {c!r} is not declared by the scene")
                 for r, c in missing
             ]
             continue
@@ -79,7 +80,7 @@ def select_cameras(
                 )
             width, height = rgb_size(rgb)
         except DescriptorDriftError as exc:
-            issues.append(ConfigIssue(f"{where}.rgb", str(exc)))
+            issues.append(RunIssue(f"{where}.rgb", str(exc)))
             continue
         bad = [
             (role, declared[channels[role]]) for role, shape in ARRAY_SHAPES.items()
@@ -88,7 +89,7 @@ def select_cameras(
         ]
         if bad:
             issues += [
-                ConfigIssue(
+                RunIssue(
                     f"{where}.{role}",
                     f"{d.name}: must be declared float64{list(ARRAY_SHAPES[role])}, "
                     f"declared {d.dtype}{list(d.shape)}",

@@ -22,11 +22,12 @@ import contextlib
 from collections.abc import Callable
 
 from fastsim_contract.protocols import FinalizerRegistration, PluginContext
+from fastsim_contract.run_errors import RunIssue
 from fastsim_record import COMPONENT_ID
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.core.captured import LaneName
 from fastsim_record.core.errors import DomainError
-from fastsim_record.errors import ConfigError, ConfigIssue, ContractError, RecordError, translate
+from fastsim_record.errors import ConfigError, ContractError, RecordError, translate
 from fastsim_record.pipeline.camera_wiring import CameraSelection
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
@@ -51,7 +52,7 @@ class RecordPlugin:
     def __init__(self, context: PluginContext, wire: Callable[[RecordPlugin], None]) -> None:
         config = context.config
         if not isinstance(config, RecordConfig):
-            raise ConfigError([ConfigIssue(
+            raise ConfigError([RunIssue(
                 "plugins.record.config",
                 f"expected the compiled RecordConfig, got {type(config).__name__}",
             )])
@@ -85,7 +86,7 @@ class RecordPlugin:
             if isinstance(exc, RecordError):
                 raise
             if isinstance(exc, DomainError):
-                raise ConfigError([ConfigIssue("plugins.record.config", exc.reason)]) from exc
+                raise ConfigError([RunIssue("plugins.record.config", exc.reason)]) from exc
             raise translate(exc, "prepare") from exc
         self._state = "prepared"
 

@@ -35,9 +35,10 @@ import attrs
 
 from fastsim_contract.protocols import RunContext
 from fastsim_contract.render_services import FLUID_AUDIT_SERVICE, ReplaySource
+from fastsim_contract.run_errors import RunIssue
 from fastsim_record.adapters import render_state
 from fastsim_record.config.model import RecordConfig
-from fastsim_record.errors import ConfigError, ConfigIssue
+from fastsim_record.errors import ConfigError
 
 __all__ = [
     "RenderStateEncoder",
@@ -73,7 +74,7 @@ def render_state_attributes(config: RecordConfig) -> Mapping[str, object]:
 
 def _check_rate(name: str, configured: float, planned: float | None) -> None:
     if planned is None or abs(planned - configured) > 1e-9 * max(1.0, configured):
-        raise ConfigError([ConfigIssue(
+        raise ConfigError([RunIssue(
             f"{_CONFIG}.{name}.rate_hz",
             f"Core's capture plan samples {name} at {planned} Hz, the config asks {configured} Hz",
         )])
