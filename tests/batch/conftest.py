@@ -4,6 +4,7 @@ stopped at the end of the session."""
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
@@ -68,6 +69,7 @@ def _free_port() -> int:
 def s3_server() -> Iterator[str]:
     """A moto S3 server on 127.0.0.1 (a free port); the AWS variables point fsspec/s3fs at it."""
     moto_server = pytest.importorskip("moto.server")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     port = _free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -103,10 +105,18 @@ def ray_local(s3_server: str) -> Iterator[Any]:
     """A real local Ray (2 CPUs, no dashboard) with token auth on: the token lives in the
     environment (``RAY_AUTH_TOKEN``), never in ``~/.ray``; its temp dir is short-lived.
     Started after the S3 server so that tasks inherit the endpoint."""
-    ray = pytest.importorskip("ray")
     saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_USAGE_STATS_ENABLED")}
+    # before Ray is imported: its config reads the auth mode once, at import
     os.environ.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
                        "RAY_USAGE_STATS_ENABLED": "0"})
+    ray = pytest.importorskip("ray")
+    try:  # Ray already imported by an earlier test: re-read the mode, as Ray's own test utilities do
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+
+        Config.initialize("")
+        AuthenticationTokenLoader.instance().reset_cache()
+    except ImportError:  # pragma: no cover - another Ray version
+        pass
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=temp,
              logging_level="ERROR", log_to_driver=False)

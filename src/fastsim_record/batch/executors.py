@@ -38,6 +38,14 @@ def _chunks(items: Sequence[T], workers: int) -> list[list[T]]:
     return [list(items[k:k + size]) for k in range(0, len(items), size)]
 
 
+def _adopt_environment(environ: dict[str, str]) -> None:
+    """A pool worker's initializer: the caller's environment at the time the pool started
+    (a forkserver keeps the one it was started with; credentials and endpoints may have
+    changed since)."""
+    os.environ.clear()
+    os.environ.update(environ)
+
+
 def run_chunk(fn: Callable[[T], R], chunk: list[T]) -> list[R]:
     """One task: ``fn`` over a chunk of items (module-level, so it pickles)."""
     return [fn(item) for item in chunk]
@@ -63,7 +71,8 @@ class ProcessPool:
             return
         if self._pool is None:
             context = multiprocessing.get_context("forkserver")
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context,
+                                             initializer=_adopt_environment, initargs=(dict(os.environ),))
         chunks = _chunks(items, self.jobs)
         for results in self._pool.map(run_chunk, [fn] * len(chunks), chunks):
             yield from results
