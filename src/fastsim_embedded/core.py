@@ -1,24 +1,13 @@
-"""The embedded Core: run context, the per-component Core services, and the publishers.
+"""The embedded Core: the run context and the host of one Run (events, control, terminal).
 
 :class:`EmbeddedHost` is one Run's Core.  Producers (the run loop, tests) publish through
 its ``publish_*`` methods on the simulation thread; each plugin gets its own
 :class:`EmbeddedCore` view (``core_for(component)``) implementing
 ``fastsim_contract.protocols.CoreServices``.
 
-Subscriptions a plugin may make (``EmbeddedCore.subscribe``):
-
-    | # | source          | needs                                 | channels argument            |
-    |---|-----------------|---------------------------------------|------------------------------|
-    | 1 | lifecycle       | -                                     | must be empty                |
-    | 2 | events          | -                                     | must be empty                |
-    | 3 | control.audit   | before control producers start        | must be empty                |
-    | 4 | control.result  | before control producers start        | must be empty                |
-    | 5 | observations    | the ``observation`` grant             | empty or the planned set     |
-    | 6 | cameras         | the ``camera`` grant                  | empty or planned channels    |
-
-Grants (``request_grant``): ``output.write_lease`` always; ``observation`` only when the
-plan selects numeric channels; ``camera`` only with cameras; ``render.state`` and
-``scene.geometry@2`` only when enabled; anything else is refused.
+The per-component services and their subscription and grant tables are
+``fastsim_embedded.services``; the observation and camera publishers are
+``fastsim_embedded.observations`` (a mixin of :class:`EmbeddedHost`).
 
 Terminal sequence (``terminate``): publish ``run.stopping`` -> seal the bus and take the
 :class:`TerminalSemanticCut` -> run finalizers to their absolute deadline -> revoke the
@@ -35,45 +24,31 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import numpy as np
 
-from fastsim_contract.errors import GrantRefused, SubscriptionRefused
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.payloads import freeze, portable_size
-from fastsim_contract.protocols import (
-    EnvelopeSink,
-    Finalizer,
-    FlowGauge,
-    Subscription,
-)
 from fastsim_contract.values import (
-    CameraSample,
     CapturePlan,
     ChannelDescriptor,
     CompletionKind,
     CompletionRequest,
     Envelope,
-    FinalizerRegistrationRequest,
     GenerationBarrier,
-    ObservationTick,
     PackedLayout,
-    RowViews,
-    SampleBlock,
     SourceKind,
     TerminalSemanticCut,
 )
 from fastsim_embedded.backends.base import (
-    CameraReading,
     ControlCommand,
     ControlOutcome,
-    ReadOnlySamples,
 )
 from fastsim_embedded.bus import CaptureBus
-from fastsim_embedded.flow import DEFAULT_STALL_S, FlowControl, GaugeRegistration
-from fastsim_embedded.output import ComponentOutputs, FileOutputService
+from fastsim_embedded.flow import DEFAULT_STALL_S, FlowControl
+from fastsim_embedded.observations import ObservationPublishing
+from fastsim_embedded.output import FileOutputService
+from fastsim_embedded.services import EmbeddedCore
 from fastsim_embedded.terminal import (
     FinalizerOutcome,
-    Registration,
     TerminalCoordinator,
     run_status,
 )
@@ -125,104 +100,8 @@ class RunOutcome:
         return self.status == "succeeded"
 
 
-def _read_only(value: object) -> object:
-    if isinstance(value, np.ndarray):
-        if value.flags.writeable:
-            value = value.copy()
-            value.flags.writeable = False
-        return value
-    array = np.array(value)  # a scalar or list from a backend: freeze a copy
-    array.flags.writeable = False
-    return array
-
-
 @attrs.define(eq=False)
-class EmbeddedCore:
-    """``CoreServices`` for one component."""
-
-    host: EmbeddedHost
-    component: str
-    grants: set[str] = attrs.field(factory=set)
-    registrations: list[Registration] = attrs.field(factory=list)
-    _outputs: ComponentOutputs | None = attrs.field(init=False, default=None)
-
-    @property
-    def run(self) -> EmbeddedRunContext:
-        """The Run context."""
-        return self.host.context
-
-    @property
-    def outputs(self) -> ComponentOutputs:
-        """This component's view of the output service (only its own leases)."""
-        if self._outputs is None:
-            self._outputs = ComponentOutputs(self.host.outputs, self.component)
-        return self._outputs
-
-    def subscribe(
-        self,
-        source: str,
-        sink: EnvelopeSink,
-        *,
-        from_sequence: int = 1,
-        channels: Sequence[str] = (),
-    ) -> Subscription:
-        """Atomic history-plus-live subscription (the module table)."""
-        plan = self.host.context.capture
-        if source == SourceKind.OBSERVATION.value:
-            if "observation" not in self.grants:
-                raise SubscriptionRefused("subscribe: observations need the 'observation' grant")
-            if channels and tuple(channels) != plan.observation_channels:
-                raise SubscriptionRefused(
-                    "subscribe: observation channels differ from the compiled capture plan "
-                    f"({list(channels)} != {list(plan.observation_channels)})"
-                )
-        elif source == SourceKind.CAMERA.value:
-            if "camera" not in self.grants:
-                raise SubscriptionRefused("subscribe: cameras need the 'camera' grant")
-            planned = {c for cam in plan.cameras for c in cam.channels().values()}
-            unknown = sorted(set(channels) - planned)
-            if unknown:
-                raise SubscriptionRefused(f"subscribe: camera channels not in the capture plan: {unknown}")
-        elif channels:
-            raise SubscriptionRefused(f"subscribe: {source!r} takes no channel selection")
-        return self.host.bus.subscribe(source, sink, from_sequence=from_sequence)
-
-    def request_grant(self, grant: str) -> None:
-        """Grant only what the capture plan justifies (the module's grant table)."""
-        plan = self.host.context.capture
-        justified = {
-            "output.write_lease": True,
-            "observation": bool(plan.observation_channels),
-            "camera": bool(plan.cameras),
-            "render.state": plan.render_state_hz is not None,
-            "scene.geometry@2": plan.geometry_hz is not None,
-        }
-        if grant not in justified:
-            raise GrantRefused(f"request_grant: unknown grant {grant!r}")
-        if not justified[grant]:
-            raise GrantRefused(f"request_grant: the capture plan selects nothing that needs {grant!r}")
-        self.grants.add(grant)
-        self.host.grants.append((self.component, grant))
-
-    def register_finalizer(
-        self, request: FinalizerRegistrationRequest, finalizer: Finalizer
-    ) -> Registration:
-        """Register with the terminal coordinator."""
-        registration = self.host.terminal.register(request, finalizer, self.component)
-        self.registrations.append(registration)
-        return registration
-
-    def request_completion(self, request: CompletionRequest) -> bool:
-        """Ask to complete the Run; ``True`` when this request won."""
-        return self.host.terminal.request_completion(request)
-
-    def register_flow_gauge(self, gauge: FlowGauge) -> GaugeRegistration:
-        """Slow an unpaced Run while ``gauge`` is pressed (``fastsim_embedded.flow``)."""
-        return self.host.flow.register(gauge, self.component)
-
-
-@attrs.define(eq=False)
-class EmbeddedHost:
+class EmbeddedHost(ObservationPublishing):
     """One Run's in-process Core."""
 
     context: EmbeddedRunContext
@@ -356,136 +235,6 @@ class EmbeddedHost:
                 "detail": dict(outcome.detail),
             },
         )
-
-    def wants_observations(self) -> bool:
-        """Whether the plan selects numeric channels (else: no polling at all)."""
-        return bool(self.context.capture.observation_channels)
-
-    def publish_observation(self, values: Mapping[str, object]) -> Envelope | None:
-        """One ObservationTick with every selected channel, in plan order (a SampleBlock)."""
-        names = self.context.capture.observation_channels
-        if not names:
-            return None
-        picked = tuple(map(values.__getitem__, names))  # KeyError: the backend broke its declaration
-        if values.__class__ is not ReadOnlySamples:  # the backend did not vouch: check each
-            for value in picked:
-                if getattr(value, "flags", None) is None or value.flags.writeable:  # type: ignore[attr-defined]
-                    picked = tuple(_read_only(v) for v in picked)
-                    break
-        self._observed += 1
-        block = SampleBlock(names, picked, self._observed)
-        return self._publish_tick(block)
-
-    def _publish_tick(self, block: SampleBlock) -> Envelope | None:
-        ctx = self.context
-        return self.bus.publish(
-            SourceKind.OBSERVATION,
-            generation=ctx.generation,
-            tick=ctx.tick,
-            sim_time_ns=ctx.sim_time_ns,
-            payload=block,
-            wrap=ObservationTick,
-        )
-
-    def bind_numeric_layout(self, layout: Mapping[str, tuple[int, int]]) -> bool:
-        """Use block sampling when the layout covers every planned channel (else ``False``)."""
-        names = self.context.capture.observation_channels
-        if not names or any(name not in layout for name in names):
-            return False
-        self._rows = tuple(layout[name] for name in names)
-        return True
-
-    def publish_observation_blocks(self, blocks: tuple[Any, ...]) -> Envelope | None:
-        """One ObservationTick whose values are row views of ``blocks`` (``bind_numeric_layout``)."""
-        names = self.context.capture.observation_channels
-        if not names or self._rows is None:
-            return None
-        if any(block.flags.writeable for block in blocks):  # a few blocks: always checked
-            blocks = tuple(_read_only(block) for block in blocks)
-        self._observed += 1
-        block = SampleBlock(names, RowViews(blocks, self._rows), self._observed)
-        return self._publish_tick(block)
-
-    def bind_numeric_packing(self, packing: Sequence[tuple[str, str, tuple[int, ...]]]) -> bool:
-        """Use packed sampling when ``packing`` covers every planned channel (else ``False``).
-
-        When the plan selects every packed channel in the backend's order the backend's
-        buffer is published as-is; otherwise each tick is gathered into plan order with
-        one C-level copy (a byte index computed here, once per Run).
-        """
-        names = self.context.capture.observation_channels
-        where: dict[str, tuple[int, str, tuple[int, ...]]] = {}
-        at = 0
-        for name, dtype, shape in packing:
-            dt = np.dtype(dtype)
-            where[name] = (at, dt.str, tuple(int(d) for d in shape))
-            at += int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-        if not names or any(name not in where for name in names):
-            return False
-        self._packed = PackedLayout(tuple(where[name][1:] for name in names))
-        if tuple(names) == tuple(name for name, _, _ in packing):
-            self._gather = None
-        else:
-            self._gather = np.concatenate([
-                np.arange(where[name][0], where[name][0] + nbytes, dtype=np.intp)
-                for name, nbytes in zip(names, np.diff((*self._packed.offsets, self._packed.nbytes)))
-            ])
-        return True
-
-    def publish_observation_packed(self, buffer: Any) -> Envelope | None:
-        """One ObservationTick whose values are ``PackedValues`` over one buffer (``bind_numeric_packing``)."""
-        layout = self._packed
-        if layout is None:
-            return None
-        if self._gather is not None:  # plan order differs: one gather copy
-            buffer = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).take(self._gather)
-            buffer.flags.writeable = False
-        elif buffer.flags.writeable:  # the backend did not freeze it
-            buffer = np.array(buffer, order="C")
-            buffer.flags.writeable = False
-        self._observed += 1
-        ctx = self.context
-        return self.bus.publish_observation_packed(
-            ctx.generation, ctx.tick, ctx.sim_time_ns, ctx.capture.observation_channels, buffer, layout,
-            self._observed,
-        )
-
-    def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
-        """Camera samples of the planned cameras, one envelope each."""
-        by_channel = self._camera_index
-        if by_channel is None:
-            by_channel = self._camera_index = {
-                channel: (cam.alias, role, f"cameras.{cam.alias}.{role}")
-                for cam in self.context.capture.cameras
-                for role, channel in cam.channels().items()
-            }
-        if not by_channel:
-            return
-        ctx = self.context
-        for reading in readings:
-            where = by_channel.get(reading.channel)
-            if where is None:
-                continue
-            alias, role, key = where
-            seq = self._channel_seq.get(reading.channel, 0) + 1
-            self._channel_seq[reading.channel] = seq
-            sample = CameraSample(
-                camera=alias,
-                channel=reading.channel,
-                role=role,
-                value=_read_only(reading.value),
-                calibration_digest=reading.calibration_digest,
-                channel_sequence=seq,
-                profile=freeze(reading.profile) if reading.profile is not None else None,
-            )
-            self.bus.publish(
-                SourceKind.CAMERA,
-                generation=ctx.generation,
-                tick=ctx.tick,
-                sim_time_ns=ctx.sim_time_ns,
-                payload=sample,
-                sequence_key=key,
-            )
 
     def begin_generation(self, reason: str = "reset") -> int:
         """A new Runtime generation: the barrier, then ``generation.started``."""
