@@ -16,12 +16,18 @@ Global recording sequence
 from __future__ import annotations
 
 import enum
-import math
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, overload
+from collections.abc import Mapping
 
 import attrs
-import numpy as np
+
+from fastsim_contract.samples import (
+    ChannelSample,
+    ObservationTick,
+    PackedLayout,
+    PackedValues,
+    RowViews,
+    SampleBlock,
+)
 
 __all__ = [
     "SERVICE_CEILING_BYTES",
@@ -84,209 +90,6 @@ class ChannelDescriptor:
     entity: str = ""
     layout: str = "C<"
     attributes: Mapping[str, object] = attrs.field(factory=dict)
-
-
-@attrs.frozen
-class ChannelSample:
-    """One channel's value in one tick; ``channel_sequence`` is diagnostic only."""
-
-    channel: str
-    value: object  # an immutable (read-only) numpy array in practice
-    channel_sequence: int
-
-
-class RowViews(Sequence[object]):
-    """Channel values that are rows of a few read-only 2-D blocks, viewed on access.
-
-    A backend that computes its numeric state as blocks (e.g. all joint positions of all
-    entities in one array) lets Core publish one tick without creating one array object
-    per channel: ``RowViews(blocks, rows)`` yields ``blocks[b][r]`` for each ``(b, r)``
-    in ``rows``.  The blocks are read-only and never mutated, so every view is too.
-    """
-
-    __slots__ = ("blocks", "rows")
-    blocks: tuple[Any, ...]
-    rows: tuple[tuple[int, int], ...]
-
-    def __init__(self, blocks: tuple[Any, ...], rows: tuple[tuple[int, int], ...]) -> None:
-        object.__setattr__(self, "blocks", blocks)
-        object.__setattr__(self, "rows", rows)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise attrs.exceptions.FrozenInstanceError()
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @overload
-    def __getitem__(self, i: int) -> object: ...
-    @overload
-    def __getitem__(self, i: slice) -> tuple[object, ...]: ...
-    def __getitem__(self, i: int | slice) -> object:
-        if isinstance(i, slice):
-            return tuple(self)[i]
-        block, row = self.rows[i]
-        return self.blocks[block][row]
-
-    def __iter__(self) -> Iterator[object]:
-        blocks = self.blocks
-        for block, row in self.rows:
-            yield blocks[block][row]
-
-    def __repr__(self) -> str:
-        return f"RowViews({len(self.rows)} rows of {len(self.blocks)} blocks)"
-
-
-@attrs.frozen
-class PackedLayout:
-    """Where each channel of a packed tick lives: channels back to back, no padding.
-
-    ``fields`` is one ``(dtype, shape)`` per channel in sample order; ``dtype`` is a
-    numpy dtype string with its byte order (``"<f8"``), ``shape`` one sample's shape.
-    Channel ``i`` occupies ``offsets[i]`` .. ``offsets[i] + prod(shape) * itemsize`` in
-    C order; ``nbytes`` is the whole tick.  Core builds one layout per Run and shares it
-    across ticks, so a consumer can check it once and then compare by identity.
-    """
-
-    fields: tuple[tuple[str, tuple[int, ...]], ...]
-    offsets: tuple[int, ...] = attrs.field(init=False)
-    nbytes: int = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        offsets: list[int] = []
-        at = 0
-        for dtype, shape in self.fields:
-            offsets.append(at)
-            at += math.prod(shape) * np.dtype(dtype).itemsize
-        object.__setattr__(self, "offsets", tuple(offsets))
-        object.__setattr__(self, "nbytes", at)
-
-
-class PackedValues(Sequence[object]):
-    """Channel values of one tick packed into ONE read-only buffer (``PackedLayout``).
-
-    ``buffer`` is a read-only, C-contiguous numpy array of exactly ``layout.nbytes``
-    bytes that nobody mutates afterwards; the whole tick is ``buffer.tobytes()``.  Item
-    ``i`` is a read-only array view of channel ``i`` (made on access).  A backend that
-    keeps its numeric state packed lets Core publish a 90-channel tick as one buffer,
-    and a consumer encode it with one copy.
-    """
-
-    __slots__ = ("buffer", "layout")
-    buffer: Any
-    layout: PackedLayout
-
-    def __init__(self, buffer: Any, layout: PackedLayout) -> None:
-        if buffer.nbytes != layout.nbytes:
-            raise ValueError(f"PackedValues: buffer has {buffer.nbytes} bytes, layout {layout.nbytes}")
-        object.__setattr__(self, "buffer", buffer)
-        object.__setattr__(self, "layout", layout)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise attrs.exceptions.FrozenInstanceError()
-
-    def __len__(self) -> int:
-        return len(self.layout.fields)
-
-    @overload
-    def __getitem__(self, i: int) -> object: ...
-    @overload
-    def __getitem__(self, i: slice) -> tuple[object, ...]: ...
-    def __getitem__(self, i: int | slice) -> object:
-        if isinstance(i, slice):
-            return tuple(self)[i]
-        dtype, shape = self.layout.fields[i]
-        raw = self.buffer.reshape(-1).view(np.uint8)
-        return np.frombuffer(raw, dtype=dtype, count=math.prod(shape), offset=self.layout.offsets[i]).reshape(shape)
-
-    def __iter__(self) -> Iterator[object]:
-        for i in range(len(self.layout.fields)):
-            yield self[i]
-
-    def __repr__(self) -> str:
-        return f"PackedValues({len(self.layout.fields)} channels, {self.layout.nbytes} bytes)"
-
-
-class SampleBlock(Sequence[ChannelSample]):
-    """The samples of one tick, stored column-wise: immutable, materialized on access.
-
-    A Core publishing many channels per tick builds one ``SampleBlock`` (the plan's
-    shared channel-name tuple, a sequence of read-only values -- a tuple or
-    :class:`RowViews` -- and one ``channel_sequence``)
-    instead of one :class:`ChannelSample` object per channel.  It is a read-only
-    ``Sequence[ChannelSample]`` equal to the tuple of its samples; consumers on a hot path
-    read ``channels`` and ``values`` directly.
-    """
-
-    __slots__ = ("channel_sequence", "channels", "values")
-    channels: tuple[str, ...]
-    values: Sequence[object]
-    channel_sequence: int
-
-    def __init__(self, channels: tuple[str, ...], values: Sequence[object], channel_sequence: int) -> None:
-        if len(channels) != len(values):
-            raise ValueError(f"SampleBlock: {len(channels)} channels but {len(values)} values")
-        object.__setattr__(self, "channels", channels)
-        object.__setattr__(self, "values", values)
-        object.__setattr__(self, "channel_sequence", channel_sequence)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise attrs.exceptions.FrozenInstanceError()
-
-    def __len__(self) -> int:
-        return len(self.channels)
-
-    @overload
-    def __getitem__(self, index: int) -> ChannelSample: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[ChannelSample, ...]: ...
-    def __getitem__(self, index: int | slice) -> ChannelSample | tuple[ChannelSample, ...]:
-        if isinstance(index, slice):
-            return tuple(self)[index]
-        return ChannelSample(self.channels[index], self.values[index], self.channel_sequence)
-
-    def __iter__(self) -> Iterator[ChannelSample]:
-        seq = self.channel_sequence
-        for channel, value in zip(self.channels, self.values):
-            yield ChannelSample(channel, value, seq)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return tuple(self) == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.channels, self.channel_sequence))
-
-    def __repr__(self) -> str:
-        return f"SampleBlock({len(self.channels)} channels, channel_sequence={self.channel_sequence})"
-
-
-@attrs.frozen
-class ObservationTick:
-    """All selected numeric channels of one tick: one atomic record.
-
-    ``samples`` is a tuple of :class:`ChannelSample` or a :class:`SampleBlock` (the
-    embedded host publishes blocks); ``channels``/``values`` read either form without
-    materializing per-channel objects.
-    """
-
-    capture_sequence: int
-    samples: Sequence[ChannelSample]
-
-    @property
-    def channels(self) -> tuple[str, ...]:
-        """Channel names in sample order."""
-        if isinstance(self.samples, SampleBlock):
-            return self.samples.channels
-        return tuple(s.channel for s in self.samples)
-
-    @property
-    def values(self) -> Sequence[object]:
-        """Sample values in sample order."""
-        if isinstance(self.samples, SampleBlock):
-            return self.samples.values
-        return tuple(s.value for s in self.samples)
 
 
 @attrs.frozen
