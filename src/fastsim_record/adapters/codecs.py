@@ -113,13 +113,19 @@ def _imencode(ext: str, bgr: RgbFrame, params: list[int]) -> bytes:
 
 
 @attrs.define(eq=False)
-class JpegEncoder:
-    """JPEG at a fixed quality with 4:4:4 chroma (simplejpeg, RGB in); lossy."""
+class _FrameEncoder:
+    """A frame encoder for one ``width`` x ``height``; its descriptor is set at init."""
 
     width: int
     height: int
-    quality: int = DEFAULT_JPEG_QUALITY
     descriptor: ImageDescriptor = attrs.field(init=False)
+
+
+@attrs.define(eq=False)
+class JpegEncoder(_FrameEncoder):
+    """JPEG at a fixed quality with 4:4:4 chroma (simplejpeg, RGB in); lossy."""
+
+    quality: int = DEFAULT_JPEG_QUALITY
 
     def __attrs_post_init__(self) -> None:
         self.descriptor = ImageDescriptor.jpeg(self.width, self.height, self.quality)
@@ -136,13 +142,10 @@ class JpegEncoder:
 
 
 @attrs.define(eq=False)
-class PngEncoder:
+class PngEncoder(_FrameEncoder):
     """Lossless PNG at a fixed zlib compression level (default 1, favouring throughput)."""
 
-    width: int
-    height: int
     compression_level: int = DEFAULT_PNG_COMPRESSION_LEVEL
-    descriptor: ImageDescriptor = attrs.field(init=False)
     _scratch: _BgrScratch = attrs.field(init=False, repr=False)
     _params: list[int] = attrs.field(init=False, repr=False)
 
@@ -158,12 +161,8 @@ class PngEncoder:
 
 
 @attrs.define(eq=False)
-class RawRgbEncoder:
+class RawRgbEncoder(_FrameEncoder):
     """Legacy 0.3.0-era raw RGB: the packed ``H x W x 3`` rows, lossless, no compression."""
-
-    width: int
-    height: int
-    descriptor: ImageDescriptor = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.descriptor = ImageDescriptor.raw_rgb(self.width, self.height)

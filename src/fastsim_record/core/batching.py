@@ -29,9 +29,6 @@ from fastsim_record.core.errors import InvalidLimits
 
 __all__ = ["BatchHold", "BatchLimits", "BatchSummary", "Batcher", "FlushReason", "flush_reason"]
 
-_NS_PER_S = 1_000_000_000
-
-
 class FlushReason(enum.Enum):
     """Why a batch was closed."""
 
@@ -42,19 +39,23 @@ class FlushReason(enum.Enum):
     FINALIZE = "finalize"
 
 
+_NS_PER_S = 1_000_000_000
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InvalidLimits(
+            f"batching.{attribute.name}: must be a positive integer, got {value!r}", field=attribute.name
+        )
+
+
 @attrs.frozen(kw_only=True)
 class BatchLimits:
     """Configured flush limits; all must be positive."""
 
-    max_items: int
-    max_bytes: int
-    max_sim_span_ns: int
-
-    def __attrs_post_init__(self) -> None:
-        for name in ("max_items", "max_bytes", "max_sim_span_ns"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise InvalidLimits(f"batching.{name}: must be a positive integer, got {value!r}", field=name)
+    max_items: int = attrs.field(validator=_positive)
+    max_bytes: int = attrs.field(validator=_positive)
+    max_sim_span_ns: int = attrs.field(validator=_positive)
 
     @classmethod
     def from_config(cls, max_items: int, max_bytes: int, max_sim_duration_s: float) -> BatchLimits:
@@ -163,12 +164,8 @@ class Batcher:
 
     def _close(self, reason: FlushReason) -> BatchSummary:
         summary = BatchSummary(
-            reason=reason,
-            generation=self._generation,
-            items=self._items,
-            payload_bytes=self._bytes,
-            min_sim_time_ns=self._min_t,
-            max_sim_time_ns=self._max_t,
+            reason=reason, generation=self._generation, items=self._items,
+            payload_bytes=self._bytes, min_sim_time_ns=self._min_t, max_sim_time_ns=self._max_t,
         )
         self._items = 0
         self._bytes = 0
@@ -183,9 +180,6 @@ class Batcher:
     def hold(self) -> BatchHold:
         """What the current batch holds."""
         return BatchHold(
-            items=self._items,
-            payload_bytes=self._bytes,
-            generation=self._generation,
-            min_sim_time_ns=self._min_t,
-            max_sim_time_ns=self._max_t,
+            items=self._items, payload_bytes=self._bytes, generation=self._generation,
+            min_sim_time_ns=self._min_t, max_sim_time_ns=self._max_t,
         )

@@ -33,10 +33,6 @@ import attrs
 
 __all__ = ["SIZE_CEILING", "CapturedItem", "EnvelopeKind", "LaneName"]
 
-#: Bytes charged for an envelope that carries no producer-computed size (1 MiB).
-SIZE_CEILING = 1 << 20
-
-
 class LaneName(enum.StrEnum):
     """The three bounded lanes: the one lane-name type (ports, pipeline and core).
 
@@ -52,6 +48,10 @@ class EnvelopeKind(enum.Enum):
 
     RECORD = "record"
     BARRIER = "barrier"
+
+
+#: Bytes charged for an item that carries no producer-computed size (1 MiB).
+SIZE_CEILING = 1 << 20
 
 
 @attrs.frozen(kw_only=True)

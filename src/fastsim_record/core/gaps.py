@@ -26,15 +26,15 @@ from fastsim_record.core.captured import CapturedItem, LaneName
 
 __all__ = ["GapLedger", "GapReason", "GapRecord", "coalesce"]
 
-T = TypeVar("T")
-
-
 class GapReason(enum.Enum):
     """Why envelopes were lost."""
 
     DROP_OLDEST = "drop_oldest"
     DROP_NEWEST = "drop_newest"
     DEGRADED = "degrade_recording"
+
+
+T = TypeVar("T")  # what ``coalesce`` passes through besides gaps
 
 
 @attrs.frozen(kw_only=True)
@@ -65,17 +65,11 @@ class GapRecord:
     @classmethod
     def for_envelope(cls, envelope: CapturedItem, reason: GapReason) -> GapRecord:
         """The gap explaining exactly one lost envelope (rule G1)."""
+        seq, capture = envelope.global_sequence, envelope.capture_sequence
         return cls(
-            stream=envelope.stream,
-            source=envelope.source,
-            lane=envelope.lane,
-            reason=reason,
-            generation=envelope.generation,
-            required=envelope.required,
-            first_global=envelope.global_sequence,
-            last_global=envelope.global_sequence,
-            first_capture=envelope.capture_sequence,
-            last_capture=envelope.capture_sequence,
+            stream=envelope.stream, source=envelope.source, lane=envelope.lane, reason=reason,
+            generation=envelope.generation, required=envelope.required,
+            first_global=seq, last_global=seq, first_capture=capture, last_capture=capture,
         )
 
     def extends(self, other: GapRecord) -> bool:

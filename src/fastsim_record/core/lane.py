@@ -382,28 +382,22 @@ class Lane:
 
     @property
     def fatal(self) -> str | None:
-        """The latched fatal reason, if any."""
+        """The latched fatal reason, if any: rules A4 and A9 latch it, and from then on
+        rule A2 refuses every item with it."""
         return self._fatal
 
     @property
     def degraded(self) -> bool:
-        """True once degrade_recording has stopped admission."""
+        """True once degrade_recording has stopped admission: rule A8 latches it, and
+        from then on rule A3 drops every item as an exact gap."""
         return self._degraded
 
     def counters(self) -> LaneCounters:
         """A consistent snapshot of the counters."""
         return LaneCounters(
-            lane=self.spec.name,
-            capacity_items=self._max_items,
-            capacity_bytes=self._max_bytes,
-            depth=len(self._items),
-            depth_bytes=self._bytes,
-            high_water=self._high_water,
-            enqueued=self._enqueued,
-            dequeued=self._dequeued,
-            lost=self._lost,
-            failures=self._failures,
-            degradations=self._degradations,
-            degraded=self._degraded,
+            lane=self.spec.name, capacity_items=self._max_items, capacity_bytes=self._max_bytes,
+            depth=len(self._items), depth_bytes=self._bytes, high_water=self._high_water,
+            enqueued=self._enqueued, dequeued=self._dequeued, lost=self._lost,
+            failures=self._failures, degradations=self._degradations, degraded=self._degraded,
             fatal=self._fatal,
         )
