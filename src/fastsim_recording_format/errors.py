@@ -68,12 +68,8 @@ class PayloadError(Exception):
     """
 
     def __init__(self, reason: str, **fields: object) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.fields: dict[str, object] = dict(fields)
-
-    def __str__(self) -> str:
-        return self.reason
+        super().__init__(reason)  # str(error) is the reason
+        self.reason, self.fields = reason, dict(fields)
 
 
 class RenderStatePayloadError(PayloadError):

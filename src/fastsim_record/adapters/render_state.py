@@ -16,42 +16,18 @@ from typing import ParamSpec, TypeVar
 from fastsim_record.adapters.payloads import raising
 from fastsim_record.errors import RecordError
 from fastsim_recording_format.codecs import render_state as fmt
-from fastsim_recording_format.codecs.render_state import (
-    FIELDS,
-    MAX_BODY_BYTES,
-    MAX_META_BYTES,
-    SCHEMA,
-    STREAM_CODEC,
-    STREAM_NAME,
-    ZLIB_LEVEL,
-    Layout,
-    RenderState,
-    decode_render_state,
-    record_metadata,
-    state_key,
-    state_signature,
-)
+from fastsim_recording_format.codecs.render_state import SCHEMA, STREAM_CODEC, Layout
 
 __all__ = [
-    "FIELDS",
-    "MAX_BODY_BYTES",
-    "MAX_META_BYTES",
     "SCHEMA",
     "STREAM_CODEC",
-    "STREAM_NAME",
-    "ZLIB_LEVEL",
     "Layout",
-    "RenderState",
     "RenderStatePayloadError",
     "check_state",
-    "decode_render_state",
     "encode_render_state",
     "encode_with_layout",
     "layout_for",
     "layout_of",
-    "record_metadata",
-    "state_key",
-    "state_signature",
 ]
 
 

@@ -9,13 +9,23 @@ bounded memory.  It writes one output path and reports progress.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Protocol, runtime_checkable
 
 import attrs
 
-__all__ = ["ExportError", "ExportOptions", "ExportSummary", "Exporter", "MissingExtra", "Progress"]
+__all__ = [
+    "ExportError",
+    "ExportOptions",
+    "ExportSummary",
+    "Exporter",
+    "MissingExtra",
+    "Progress",
+    "load_extra",
+]
 
 
 class ExportError(Exception):
@@ -29,6 +39,15 @@ class MissingExtra(ImportError):
         super().__init__(
             f"exporting to {target} needs {module}: pip install 'fastsim-plugin-record[{extra}]'"
         )
+
+
+def load_extra(target: str, extra: str, *modules: str, package: str | None = None) -> list[ModuleType]:
+    """Import a target's optional ``modules``, or raise :class:`MissingExtra` naming
+    ``package`` (default: the module that is missing)."""
+    try:
+        return [importlib.import_module(name) for name in modules]
+    except ImportError as exc:
+        raise MissingExtra(target, extra, package or exc.name or " and ".join(modules)) from None
 
 
 @attrs.frozen

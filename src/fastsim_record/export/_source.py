@@ -5,19 +5,23 @@ record at a time through the FSR format package's public reader)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy.typing as npt
 
-from fastsim_record.export._stream import generation_spans
+from fastsim_record.export._port import ExportOptions, ExportSummary, Progress
+from fastsim_record.export._stream import generation_spans, in_order_records
 from fastsim_recording_format import FsrReader, RecordKind
 from fastsim_recording_format.reading import Recording
+from fastsim_recording_format.reading import open as open_recording
 
 __all__ = [
     "EncodedFrame",
+    "PerSourceExporter",
+    "export_each",
     "collect_sources",
     "encoded_frames",
     "generation_offsets",
@@ -105,3 +109,43 @@ def generation_offsets(rec: Recording) -> dict[int, int]:
     for g in rec.generations():
         offsets.setdefault(g, offset)
     return offsets
+
+
+def export_each(
+    sources: Sequence[Path], out: Path, progress: Progress, suffix: str,
+    write: Callable[[Recording, Path, Progress], Mapping[str, int]],
+) -> ExportSummary:
+    """One output per source: ``out`` itself for one source; for several, ``out`` is a new
+    folder of ``NNNN-<stem><suffix>`` files.  Counts are summed over the sources."""
+    recs = [open_recording(p) for p in sources]
+    progress.total(sum(in_order_records(r.path, r.info.records) for r in recs))
+    counts: dict[str, int] = {}
+    episodes = 0
+    if len(recs) > 1:
+        out.mkdir()
+    for i, rec in enumerate(recs):
+        target = out if len(recs) == 1 else out / f"{i:04d}-{Path(rec.path).stem}{suffix}"
+        for k, v in write(rec, target, progress).items():
+            counts[k] = counts.get(k, 0) + v
+        episodes += len(rec.generations())
+        rec.close()
+    return ExportSummary(out, episodes, counts)
+
+
+@attrs.frozen
+class PerSourceExporter:
+    """A target that writes one file per source (MCAP, Rerun): several sources make ``out``
+    a folder of them (:func:`export_each`)."""
+
+    name: str  # the --to value
+    extra: str  # the optional extra holding its dependencies
+    suffix: str  # of each file in the folder
+    write: Callable[[Recording, Path, Progress], Mapping[str, int]]
+    load: Callable[[], object]  # imports the extra, or raises MissingExtra
+
+    def export(
+        self, sources: Sequence[Path], out: Path, options: ExportOptions, progress: Progress
+    ) -> ExportSummary:
+        """Write ``out`` (a file for one source, a folder for several)."""
+        self.load()
+        return export_each(sources, out, progress, self.suffix, self.write)

@@ -127,16 +127,8 @@ def calibration_samples(path: str, camera: str) -> Iterator[CalibrationSample]:
     readers = [FsrReader(path) for _ in names]
     try:
         its = [_data(rd, name) for rd, name in zip(readers, names)]
-        for ri, rt, rq in zip(*its, strict=True):
-            if not ri.sim_time_ns == rt.sim_time_ns == rq.sim_time_ns:
-                raise ExportError(f"{path}: {base} calibration records at different times "
-                                  f"({ri.sim_time_ns}, {rt.sim_time_ns}, {rq.sim_time_ns})")
-            k, t, q = ri.payload, rt.payload, rq.payload
-            if (len(k), len(t), len(q)) != (72, 24, 32):
-                raise ExportError(f"{path}: {base} calibration payload at offset {ri.payload_offset} has "
-                                  f"{(len(k), len(t), len(q))} bytes, not (72, 24, 32)")
-            yield CalibrationSample(ri.sim_time_ns, ri.generation, np.frombuffer(k, "<f8").reshape(3, 3),
-                                    np.frombuffer(t, "<f8"), np.frombuffer(q, "<f8"))
+        for slots in zip(*its, strict=True):
+            yield _calibration(path, camera, list(slots))
     except ValueError as exc:  # zip(strict=True): the streams have different lengths
         raise ExportError(f"{path}: {base} calibration streams have different record counts ({exc})") from None
     finally:

@@ -45,8 +45,8 @@ from fastsim_record.export._port import (
     ExportError,
     ExportOptions,
     ExportSummary,
-    MissingExtra,
     Progress,
+    load_extra,
 )
 from fastsim_record.export._stats import RunningStats
 from fastsim_recording_format.reading import Recording
@@ -67,12 +67,7 @@ EXTRINSIC_NAMES = ["x", "y", "z", "qx", "qy", "qz", "qw"]
 
 def _libs() -> tuple[Any, Any, Any]:
     os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 prints its banner on stderr otherwise: errors only
-    try:
-        import av
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as exc:
-        raise MissingExtra("lerobot", "lerobot", exc.name or "pyarrow and av") from None
+    av, pa, pq = load_extra("lerobot", "lerobot", "av", "pyarrow", "pyarrow.parquet")
     return pa, pq, av
 
 

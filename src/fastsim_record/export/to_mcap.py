@@ -26,15 +26,16 @@ PNG), because ``CompressedImage`` has no raw format.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
+from fastsim_record.export._port import Progress, load_extra
 from fastsim_record.export._source import (
+    PerSourceExporter,
     generation_offsets,
     receipt,
 )
@@ -45,11 +46,9 @@ from fastsim_record.export._stream import (
     JsonRecord,
     Tick,
     in_order,
-    in_order_records,
     numeric_channels,
 )
 from fastsim_recording_format.reading import Recording
-from fastsim_recording_format.reading import open as open_recording
 
 __all__ = ["McapExporter"]
 
@@ -57,37 +56,8 @@ WORLD = "world"
 
 
 def _foxglove() -> Any:
-    try:
-        import foxglove
-    except ImportError:
-        raise MissingExtra("mcap", "mcap", "foxglove-sdk") from None
-    return foxglove
+    return load_extra("mcap", "mcap", "foxglove", package="foxglove-sdk")[0]
 
-
-class McapExporter:
-    """One ``.mcap`` per source; several sources make ``out`` a folder of them."""
-
-    name = "mcap"
-    extra = "mcap"
-
-    def export(
-        self, sources: Sequence[Path], out: Path, options: ExportOptions, progress: Progress
-    ) -> ExportSummary:
-        """Write ``out`` (a file for one source, a folder for several)."""
-        _foxglove()
-        recs = [open_recording(p) for p in sources]
-        progress.total(sum(in_order_records(r.path, r.info.records) for r in recs))
-        counts: dict[str, int] = {}
-        episodes = 0
-        if len(recs) > 1:
-            out.mkdir()
-        for i, rec in enumerate(recs):
-            target = out if len(recs) == 1 else out / f"{i:04d}-{Path(rec.path).stem}.mcap"
-            for k, v in write_mcap(rec, target, progress).items():
-                counts[k] = counts.get(k, 0) + v
-            episodes += len(rec.generations())
-            rec.close()
-        return ExportSummary(out, episodes, counts)
 
 
 def _ts(ns: int) -> Any:
@@ -298,3 +268,7 @@ def _scene_update(m: Any, manifest: Any, meshes: dict[str, tuple[Any, Any]], t: 
         entities.append(m.SceneEntity(timestamp=_ts(t), frame_id=f"body/{item.get('body')}",
                                       id=str(item.get("name")), frame_locked=True, **kw))
     return m.SceneUpdate(entities=entities), (static or None)
+
+
+#: One ``.mcap`` per source; several sources make ``out`` a folder of them.
+McapExporter = functools.partial(PerSourceExporter, "mcap", "mcap", ".mcap", write_mcap, _foxglove)

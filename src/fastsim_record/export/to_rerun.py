@@ -24,20 +24,19 @@ one record at a time (``_stream``), so memory does not grow with the episode.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_record.export._port import ExportOptions, ExportSummary, MissingExtra, Progress
-from fastsim_record.export._source import generation_offsets
-from fastsim_record.export._stream import Channel, in_order, in_order_records, numeric_channels
+from fastsim_record.export._port import Progress, load_extra
+from fastsim_record.export._source import PerSourceExporter, generation_offsets
+from fastsim_record.export._stream import Channel, in_order, numeric_channels
 from fastsim_recording_format import FsrReader, RecordKind
 from fastsim_recording_format.reading import Recording
-from fastsim_recording_format.reading import open as open_recording
 
 __all__ = ["RerunExporter"]
 
@@ -47,35 +46,8 @@ _MEDIA = {"jpeg": "image/jpeg", "png": "image/png"}
 
 
 def _rr() -> Any:
-    try:
-        import rerun as rr
-    except ImportError:
-        raise MissingExtra("rerun", "rerun", "rerun-sdk") from None
-    return rr
+    return load_extra("rerun", "rerun", "rerun", package="rerun-sdk")[0]
 
-
-class RerunExporter:
-    """One ``.rrd`` per source; several sources make ``out`` a folder of them."""
-
-    name = "rerun"
-    extra = "rerun"
-
-    def export(
-        self, sources: Sequence[Path], out: Path, options: ExportOptions, progress: Progress
-    ) -> ExportSummary:
-        """Write ``out`` (a file for one source, a folder for several)."""
-        _rr()
-        recs = [open_recording(p) for p in sources]
-        progress.total(sum(in_order_records(r.path, r.info.records) for r in recs))
-        counts: dict[str, int] = {}
-        if len(recs) > 1:
-            out.mkdir()
-        for i, rec in enumerate(recs):
-            target = out if len(recs) == 1 else out / f"{i:04d}-{Path(rec.path).stem}.rrd"
-            for k, v in write_rrd(rec, target, progress).items():
-                counts[k] = counts.get(k, 0) + v
-            rec.close()
-        return ExportSummary(out, sum(len(r.generations()) for r in recs), counts)
 
 
 class _Clock:
@@ -254,3 +226,7 @@ def _static_item(rr: Any, stream: Any, item: dict[str, Any], meshes: dict[str, t
         stream.log(entity, rr.Boxes3D(half_sizes=[[size[0], size[1], 0.0005]]), static=True)
     elif shape == "sphere" and size:
         stream.log(entity, rr.Ellipsoids3D(half_sizes=[[size[0]] * 3]), static=True)
+
+
+#: One ``.rrd`` per source; several sources make ``out`` a folder of them.
+RerunExporter = functools.partial(PerSourceExporter, "rerun", "rerun", ".rrd", write_rrd, _rr)

@@ -26,6 +26,7 @@ from typing import Any, Final, NoReturn
 
 import attrs
 
+from fastsim_recording_format.codecs._numbers import finite_floats
 from fastsim_recording_format.encoding import canonical_json
 from fastsim_recording_format.errors import FluidPayloadError
 
@@ -71,12 +72,9 @@ def _count(value: object, name: str) -> int:
 
 def _vec3(value: object, name: str) -> list[float]:
     try:
-        out = [float(v) for v in value]  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        fail(f"{name} must be 3 numbers, got {value!r}")
-    if len(out) != 3 or not all(math.isfinite(v) for v in out):
-        fail(f"{name} must be 3 finite numbers, got {value!r}")
-    return out
+        return finite_floats(value, 3)
+    except ValueError as exc:
+        fail(f"{name} must be {exc}, got {value!r}")
 
 
 def batch_document(batch: Mapping[str, Any]) -> dict[str, object]:

@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, NoReturn
@@ -59,6 +58,7 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
+from fastsim_recording_format.codecs import _numbers
 from fastsim_recording_format.encoding import canonical_json, pad8
 from fastsim_recording_format.errors import GeometryPayloadError
 
@@ -103,12 +103,9 @@ def fail(message: str) -> NoReturn:
 def finite_floats(values: object, n: int, what: str) -> list[float]:
     """``values`` as ``n`` finite floats, else one error line naming ``what``."""
     try:
-        out = [float(v) for v in values]  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        fail(f"{what}: expected {n} numbers")
-    if len(out) != n or not all(math.isfinite(v) for v in out):
-        fail(f"{what}: expected {n} finite numbers, got {values!r}")
-    return out
+        return _numbers.finite_floats(values, n)
+    except ValueError as exc:
+        fail(f"{what}: expected {exc}" + (f", got {values!r}" if "finite" in str(exc) else ""))
 
 
 def resource_blob(name: str, vertices: object, faces: object) -> tuple[str, bytes]:
