@@ -30,12 +30,10 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 | A8 | full, degrade_recording                    | DROPPED   | latch degraded, then A3     |
 | A9 | a lossy rule would lose a required envelope| FATAL     | latch fatal, failures+1     |
 
-Carriers (``try_admit``): a lane built with ``materialize`` may hold cheap carriers
-instead of envelopes; the capture side passes each carrier with its admission size and
-``materialize(carrier)`` builds the envelope only when one is needed -- on the rare
-overload paths (A2-A9, including every eviction victim) and when the worker drains.
-``materialize`` must pass an ``CapturedItem`` through unchanged (``try_publish`` still
-admits envelopes).  Admission decisions and accounting are the same for both forms.
+Carriers (``try_admit``): a lane built with ``materialize`` may hold cheap carriers; the
+item is built only on the overload paths (A2-A9, every eviction victim included) and at
+the worker's drain.  ``materialize`` passes a ``CapturedItem`` through unchanged, and
+decisions and accounting are the same for both forms.
 
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
 envelope leaves exactly one single-sequence ``GapRecord`` for the worker
@@ -105,8 +103,6 @@ class AdmissionRule(RuleId):
     FULL_DEGRADE = "A8"
     REQUIRED_LOSS = "A9"
 
-
-_A = AdmissionRule
 
 
 @attrs.frozen
@@ -271,9 +267,9 @@ class Lane:
     def _overload(self, item: object, envelope: CapturedItem, size: int) -> Admission:
         if self._fatal is not None:  # A2
             self._failures += 1
-            return Admission(AdmissionOutcome.FATAL, (), self._fatal, _A.FATAL_LATCHED)
+            return Admission(AdmissionOutcome.FATAL, (), self._fatal, AdmissionRule.FATAL_LATCHED)
         if self._degraded:  # A3
-            return self._drop_new(envelope, GapReason.DEGRADED, _A.DEGRADED)
+            return self._drop_new(envelope, GapReason.DEGRADED, AdmissionRule.DEGRADED)
         policy = self._policy
         name = self.spec.name.value
         if policy is OverloadPolicy.FAIL_RUN:  # A4
@@ -281,17 +277,17 @@ class Lane:
                 f"{name} lane overflow under fail_run: {len(self._items)}/{self._max_items} items, "
                 f"{self._bytes}+{size}/{self._max_bytes} bytes (stream {envelope.stream!r}, "
                 f"global sequence {envelope.global_sequence})",
-                _A.FULL_FAIL_RUN,
+                AdmissionRule.FULL_FAIL_RUN,
             )
         if policy is OverloadPolicy.DROP_NEWEST:  # A5
-            return self._drop_new(envelope, GapReason.DROP_NEWEST, _A.FULL_DROP_NEWEST)
+            return self._drop_new(envelope, GapReason.DROP_NEWEST, AdmissionRule.FULL_DROP_NEWEST)
         if policy is OverloadPolicy.DEGRADE_RECORDING:  # A8
             self._degraded = True
             self._admit_items = 0
-            return self._drop_new(envelope, GapReason.DEGRADED, _A.FULL_DEGRADE)
+            return self._drop_new(envelope, GapReason.DEGRADED, AdmissionRule.FULL_DEGRADE)
         # DROP_OLDEST
         if size > self._max_bytes:  # A7
-            return self._drop_new(envelope, GapReason.DROP_OLDEST, _A.NEVER_FITS)
+            return self._drop_new(envelope, GapReason.DROP_OLDEST, AdmissionRule.NEVER_FITS)
         items = self._items
         evict = 0
         freed = 0
@@ -313,7 +309,7 @@ class Lane:
         self._enqueued += 1
         if len(items) > self._high_water:
             self._high_water = len(items)
-        return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest", _A.FULL_EVICT_OLDEST)
+        return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest", AdmissionRule.FULL_EVICT_OLDEST)
 
     def _drop_new(self, envelope: CapturedItem, reason: GapReason, rule: AdmissionRule) -> Admission:
         if envelope.required:  # A9
@@ -330,7 +326,7 @@ class Lane:
         return self._latch(
             f"{self.spec.name.value} lane overflow would lose required stream "
             f"{envelope.stream!r} at global sequence {envelope.global_sequence}",
-            _A.REQUIRED_LOSS,
+            AdmissionRule.REQUIRED_LOSS,
         )
 
     def _latch(self, reason: str, rule: AdmissionRule) -> Admission:
