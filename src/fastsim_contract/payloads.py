@@ -10,9 +10,10 @@ producer side, so Record can admit small events without charging the 1 MiB ceili
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
+
+from fastsim_recording_format.encoding import canonical_json
 
 __all__ = ["FrozenDict", "freeze", "portable_size"]
 
@@ -37,7 +38,6 @@ class FrozenDict(dict[str, Any]):
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def freeze(value: object) -> Any:
@@ -54,5 +54,6 @@ def freeze(value: object) -> Any:
 
 
 def portable_size(payload: object) -> int:
-    """Byte length of the canonical JSON encoding of ``payload``."""
-    return len(_ENCODER.encode(payload).encode("utf-8"))
+    """Byte length of the canonical JSON encoding of ``payload``
+    (``fastsim_recording_format.encoding.canonical_json``, the one every layer uses)."""
+    return len(canonical_json(payload))

@@ -253,17 +253,11 @@ def _translate(exc: BaseException, path: str, out: list[RunIssue]) -> None:
         valid = _valid_keys(exc.cl)
         for key in sorted(exc.extra_fields):
             out.append(RunIssue(join_path(path, key), unknown_key_message(key, valid)))
-    elif isinstance(exc, ClassValidationError):
+    elif isinstance(exc, ClassValidationError | IterableValidationError):
         noted, plain = exc.group_exceptions()
-        for sub, note in noted:
-            _translate(sub, join_path(path, note.name), out)
+        for sub, note in noted:  # an attribute's name, or an item's index
+            _translate(sub, join_path(path, getattr(note, "name", None) or note.index), out)
         for sub in plain:
-            _translate(sub, path, out)
-    elif isinstance(exc, IterableValidationError):
-        inoted, iplain = exc.group_exceptions()
-        for sub, inote in inoted:
-            _translate(sub, join_path(path, inote.index), out)
-        for sub in iplain:
             _translate(sub, path, out)
     elif isinstance(exc, KeyError):
         out.append(RunIssue(path, "is required"))

@@ -237,6 +237,27 @@ class CapturePlan:
     render_state_hz: float | None = None
     geometry_hz: float | None = None
 
+    def justified_grants(self) -> dict[str, bool]:
+        """Which capability grant this plan justifies (contract section 5):
+
+        | # | grant              | granted when                      |
+        |---|--------------------|-----------------------------------|
+        | 1 | output.write_lease | always                            |
+        | 2 | observation        | the plan selects numeric channels |
+        | 3 | camera             | the plan selects cameras          |
+        | 4 | render.state       | the plan enables render.state     |
+        | 5 | scene.geometry@2   | the plan enables geometry         |
+
+        Any other grant is unknown and refused.
+        """
+        return {
+            "output.write_lease": True,
+            "observation": bool(self.observation_channels),
+            "camera": bool(self.cameras),
+            "render.state": self.render_state_hz is not None,
+            "scene.geometry@2": self.geometry_hz is not None,
+        }
+
     def captures(self, source: str) -> bool:
         """Whether ``source`` (a ``SourceKind`` value) is in the mask."""
         if source == SourceKind.GENERATION_BARRIER.value:

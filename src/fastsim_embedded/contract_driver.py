@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import attrs
 
-from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec
+from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec, Profile
 from fastsim_contract.values import CompletionRequest, Envelope, SourceKind
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
 from fastsim_embedded.core import EmbeddedCore, EmbeddedHost
@@ -54,11 +54,7 @@ class EmbeddedDriver:
         self.host.publish_observation(values)
 
     def publish_camera(
-        self,
-        channel: str,
-        value: object,
-        calibration_digest: str,
-        profile: Mapping[str, object] | None = None,
+        self, channel: str, value: object, calibration_digest: str, profile: Profile = None
     ) -> None:
         """One camera channel sample in the current tick."""
         for camera in self.host.context.capture.cameras:
@@ -124,19 +120,17 @@ class EmbeddedDriver:
         self.host.cleanup(0.0)
 
 
+#: The ``HarnessSpec`` fields an ``EmbeddedHost`` takes as they are.
+_FROM_SPEC = (
+    "capture", "channels", "sensor_hz", "output_policy", "portable_sizes",
+    "max_finalizer_timeout_s", "flow_stall_s",
+)
+
+
 def make_driver(spec: HarnessSpec, workdir: Path) -> EmbeddedDriver:
     """A fresh embedded host for one contract test."""
     output_dir = workdir / "out"
-    host = EmbeddedHost.create(
-        capture=spec.capture,
-        channels=spec.channels,
-        output_dir=output_dir,
-        sensor_hz=spec.sensor_hz,
-        output_policy=spec.output_policy,
-        portable_sizes=spec.portable_sizes,
-        max_finalizer_timeout_s=spec.max_finalizer_timeout_s,
-        revoke_grace_s=2.0,
-        flow_stall_s=spec.flow_stall_s,
-    )
+    carried = {name: getattr(spec, name) for name in _FROM_SPEC}
+    host = EmbeddedHost.create(output_dir=output_dir, revoke_grace_s=2.0, **carried)
     host.context.services = spec.services
     return EmbeddedDriver(host, output_dir)

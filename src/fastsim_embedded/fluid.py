@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fastsim_contract.render_services import FLUID_AUDIT_SERVICE, FluidEmissionBatch
+from fastsim_recording_format.encoding import readonly
 
 __all__ = ["FLUID_AUDIT_SERVICE", "ParticleEmitter", "emitter_from_scene"]
 
@@ -104,9 +105,7 @@ class ParticleEmitter:
 
     def positions(self) -> npt.NDArray[np.float32]:
         """The live particles' positions: a new read-only packed float32 ``(N, 3)`` array."""
-        out = self._pos[: self.alive].copy()
-        out.flags.writeable = False
-        return out
+        return readonly(self._pos[: self.alive].copy())
 
 
 def emitter_from_scene(scene: Mapping[str, object], seed: int = 0) -> ParticleEmitter | None:

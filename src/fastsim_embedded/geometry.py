@@ -35,6 +35,7 @@ from fastsim_contract.render_services import (
     GeometryItem,
     MeshResource,
 )
+from fastsim_recording_format.encoding import readonly
 
 __all__ = ["MujocoSceneGeometry", "body_poses"]
 
@@ -52,13 +53,7 @@ def body_poses(data: Any, ids: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
     poses = np.empty((len(ids), 7), dtype=np.float64)
     poses[:, :3] = data.xpos[ids]
     poses[:, 3:] = data.xquat[ids][:, _XYZW]
-    poses.flags.writeable = False
-    return poses
-
-
-def _readonly(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    array.flags.writeable = False
-    return array
+    return readonly(poses)
 
 
 @attrs.define(eq=False)
@@ -150,8 +145,8 @@ class MujocoSceneGeometry:
             if self._mesh_id(mesh) == resource_id:
                 va, vn = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
                 fa, fn = int(m.mesh_faceadr[mesh]), int(m.mesh_facenum[mesh])
-                vertices = _readonly(np.array(m.mesh_vert[va : va + vn], dtype=np.float32))
-                faces = _readonly(np.array(m.mesh_face[fa : fa + fn], dtype=np.uint32))
+                vertices = readonly(np.array(m.mesh_vert[va : va + vn], dtype=np.float32))
+                faces = readonly(np.array(m.mesh_face[fa : fa + fn], dtype=np.uint32))
                 return MeshResource(resource_id, vertices, faces)
         raise KeyError(f"scene.geometry@2: unknown resource {resource_id!r}")
 

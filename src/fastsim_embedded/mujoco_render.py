@@ -34,17 +34,13 @@ import numpy.typing as npt
 
 from fastsim_embedded.fluid import ParticleEmitter
 from fastsim_embedded.geometry import MujocoSceneGeometry
+from fastsim_recording_format.encoding import readonly
 
 __all__ = ["MujocoRenderSource"]
 
 _FREE: Final = 0
 _WXYZ_TO_XYZW: Final = np.array([0, 1, 2, 4, 5, 6, 3], dtype=np.intp)
 _XYZW_TO_WXYZ: Final = np.array([0, 1, 2, 6, 3, 4, 5], dtype=np.intp)
-
-
-def _readonly(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    array.flags.writeable = False
-    return array
 
 
 @attrs.define(eq=False)
@@ -111,13 +107,13 @@ class MujocoRenderSource:
         state: dict[str, npt.NDArray[Any]] = {}
         for name, (qa, da) in self._joints.items():
             pos_key, vel_key = self._keys[name]
-            state[pos_key] = _readonly(qpos[qa])
-            state[vel_key] = _readonly(qvel[da])
+            state[pos_key] = readonly(qpos[qa])
+            state[vel_key] = readonly(qvel[da])
         if self._rigid_keys:  # one gather per quantity; rows are read-only views
-            poses = _readonly(qpos[self._pose_idx])
-            linear = _readonly(qvel[self._lin_idx])
+            poses = readonly(qpos[self._pose_idx])
+            linear = readonly(qvel[self._lin_idx])
             rot = self.data.xmat[self._bodies].reshape(-1, 3, 3)
-            angular = _readonly(np.einsum("nij,nj->ni", rot, qvel[self._ang_idx]))
+            angular = readonly(np.einsum("nij,nj->ni", rot, qvel[self._ang_idx]))
             for i, (pose_key, lin_key, ang_key) in enumerate(self._rigid_keys):
                 state[pose_key] = poses[i]
                 state[lin_key] = linear[i]

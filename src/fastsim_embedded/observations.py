@@ -141,11 +141,9 @@ class ObservationPublishing:
         if layout is None:
             return None
         if self._gather is not None:  # plan order differs: one gather copy
-            buffer = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).take(self._gather)
-            buffer.flags.writeable = False
+            buffer = readonly(np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).take(self._gather))
         elif buffer.flags.writeable:  # the backend did not freeze it
-            buffer = np.array(buffer, order="C")
-            buffer.flags.writeable = False
+            buffer = readonly(np.array(buffer, order="C"))
         self._observed += 1
         ctx = self.context
         return self.bus.publish_observation_packed(

@@ -13,16 +13,7 @@ Subscriptions a plugin may make (``EmbeddedCore.subscribe``):
     | 6 | cameras         | the ``camera`` grant                  | empty or planned channels    |
     | 7 | render.state, geometry, fluid.emissions | in the plan   | must be empty                |
 
-Grants (``request_grant``):
-
-    | # | grant              | granted when                           |
-    |---|--------------------|----------------------------------------|
-    | 1 | output.write_lease | always                                 |
-    | 2 | observation        | the plan selects numeric channels      |
-    | 3 | camera             | the plan selects cameras               |
-    | 4 | render.state       | the plan enables render.state          |
-    | 5 | scene.geometry@2   | the plan enables geometry              |
-    | 6 | anything else      | never (``GrantRefused``)               |
+Grants (``request_grant``): ``CapturePlan.justified_grants`` (contract section 5).
 """
 
 from __future__ import annotations
@@ -68,12 +59,7 @@ class EmbeddedCore:
         return self._outputs
 
     def subscribe(
-        self,
-        source: str,
-        sink: EnvelopeSink,
-        *,
-        from_sequence: int = 1,
-        channels: Sequence[str] = (),
+        self, source: str, sink: EnvelopeSink, *, from_sequence: int = 1, channels: Sequence[str] = ()
     ) -> Subscription:
         """Atomic history-plus-live subscription (the module table)."""
         plan = self.host.context.capture
@@ -99,13 +85,7 @@ class EmbeddedCore:
     def request_grant(self, grant: str) -> None:
         """Grant only what the capture plan justifies (the module's grant table)."""
         plan = self.host.context.capture
-        justified = {
-            "output.write_lease": True,
-            "observation": bool(plan.observation_channels),
-            "camera": bool(plan.cameras),
-            "render.state": plan.render_state_hz is not None,
-            "scene.geometry@2": plan.geometry_hz is not None,
-        }
+        justified = plan.justified_grants()
         if grant not in justified:
             raise GrantRefused(f"request_grant: unknown grant {grant!r}")
         if not justified[grant]:

@@ -33,15 +33,11 @@ from fastsim_contract.render_services import (
     MeshResource,
 )
 from fastsim_embedded.fluid import ParticleEmitter
+from fastsim_recording_format.encoding import readonly
 
 __all__ = ["SyntheticGeometry", "SyntheticRenderSource"]
 
 _IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
-
-
-def _readonly(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    array.flags.writeable = False
-    return array
 
 
 @attrs.define(eq=False)
@@ -85,14 +81,14 @@ class SyntheticGeometry:
             raise KeyError(f"scene.geometry@2: unknown resource {resource_id!r}")
         vertices = np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1]], dtype=np.float32)
         faces = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]], dtype=np.uint32)
-        return MeshResource(resource_id, _readonly(vertices), _readonly(faces))
+        return MeshResource(resource_id, readonly(vertices), readonly(faces))
 
     def transforms(self, bodies: Sequence[str]) -> npt.NDArray[np.float64]:
         """Base poses of ``bodies`` now, ``(N, 7)``."""
         self.reads["transforms"] += 1
         values = self.sample()
         poses = np.array([values[f"{b}.base_pose"] for b in bodies], dtype=np.float64).reshape(-1, 7)
-        return _readonly(poses)
+        return readonly(poses)
 
 
 @attrs.define(eq=False)

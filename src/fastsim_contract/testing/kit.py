@@ -24,6 +24,7 @@ from fastsim_contract.values import (
 )
 
 __all__ = [
+    "ALL_SOURCES",
     "CHANNELS",
     "MANDATORY",
     "NAMES",
@@ -38,6 +39,7 @@ __all__ = [
     "values_at",
     "raises",
     "receipt",
+    "watch",
     "write_sealed",
 ]
 
@@ -107,6 +109,21 @@ class Recorder:
     def sources(self) -> list[int]:
         """Source sequences in delivery order."""
         return [e.source_sequence for e in self.items]
+
+
+ALL_SOURCES = ("lifecycle", "events", "control.audit", "control.result", "observations")
+
+
+def watch(driver: CoreDriver, *sources: str, channels: tuple[str, ...] = ()) -> tuple[CoreServices, Recorder]:
+    """The ``record`` component's services and one ``Recorder`` subscribed to ``sources``
+    (after the observation grant when ``observations`` is among them)."""
+    core = driver.core("record")
+    if "observations" in sources:
+        core.request_grant("observation")
+    seen = Recorder()
+    for source in sources:
+        core.subscribe(source, seen, channels=channels if source == "observations" else ())
+    return core, seen
 
 
 @attrs.define(eq=False)

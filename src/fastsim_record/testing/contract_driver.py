@@ -7,7 +7,7 @@ from pathlib import Path
 
 import attrs
 
-from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec
+from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec, Profile
 from fastsim_contract.values import CompletionRequest, Envelope
 from fastsim_record.testing.fake_core import FakeCore, FakeServices
 
@@ -46,11 +46,7 @@ class FakeDriver:
         self.fake.publish_tick(values)
 
     def publish_camera(
-        self,
-        channel: str,
-        value: object,
-        calibration_digest: str,
-        profile: Mapping[str, object] | None = None,
+        self, channel: str, value: object, calibration_digest: str, profile: Profile = None
     ) -> None:
         """One camera sample (the optional camera capability)."""
         self.fake.publish_camera(channel, value, calibration_digest, profile)

@@ -14,6 +14,7 @@ import attrs
 import numpy as np
 
 from fastsim_contract.errors import SubscriptionRefused, TerminalError
+from fastsim_contract.harness import Profile
 from fastsim_contract.payloads import freeze
 from fastsim_contract.payloads import portable_size as _portable_size
 from fastsim_contract.values import (
@@ -176,11 +177,7 @@ class FakeBus(FakeState):
         return self._publish("observations", SourceKind.OBSERVATION, ObservationTick(0, samples), None)
 
     def publish_camera(
-        self,
-        channel: str,
-        value: object,
-        calibration_digest: str,
-        profile: Mapping[str, object] | None = None,
+        self, channel: str, value: object, calibration_digest: str, profile: Profile = None
     ) -> Envelope | None:
         """One sample of a planned camera channel in the current tick (its own sequence)."""
         for camera in self.plan.cameras:

@@ -1,14 +1,7 @@
 """The fake Core's per-component services: subscriptions, grants, finalizers, gauges.
 
-``FakeServices`` is ``CoreServices`` for one component.  Grants (contract section 5):
-
-    | # | grant              | granted when                           |
-    |---|--------------------|----------------------------------------|
-    | 1 | output.write_lease | always                                 |
-    | 2 | observation        | the plan selects numeric channels      |
-    | 3 | camera             | the plan selects cameras               |
-    | 4 | render.state       | the plan enables render.state          |
-    | 5 | scene.geometry@2   | the plan enables geometry              |
+``FakeServices`` is ``CoreServices`` for one component; grants follow
+``CapturePlan.justified_grants`` (contract section 5).
 """
 
 from __future__ import annotations
@@ -115,13 +108,7 @@ class ServicesMixin(FakeState):
     def _grant(self, view: FakeServices, grant: str) -> None:
         self._fault("request_grant")
         plan = self.plan
-        justified = {
-            "output.write_lease": True,
-            "observation": bool(plan.observation_channels),
-            "camera": bool(plan.cameras),
-            "render.state": plan.render_state_hz is not None,
-            "scene.geometry@2": plan.geometry_hz is not None,
-        }
+        justified = plan.justified_grants()
         if not justified.get(grant, False):
             raise GrantRefused(f"request_grant: {grant!r} is not justified by the capture plan")
         view.grants.add(grant)

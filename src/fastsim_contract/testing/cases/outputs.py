@@ -5,9 +5,12 @@ component-bound leases, and a failed Run that never publishes."""
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from fastsim_contract.errors import LeaseError
+from fastsim_contract.harness import CoreDriver
 from fastsim_contract.output_policy import RunOutputPolicy
+from fastsim_contract.protocols import OutputService
 from fastsim_contract.testing.check import case
 from fastsim_contract.testing.kit import (
     CommittingFinalizer,
@@ -32,11 +35,16 @@ def _completion_id(driver: object, component: str = "record") -> str:
     return cid
 
 
+def _outputs(make: MakeCore, **spec: Any) -> tuple[CoreDriver, OutputService, str]:
+    """A fresh Run's driver, the ``record`` component's outputs and the completion id."""
+    driver = make(capture=plan(), **spec)
+    return driver, driver.core("record").outputs, _completion_id(driver)
+
+
 @case
 def case_commit_publishes_the_exact_bytes(make: MakeCore) -> None:
     """seal -> exact readback -> confirm -> commit publishes exactly what was written."""
-    driver = make(capture=plan())
-    outputs = driver.core("record").outputs
+    driver, outputs, cid = _outputs(make)
     data = b"FSR!" * 1000
     lease = write_sealed(outputs, "episode.fsr", data)
     assert driver.artifact("episode.fsr") is None
@@ -45,7 +53,7 @@ def case_commit_publishes_the_exact_bytes(make: MakeCore) -> None:
     readback.seek(4)
     assert readback.tell() == 4
     readback.close()
-    outputs.confirm_validation(readback, receipt(len(data), _completion_id(driver)))
+    outputs.confirm_validation(readback, receipt(len(data), cid))
     assert outputs.commit(lease) == "episode.fsr"
     assert driver.artifact("episode.fsr") == data
     assert driver.leftovers("episode.fsr") == ()
@@ -54,9 +62,7 @@ def case_commit_publishes_the_exact_bytes(make: MakeCore) -> None:
 @case
 def case_confirm_requires_the_exact_readback_lease(make: MakeCore) -> None:
     """A superseded, foreign or fake readback lease is refused by confirm_validation."""
-    driver = make(capture=plan())
-    outputs = driver.core("record").outputs
-    cid = _completion_id(driver)
+    driver, outputs, cid = _outputs(make)
     lease = write_sealed(outputs, "a.fsr", b"aaaa")
     other = write_sealed(outputs, "b.fsr", b"bbbb")
     stale = outputs.open_readback(lease)
@@ -77,9 +83,7 @@ def case_confirm_requires_the_exact_readback_lease(make: MakeCore) -> None:
 @case
 def case_receipt_must_match_the_sealed_write(make: MakeCore) -> None:
     """A receipt with the wrong size, completion or a digest under integrity none is refused."""
-    driver = make(capture=plan())
-    outputs = driver.core("record").outputs
-    cid = _completion_id(driver)
+    _driver, outputs, cid = _outputs(make)
     lease = write_sealed(outputs, "a.fsr", b"abc")
     readback = outputs.open_readback(lease)
     for bad in (
@@ -97,9 +101,7 @@ def case_receipt_must_match_the_sealed_write(make: MakeCore) -> None:
 def case_sha256_policy_requires_a_matching_digest(make: MakeCore) -> None:
     """Under integrity sha256 the receipt must carry the file's SHA-256."""
 
-    driver = make(capture=plan(), output_policy=RunOutputPolicy(integrity="sha256"))
-    outputs = driver.core("record").outputs
-    cid = _completion_id(driver)
+    driver, outputs, cid = _outputs(make, output_policy=RunOutputPolicy(integrity="sha256"))
     lease = write_sealed(outputs, "a.fsr", b"abc")
     readback = outputs.open_readback(lease)
     with raises(LeaseError):
@@ -112,8 +114,7 @@ def case_sha256_policy_requires_a_matching_digest(make: MakeCore) -> None:
 @case
 def case_transaction_steps_out_of_order_are_refused(make: MakeCore) -> None:
     """No write after seal, no readback before seal, no path-like names."""
-    driver = make(capture=plan())
-    outputs = driver.core("record").outputs
+    _driver, outputs, _cid = _outputs(make)
     lease = outputs.open_write("a.fsr")
     with raises(LeaseError):
         outputs.open_readback(lease)
@@ -130,8 +131,7 @@ def case_transaction_steps_out_of_order_are_refused(make: MakeCore) -> None:
 @case
 def case_abort_never_publishes(make: MakeCore) -> None:
     """abort leaves nothing under the final name, is idempotent, and is refused after commit."""
-    driver = make(capture=plan())
-    outputs = driver.core("record").outputs
+    driver, outputs, cid = _outputs(make)
     lease = write_sealed(outputs, "a.fsr", b"abc")
     outputs.abort(lease)
     outputs.abort(lease)
@@ -140,7 +140,7 @@ def case_abort_never_publishes(make: MakeCore) -> None:
         outputs.commit(lease)
     done = write_sealed(outputs, "b.fsr", b"b")
     readback = outputs.open_readback(done)
-    outputs.confirm_validation(readback, receipt(1, _completion_id(driver)))
+    outputs.confirm_validation(readback, receipt(1, cid))
     outputs.commit(done)
     with raises(LeaseError):
         outputs.abort(done)

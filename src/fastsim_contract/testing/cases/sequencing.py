@@ -13,6 +13,7 @@ from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.run import RATE_POLICIES
 from fastsim_contract.testing.check import case
 from fastsim_contract.testing.kit import (
+    ALL_SOURCES,
     CHANNELS,
     NAMES,
     MakeCore,
@@ -20,6 +21,7 @@ from fastsim_contract.testing.kit import (
     plan,
     raises,
     values_at,
+    watch,
 )
 from fastsim_contract.values import (
     GenerationBarrier,
@@ -77,11 +79,7 @@ def case_history_replays_items_published_before_subscription(make: MakeCore) -> 
 def case_global_sequence_is_contiguous_over_captured_sources(make: MakeCore) -> None:
     """Every captured item gets the next global sequence, from 1, without holes."""
     driver = make(capture=plan(), channels=CHANNELS)
-    core = driver.core("record")
-    core.request_grant("observation")
-    seen = Recorder()
-    for source in ("lifecycle", "events", "control.audit", "control.result", "observations"):
-        core.subscribe(source, seen)
+    _core, seen = watch(driver, *ALL_SOURCES)
     driver.publish_lifecycle("run.started")
     driver.start_producers()
     driver.issue_control("c1")
@@ -97,8 +95,7 @@ def case_global_sequence_is_contiguous_over_captured_sources(make: MakeCore) -> 
 def case_unplanned_sources_are_not_sequenced(make: MakeCore) -> None:
     """With no numeric channel selected, ticks allocate no global sequence and need no grant."""
     driver = make(capture=plan(observations=False), channels=CHANNELS)
-    seen = Recorder()
-    driver.core("record").subscribe("lifecycle", seen)
+    _, seen = watch(driver, "lifecycle")
     driver.publish_lifecycle("a")
     driver.tick(values_at(0))
     driver.reset()
@@ -114,11 +111,7 @@ def case_unplanned_sources_are_not_sequenced(make: MakeCore) -> None:
 def case_envelopes_are_immutable(make: MakeCore) -> None:
     """Envelopes are frozen, event payloads read-only, observation arrays not writeable."""
     driver = make(capture=plan(), channels=CHANNELS)
-    core = driver.core("record")
-    core.request_grant("observation")
-    seen = Recorder()
-    core.subscribe("lifecycle", seen)
-    core.subscribe("observations", seen)
+    _core, seen = watch(driver, "lifecycle", "observations")
     driver.publish_lifecycle("run.started", nested={"k": [1, 2]})
     driver.tick(values_at(0))
     event, tick = seen.items
@@ -139,10 +132,7 @@ def case_envelopes_are_immutable(make: MakeCore) -> None:
 def case_observation_tick_holds_every_selected_channel(make: MakeCore) -> None:
     """One ObservationTick per tick, carrying every selected channel in plan order."""
     driver = make(capture=plan(), channels=CHANNELS)
-    core = driver.core("record")
-    core.request_grant("observation")
-    seen = Recorder()
-    core.subscribe("observations", seen, channels=NAMES)
+    _core, seen = watch(driver, "observations", channels=NAMES)
     for k in range(3):
         driver.tick(values_at(k))
     assert len(seen.items) == 3
@@ -160,10 +150,7 @@ def case_observation_tick_holds_every_selected_channel(make: MakeCore) -> None:
 def case_capture_sequence_is_contiguous_over_ticks_and_barriers(make: MakeCore) -> None:
     """Generation barriers take the next capture_sequence; envelopes carry the new generation."""
     driver = make(capture=plan(), channels=CHANNELS)
-    core = driver.core("record")
-    core.request_grant("observation")
-    seen = Recorder()
-    core.subscribe("observations", seen)
+    _core, seen = watch(driver, "observations")
     driver.tick(values_at(0))
     driver.reset()
     driver.tick(values_at(1))
@@ -242,9 +229,7 @@ def case_subscription_close_is_idempotent(make: MakeCore) -> None:
 def case_portable_size_is_the_canonical_json_length(make: MakeCore) -> None:
     """Lifecycle and plugin-event envelopes carry the byte length of their canonical JSON."""
     driver = make(capture=plan())
-    seen = Recorder()
-    driver.core("record").subscribe("lifecycle", seen)
-    driver.core("record").subscribe("events", seen)
+    _, seen = watch(driver, "lifecycle", "events")
     driver.publish_lifecycle("run.started", note="héllo")
     driver.publish_plugin_event("marker", {"b": [1, 2], "a": None})
     for envelope in seen.items:
@@ -256,8 +241,7 @@ def case_portable_size_is_the_canonical_json_length(make: MakeCore) -> None:
 def case_older_core_omits_portable_size(make: MakeCore) -> None:
     """A Core without producer-computed sizes leaves portable_size None (consumer charges 1 MiB)."""
     driver = make(capture=plan(), portable_sizes=False)
-    seen = Recorder()
-    driver.core("record").subscribe("lifecycle", seen)
+    _, seen = watch(driver, "lifecycle")
     driver.publish_lifecycle("run.started")
     assert seen.items[0].portable_size is None
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from fastsim_contract.errors import TerminalError
 from fastsim_contract.testing.check import case
 from fastsim_contract.testing.kit import (
+    ALL_SOURCES,
     CHANNELS,
     MakeCore,
-    Recorder,
     plan,
     raises,
     register,
     values_at,
+    watch,
 )
 from fastsim_contract.values import (
     CompletionKind,
@@ -40,11 +41,7 @@ def case_first_completion_wins(make: MakeCore) -> None:
 def case_the_cut_is_exact(make: MakeCore) -> None:
     """The cut names the last global sequence and each source's last sequence."""
     driver = make(capture=plan(), channels=CHANNELS)
-    core = driver.core("record")
-    core.request_grant("observation")
-    seen = Recorder()
-    for source in ("lifecycle", "events", "control.audit", "control.result", "observations"):
-        core.subscribe(source, seen)
+    core, seen = watch(driver, *ALL_SOURCES)
     register(core, "record")
     driver.start_producers()
     for k in range(4):
