@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import os
-from typing import BinaryIO
+from types import TracebackType
+from typing import BinaryIO, Self
 
 import attrs
 
 from fastsim_recording_format.errors import FormatError
 
-__all__ = ["Source", "open_source"]
+__all__ = ["Closing", "Source", "open_source"]
+
+
+class Closing:
+    """``with obj: ...`` closes ``obj`` on the way out (readers, writers, recordings)."""
+
+    def close(self) -> None:  # pragma: no cover - every user defines it
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 @attrs.define(eq=False)

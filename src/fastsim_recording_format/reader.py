@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Any, BinaryIO
 
 import attrs
@@ -19,14 +18,14 @@ import numpy as np
 from fastsim_recording_format._batch import ParsedBatch, check_index_entry, parse_batch
 from fastsim_recording_format._json import decode_record_metadata
 from fastsim_recording_format._sections import Head, Tail, read_head, read_tail
-from fastsim_recording_format._source import Source, open_source
+from fastsim_recording_format._source import Closing, Source, open_source
 from fastsim_recording_format.model import Record, RecordKind, RunMetadata, StreamSpec
 
 __all__ = ["FsrReader"]
 
 
 @attrs.define(eq=False, init=False)
-class FsrReader:
+class FsrReader(Closing):
     """A sealed FSR 1.2 file opened for reading."""
 
     _src: Source
@@ -198,10 +197,3 @@ class FsrReader:
         self._cache = None
         self._src.close()
 
-    def __enter__(self) -> FsrReader:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Final, TypedDict, Unpack
 
 import numpy as np
 
 from fastsim_recording_format.model import RecordIn, RecordKind, RunMetadata, SealResult, StreamSpec
 from fastsim_recording_format.writer import FsrWriter
 
-__all__ = ["synth_records", "synth_streams", "write_synthetic"]
+__all__ = ["Shape", "synth_records", "synth_streams", "write_synthetic"]
 
 CAMERA_STREAM = 1000
 TICK_NS = 8_333_333
@@ -40,19 +40,30 @@ def synth_streams(numeric_streams: int, camera: bool, camera_shape: tuple[int, i
     return out
 
 
-def synth_records(
-    records: int,
-    payload_bytes: int,
-    numeric_streams: int = 4,
-    camera_every: int = 0,
-    camera_bytes: int = 640 * 480 * 3,
-    generations: int = 1,
-    gap_every: int = 0,
-    metadata: bool = False,
-    seed: int = 0,
-) -> Iterator[RecordIn]:
+class Shape(TypedDict, total=False):
+    """What a synthetic file holds besides its record count and payload size."""
+
+    numeric_streams: int  # 4
+    camera_every: int  # 0: no camera
+    camera_bytes: int  # 640 * 480 * 3
+    generations: int  # 1
+    gap_every: int  # 0: no gaps
+    metadata: bool  # False
+    seed: int  # 0
+
+
+_DEFAULTS: Final[Shape] = {
+    "numeric_streams": 4, "camera_every": 0, "camera_bytes": 640 * 480 * 3, "generations": 1,
+    "gap_every": 0, "metadata": False, "seed": 0,
+}
+
+
+def synth_records(records: int, payload_bytes: int, **shape: Unpack[Shape]) -> Iterator[RecordIn]:
     """The records of a synthetic file, in global order."""
-    rng = np.random.default_rng(seed)
+    o: Shape = {**_DEFAULTS, **shape}
+    numeric_streams, camera_every, camera_bytes = o["numeric_streams"], o["camera_every"], o["camera_bytes"]
+    generations, gap_every, metadata = o["generations"], o["gap_every"], o["metadata"]
+    rng = np.random.default_rng(o["seed"])
     numeric = [rng.integers(0, 256, payload_bytes, np.uint8).tobytes() for _ in range(16)]
     frames = [rng.integers(0, 256, camera_bytes, np.uint8).tobytes() for _ in range(4)] if camera_every else []
     stream_seq: dict[int, int] = {}
@@ -78,28 +89,21 @@ def write_synthetic(
     records: int,
     payload_bytes: int,
     *,
-    numeric_streams: int = 4,
-    camera_every: int = 0,
-    camera_bytes: int = 640 * 480 * 3,
-    generations: int = 1,
-    gap_every: int = 0,
-    metadata: bool = False,
     batch_items: int = 256,
     batch_bytes: int = 16 << 20,
     integrity: str = "structural",
     seal: bool = True,
+    **shape: Unpack[Shape],
 ) -> SealResult | None:
     """Write a synthetic file; with ``seal=False`` leave it unsealed (like a crash would)."""
-    streams = synth_streams(numeric_streams, camera_every > 0, (camera_bytes // 3 // 640 or 1, 640))
+    o: Shape = {**_DEFAULTS, **shape}
+    streams = synth_streams(o["numeric_streams"], o["camera_every"] > 0, (o["camera_bytes"] // 3 // 640 or 1, 640))
     run = RunMetadata("synthetic", "synthetic-1", {"name": "fsr synth"})
     writer = FsrWriter(target, run, streams, integrity)
     try:
         batch: list[RecordIn] = []
         size = 0
-        for rec in synth_records(
-            records, payload_bytes, numeric_streams, camera_every, camera_bytes, generations,
-            gap_every, metadata,
-        ):
+        for rec in synth_records(records, payload_bytes, **shape):
             if batch and rec.generation != batch[-1].generation:
                 writer.write_batch(batch)
                 batch, size = [], 0

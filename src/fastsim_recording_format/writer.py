@@ -22,7 +22,6 @@ import hashlib
 import operator
 import os
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, BinaryIO
 
 import attrs
@@ -43,6 +42,7 @@ from fastsim_recording_format._layout import (
     pad8,
 )
 from fastsim_recording_format._sections import encode_head, encode_tail, footer_identity
+from fastsim_recording_format._source import Closing
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import (
     INTEGRITY_PROFILES,
@@ -78,7 +78,7 @@ def _sync_if_possible(file: BinaryIO) -> None:
 
 
 @attrs.define(eq=False, init=False)
-class FsrWriter:
+class FsrWriter(Closing):
     """Writes one FSR 1.2 file over a binary file object (or a path it opens and owns)."""
 
     _file: BinaryIO
@@ -279,10 +279,3 @@ class FsrWriter:
         if self._owned:
             self._file.close()
 
-    def __enter__(self) -> FsrWriter:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
