@@ -20,7 +20,7 @@ Readers accept it; it is written only for Runs locked to catalog versions 0.3.0-
 
 Only RGB goes through this port.  Depth, segmentation, normals and every other numeric
 sensor channel are numeric observations; an encoder rejects any array that is not
-``uint8`` with shape ``(height, width, 3)`` (:class:`~fastsim_record.errors.DescriptorDrift`).
+``uint8`` with shape ``(height, width, 3)`` (:class:`~fastsim_record.errors.DescriptorDriftError`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from fastsim_record.errors import DescriptorDrift, RecordError
+from fastsim_record.errors import DescriptorDriftError, RecordError
+from fastsim_recording_format.errors import ImagePayloadError
 
 __all__ = [
     "CODEC_JPEG",
@@ -69,8 +70,9 @@ _MEDIA_TYPES: Final = {
 _LEGACY_RAW_NAMES: Final = frozenset({"raw", "rgb", "rgb8", "raw_rgb", "raw-rgb", "none"})
 
 
-class PayloadError(RecordError):
-    """An image payload or its recorded descriptor cannot be decoded."""
+class PayloadError(ImagePayloadError, RecordError):
+    """An image payload or its recorded descriptor cannot be decoded (the format's
+    ``ImagePayloadError``, raised on the plugin side, so also a ``RecordError``)."""
 
 
 @attrs.frozen
@@ -195,13 +197,13 @@ class FrameDecoder(Protocol):
 def check_rgb_frame(frame: object, descriptor: ImageDescriptor) -> RgbFrame:
     """Return ``frame`` if it is a uint8 RGB array of the descriptor's size, else raise."""
     if not isinstance(frame, np.ndarray):
-        raise DescriptorDrift(
+        raise DescriptorDriftError(
             f"frame: expected a numpy uint8 RGB array, got {type(frame).__name__}",
             field="frame",
         )
     if frame.dtype != np.uint8 or frame.shape != descriptor.shape:
         h, w, c = descriptor.shape
-        raise DescriptorDrift(
+        raise DescriptorDriftError(
             f"frame: expected uint8 RGB of shape ({h}, {w}, {c}), got {frame.dtype} of shape "
             f"{frame.shape}; depth, segmentation and other numeric channels never go "
             "through the RGB encoder",
