@@ -13,12 +13,6 @@ __all__ = ["add_arguments", "run"]
 
 ENTRY = "embedded-replay"
 
-_COMMAND = HostCommand(
-    command="replay",
-    entry=ENTRY,
-    missing=f"no FastSim host with render Replay is installed ({HOSTS_GROUP} / {ENTRY})",
-    placeholders=(("source", "SOURCE.fsr"), ("run", "RUN.yaml")),
-)
-
-add_arguments = _COMMAND.add_arguments
-run = _COMMAND.run
+_MISSING = f"no FastSim host with render Replay is installed ({HOSTS_GROUP} / {ENTRY})"
+_COMMAND = HostCommand("replay", ENTRY, _MISSING, (("source", "SOURCE.fsr"), ("run", "RUN.yaml")))
+add_arguments, run = _COMMAND.add_arguments, _COMMAND.run
