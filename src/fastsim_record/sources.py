@@ -23,7 +23,7 @@ attributes.  Cameras (row 9) have none: the camera stage
 (``fastsim_record.pipeline.camera_stage``) declares four streams per camera and encodes
 them.  Lifecycle, events and control are selected by the config's stream switches,
 observations by the selected numeric channels, the render-side sources by
-``pipeline.render_streams.render_specs`` and cameras by ``pipeline.camera_wiring``.
+``pipeline.render_streams.render_kinds`` and cameras by ``pipeline.camera_wiring``.
 """
 
 from __future__ import annotations
