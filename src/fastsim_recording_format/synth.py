@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from typing import BinaryIO, Final, TypedDict, Unpack
 
 import numpy as np
+import numpy.typing as npt
 
 from fastsim_recording_format.model import RecordIn, RecordKind, RunMetadata, SealResult, StreamSpec
 from fastsim_recording_format.writer import FsrWriter
 
-__all__ = ["Shape", "synth_records", "synth_streams", "write_synthetic"]
+__all__ = ["Shape", "scene_frame", "synth_records", "synth_streams", "write_synthetic"]
 
 CAMERA_STREAM = 1000
 TICK_NS = 8_333_333
@@ -120,3 +121,26 @@ def write_synthetic(
         return writer.seal({"last_global_sequence": records} if records else {})
     finally:
         writer.close()
+
+
+def scene_frame(height: int, width: int, tick: int = 0, seed: int = 0) -> npt.NDArray[np.uint8]:
+    """A rendered-looking RGB frame: smooth shading, a horizon, a few flat-coloured boxes
+    (the boxes drift with ``tick``), for synthetic cameras and codec tests."""
+    y = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
+    x = np.linspace(0.0, 1.0, width, dtype=np.float32)[None, :]
+    frame = np.empty((height, width, 3), dtype=np.float32)
+    frame[..., 0] = 90 + 60 * y + 20 * x
+    frame[..., 1] = 110 + 50 * y
+    frame[..., 2] = 160 - 40 * y + 10 * x
+    floor = y > 0.55
+    frame[np.broadcast_to(floor, (height, width))] = (120, 100, 80)
+    rng = np.random.default_rng(seed)
+    for i in range(4):
+        cy = int((0.3 + 0.4 * rng.random()) * height)
+        cx = int(((0.15 + 0.2 * i + 0.01 * tick) % 1.0) * width)
+        hh, hw = max(2, height // 10), max(2, width // 14)
+        colour = rng.integers(30, 230, size=3)
+        shade = np.linspace(1.0, 0.7, 2 * hh, dtype=np.float32)[:, None, None]
+        patch = frame[max(0, cy - hh) : cy + hh, max(0, cx - hw) : cx + hw]
+        patch[...] = colour * shade[: patch.shape[0]]
+    return np.clip(frame, 0, 255).astype(np.uint8)

@@ -66,6 +66,17 @@ class BackendSpec:
     physics_hz: float = 120.0  # an integer multiple of sensor_hz
     seed: int = 0
 
+    def knobs(self, backend: str) -> tuple[dict[str, object], dict[str, Any]]:
+        """``(scene, knobs)``: the scene as a dict, and the backend's knobs (the scene's
+        ``<backend>`` mapping, overridden by ``options``)."""
+        scene = dict(self.scene)
+        knobs: dict[str, Any] = {}
+        nested = scene.get(backend)
+        if isinstance(nested, Mapping):
+            knobs.update(nested)
+        knobs.update(self.options)
+        return scene, knobs
+
 
 @attrs.frozen
 class ControlCommand:

@@ -262,12 +262,7 @@ def _positive(knobs: Mapping[str, Any], key: str, default: float) -> float:
 
 def create_backend(spec: BackendSpec) -> MujocoBackend:
     """Build the DROID-like scene from the Run's scene and the backend options."""
-    scene_cfg = dict(spec.scene)
-    knobs: dict[str, Any] = {}
-    nested = scene_cfg.get("mujoco")
-    if isinstance(nested, Mapping):
-        knobs.update(nested)
-    knobs.update(spec.options)
+    scene_cfg, knobs = spec.knobs("mujoco")
     robots = scene_cfg.get("robots")
     entity = next(iter(robots)) if isinstance(robots, Mapping) and robots else "robot"
     width = int(_positive(knobs, "width", 320))

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import attrs
 import numpy as np
@@ -251,12 +250,7 @@ class SyntheticBackend:
 
 def create_backend(spec: BackendSpec) -> SyntheticBackend:
     """Build the synthetic scene from the Run's scene and the backend options."""
-    scene = dict(spec.scene)
-    knobs: dict[str, Any] = {}
-    nested = scene.get("synthetic")
-    if isinstance(nested, Mapping):
-        knobs.update(nested)
-    knobs.update(spec.options)
+    scene, knobs = spec.knobs("synthetic")
     robots = scene.get("robots")
     entities = [str(k) for k in robots] if isinstance(robots, Mapping) and robots else ["robot"]
     n_channels = int(knobs.get("numeric_channels", 3 * len(entities)))

@@ -42,15 +42,12 @@ from fastsim_embedded.backends.base import (
 )
 from fastsim_embedded.backends.synthetic import SyntheticBackend
 from fastsim_embedded.backends.synthetic import create_backend as create_synthetic
+from fastsim_recording_format.encoding import readonly
+from fastsim_recording_format.synth import scene_frame
 
 __all__ = ["SyntheticCameraBackend", "camera_descriptors", "create_backend"]
 
 _FRAMES_PER_CAMERA = 4
-
-
-def _frozen(array: Array) -> Array:
-    array.flags.writeable = False
-    return array
 
 
 def camera_descriptors(camera: str, width: int, height: int) -> tuple[ChannelDescriptor, ...]:
@@ -69,20 +66,8 @@ def camera_descriptors(camera: str, width: int, height: int) -> tuple[ChannelDes
 
 
 def _frame(height: int, width: int, seed: int) -> Array:
-    """A smooth, rendered-looking frame (gradient, floor, a few boxes)."""
-    rng = np.random.default_rng(seed)
-    y = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
-    x = np.linspace(0.0, 1.0, width, dtype=np.float32)[None, :]
-    img = np.empty((height, width, 3), dtype=np.float32)
-    img[..., 0] = 80 + 70 * y + 30 * x
-    img[..., 1] = 100 + 60 * y
-    img[..., 2] = 170 - 50 * y + 20 * x
-    img[int(0.6 * height) :] = (115, 95, 75)
-    for _ in range(5):
-        cy, cx = int(rng.uniform(0.3, 0.8) * height), int(rng.uniform(0.1, 0.9) * width)
-        hh, hw = max(2, height // 12), max(2, width // 16)
-        img[max(0, cy - hh) : cy + hh, max(0, cx - hw) : cx + hw] = rng.integers(30, 230, 3)
-    return _frozen(np.clip(img, 0, 255).astype(np.uint8))
+    """A smooth, rendered-looking frame (gradient, floor, a few boxes), read-only."""
+    return readonly(scene_frame(height, width, 0, seed))
 
 
 @attrs.define(eq=False)
@@ -108,7 +93,7 @@ class SyntheticCameraBackend:
                 _frame(self.height, self.width, 1000 * index + i) for i in range(_FRAMES_PER_CAMERA)
             )
             profile = pinhole_profile(camera, self.width, self.height, self.fovy)
-            k = _frozen(np.array(intrinsic_matrix(profile), dtype=np.float64))
+            k = readonly(np.array(intrinsic_matrix(profile), dtype=np.float64))
             self._k[camera] = (k, calibration_digest(profile), profile)
         self._declared = tuple(declared)
 
@@ -152,9 +137,9 @@ class SyntheticCameraBackend:
             prefix = f"sensors.{camera}.camera"
             frames = self._frames[camera]
             angle = 0.01 * tick + index
-            translation = _frozen(np.array([math.cos(angle), math.sin(angle), 0.8]))
+            translation = readonly(np.array([math.cos(angle), math.sin(angle), 0.8]))
             half = 0.5 * angle
-            quaternion = _frozen(np.array([0.0, 0.0, math.sin(half), math.cos(half)]))
+            quaternion = readonly(np.array([0.0, 0.0, math.sin(half), math.cos(half)]))
             k, digest, profile = self._k[camera]
             out += (
                 CameraReading(camera, f"{prefix}.rgb", "rgb", frames[tick % len(frames)], digest),

@@ -18,38 +18,16 @@ from numpy.typing import NDArray
 from fastsim_contract.calibration import calibration_digest, intrinsic_matrix, pinhole_profile
 from fastsim_contract.values import CameraSample
 from fastsim_record.ports.encoders import FrameEncoder
+from fastsim_recording_format.encoding import readonly
+from fastsim_recording_format.synth import scene_frame
 
 __all__ = ["camera_tick", "frozen", "profile_for", "scene_frame", "write_camera_fsr"]
 
 _ROLES = ("rgb", "intrinsics", "translation", "quaternion_xyzw")
 
 
-def frozen(array: NDArray[Any]) -> NDArray[Any]:
-    """Mark an array read-only (immutable, as Core hands it over) and return it."""
-    array.setflags(write=False)
-    return array
-
-
-def scene_frame(height: int, width: int, tick: int = 0, seed: int = 0) -> NDArray[np.uint8]:
-    """A rendered-looking RGB frame: smooth shading, a horizon, a few flat-coloured boxes."""
-    y = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
-    x = np.linspace(0.0, 1.0, width, dtype=np.float32)[None, :]
-    frame = np.empty((height, width, 3), dtype=np.float32)
-    frame[..., 0] = 90 + 60 * y + 20 * x
-    frame[..., 1] = 110 + 50 * y
-    frame[..., 2] = 160 - 40 * y + 10 * x
-    floor = y > 0.55
-    frame[np.broadcast_to(floor, (height, width))] = (120, 100, 80)
-    rng = np.random.default_rng(seed)
-    for i in range(4):
-        cy = int((0.3 + 0.4 * rng.random()) * height)
-        cx = int(((0.15 + 0.2 * i + 0.01 * tick) % 1.0) * width)
-        hh, hw = max(2, height // 10), max(2, width // 14)
-        colour = rng.integers(30, 230, size=3)
-        shade = np.linspace(1.0, 0.7, 2 * hh, dtype=np.float32)[:, None, None]
-        patch = frame[max(0, cy - hh) : cy + hh, max(0, cx - hw) : cx + hw]
-        patch[...] = colour * shade[: patch.shape[0]]
-    return np.clip(frame, 0, 255).astype(np.uint8)
+#: Mark an array read-only (immutable, as Core hands it over) and return it.
+frozen = readonly
 
 
 def profile_for(alias: str, width: int, height: int, fovy_deg: float = 58.0) -> dict[str, object]:

@@ -22,6 +22,7 @@ from fastsim_record.core.fence import FenceEvidence, TerminalCut
 from fastsim_record.core.lane import LaneSpec, OverloadPolicy
 from fastsim_record.testing.envelopes import EnvelopeFactory
 from fastsim_recording_format import RecordIn, RecordKind, StreamSpec
+from fastsim_recording_format.encoding import readonly
 
 if TYPE_CHECKING:
     from hypothesis import strategies as st
@@ -61,9 +62,7 @@ __all__ = [
 
 
 def _readonly(values: list[float], dtype: str, shape: tuple[int, ...]) -> NDArray[Any]:
-    array = np.array(values, dtype=dtype).reshape(shape)
-    array.setflags(write=False)
-    return array
+    return readonly(np.array(values, dtype=dtype).reshape(shape))
 
 
 @functools.cache
