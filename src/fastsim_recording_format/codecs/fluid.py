@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import attrs
 
-from fastsim_recording_format.codecs._numbers import finite_floats
+from fastsim_recording_format.codecs._common import failing, finite_floats
 from fastsim_recording_format.encoding import canonical_json
 from fastsim_recording_format.errors import FluidPayloadError
 
@@ -59,9 +59,8 @@ STREAM_CODEC: Final[Mapping[str, object]] = {
 }
 
 
-def fail(message: str) -> NoReturn:
-    """Raise one :class:`FluidPayloadError` line."""
-    raise FluidPayloadError(f"fluid.emissions: {message}")
+#: raise one :class:`FluidPayloadError` line
+fail = failing(FluidPayloadError, "fluid.emissions")
 
 
 def _count(value: object, name: str) -> int:

@@ -52,13 +52,14 @@ import hashlib
 import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import attrs
 import numpy as np
 from numpy.typing import NDArray
 
-from fastsim_recording_format.codecs import _numbers
+from fastsim_recording_format.codecs import _common
+from fastsim_recording_format.codecs._common import failing
 from fastsim_recording_format.encoding import canonical_json, pad8
 from fastsim_recording_format.errors import GeometryPayloadError
 
@@ -95,15 +96,14 @@ STREAM_CODEC: Final[Mapping[str, object]] = {
 }
 
 
-def fail(message: str) -> NoReturn:
-    """Raise one :class:`GeometryPayloadError` line."""
-    raise GeometryPayloadError(f"scene.geometry: {message}")
+#: raise one :class:`GeometryPayloadError` line
+fail = failing(GeometryPayloadError, "scene.geometry")
 
 
 def finite_floats(values: object, n: int, what: str) -> list[float]:
     """``values`` as ``n`` finite floats, else one error line naming ``what``."""
     try:
-        return _numbers.finite_floats(values, n)
+        return _common.finite_floats(values, n)
     except ValueError as exc:
         fail(f"{what}: expected {exc}" + (f", got {values!r}" if "finite" in str(exc) else ""))
 

@@ -1,10 +1,23 @@
-"""Plain-number checks the payload codecs share."""
+"""What the payload codecs share: their one-line error raiser and plain-number checks."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import NoReturn
 
-__all__ = ["finite_floats"]
+from fastsim_recording_format.errors import PayloadError
+
+__all__ = ["failing", "finite_floats"]
+
+
+def failing(error: type[PayloadError], stream: str) -> Callable[[str], NoReturn]:
+    """The codec's ``fail(message)``: raise ``error("<stream>: <message>")``."""
+
+    def fail(message: str) -> NoReturn:
+        raise error(f"{stream}: {message}")
+
+    return fail
 
 
 def finite_floats(values: object, n: int) -> list[float]:
