@@ -60,3 +60,36 @@ def test_info_batch_missing_source_is_one_line(dataset: Path, tmp_path: Path, ca
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.strip() == f"fsr info: {tmp_path / 'gone.fsr'}: no such file or folder"
+
+
+def test_sweep_with_upload_on_the_local_pool_commits_and_uploads(tmp_path: Path, capsys: Capture) -> None:
+    """fsr record --episodes 2 --upload file://...: both episodes recorded, verified in the store, indexed."""
+    from tests.batch.conftest import write_run
+
+    run = write_run(tmp_path, duration=0.2)
+    store = tmp_path / "store"
+    code = main(["record", str(run), "--episodes", "2", "--jobs", "2", "--output-dir", str(tmp_path / "local"),
+                 "--upload", f"file://{store}"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "2 committed, uploaded to file://" in out
+    names = sorted(p.name for p in store.iterdir())
+    assert names == ["batch-test-seed0-0000.fsr", "batch-test-seed1-0001.fsr", "index.parquet"]
+    assert (store / names[0]).read_bytes() == (tmp_path / "local" / names[0]).read_bytes()
+
+
+def test_sweep_with_upload_refuses_existing_episodes_like_the_host(
+    tmp_path: Path, episodes: list[Path], capsys: Capture,
+) -> None:
+    """The host's name checks run first: an existing episode file is refused, exit 2, nothing uploaded."""
+    from tests.batch.conftest import write_run
+
+    run = write_run(tmp_path)
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "batch-test-seed0-0000.fsr").write_bytes(b"mine")
+    assert main(["record", str(run), "--episodes", "1", "--output-dir", str(local),
+                 "--upload", f"file://{tmp_path / 'store'}"]) == 2
+    assert "already exists; refusing to overwrite it" in capsys.readouterr().err
+    assert (local / "batch-test-seed0-0000.fsr").read_bytes() == b"mine"
+    assert not (tmp_path / "store").exists()

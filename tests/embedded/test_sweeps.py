@@ -194,3 +194,24 @@ def test_the_droid_example_sweep_gives_eight_different_valid_episodes_and_refuse
     again = _sweep(run, out, "--episodes", "8", "--jobs", "2", "--duration", "1")
     assert again.returncode == 2
     assert again.stderr.count("already exists; refusing to overwrite it") == 8
+
+
+def test_the_host_command_exposes_the_sweep_checks_and_worker_command(tmp_path: Path) -> None:
+    """COMMAND.check_sweep gives the first seed (or the refusals) and worker_command one episode's process."""
+    import argparse
+
+    from fastsim_embedded.cli_record import COMMAND
+
+    run = _write(tmp_path, name="ep-{seed}.fsr")
+    parser = argparse.ArgumentParser()
+    COMMAND.add_arguments(parser)
+    args = parser.parse_args([str(run), "--episodes", "2", "--seed", "5", "--output-dir", str(tmp_path)])
+    assert COMMAND.check_sweep(args) == (5, [])
+    cmd = COMMAND.worker_command(args, 1, 6)
+    assert cmd[1:4] == ["-m", "fastsim_embedded.cli_record", str(run)]
+    assert cmd[cmd.index("--seed") + 1] == "6"
+    (tmp_path / "ep-6.fsr").write_bytes(b"x")
+    first, lines = COMMAND.check_sweep(args)
+    assert first is None
+    assert lines == [f"fsr record: {tmp_path / 'ep-6.fsr'}: already exists; refusing to overwrite it "
+                     "(pass --overwrite to replace it)"]
