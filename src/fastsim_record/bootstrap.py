@@ -33,12 +33,12 @@ from fastsim_contract.run_errors import RunIssue
 from fastsim_record import __version__
 from fastsim_record.adapters.core_binding import CoreBinding, EnvelopeConverter
 from fastsim_record.adapters.fsr_sink import FsrSink
+from fastsim_record.camera_wiring import select_cameras
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.core.batching import BatchLimits
 from fastsim_record.core.lane import Lane, LaneSpec, OverloadPolicy
 from fastsim_record.errors import ConfigError
 from fastsim_record.pipeline.camera_pump import CameraPump
-from fastsim_record.pipeline.camera_wiring import select_cameras
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge, Pump

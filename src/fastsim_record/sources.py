@@ -23,7 +23,7 @@ attributes.  Cameras (row 9) have none: the camera stage
 (``fastsim_record.pipeline.camera_stage``) declares four streams per camera and encodes
 them.  Lifecycle, events and control are selected by the config's stream switches,
 observations by the selected numeric channels, the render-side sources by
-``pipeline.render_streams.render_kinds`` and cameras by ``pipeline.camera_wiring``.
+``pipeline.render_streams.render_kinds`` and cameras by ``fastsim_record.camera_wiring``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import attrs
 
 from fastsim_contract.protocols import RunContext
 from fastsim_contract.values import ChannelDescriptor, SourceKind
-from fastsim_record.adapters import fluid, geometry
+from fastsim_record.adapters import fluid, geometry, render_state
 from fastsim_record.adapters.payloads import JsonEncoder, NumericTickEncoder
 from fastsim_record.config.model import (
     GRANT_CAMERA,
@@ -46,11 +46,18 @@ from fastsim_record.config.model import (
     RecordConfig,
 )
 from fastsim_record.core.captured import LaneName
-from fastsim_record.pipeline.render_streams import RenderStateEncoder, render_state_attributes
 from fastsim_record.ports.sinks import PayloadEncoder
 from fastsim_record.ports.sources import SourceSpec
 
-__all__ = ["SOURCES", "EncodedStream", "EncoderFactory", "SourceRow", "StreamContext", "row"]
+__all__ = [
+    "SOURCES",
+    "EncodedStream",
+    "EncoderFactory",
+    "RenderStateEncoder",
+    "SourceRow",
+    "StreamContext",
+    "row",
+]
 
 
 @attrs.frozen
@@ -89,6 +96,28 @@ class SourceRow:
     grant: str | None = None
 
 
+@attrs.define(eq=False)
+class RenderStateEncoder:
+    """``render.state`` payloads: zlib level 1 of metadata plus buffers (worker only)."""
+
+    codec: Mapping[str, object] = render_state.STREAM_CODEC
+    _layout: render_state.Layout | None = None
+
+    def encode(self, payload: object) -> bytes:
+        """Encode one captured state mapping (the layout is validated once per shape)."""
+        if not isinstance(payload, Mapping):
+            raise render_state.RenderStatePayloadError(
+                f"render.state: expected a mapping of arrays, got {type(payload).__name__}"
+            )
+        self._layout = layout = render_state.layout_for(payload, self._layout)
+        return render_state.encode_with_layout(payload, layout)
+
+
+def render_state_attributes(config: RecordConfig) -> Mapping[str, object]:
+    """The ``render.state`` stream's attributes: its sampling rate and payload schema."""
+    return {"rate_hz": config.streams.render_state.rate_hz, "schema": render_state.SCHEMA}
+
+
 def _json(spec: SourceSpec, ctx: StreamContext) -> EncodedStream:
     return EncodedStream(JsonEncoder(spec.name))
 
@@ -107,7 +136,8 @@ def _numeric(spec: SourceSpec, ctx: StreamContext) -> EncodedStream:
 
 
 def _render_state(spec: SourceSpec, ctx: StreamContext) -> EncodedStream:
-    return EncodedStream(RenderStateEncoder(), render_state_attributes(ctx.config))
+    attributes = {"rate_hz": ctx.config.streams.render_state.rate_hz, "schema": render_state.SCHEMA}
+    return EncodedStream(RenderStateEncoder(), attributes)
 
 
 def _geometry(spec: SourceSpec, ctx: StreamContext) -> EncodedStream:

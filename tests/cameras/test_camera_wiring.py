@@ -10,9 +10,9 @@ import pytest
 from fastsim_contract.protocols import RunContext
 from fastsim_contract.values import ChannelDescriptor
 from fastsim_embedded.backends.synthetic_cameras import camera_descriptors
+from fastsim_record.camera_wiring import select_cameras
 from fastsim_record.config.model import CameraConfig, RecordConfig, StreamsConfig
 from fastsim_record.errors import ConfigError
-from fastsim_record.pipeline.camera_wiring import select_cameras
 
 
 @attrs.frozen

@@ -17,8 +17,8 @@ from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import run_session
 from fastsim_embedded.synthetic_render import SyntheticGeometry, SyntheticRenderSource
+from fastsim_record import sources
 from fastsim_record.adapters import fluid, geometry
-from fastsim_record.pipeline import render_streams
 from fastsim_recording_format import FsrReader, validate
 from fastsim_recording_format.codecs.fluid import decode_fluid_batch
 from fastsim_recording_format.codecs.geometry import decode_assets, decode_transforms, record_kind
@@ -203,7 +203,7 @@ def test_render_side_encoding_runs_only_in_the_writer_worker(
     """zlib and JSON encoding of render.state, geometry and fluid.emissions run off the simulation thread; capture publishes raw float arrays."""
     calls: dict[str, list[str]] = {"render.state": [], "geometry": [], "fluid.emissions": []}
     for name, cls in (
-        ("render.state", render_streams.RenderStateEncoder),
+        ("render.state", sources.RenderStateEncoder),
         ("geometry", geometry.GeometryEncoder),
         ("fluid.emissions", fluid.FluidEmissionEncoder),
     ):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fastsim_contract.protocols import FinalizerRegistration, PluginContext
 from fastsim_contract.run_errors import RunIssue
@@ -28,13 +29,15 @@ from fastsim_record.config.model import RecordConfig
 from fastsim_record.core.captured import LaneName
 from fastsim_record.core.errors import DomainError
 from fastsim_record.errors import ConfigError, ContractError, RecordError, translate
-from fastsim_record.pipeline.camera_wiring import CameraSelection
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle, Pump
 from fastsim_record.pipeline.worker import WriterWorker
 from fastsim_record.ports.sinks import PayloadEncoder, RecordSink
 from fastsim_record.ports.sources import Closeable, Selection
+
+if TYPE_CHECKING:
+    from fastsim_record.camera_wiring import CameraSelection
 
 __all__ = ["RecordPlugin", "create_plugin"]
 

@@ -6,11 +6,11 @@ registry (``fastsim_record.sources``).  Nothing here runs on the capture path.
 
 Selection (``render_kinds``):
 
-    | # | source          | selected when                               | lane    | FSR stream kind  |
-    |---|-----------------|---------------------------------------------|---------|------------------|
-    | 1 | render.state    | ``streams.render_state.enabled``            | numeric | render.state     |
-    | 2 | geometry        | ``streams.geometry.enabled``                | numeric | scene.geometry@2 |
-    | 3 | fluid.emissions | ``"fluid.audit" in RunContext.services``    | critical| fluid.emissions  |
+    | # | source          | selected when                               |
+    |---|-----------------|---------------------------------------------|
+    | 1 | render.state    | ``streams.render_state.enabled``            |
+    | 2 | geometry        | ``streams.geometry.enabled``                |
+    | 3 | fluid.emissions | ``"fluid.audit" in RunContext.services``    |
 
 All three streams are required.  Disabled sources are not selected, so no pump, no
 subscription and no grant: Core then never samples state, reads a catalog or queries a
@@ -28,48 +28,17 @@ sequence in its terminal fence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
-
-import attrs
 
 from fastsim_contract.protocols import RunContext
 from fastsim_contract.render_services import FLUID_AUDIT_SERVICE, ReplaySource
 from fastsim_contract.run_errors import RunIssue
-from fastsim_record.adapters import render_state
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.errors import ConfigError
 
-__all__ = [
-    "RenderStateEncoder",
-    "render_kinds",
-    "render_state_attributes",
-    "replay_identity",
-]
+__all__ = ["render_kinds", "replay_identity"]
 
 _CONFIG = "plugins.record.config.streams"
-
-
-@attrs.define(eq=False)
-class RenderStateEncoder:
-    """``render.state`` payloads: zlib level 1 of metadata plus buffers (worker only)."""
-
-    codec: Mapping[str, object] = render_state.STREAM_CODEC
-    _layout: render_state.Layout | None = None
-
-    def encode(self, payload: object) -> bytes:
-        """Encode one captured state mapping (the layout is validated once per shape)."""
-        if not isinstance(payload, Mapping):
-            raise render_state.RenderStatePayloadError(
-                f"render.state: expected a mapping of arrays, got {type(payload).__name__}"
-            )
-        self._layout = layout = render_state.layout_for(payload, self._layout)
-        return render_state.encode_with_layout(payload, layout)
-
-
-def render_state_attributes(config: RecordConfig) -> Mapping[str, object]:
-    """The ``render.state`` stream's attributes: its sampling rate and payload schema."""
-    return {"rate_hz": config.streams.render_state.rate_hz, "schema": render_state.SCHEMA}
 
 
 def _check_rate(name: str, configured: float, planned: float | None) -> None:

@@ -1,6 +1,7 @@
 """Camera selection for the composition root: config + declared scene channels -> wiring.
 
-``select_cameras`` runs at prepare (step 1 of ``plugin.py``).  With no camera alias it
+``select_cameras`` runs at prepare (step 1 of ``fastsim_record.bootstrap.wire``), beside
+the bootstrap because it builds concrete adapters (the RGB codec of each alias).  With no camera alias it
 returns ``None``: no media lane, no camera pump, no camera grant, no camera stream.
 
     | # | rule                                                                           |
