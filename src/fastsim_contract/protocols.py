@@ -8,7 +8,9 @@ semantics (``contracts/core-contract.md``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
 
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.values import (
@@ -34,6 +36,7 @@ __all__ = [
     "PluginFactory",
     "ReadbackLease",
     "RunContext",
+    "SinkSubscription",
     "Subscription",
     "WriteLease",
 ]
@@ -193,3 +196,18 @@ class PluginFactory(Protocol):
     """The ``fastsim.plugins`` entry point target."""
 
     def __call__(self, context: PluginContext) -> Plugin: ...
+
+
+@attrs.define(eq=False)
+class SinkSubscription:
+    """A ready-made ``Subscription`` for Core implementations: one ``sink`` on one
+    ``stream``; ``close()`` hands it to ``on_close`` (which must be idempotent)."""
+
+    on_close: Callable[[SinkSubscription], None]
+    stream: str
+    sink: Callable[[Any], None]
+    closed: bool = False
+
+    def close(self) -> None:
+        """Stop live delivery (idempotent)."""
+        self.on_close(self)

@@ -211,13 +211,8 @@ class CameraCapture:
     quaternion_xyzw: str
 
     def channels(self) -> dict[str, str]:
-        """Role -> channel name."""
-        return {
-            "rgb": self.rgb,
-            "intrinsics": self.intrinsics,
-            "translation": self.translation,
-            "quaternion_xyzw": self.quaternion_xyzw,
-        }
+        """Role -> channel name (every field but ``alias``, in field order)."""
+        return {role: channel for role, channel in attrs.asdict(self).items() if role != "alias"}
 
 
 @attrs.frozen

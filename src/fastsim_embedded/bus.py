@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from fastsim_contract.errors import SubscriptionRefused, TerminalError
+from fastsim_contract.protocols import SinkSubscription as _Subscription
 from fastsim_contract.values import (
     CapturePlan,
     Envelope,
@@ -88,18 +89,6 @@ _set_source_sequence = _slot(Envelope, "source_sequence")
 
 class SinkError(Exception):
     """A subscriber's sink raised; the bus keeps delivering to the others."""
-
-
-@attrs.define(eq=False)
-class _Subscription:
-    bus: CaptureBus
-    stream: str
-    sink: Sink
-    closed: bool = False
-
-    def close(self) -> None:
-        """Stop live delivery (idempotent)."""
-        self.bus._unsubscribe(self)
 
 
 def _stream_of(source: SourceKind) -> str:
@@ -278,7 +267,7 @@ class CaptureBus:
                 raise SubscriptionRefused(
                     f"subscribe: history of {stream!r} is closed; sequence {from_sequence} is gone"
                 )
-            sub = _Subscription(self, stream, sink)
+            sub = _Subscription(self._unsubscribe, stream, sink)
             for envelope in self._history.get(stream, ()):
                 if envelope.global_sequence >= from_sequence:
                     self._deliver(sub, envelope)

@@ -68,11 +68,7 @@ class EmbeddedDriver:
     def publish_render(self, source: str, payload: Mapping[str, object]) -> Envelope | None:
         """One render-side item (``render.state``, ``geometry``, ``fluid.emissions``), as
         ``RenderCapture`` publishes it: a read-only mapping in the current tick."""
-        ctx = self.host.context
-        return self.host.bus.publish(
-            SourceKind(source), generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=MappingProxyType(dict(payload)), portable_size=256,
-        )
+        return self.host.publish_now(SourceKind(source), MappingProxyType(dict(payload)), portable_size=256)
 
     def reset(self) -> None:
         """A new generation."""

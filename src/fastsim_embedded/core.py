@@ -185,15 +185,8 @@ class EmbeddedHost(ObservationPublishing):
         if not self.bus.captures(source):
             return None
         payload = freeze(data)
-        ctx = self.context
-        return self.bus.publish(
-            source,
-            generation=ctx.generation,
-            tick=ctx.tick,
-            sim_time_ns=ctx.sim_time_ns,
-            payload=payload,
-            portable_size=portable_size(payload) if self.portable_sizes else None,
-        )
+        size = portable_size(payload) if self.portable_sizes else None
+        return self.publish_now(source, payload, portable_size=size)
 
     def publish_lifecycle(self, event: str, **data: object) -> Envelope | None:
         """A lifecycle event (``run.created``, ``generation.started``, ``run.stopping``...)."""
@@ -241,13 +234,7 @@ class EmbeddedHost(ObservationPublishing):
         previous = self.context.generation
         self.context.generation = previous + 1
         ctx = self.context
-        self.bus.publish(
-            SourceKind.GENERATION_BARRIER,
-            generation=ctx.generation,
-            tick=ctx.tick,
-            sim_time_ns=ctx.sim_time_ns,
-            payload=GenerationBarrier(ctx.generation, previous, reason),
-        )
+        self.publish_now(SourceKind.GENERATION_BARRIER, GenerationBarrier(ctx.generation, previous, reason))
         self.publish_lifecycle("generation.started", generation=ctx.generation, previous=previous, reason=reason)
         return ctx.generation
 

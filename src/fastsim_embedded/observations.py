@@ -79,6 +79,15 @@ class ObservationPublishing:
         block = SampleBlock(names, picked, self._observed)
         return self._publish_tick(block)
 
+    def publish_now(self, source: SourceKind, payload: object, **options: Any) -> Envelope | None:
+        """Publish ``payload`` on ``source`` stamped with the current generation, tick and
+        simulation time (``options``: ``CaptureBus.publish``'s keywords)."""
+        ctx = self.context
+        return self.bus.publish(
+            source, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
+            payload=payload, **options,
+        )
+
     def _publish_tick(self, block: SampleBlock) -> Envelope | None:
         ctx = self.context
         return self.bus.publish(
@@ -162,7 +171,6 @@ class ObservationPublishing:
             }
         if not by_channel:
             return
-        ctx = self.context
         for reading in readings:
             where = by_channel.get(reading.channel)
             if where is None:
@@ -179,11 +187,4 @@ class ObservationPublishing:
                 channel_sequence=seq,
                 profile=freeze(reading.profile) if reading.profile is not None else None,
             )
-            self.bus.publish(
-                SourceKind.CAMERA,
-                generation=ctx.generation,
-                tick=ctx.tick,
-                sim_time_ns=ctx.sim_time_ns,
-                payload=sample,
-                sequence_key=key,
-            )
+            self.publish_now(SourceKind.CAMERA, sample, sequence_key=key)

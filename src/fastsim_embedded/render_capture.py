@@ -154,11 +154,7 @@ class RenderCapture:
         return frozenset()
 
     def _publish(self, source: SourceKind, payload: object, size: int) -> None:
-        ctx = self.host.context
-        self.host.bus.publish(
-            source, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=payload, portable_size=size,
-        )
+        self.host.publish_now(source, payload, portable_size=size)
 
     def after_step(self, dt_s: float) -> None:
         """Rows 1-4 of the module table for the tick the host just stepped."""

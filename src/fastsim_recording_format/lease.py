@@ -65,7 +65,7 @@ class LeaseError(CoreError):
     refused a name (``fastsim_contract.errors`` re-exports this class)."""
 
 
-class LeaseState(enum.Enum):
+class LeaseState(enum.StrEnum):
     """Where one output transaction is (the module table's rows)."""
 
     OPEN = "open"
@@ -76,11 +76,8 @@ class LeaseState(enum.Enum):
     ABORTED = "aborted"
     REVOKED = "revoked"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class LeaseEvent(enum.Enum):
+class LeaseEvent(enum.StrEnum):
     """What is asked of one output transaction (the module table's columns)."""
 
     WRITE = "write"
@@ -92,9 +89,6 @@ class LeaseEvent(enum.Enum):
     COMMIT = "commit"
     ABORT = "abort"
     REVOKE = "revoke"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 _S, _E = LeaseState, LeaseEvent

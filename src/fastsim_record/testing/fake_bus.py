@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import numpy as np
 
 from fastsim_contract.errors import SubscriptionRefused, TerminalError
 from fastsim_contract.harness import Profile
 from fastsim_contract.payloads import freeze
 from fastsim_contract.payloads import portable_size as _portable_size
+from fastsim_contract.protocols import SinkSubscription as Subscription
 from fastsim_contract.values import (
     CameraSample,
     ChannelSample,
@@ -31,7 +31,7 @@ from fastsim_recording_format.encoding import readonly
 if TYPE_CHECKING:
     from fastsim_record.testing.fake_services import FakeServices
 
-__all__ = ["KINDS", "MANDATORY_SOURCES", "FakeBus", "InjectedFault"]
+__all__ = ["KINDS", "MANDATORY_SOURCES", "FakeBus", "InjectedFault", "Subscription"]
 
 MANDATORY_SOURCES = ("lifecycle", "events", "control.audit", "control.result")
 #: Every source the fake Core can sequence, by name.
@@ -51,17 +51,6 @@ _CONTROL = ("control.audit", "control.result")
 
 class InjectedFault(RuntimeError):
     """An error raised on purpose by a fake."""
-
-
-@attrs.define(eq=False)
-class Subscription:
-    core: FakeBus
-    source: str
-    sink: Any
-    closed: bool = False
-
-    def close(self) -> None:
-        self.core._unsubscribe(self)
 
 
 class FakeBus(FakeState):
@@ -95,7 +84,7 @@ class FakeBus(FakeState):
             raise SubscriptionRefused(f"subscribe: {source!r} takes no channels")
         if from_sequence < 1:
             raise SubscriptionRefused(f"subscribe: from_sequence must be >= 1 (got {from_sequence})")
-        sub = Subscription(self, source, sink)
+        sub = Subscription(self._unsubscribe, source, sink)
         with self._source_locks[source]:
             with self._lock:
                 if self.sealed:
@@ -112,11 +101,11 @@ class FakeBus(FakeState):
         return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
-        with self._source_locks[sub.source]:
+        with self._source_locks[sub.stream]:
             if sub.closed:
                 return
             sub.closed = True
-            self.subscribers[sub.source].remove(sub)
+            self.subscribers[sub.stream].remove(sub)
 
     def sim_time_ns(self) -> int:
         """Simulation time of the current tick."""
