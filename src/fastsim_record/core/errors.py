@@ -11,7 +11,6 @@ structured ``fields``; the pipeline translates them into ``fastsim_record.errors
     +-- DomainError           base of the domain core's exceptions
         +-- LanePolicyError   a lane's overload policy is illegal for its streams
         +-- InvalidLimits     a lane or batch limit is not a positive integer
-        +-- DomainContractError an argument that can never be valid (unknown camera, ...)
 
 Every numbered rule table of the core (admission ``A1``-``A9``, continuity ``S1``-``S4``,
 calibration ``C1``-``C7``, fence ``F1``-``F6``) is one :class:`RuleId` enum whose values
@@ -23,7 +22,6 @@ from __future__ import annotations
 import enum
 
 __all__ = [
-    "DomainContractError",
     "DomainError",
     "InvalidLimits",
     "LanePolicyError",
@@ -58,7 +56,3 @@ class LanePolicyError(DomainError):
 
 class InvalidLimits(DomainError):
     """A lane or batch limit is not a positive integer."""
-
-
-class DomainContractError(DomainError):
-    """An argument that can never be valid was passed to the core."""
