@@ -16,8 +16,10 @@ Measured, with the real job functions (``fastsim_record.batch.jobs``) and execut
   files; Ray's start-up (``ray.init``) is timed separately and not in the files/s;
 * peak RSS per worker (psutil, sampled every 20 ms over the workers' processes);
 * one DROID-like MuJoCo episode (``examples/sweep/run.yaml``, 4 s, 2 cameras) recorded
-  with ``fsr record`` as a subprocess: wall, CPU seconds and bytes, for the scale-out
-  plan (``--no-record`` skips it).
+  with ``fsr record`` as a subprocess: wall, CPU seconds, peak RSS and bytes; then the
+  per-file validate / index / SHA-256 cost of that realistic file (``--no-record`` skips);
+* the index's size per row over ``--index-rows`` distinct short episodes (own run ids
+  and digests, so Parquet cannot fold repeated values), for the scale-out plan.
 
 Each configuration runs ``--repeat`` times, interleaved (pool 1, pool 2, ray, pool 1,
 ...), and the median is printed with the load average seen at its start: the machine
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,7 +50,7 @@ import yaml
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
 from fastsim_record.batch.executors import ProcessPool, RayTasks
-from fastsim_record.batch.jobs import CheckTask, index_job, validate_job
+from fastsim_record.batch.jobs import CheckTask, index_job, sha256_file, validate_job
 from fastsim_record.batch.sources import expand
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,8 +146,20 @@ def timed(executor: Any, fn: Any, tasks: list[CheckTask], pids: Any) -> tuple[fl
     return len(tasks) / elapsed, rss.mib(), load, len(tasks) / max(rss.cpu_s(), 1e-9)
 
 
-def record_sample() -> str:
-    """One DROID-like MuJoCo episode recorded by ``fsr record``: wall, CPU, bytes."""
+def _per_file_ms(fn: Any, task: CheckTask, times: int) -> float:
+    """Median milliseconds of one job on one file, in this process."""
+    runs = []
+    for _ in range(times):
+        t = time.perf_counter()
+        outcome = fn(task)
+        runs.append(time.perf_counter() - t)
+        assert outcome.code == 0, outcome.error
+    return statistics.median(runs) * 1e3
+
+
+def record_sample() -> list[str]:
+    """One DROID-like MuJoCo episode recorded by ``fsr record``: wall, CPU, peak RSS,
+    bytes; then validate, index and SHA-256 of that file, per file, in this process."""
     fsr = str(Path(sys.executable).with_name("fsr"))
     with tempfile.TemporaryDirectory() as tmp:
         before = os.times()
@@ -155,12 +170,49 @@ def record_sample() -> str:
                               env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
         wall = time.perf_counter() - start
         after = os.times()
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-        size = sum(p.stat().st_size for p in Path(tmp).glob("*.fsr"))
-    if done.returncode:
-        return f"record sample failed (exit {done.returncode}): {done.stderr.strip()[-200:]}"
-    return (f"record examples/sweep (4.0 s simulated, MuJoCo, 2 cameras 320x240 @15 Hz): wall {wall:.2f} s, "
-            f"CPU {cpu:.2f} s, {size} bytes ({size / 2**20:.2f} MiB); load {load:.2f}")
+        if done.returncode:
+            return [f"record sample failed (exit {done.returncode}): {done.stderr.strip()[-200:]}"]
+        path = next(Path(tmp).glob("*.fsr"))
+        size = path.stat().st_size
+        task = CheckTask(expand([str(path)])[0], sha256=True)
+        validate_ms = _per_file_ms(validate_job, CheckTask(task.entry), 20)
+        index_ms = _per_file_ms(index_job, task, 20)
+        t = time.perf_counter()
+        for _ in range(10):
+            sha256_file(str(path))
+        sha_mb_s = 10 * size / (time.perf_counter() - t) / 1e6
+    return [
+        f"record examples/sweep (4.0 s simulated, MuJoCo, 2 cameras 320x240 @15 Hz), one `fsr record` process: "
+        f"wall {wall:.2f} s, CPU {cpu:.2f} s, peak RSS {rss:.0f} MiB, {size} bytes ({size / 2**20:.2f} MiB); "
+        f"load {load:.2f}",
+        f"that episode, in this process (median of 20): validate (structural) {validate_ms:.2f} ms, "
+        f"index row with --sha256 {index_ms:.2f} ms; SHA-256 {sha_mb_s:.0f} MB/s; load {os.getloadavg()[0]:.2f}",
+    ]
+
+
+def index_size(rows: int) -> str:
+    """Bytes per row of an index over ``rows`` distinct recorded episodes (own run ids,
+    seeds and digests), written by ``fsr index --sha256``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run.yaml"
+        run.write_text(yaml.safe_dump({
+            "schema": "fastsim/2", "name": "bench-batch", "backend": "synthetic",
+            "scenario": {"scene": {}}, "runtime": {"sensor_hz": 30.0, "duration_s": 0.1},
+            "plugins": {"record": {"use": "plugin://fastsim/record",
+                                   "config": {"output": {"name": "ep-{seed}.fsr"}}}},
+        }))
+        for seed in range(rows):
+            result = run_session(prepare_run(run, seed=seed, episode=seed, sweep=True), Path(tmp) / "eps")
+            assert result.outcome.ok, result.outcome.reason
+        out = Path(tmp) / "index.parquet"
+        from fastsim_record.cli import main as fsr_main
+
+        code = fsr_main(["index", str(Path(tmp) / "eps"), "-o", str(out), "--sha256", "--jobs", "1"])
+        assert code == 0
+        size = out.stat().st_size
+    return f"index of {rows} distinct episodes (--sha256): {size} bytes, {size / rows:.0f} bytes per row"
 
 
 def main() -> None:
@@ -171,6 +223,7 @@ def main() -> None:
     parser.add_argument("--data", default="/tmp/fsr-bench-batch")
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--index-rows", type=int, default=500, help="distinct episodes for the index size (0: skip)")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
@@ -238,7 +291,10 @@ def main() -> None:
 
         ray.shutdown()
     if not args.no_record:
-        print(record_sample())
+        for line in record_sample():
+            print(line)
+    if args.index_rows:
+        print(index_size(args.index_rows))
 
 
 if __name__ == "__main__":
