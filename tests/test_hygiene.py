@@ -9,13 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DIRS = ("tests", "contracts")
 
-#: A module should be readable in one sitting.
-MAX_MODULE_LINES = 550
-#: Known exceptions, each with its own cap so that it does not keep growing.
-MODULE_LINE_CAPS = {
-    "fastsim_record/testing/fake_core.py": 700,  # the whole fake Core host for tests
-    "fastsim_embedded/core.py": 650,  # the embedded host's Run driver (growing; split it next)
-}
+#: A module should be readable in one sitting; there are no exceptions.
+MAX_MODULE_LINES = 400
 
 
 def _test_functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -61,7 +56,7 @@ def test_the_docstring_check_catches_missing_and_multi_line_docstrings() -> None
 
 
 def test_modules_stay_small_enough_to_read() -> None:
-    """Every module under src/ stays under MAX_MODULE_LINES lines (or its own recorded cap)."""
+    """Every module under src/ is at most MAX_MODULE_LINES lines long."""
     src = ROOT / "src"
     sizes = {
         path.relative_to(src).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
@@ -69,6 +64,6 @@ def test_modules_stay_small_enough_to_read() -> None:
     }
     assert len(sizes) > 50
     too_big = {
-        name: n for name, n in sizes.items() if n > MODULE_LINE_CAPS.get(name, MAX_MODULE_LINES)
+        name: n for name, n in sizes.items() if n > MAX_MODULE_LINES
     }
     assert not too_big, too_big
