@@ -1,12 +1,15 @@
 """FSR binary 1.2: the recording container, its validator, recovery and output transaction.
 
-Self-contained: imports only the standard library, numpy, attrs and crc32c.  The byte
-layout is specified in ``docs/fsr-format.md``.
+Self-contained: the container imports only the standard library, numpy, attrs and
+crc32c.  The byte layout is specified in ``docs/fsr-format.md``.  The payload codecs are
+``fastsim_recording_format.codecs`` (one module per payload; every refusal is a
+:class:`PayloadError`) and the reading API is ``fastsim_recording_format.reading``.
 """
 
 from fastsim_recording_format.errors import (
     FormatError,
     IntegrityPolicyError,
+    PayloadError,
     ProfileUnsupportedError,
 )
 from fastsim_recording_format.model import (
@@ -42,6 +45,7 @@ from fastsim_recording_format.writer import FsrWriter
 __all__ = [
     "FormatError",
     "IntegrityPolicyError",
+    "PayloadError",
     "ProfileUnsupportedError",
     "VALIDATION_PROFILES",
     "supported_profiles",
