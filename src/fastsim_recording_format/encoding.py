@@ -15,6 +15,9 @@ __all__ = ["canonical_json", "pad8", "readonly"]
 
 _A = TypeVar("_A", bound=np.ndarray[Any, Any])
 
+#: Built once: ``json.dumps`` with these options builds a new encoder on every call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
 
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON: sorted keys, no whitespace, literal UTF-8, no NaN/Infinity.
@@ -22,9 +25,7 @@ def canonical_json(value: Any) -> bytes:
     Raises :class:`ValueError` for NaN/Infinity and :class:`TypeError` for a value JSON
     cannot encode.
     """
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def pad8(n: int) -> int:
