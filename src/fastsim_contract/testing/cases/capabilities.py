@@ -173,6 +173,14 @@ def case_ticks_follow_the_plan_order_not_the_scene_order(make: MakeCore) -> None
 
 
 @case
+def case_planned_render_sources_can_be_subscribed(make: MakeCore) -> None:
+    """render.state, geometry and fluid.emissions in the plan are subscribable sources (no driver capability needed)."""
+    core = make(capture=RENDER_PLAN, services=FLUID).core("record")
+    for source in RENDER_SOURCES:
+        core.subscribe(source, Recorder()).close()
+
+
+@case
 def case_render_sources_are_sequenced_and_read_only(make: MakeCore) -> None:
     """render.state, geometry and fluid.emissions take global and per-source sequences, are read-only and are in the cut."""
     driver = _render_driver(make, capture=RENDER_PLAN, services=FLUID)
