@@ -8,24 +8,9 @@ after.  Write ``import fastsim_recording_format`` instead.
 
 from __future__ import annotations
 
-import importlib
-import sys
-import warnings
-
 import fastsim_recording_format
+from fastsim_record._deprecated import alias_package
 from fastsim_recording_format import *  # noqa: F403  (the whole public surface, unchanged)
 
 __all__ = list(fastsim_recording_format.__all__)
-
-_SUBMODULES = ("errors", "model", "reader", "writer", "validate", "recover", "transaction", "synth")
-
-warnings.warn(
-    "fastsim_record.fsr is deprecated; import fastsim_recording_format instead",
-    DeprecationWarning,
-    stacklevel=2,
-)
-
-for _name in _SUBMODULES:
-    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(
-        f"fastsim_recording_format.{_name}"
-    )
+globals().update(alias_package(__name__, "fastsim_recording_format", ("errors", "model", "reader", "writer", "validate", "recover", "transaction", "synth")))

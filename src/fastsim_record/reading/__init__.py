@@ -9,24 +9,9 @@ Write ``import fastsim_recording_format.reading`` instead (``fastsim_record.open
 
 from __future__ import annotations
 
-import importlib
-import sys
-import warnings
-
 import fastsim_recording_format.reading
+from fastsim_record._deprecated import alias_package
 from fastsim_recording_format.reading import *  # noqa: F403  (the whole public surface, unchanged)
 
 __all__ = list(fastsim_recording_format.reading.__all__)
-
-_SUBMODULES = ("_codecs", "_dataset", "_errors", "_recording", "_tables", "_values", "_view")
-
-warnings.warn(
-    "fastsim_record.reading is deprecated; import fastsim_recording_format.reading instead",
-    DeprecationWarning,
-    stacklevel=2,
-)
-
-for _name in _SUBMODULES:
-    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(
-        f"fastsim_recording_format.reading.{_name}"
-    )
+globals().update(alias_package(__name__, "fastsim_recording_format.reading", ("_codecs", "_dataset", "_errors", "_recording", "_tables", "_values", "_view")))
