@@ -119,11 +119,7 @@ class FakeBus(FakeState):
         key = key or source  # the per-source sequence key (``cameras.<alias>.<role>``)
         with self._source_locks[source]:
             with self._lock:
-                if self.sealed:
-                    raise TerminalError(f"publish on {source!r} after the terminal cut")
-                self.global_sequence += 1
-                seq = self.source_sequences.get(key, 0) + 1
-                self.source_sequences[key] = seq
+                seq = self._allocate(source, key)
                 if isinstance(payload, ObservationTick):
                     payload = ObservationTick(seq, payload.samples)
                 envelope = Envelope(
@@ -139,6 +135,14 @@ class FakeBus(FakeState):
             for sub in list(self.subscribers[source]):
                 self._deliver(sub, envelope)
         return envelope
+
+    def _allocate(self, source: str, key: str) -> int:
+        """The next global sequence and ``key``'s next sequence (under ``_lock``; rule 1)."""
+        if self.sealed:
+            raise TerminalError(f"publish on {source!r} after the terminal cut")
+        self.global_sequence += 1
+        seq = self.source_sequences[key] = self.source_sequences.get(key, 0) + 1
+        return seq
 
     def _deliver(self, sub: Subscription, envelope: Envelope) -> None:
         if not sub.closed:
