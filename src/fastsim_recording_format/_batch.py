@@ -18,7 +18,6 @@ from typing import Any
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
 from fastsim_recording_format._layout import (
     BATCH_HEADER,
@@ -33,12 +32,12 @@ from fastsim_recording_format._layout import (
     pad8,
 )
 from fastsim_recording_format._source import Source
+from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import RecordKind
 
 __all__ = ["Accumulator", "BatchFacts", "ParsedBatch", "analyse_table", "check_index_entry", "parse_batch"]
 
-Array = npt.NDArray[Any]
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _HDR = BATCH_HEADER.size
 _REC = RECORD_DTYPE.itemsize

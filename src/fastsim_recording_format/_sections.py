@@ -8,7 +8,6 @@ from typing import Any
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
 from fastsim_recording_format._json import decode_object
 from fastsim_recording_format._layout import (
@@ -30,12 +29,12 @@ from fastsim_recording_format._layout import (
     pad8,
 )
 from fastsim_recording_format._source import Source
+from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import INTEGRITY_PROFILES, MODES, RunMetadata, StreamSpec
 
 __all__ = ["Head", "Tail", "encode_head", "encode_tail", "read_head", "read_tail"]
 
-Array = npt.NDArray[Any]
 _SHA = re.compile(r"[0-9a-f]{64}\Z")
 _META_KEYS = frozenset(
     {"format", "version", "producer", "run_id", "completion_id", "mode", "source_sha256",

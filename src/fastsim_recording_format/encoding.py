@@ -11,7 +11,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["canonical_json", "pad8", "readonly"]
+__all__ = ["Array", "canonical_json", "pad8", "readonly"]
+
+#: any numpy array (the format's modules annotate with it)
+Array = np.ndarray[Any, Any]
 
 _A = TypeVar("_A", bound=np.ndarray[Any, Any])
 

@@ -12,22 +12,19 @@ BGR, turned into RGB in place.  ``raw_rgb`` payloads are ``height*width*3`` byte
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 import numpy as np
-import numpy.typing as npt
 
 from fastsim_recording_format import FormatError, StreamSpec
 from fastsim_recording_format.codecs import numeric
 from fastsim_recording_format.codecs.image import check_pixels, image_size
 from fastsim_recording_format.codecs.numeric import NUMERIC_CODEC, Channel
+from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import NumericPayloadError
 from fastsim_recording_format.reading._errors import BadRecording
 
 __all__ = ["Channel", "ImageCodec", "NUMERIC_CODEC", "decode_image", "image_codec", "numeric_layout"]
 
-Array = npt.NDArray[Any]
 _RAW = frozenset({"raw_rgb", "raw", "rgb", "rgb8", "raw-rgb", "none"})
 
 

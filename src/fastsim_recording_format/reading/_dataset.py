@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.reading._errors import BadArgument, OutOfRange, unknown
 from fastsim_recording_format.reading._recording import Recording
 from fastsim_recording_format.reading._tables import DATA
 
 __all__ = ["Dataset"]
 
-Array = npt.NDArray[Any]
 MAX_OPEN = 32  # files a process keeps open at once (each holds two descriptors)
 Sample = dict[str, Any]
 PathArg = str | os.PathLike[str]

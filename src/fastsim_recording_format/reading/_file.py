@@ -5,12 +5,10 @@ See ``_recording`` for the decision table of which records each call returns.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
-import numpy.typing as npt
 
 from fastsim_recording_format import StreamSpec
+from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.reading._codecs import (
     NUMERIC_CODEC,
     Channel,
@@ -22,7 +20,6 @@ from fastsim_recording_format.reading._tables import DATA, FileTables
 
 __all__ = ["Array", "File", "ViewBase", "as_int", "opt_int"]
 
-Array = npt.NDArray[Any]
 
 
 def as_int(name: str, value: object) -> int:

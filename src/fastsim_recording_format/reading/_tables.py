@@ -25,17 +25,15 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from fastsim_recording_format import FormatError, FsrReader, RecordKind
 from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, RECORD_DTYPE, crc, pad8
+from fastsim_recording_format.encoding import Array
 
 __all__ = ["ROWS_DTYPE", "FileTables"]
 
-Array = npt.NDArray[Any]
 
 #: one record of one stream, as the reading API indexes it
 ROWS_DTYPE = np.dtype(
