@@ -64,8 +64,11 @@ def test_the_old_reading_path_warns_and_gives_the_same_objects() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        import importlib
+
         import fastsim_record.reading as old
-        from fastsim_record.reading import _codecs as old_codecs
+
+        old_codecs = importlib.import_module("fastsim_record.reading._codecs")
 
     assert old.Recording is fastsim_recording_format.reading.Recording
     assert old_codecs.numeric_layout is fastsim_recording_format.reading._codecs.numeric_layout
