@@ -50,6 +50,7 @@ import yaml
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
 from fastsim_record.batch.executors import ProcessPool, RayTasks
+from fastsim_record.batch.index import write_index
 from fastsim_record.batch.jobs import CheckTask, index_job, sha256_file, validate_job
 from fastsim_record.batch.sources import expand
 
@@ -207,10 +208,9 @@ def index_size(rows: int) -> str:
             result = run_session(prepare_run(run, seed=seed, episode=seed, sweep=True), Path(tmp) / "eps")
             assert result.outcome.ok, result.outcome.reason
         out = Path(tmp) / "index.parquet"
-        from fastsim_record.cli import main as fsr_main
-
-        code = fsr_main(["index", str(Path(tmp) / "eps"), "-o", str(out), "--sha256", "--jobs", "1"])
-        assert code == 0
+        outcomes = [index_job(CheckTask(e, sha256=True)) for e in expand([str(Path(tmp) / "eps")])]
+        assert all(o.code == 0 and o.data is not None for o in outcomes)
+        write_index(str(out), [o.data for o in outcomes if o.data is not None])
         size = out.stat().st_size
     return f"index of {rows} distinct episodes (--sha256): {size} bytes, {size / rows:.0f} bytes per row"
 
@@ -222,14 +222,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", default="/tmp/fsr-bench-batch")
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--no-throughput", action="store_true", help="skip the pool/Ray throughput runs")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--index-rows", type=int, default=500, help="distinct episodes for the index size (0: skip)")
     args = parser.parse_args()
 
+    if args.no_throughput:
+        args.files, args.repeat, args.no_ray = 0, 0, True
     t0 = time.perf_counter()
     paths = make_data(Path(args.data), args.files)
     entries = expand([str(p) for p in paths])
-    size = entries[0].size
+    size = entries[0].size if entries else 0
     print(f"{len(entries)} copies of one recorded episode ({size} bytes each), made/checked in "
           f"{time.perf_counter() - t0:.1f} s; {os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f}")
     tasks = [CheckTask(e) for e in entries]
@@ -270,8 +273,9 @@ def main() -> None:
                 finally:
                     if label != "ray":
                         executor.close()
-    print(f"\n{'configuration':<18} {'files/s (median)':>17} {'runs':>22} {'files/CPU-s':>12} "
-          f"{'worker peak MiB':>16} {'load':>6}")
+    if results:
+        print(f"\n{'configuration':<18} {'files/s (median)':>17} {'runs':>22} {'files/CPU-s':>12} "
+              f"{'worker peak MiB':>16} {'load':>6}")
     med: dict[str, float] = {}
     for key, runs in results.items():
         rates = [r[0] for r in runs]
@@ -282,7 +286,7 @@ def main() -> None:
     for label, times in startups.items():
         print(f"{label} start-up (workers ready, not in files/s): median {statistics.median(times) * 1e3:.0f} ms")
     print()
-    for op in jobs:
+    for op in jobs if results else ():
         print(f"{op}: jobs 2 / jobs 1 = {med[f'{op} pool 2'] / med[f'{op} pool 1']:.2f}x (target >= 1.7x)")
         if f"{op} ray" in med:
             print(f"{op}: ray / pool 2 = {med[f'{op} ray'] / med[f'{op} pool 2']:.2f}x (same files, Ray start-up excluded)")
