@@ -15,6 +15,7 @@ it installed raises ``MissingRay`` with the ``pip install`` line.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -145,8 +146,14 @@ class RayTasks:
         self.start()
         task = ray.remote(num_cpus=1, max_retries=2)(run_chunk)
         refs = [task.remote(fn, chunk) for chunk in _chunks(items, self._workers)]
-        for ref in refs:
-            yield from ray.get(ref)
+        try:
+            for ref in refs:
+                yield from ray.get(ref)
+        except BaseException:  # interrupted, or a task failed: cancel what is still running
+            for ref in refs:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+            raise
 
     def close(self) -> None:
         """Shut down the connection this executor opened (never one it found)."""

@@ -13,6 +13,8 @@ on one worker (a Ray task, or a pool process):
     | 2 | validate  | every committed file again, here, before it leaves the node     |
     | 3 | upload    | with ``--upload URL``: ``batch.upload.upload_job`` (verified)   |
 
+Interrupted (Ctrl-C in a pool worker, ``ray.cancel`` of a Ray task), a job sends SIGTERM
+to its episode's process, which commits what it recorded (``completion: stopped``).
 The driver prints one line per episode and the sweep's table, writes ``URL/index.parquet``
 for the uploaded episodes, and exits like the local sweep: 0 every episode committed
 normally (and uploaded), 1 some episode failed, 3 otherwise.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from typing import Any
 
@@ -63,8 +66,13 @@ def report_of(task: EpisodeTask, code: int, stdout: str, stderr: str) -> dict[st
 def episode_job(task: EpisodeTask) -> Outcome:
     """Steps 1-3; ``data``: ``{"report": ..., "rows": [index rows of uploaded files]}``."""
     os.makedirs(task.output_dir, exist_ok=True)
-    done = subprocess.run(list(task.command), capture_output=True, text=True, check=False)
-    report = report_of(task, done.returncode, done.stdout, done.stderr)
+    process = subprocess.Popen(list(task.command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = process.communicate()
+    except KeyboardInterrupt:  # Ctrl-C, or Ray cancelling the task: the episode commits what it has
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate()
+    report = report_of(task, process.returncode, stdout, stderr)
     rows: list[dict[str, Any]] = []
     for path in report.get("committed") or []:
         try:
