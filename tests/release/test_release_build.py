@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 DIST = _PROJECT["name"].replace("-", "_")
 VERSION = _PROJECT["version"]
-PACKAGES = ("fastsim_record", "fastsim_contract", "fastsim_embedded")
+PACKAGES = ("fastsim_recording_format", "fastsim_record", "fastsim_contract", "fastsim_embedded")
 
 # What a checkout holds that a release build never sees: VCS data, venvs, build output, caches
 # and recordings.  The build runs on a copy, so the shared checkout gets no egg-info or build/.
