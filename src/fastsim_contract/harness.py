@@ -26,14 +26,12 @@ from fastsim_contract.values import (
     TerminalSemanticCut,
 )
 
-__all__ = ["CameraDriver", "CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessOutputPolicy", "HarnessSpec", "Profile", "RenderDriver"]
+__all__ = ["CameraDriver", "CoreDriver", "DriverFactory", "FinalizerReport", "Finish", "HarnessSpec", "Profile", "RenderDriver"]
 
 
 #: A camera sample's optional calibration profile.
 Profile = Mapping[str, object] | None
 
-#: The suite's output policy is Core's one ``RunOutputPolicy`` (kept as a name for old drivers).
-HarnessOutputPolicy = RunOutputPolicy
 
 
 @attrs.frozen

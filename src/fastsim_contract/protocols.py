@@ -29,7 +29,6 @@ __all__ = [
     "Finalizer",
     "FinalizerRegistration",
     "FlowGauge",
-    "OutputPolicy",
     "OutputService",
     "Plugin",
     "PluginContext",
@@ -45,8 +44,6 @@ __all__ = [
 EnvelopeSink = Callable[[Envelope], None]
 
 
-#: The trusted deployment output policy: the one concrete ``RunOutputPolicy``.
-OutputPolicy = RunOutputPolicy
 
 
 class RunContext(Protocol):
@@ -63,7 +60,7 @@ class RunContext(Protocol):
     @property
     def physics_hz(self) -> float: ...
     @property
-    def output_policy(self) -> OutputPolicy: ...
+    def output_policy(self) -> RunOutputPolicy: ...
     @property
     def channels(self) -> Sequence[ChannelDescriptor]: ...
     @property

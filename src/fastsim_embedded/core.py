@@ -53,11 +53,9 @@ from fastsim_embedded.terminal import (
     run_status,
 )
 
-__all__ = ["DefaultOutputPolicy", "EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
+__all__ = ["EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
 
 
-#: The deployment default output policy: Core's one ``RunOutputPolicy`` (an old name).
-DefaultOutputPolicy = RunOutputPolicy
 
 
 @attrs.define(eq=False)

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from fastsim_contract.errors import LeaseError
-from fastsim_embedded.core import DefaultOutputPolicy
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_embedded.output import FileOutputService, Transaction
 
 CID = "run-completion-1"
 
 
 def _service(tmp_path: Path, **policy: bool) -> FileOutputService:
-    return FileOutputService(tmp_path / "out", DefaultOutputPolicy(**policy), CID)  # type: ignore[arg-type]
+    return FileOutputService(tmp_path / "out", RunOutputPolicy(**policy), CID)  # type: ignore[arg-type]
 
 
 def _receipt(size: int) -> dict[str, object]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fastsim_contract.errors import LeaseError
-from fastsim_embedded.core import DefaultOutputPolicy
+from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_embedded.output import FileOutputService, FileWriteLease, OutputRefused
 from fastsim_embedded.output_names import check_output_name
 
@@ -16,7 +16,7 @@ CID = "run-completion-1"
 
 
 def _service(out: Path, cid: str = CID, **policy: bool) -> FileOutputService:
-    return FileOutputService(out, DefaultOutputPolicy(**policy), cid)  # type: ignore[arg-type]
+    return FileOutputService(out, RunOutputPolicy(**policy), cid)  # type: ignore[arg-type]
 
 
 def _receipt(size: int, cid: str = CID) -> dict[str, object]:

@@ -194,9 +194,9 @@ def test_tamper_evident_modes_commit_with_the_content_digest(integrity: str) -> 
     """fast and strong validate the readback with one full-file SHA-256 that Core checks."""
     import hashlib
 
-    from fastsim_record.testing.fake_core import FakeOutputPolicy
+    from fastsim_contract.output_policy import RunOutputPolicy
 
-    h = Harness.started(make_config(integrity=integrity), output_policy=FakeOutputPolicy(integrity="sha256"))
+    h = Harness.started(make_config(integrity=integrity), output_policy=RunOutputPolicy(integrity="sha256"))
     h.run_ticks(10)
     result = h.finish()
     assert result.ok, result.reason

@@ -70,7 +70,6 @@ from fastsim_record.testing.fake_terminal import FakeTerminal
 __all__ = [
     "MANDATORY_SOURCES",
     "FakeCore",
-    "FakeOutputPolicy",
     "FakePluginContext",
     "FakeRunContext",
     "FakeServices",
@@ -80,8 +79,6 @@ __all__ = [
     "numeric_channels",
 ]
 
-#: The fake Core's output policy is Core's one ``RunOutputPolicy`` (an old name).
-FakeOutputPolicy = RunOutputPolicy
 
 
 @attrs.frozen
