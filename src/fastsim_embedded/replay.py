@@ -55,8 +55,8 @@ from fastsim_embedded.backends.base import (
 from fastsim_embedded.compile import PreparedRun, prepare_run
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.session import SessionResult, run_session
-from fastsim_recording_format.codecs.render_state import decode_render_state
 from fastsim_recording_format import FsrReader, Record
+from fastsim_recording_format.codecs.render_state import decode_render_state
 
 __all__ = ["RenderTrack", "ReplayBackend", "read_track", "replay"]
 
