@@ -93,3 +93,19 @@ def test_sweep_with_upload_refuses_existing_episodes_like_the_host(
     assert "already exists; refusing to overwrite it" in capsys.readouterr().err
     assert (local / "batch-test-seed0-0000.fsr").read_bytes() == b"mine"
     assert not (tmp_path / "store").exists()
+
+
+def test_an_unreachable_ray_address_is_one_line_exit_2(episodes: list[Path]) -> None:
+    """--ray HOST:PORT with nothing listening: one line naming the address within seconds, exit 2."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: connections are refused
+        fsr = str(Path(sys.executable).with_name("fsr"))
+        done = subprocess.run([fsr, "validate", str(episodes[0]), "--ray", f"127.0.0.1:{port}"],
+                              capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"fsr validate: --ray: cannot reach Ray at 127.0.0.1:{port}: Connection refused"

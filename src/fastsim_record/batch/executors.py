@@ -19,6 +19,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -114,6 +115,20 @@ def _ray() -> Any:
     return ray
 
 
+def _reachable(address: str | None, timeout_s: float = 5.0) -> None:
+    """``HOST:PORT`` (or ``ray://HOST:PORT``) must accept a TCP connection within
+    ``timeout_s``: Ray itself retries an unreachable GCS for minutes."""
+    if not address or address in ("auto", "local"):
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConnectionError(f"cannot reach Ray at {address}: {exc.strerror or exc}") from None
+
+
 @attrs.define(eq=False)
 class RayTasks:
     """Plain ``@ray.remote`` tasks on the cluster at ``address`` (``None``: Ray's own
@@ -132,6 +147,7 @@ class RayTasks:
         """Connect (or start a local Ray) unless this process is already connected."""
         ray = _ray()
         if not ray.is_initialized():
+            _reachable(self.address)
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             ray.init(address=self.address, include_dashboard=False, logging_level=logging.ERROR,
                      log_to_driver=False)
