@@ -1,4 +1,4 @@
-"""Read speed of ``fastsim_record.reading`` against the formats users know, in one run.
+"""Read speed of ``fastsim_recording_format.reading`` against the formats users know, in one run.
 
 Every figure is a ratio against a baseline measured in the same process, on the same
 data, interleaved round by round; the verdict uses medians.

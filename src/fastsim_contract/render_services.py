@@ -6,7 +6,7 @@ Three optional capture sources serve "record once, render later" (README):
     Captured only when ``CapturePlan.render_state_hz`` is set: Core samples the scene at
     that rate, *before* it reads backend state or allocates a global sequence.  The
     payload is a mapping ``"<group>/<entity>/<field>" -> read-only array`` (see
-    ``fastsim_record.adapters.render_state`` for the key table).
+    ``fastsim_recording_format.codecs.render_state`` for the key table).
 
 ``geometry`` (``SourceKind.GEOMETRY``), read through the ``scene.geometry@2`` service
     Captured only when ``CapturePlan.geometry_hz`` is set.  Core then reads the scene's
