@@ -7,6 +7,7 @@ contract, the plugin and the host all encode the same way.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -22,13 +23,18 @@ _A = TypeVar("_A", bound=np.ndarray[Any, Any])
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def canonical_json(value: Any) -> bytes:
+def canonical_json(value: Any, default: Callable[[Any], Any] | None = None) -> bytes:
     """Canonical JSON: sorted keys, no whitespace, literal UTF-8, no NaN/Infinity.
 
-    Raises :class:`ValueError` for NaN/Infinity and :class:`TypeError` for a value JSON
-    cannot encode.
+    ``default`` converts a value JSON cannot encode (as in :func:`json.dumps`).  Raises
+    :class:`ValueError` for NaN/Infinity and :class:`TypeError` for a value nothing encodes.
     """
-    return _CANONICAL.encode(value).encode("utf-8")
+    if default is None:
+        return _CANONICAL.encode(value).encode("utf-8")
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+        default=default,
+    ).encode("utf-8")
 
 
 def pad8(n: int) -> int:

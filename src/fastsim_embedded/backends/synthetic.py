@@ -43,6 +43,7 @@ from fastsim_embedded.backends.base import (
 )
 from fastsim_embedded.fluid import emitter_from_scene
 from fastsim_embedded.synthetic_render import SyntheticRenderSource
+from fastsim_recording_format.encoding import readonly
 
 __all__ = ["SyntheticBackend", "create_backend"]
 
@@ -212,7 +213,7 @@ class SyntheticBackend:
         state[:, pose + 2] = 0.1 * rows
         state[:, pose + 5] = np.sin(yaw / 2)
         state[:, pose + 6] = np.cos(yaw / 2)
-        state.flags.writeable = False
+        readonly(state)
         blocks = (state[:, :dof], state[:, dof:pose], state[:, pose:])
         return blocks, state.reshape(-1)[: self._packed_size]
 

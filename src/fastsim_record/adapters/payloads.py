@@ -17,7 +17,6 @@ Numeric tick layout (one record per tick, all selected channels; the byte layout
 from __future__ import annotations
 
 import functools
-import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, TypeVar
@@ -27,6 +26,7 @@ import numpy as np
 from fastsim_contract.values import ChannelDescriptor, ObservationTick, PackedLayout, PackedValues
 from fastsim_record.errors import DescriptorDriftError, RecordingFailed
 from fastsim_recording_format.codecs import numeric
+from fastsim_recording_format.encoding import canonical_json
 from fastsim_recording_format.errors import PayloadError
 
 __all__ = ["JSON_CODEC", "JsonEncoder", "NumericTickEncoder", "raising"]
@@ -78,15 +78,11 @@ class JsonEncoder:
     def encode(self, payload: object) -> bytes:
         """Encode one JSON-able mapping; anything else is a recording failure."""
         try:
-            text = json.dumps(
-                payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                allow_nan=False, default=_jsonable,
-            )
+            return canonical_json(payload, default=_jsonable)
         except (TypeError, ValueError) as exc:
             raise RecordingFailed(
                 f"{self._stream}: payload is not canonical JSON ({exc})", stream=self._stream
             ) from None
-        return text.encode("utf-8")
 
 
 def _jsonable(value: object) -> Any:

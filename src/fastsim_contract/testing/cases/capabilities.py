@@ -33,6 +33,7 @@ from fastsim_contract.values import (
     ObservationTick,
     SourceKind,
 )
+from fastsim_recording_format.encoding import readonly
 
 CAMERA = CameraCapture(
     alias="overview",
@@ -58,8 +59,7 @@ def case_camera_samples_are_sequenced_per_channel(make: MakeCore) -> None:
     core.request_grant("camera")
     seen = Recorder()
     core.subscribe("cameras", seen)
-    frame = np.zeros((4, 6, 3), dtype=np.uint8)
-    frame.flags.writeable = False
+    frame = readonly(np.zeros((4, 6, 3), dtype=np.uint8))
     for _ in range(3):
         driver.publish_camera(CAMERA.rgb, frame, "d1")
         driver.publish_camera(CAMERA.translation, np.zeros(3), "d1")
@@ -109,8 +109,7 @@ def _render_driver(make: MakeCore, **spec: Any) -> RenderDriver:
 
 
 def _pose(k: float) -> dict[str, object]:
-    position = np.full(3, k)
-    position.flags.writeable = False
+    position = readonly(np.full(3, k))
     return {"rigid/box/position": position}
 
 
