@@ -24,11 +24,10 @@ is undone by ``RecordPlugin``'s cleanup:
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
 import attrs
 
-from fastsim_contract.protocols import RunContext
+from fastsim_contract.protocols import PluginContext, RunContext
 from fastsim_contract.run_errors import RunIssue
 from fastsim_record import __version__
 from fastsim_record.adapters.core_binding import CoreBinding, EnvelopeConverter
@@ -41,6 +40,7 @@ from fastsim_record.errors import ConfigError
 from fastsim_record.pipeline.camera_pump import CameraPump
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
+from fastsim_record.pipeline.plugin import RecordPlugin
 from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge, Pump
 from fastsim_record.pipeline.render_streams import render_kinds, replay_identity
 from fastsim_record.pipeline.worker import WriterWorker
@@ -49,10 +49,7 @@ from fastsim_record.ports.sources import Selection, SourceSpec, materialize
 from fastsim_record.sources import SOURCES, StreamContext
 from fastsim_recording_format.encoding import canonical_json
 
-if TYPE_CHECKING:
-    from fastsim_record.pipeline.plugin import RecordPlugin
-
-__all__ = ["barrier_json", "select_sources", "wire"]
+__all__ = ["barrier_json", "create_plugin", "select_sources", "wire"]
 
 _SWITCHED = ("lifecycle", "events", "control.audit", "control.result")
 
@@ -184,3 +181,8 @@ def wire(plugin: RecordPlugin) -> None:
             pump = Pump(spec.name, convert, handle, monitor, carries_barriers=row.carries_barriers)
         plugin.pumps.append(pump)
         pump.subscription = binding.subscribe(spec, pump)
+
+
+def create_plugin(context: PluginContext) -> RecordPlugin:
+    """The ``fastsim.plugins`` / ``record`` entry point: a plugin that :func:`wire` builds."""
+    return RecordPlugin(context, wire)

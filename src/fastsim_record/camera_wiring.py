@@ -19,35 +19,21 @@ returns ``None``: no media lane, no camera pump, no camera grant, no camera stre
 
 from __future__ import annotations
 
-import attrs
 import numpy as np
 
 from fastsim_contract.protocols import RunContext
 from fastsim_contract.run_errors import RunIssue
-from fastsim_record.adapters.camera_records import ARRAY_SHAPES
+from fastsim_record.adapters.camera_records import CameraRecordEncoder
 from fastsim_record.adapters.codecs import encoder_for_camera
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.core.captured import LaneName
 from fastsim_record.errors import ConfigError, DescriptorDriftError
-from fastsim_record.pipeline.camera_pump import CAMERA_SOURCE, camera_channel_keys
-from fastsim_record.pipeline.camera_stage import CameraSetup, CameraStage, rgb_size
+from fastsim_record.pipeline.camera_pump import CAMERA_SOURCE
+from fastsim_record.pipeline.camera_stage import CameraSelection, CameraSetup, CameraStage, rgb_size
+from fastsim_record.ports.cameras import ARRAY_SHAPES
 from fastsim_record.ports.sources import SourceSpec
 
-__all__ = ["CameraSelection", "select_cameras"]
-
-
-@attrs.frozen
-class CameraSelection:
-    """The selected cameras, ready to wire."""
-
-    spec: SourceSpec
-    aliases: dict[str, bool]  # alias -> required
-    stage: CameraStage = attrs.field(eq=False)
-
-    @property
-    def channel_keys(self) -> tuple[str, ...]:
-        """The per-channel source keys the terminal cut and the fence use (rule 5)."""
-        return camera_channel_keys(self.aliases)
+__all__ = ["select_cameras"]
 
 
 def select_cameras(
@@ -107,4 +93,4 @@ def select_cameras(
         CAMERA_SOURCE, CAMERA_SOURCE, LaneName.MEDIA, any(aliases.values()),
         tuple(c for s in setups for c in s.channels.values()),
     )
-    return CameraSelection(spec, aliases, CameraStage(tuple(setups)))
+    return CameraSelection(spec, aliases, CameraStage(tuple(setups), CameraRecordEncoder))

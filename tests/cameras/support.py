@@ -148,7 +148,7 @@ class CameraRun:
         path = self.tmp_path / "run.yaml"
         path.write_text(yaml.safe_dump(run, sort_keys=False))
 
-        from fastsim_record.pipeline.plugin import create_plugin
+        from fastsim_record.bootstrap import create_plugin
 
         def keep_plugin(context: Any) -> Any:
             plugin = create_plugin(context)

@@ -9,8 +9,9 @@ from typing import Any
 import attrs
 
 from fastsim_contract.calibration import calibration_digest
-from fastsim_record.adapters.camera_records import CameraRecordEncoder, camera_stream_name
+from fastsim_record.adapters.camera_records import CameraRecordEncoder
 from fastsim_record.adapters.codecs import PngEncoder
+from fastsim_record.ports.cameras import camera_stream_name
 from fastsim_record.testing.cameras import camera_tick, profile_for
 from fastsim_recording_format.reading.calibration_history import rebuild_calibration_history
 

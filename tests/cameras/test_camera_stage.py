@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fastsim_contract.values import CameraSample
+from fastsim_record.adapters.camera_records import CameraRecordEncoder
 from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder
 from fastsim_record.core.captured import CapturedItem, LaneName
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
@@ -24,7 +25,8 @@ def _stage(*aliases: str, required: bool = True, png: bool = False) -> CameraSta
         tuple(
             CameraSetup(a, CHANNELS, required, PngEncoder(W, H) if png else JpegEncoder(W, H))
             for a in aliases
-        )
+        ),
+        CameraRecordEncoder,
     )
 
 
@@ -128,7 +130,8 @@ def test_required_camera_absent_from_a_tick_fails_at_a_reset_barrier() -> None:
 def test_optional_camera_may_stay_silent() -> None:
     """An optional camera that never publishes, or skips ticks, is not a violation."""
     stage = CameraStage(
-        (CameraSetup("a", CHANNELS, True, JpegEncoder(W, H)), CameraSetup("b", CHANNELS, False, JpegEncoder(W, H)))
+        (CameraSetup("a", CHANNELS, True, JpegEncoder(W, H)), CameraSetup("b", CHANNELS, False, JpegEncoder(W, H))),
+        CameraRecordEncoder,
     )
     for tick in (1, 2, 3):
         for envelope in _envelopes(camera_tick("a", tick=tick), tick=tick):

@@ -68,7 +68,7 @@ def test_wheel_installs_isolated_with_discoverable_entry_points(tmp_path: Path) 
 
     report = json.loads(_run(python, "-c", PROBE, cwd=tmp_path))
     assert report["groups"]["fastsim.components"] == {"record": "fastsim_record.config.catalog:CATALOG"}
-    assert report["groups"]["fastsim.plugins"] == {"record": "fastsim_record.pipeline.plugin:create_plugin"}
+    assert report["groups"]["fastsim.plugins"] == {"record": "fastsim_record.bootstrap:create_plugin"}
     assert report["component_id"] == "plugin://fastsim/record"
     assert report["versions"][0] == "0.3.0"
     assert report["versions"][-1] == "0.3.12"

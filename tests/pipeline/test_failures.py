@@ -16,9 +16,9 @@ from fastsim_contract.values import (
 )
 from fastsim_record.adapters.fsr_sink import FsrSink
 from fastsim_record.adapters.payloads import JsonEncoder, NumericTickEncoder
+from fastsim_record.bootstrap import create_plugin
 from fastsim_record.core.captured import LaneName
 from fastsim_record.errors import RecordError
-from fastsim_record.pipeline.plugin import create_plugin
 from fastsim_record.testing.fake_core import FakeCore, numeric_channels
 from fastsim_record.testing.fake_output import FakeReadbackLease, FakeWriteLease
 from fastsim_record.testing.harness import Harness, make_config

@@ -195,7 +195,7 @@ def test_installed_artifact_records_and_validates_a_run(release: Release, kind: 
     assert Path(report["prefix"]).resolve() == env_dir.resolve()
     assert report["version"] == VERSION
     assert report["groups"]["fastsim.components"] == {"record": "fastsim_record.config.catalog:CATALOG"}
-    assert report["groups"]["fastsim.plugins"] == {"record": "fastsim_record.pipeline.plugin:create_plugin"}
+    assert report["groups"]["fastsim.plugins"] == {"record": "fastsim_record.bootstrap:create_plugin"}
     assert report["groups"]["console_scripts"]["fsr"] == "fastsim_record.cli:main"
     assert report["component_id"] == "plugin://fastsim/record"
     assert report["factory_callable"] is True

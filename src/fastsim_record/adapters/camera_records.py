@@ -37,7 +37,6 @@ until the worker encodes them, exactly once, after queue admission.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -51,104 +50,17 @@ from fastsim_contract.calibration import (
 )
 from fastsim_contract.values import CameraSample
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
+from fastsim_record.ports.cameras import (
+    ARRAY_SHAPES,
+    ROLES,
+    EncodedCameraRecord,
+    camera_stream_name,
+)
 from fastsim_record.ports.encoders import FrameEncoder, ImageDescriptor, check_rgb_frame
-from fastsim_record.ports.sinks import StreamDecl
 
-__all__ = [
-    "ARRAY_SHAPES",
-    "ROLES",
-    "CameraRecordEncoder",
-    "EncodedCameraRecord",
-    "array_codec",
-    "camera_stream_name",
-    "camera_streams",
-]
-
-ROLES: Final = ("rgb", "intrinsics", "translation", "quaternion_xyzw")
-
-_STREAM_SUFFIX: Final = {
-    "rgb": "rgb",
-    "intrinsics": "intrinsics",
-    "translation": "extrinsics.translation",
-    "quaternion_xyzw": "extrinsics.quaternion_xyzw",
-}
-
-#: role -> exact float64 shape of its payload
-ARRAY_SHAPES: Final[Mapping[str, tuple[int, ...]]] = {
-    "intrinsics": (3, 3),
-    "translation": (3,),
-    "quaternion_xyzw": (4,),
-}
-
-_UNITS: Final[Mapping[str, list[str]]] = {
-    "intrinsics": ["px"],
-    "translation": ["m"],
-    "quaternion_xyzw": ["1"],
-}
+__all__ = ["CameraRecordEncoder"]
 
 _QUATERNION_TOLERANCE: Final = 1e-6
-
-
-def camera_stream_name(alias: str, role: str) -> str:
-    """The FSR stream name of one camera role, e.g. ``cameras.wrist.extrinsics.translation``."""
-    return f"cameras.{alias}.{_STREAM_SUFFIX[role]}"
-
-
-def array_codec(role: str) -> dict[str, object]:
-    """The codec description of a calibration stream's float64 payload."""
-    return {
-        "payload_codec": "ndarray",
-        "media_type": "application/octet-stream",
-        "dtype": "<f8",
-        "shape": list(ARRAY_SHAPES[role]),
-        "layout": "C-contiguous little-endian",
-        "units": list(_UNITS[role]),
-    }
-
-
-def camera_streams(
-    alias: str,
-    channels: Mapping[str, str],
-    descriptor: ImageDescriptor,
-    *,
-    required: bool,
-) -> tuple[StreamDecl, ...]:
-    """The four stream declarations of one camera alias (rgb, intrinsics, translation, quaternion).
-
-    ``channels`` maps each role to the scene channel it records.
-    """
-    decls: list[StreamDecl] = []
-    for role in ROLES:
-        codec: Mapping[str, object] = (
-            descriptor.to_dict() if role == "rgb" else array_codec(role)
-        )
-        attributes = {
-            "camera": alias,
-            "role": role,
-            "channel": channels[role],
-            "calibration": "per-record calibration_digest; profile on intrinsics records",
-        }
-        kind = "camera." + _STREAM_SUFFIX[role]
-        decls.append(
-            StreamDecl(
-                name=camera_stream_name(alias, role),
-                kind=kind,
-                codec=codec,
-                attributes=attributes,
-                required=required,
-            )
-        )
-    return tuple(decls)
-
-
-@attrs.frozen
-class EncodedCameraRecord:
-    """One camera sample encoded for the container."""
-
-    stream: str
-    role: str
-    payload: bytes
-    metadata: Mapping[str, object]
 
 
 @attrs.define(eq=False)

@@ -24,12 +24,12 @@ from collections.abc import Mapping
 import attrs
 
 from fastsim_contract.values import CameraSample, Envelope, SourceKind
-from fastsim_record.adapters.camera_records import ROLES, camera_stream_name
 from fastsim_record.core.captured import CapturedItem, LaneName
 from fastsim_record.core.generations import Discontinuity, SourceContinuity
 from fastsim_record.errors import ContractError
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle, Pump
+from fastsim_record.ports.cameras import ROLES, camera_stream_name
 
 __all__ = [
     "CAMERA_SOURCE",

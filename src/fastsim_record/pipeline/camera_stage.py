@@ -11,7 +11,7 @@ The writer worker hands every released media envelope (in global order) to
     | 2 | calibration epochs (core ``CalibrationTracker`` C1-C7):     | CalibrationError             |
     |   | per camera and generation, forward references only within  |                              |
     |   | the same tick, intrinsics before the next tick/barrier/cut |                              |
-    | 3 | record checks and encoding (``CameraRecordEncoder``):       | DescriptorDriftError /            |
+    | 3 | record checks and encoding (``CameraRecordEncoding``):       | DescriptorDriftError /            |
     |   | JPEG/PNG for RGB (the only place a frame is converted),    | CalibrationError             |
     |   | exact float64 bytes for K, translation and quaternion      |                              |
     | 4 | missing required sample (rule C5, whole cameras): every    | CalibrationError             |
@@ -32,21 +32,24 @@ import attrs
 import numpy as np
 
 from fastsim_contract.values import CameraSample, ChannelDescriptor
-from fastsim_record.adapters.camera_records import (
-    ARRAY_SHAPES,
-    CameraRecordEncoder,
-    EncodedCameraRecord,
-    camera_stream_name,
-    camera_streams,
-)
 from fastsim_record.core.captured import CapturedItem
 from fastsim_record.core.descriptors import DescriptorTracker
 from fastsim_record.core.epochs import CalibrationRule, CalibrationTracker, CameraRole
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
+from fastsim_record.pipeline.camera_pump import camera_channel_keys
+from fastsim_record.ports.cameras import (
+    ARRAY_SHAPES,
+    CameraRecordEncoding,
+    EncodedCameraRecord,
+    MakeCameraRecordEncoding,
+    camera_stream_name,
+    camera_streams,
+)
 from fastsim_record.ports.encoders import FrameEncoder
 from fastsim_record.ports.sinks import StreamDecl
+from fastsim_record.ports.sources import SourceSpec
 
-__all__ = ["CameraSetup", "CameraStage", "rgb_size"]
+__all__ = ["CameraSelection", "CameraSetup", "CameraStage", "rgb_size"]
 
 
 @attrs.frozen
@@ -82,7 +85,9 @@ class CameraStage:
     """Worker-side calibration enforcement and encoding for every selected camera."""
 
     setups: tuple[CameraSetup, ...]
-    _encoders: dict[str, CameraRecordEncoder] = attrs.field(init=False)
+    #: the record-encoding adapter per alias, handed in by the composition root
+    make_encoding: MakeCameraRecordEncoding
+    _encoders: dict[str, CameraRecordEncoding] = attrs.field(init=False)
     _calibration: CalibrationTracker = attrs.field(init=False)
     _descriptors: DescriptorTracker = attrs.field(init=False, factory=DescriptorTracker)
     _failures: list[str] = attrs.field(init=False, factory=list)
@@ -93,7 +98,7 @@ class CameraStage:
     _required: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._encoders = {s.alias: CameraRecordEncoder(s.alias, s.encoder) for s in self.setups}
+        self._encoders = {s.alias: self.make_encoding(s.alias, s.encoder) for s in self.setups}
         self._calibration = CalibrationTracker({s.alias: s.required for s in self.setups})
         self._required = frozenset(s.alias for s in self.setups if s.required)
         for setup in self.setups:
@@ -194,3 +199,17 @@ class CameraStage:
     def _latch(self, error: DescriptorDriftError | CalibrationError) -> DescriptorDriftError | CalibrationError:
         self._failures.append(str(error))
         return error
+
+
+@attrs.frozen
+class CameraSelection:
+    """The selected cameras, ready to wire."""
+
+    spec: SourceSpec
+    aliases: dict[str, bool]  # alias -> required
+    stage: CameraStage = attrs.field(eq=False)
+
+    @property
+    def channel_keys(self) -> tuple[str, ...]:
+        """The per-channel source keys the terminal cut and the fence use (rule 5)."""
+        return camera_channel_keys(self.aliases)

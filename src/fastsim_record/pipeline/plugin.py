@@ -1,5 +1,5 @@
-"""``create_plugin(context)``: the ``fastsim.plugins`` / ``record`` entry point, and the
-Record plugin's lifecycle.
+"""The Record plugin's lifecycle (its ``fastsim.plugins`` entry point is
+:func:`fastsim_record.bootstrap.create_plugin`).
 
 The wiring itself (which sources, lanes, encoders, sink, worker, finalizer, grants and
 pumps) is the composition root's, :func:`fastsim_record.bootstrap.wire`; this module
@@ -37,16 +37,9 @@ from fastsim_record.ports.sinks import PayloadEncoder, RecordSink
 from fastsim_record.ports.sources import Closeable, Selection
 
 if TYPE_CHECKING:
-    from fastsim_record.camera_wiring import CameraSelection
+    from fastsim_record.pipeline.camera_stage import CameraSelection
 
-__all__ = ["RecordPlugin", "create_plugin"]
-
-
-def create_plugin(context: PluginContext) -> RecordPlugin:
-    """The ``fastsim.plugins`` / ``record`` entry point."""
-    from fastsim_record.bootstrap import wire  # the composition root builds the adapters
-
-    return RecordPlugin(context, wire)
+__all__ = ["RecordPlugin"]
 
 
 class RecordPlugin:

@@ -84,7 +84,8 @@ def write_camera_fsr(
     per step.  ``legacy_raw`` writes 0.3.0-era RGB streams instead: codec ``{width,
     height}`` only and packed raw RGB payloads.
     """
-    from fastsim_record.adapters.camera_records import CameraRecordEncoder, camera_streams
+    from fastsim_record.adapters.camera_records import CameraRecordEncoder
+    from fastsim_record.ports.cameras import camera_streams
     from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec
 
     specs: list[StreamSpec] = []

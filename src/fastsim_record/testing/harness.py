@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from fastsim_contract.values import CapturePlan, ChannelDescriptor, CompletionKind, FinalizerResult
+from fastsim_record.bootstrap import create_plugin
 from fastsim_record.config.model import (
     BatchingConfig,
     ObservationChannel,
@@ -24,7 +25,7 @@ from fastsim_record.config.model import (
     RecordConfig,
     StreamsConfig,
 )
-from fastsim_record.pipeline.plugin import RecordPlugin, create_plugin
+from fastsim_record.pipeline.plugin import RecordPlugin
 from fastsim_record.testing.fake_core import FakeCore, numeric_channels
 from fastsim_recording_format.reader import FsrReader
 
