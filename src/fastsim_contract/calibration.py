@@ -9,7 +9,8 @@ every intrinsics record's metadata and the 3x3 K matrix in its payload.
 The profile rules, its canonical bytes, digest and K matrix are the recording format's
 (:mod:`fastsim_recording_format.codecs.calibration`, re-exported here); this module adds
 :func:`pinhole_profile`, which builds a profile from a camera's field of view.
-``CalibrationContractError`` is the format's ``CalibrationProfileError`` (a ``ValueError``).
+A profile or digest that breaks the rules raises the format's ``CalibrationProfileError``
+(a ``ValueError`` naming the field).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ __all__ = [
     "MAX_PROFILE_BYTES",
     "PROFILE_KEYS",
     "PROFILE_SCHEMA",
-    "CalibrationContractError",
+    "CalibrationProfileError",
     "calibration_digest",
     "canonical_profile_bytes",
     "check_profile",
@@ -40,10 +41,6 @@ __all__ = [
     "pinhole_profile",
     "plain_profile",
 ]
-
-CalibrationContractError = CalibrationProfileError
-"""A calibration profile or digest breaks the contract; the message names the field."""
-
 
 def pinhole_profile(
     camera: str,

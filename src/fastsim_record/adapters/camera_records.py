@@ -43,7 +43,7 @@ import attrs
 import numpy as np
 
 from fastsim_contract.calibration import (
-    CalibrationContractError,
+    CalibrationProfileError,
     calibration_digest,
     check_profile,
     intrinsic_matrix,
@@ -126,7 +126,7 @@ class CameraRecordEncoder:
         try:
             profile = check_profile(sample.profile)
             digest = calibration_digest(profile)
-        except CalibrationContractError as exc:
+        except CalibrationProfileError as exc:
             raise CalibrationError(f"{stream}: {exc}", stream=stream) from None
         if digest != sample.calibration_digest:
             raise CalibrationError(
