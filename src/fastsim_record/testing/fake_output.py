@@ -41,7 +41,7 @@ from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_service import ComponentOutputs, receipt_problem
 from fastsim_recording_format.lease import LeaseEvent, LeaseMachine, LeaseState
 
-__all__ = ["FakeOutputService", "FakeOutputView", "FakeReadbackLease", "FakeWriteLease", "OutputFaults"]
+__all__ = ["FakeOutputService", "FakeReadbackLease", "FakeWriteLease", "OutputFaults"]
 
 
 @attrs.define
@@ -137,8 +137,7 @@ class FakeReadbackLease:
         self.closed = True
 
 
-#: A component's view of the fake output service (the contract's one ``ComponentOutputs``).
-FakeOutputView = ComponentOutputs
+
 
 
 def _bad_name(name: object) -> bool:
