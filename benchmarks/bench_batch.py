@@ -14,6 +14,8 @@ Measured, with the real job functions (``fastsim_record.batch.jobs``) and execut
   scaling ratio jobs 2 / jobs 1 (target >= 1.7 on 2 cores);
 * the same with Ray tasks on a local Ray (``address="local"``, 2 CPUs) on the same
   files; Ray's start-up (``ray.init``) is timed separately and not in the files/s;
+* a control: a pure-CPU job of about the same size (no I/O) in the same rounds, whose
+  jobs 2 / jobs 1 ratio shows how much of a second core the machine gave at that time;
 * peak RSS per worker (psutil, sampled every 20 ms over the workers' processes);
 * one DROID-like MuJoCo episode (``examples/sweep/run.yaml``, 4 s, 2 cameras) recorded
   with ``fsr record`` as a subprocess: wall, CPU seconds, peak RSS and bytes; then the
@@ -51,7 +53,7 @@ from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
 from fastsim_record.batch.executors import ProcessPool, RayTasks
 from fastsim_record.batch.index import write_index
-from fastsim_record.batch.jobs import CheckTask, index_job, sha256_file, validate_job
+from fastsim_record.batch.jobs import CheckTask, Outcome, index_job, sha256_file, validate_job
 from fastsim_record.batch.sources import expand
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,6 +147,15 @@ def timed(executor: Any, fn: Any, tasks: list[CheckTask], pids: Any) -> tuple[fl
     bad = [o for o in outcomes if o.code]
     assert not bad, bad[:3]
     return len(tasks) / elapsed, rss.mib(), load, len(tasks) / max(rss.cpu_s(), 1e-9)
+
+
+def cpu_control(task: CheckTask) -> Outcome:
+    """The control job: about 1.5 ms of pure-Python CPU work per item, no I/O. Its
+    jobs-2 / jobs-1 ratio is what the machine gives two processes at that moment."""
+    total = 0
+    for k in range(40_000):
+        total += k * k % 7
+    return Outcome(task.entry.url, 0 if total >= 0 else 1)
 
 
 def _per_file_ms(fn: Any, task: CheckTask, times: int) -> float:
@@ -253,7 +264,7 @@ def main() -> None:
               f"the jobs) {time.perf_counter() - start - init:.2f} s; load {load:.2f}")
     results: dict[str, list[tuple[float, float, float, float]]] = {}
     startups: dict[str, list[float]] = {}
-    jobs = {"validate": validate_job, "index": index_job}
+    jobs: dict[str, Any] = {"control": cpu_control, "validate": validate_job, "index": index_job}
     for _ in range(args.repeat):
         for op, fn in jobs.items():
             for label in ("pool 1", "pool 2", "ray"):
