@@ -173,7 +173,7 @@ def test_portable_size_can_be_switched_off(probe_session: ProbeSession) -> None:
 def test_record_plugin_is_found_through_its_entry_point() -> None:
     """The host discovers plugin://fastsim/record via the installed fastsim.plugins entry point."""
     factory = discover_plugin("plugin://fastsim/record")
-    assert factory.__module__ == "fastsim_record.pipeline.plugin"
+    assert factory.__module__ == "fastsim_record.bootstrap"
     with pytest.raises(RunConfigError):
         discover_plugin("plugin://nobody/nothing")
 
