@@ -16,12 +16,13 @@ unreadable path or a profile the file cannot support.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import Any
 
 import attrs
 
-from fastsim_record.batch.sources import Entry, local_copy
+from fastsim_record.batch.sources import Entry, readable
 from fastsim_recording_format import (
     FormatError,
     FsrReader,
@@ -55,16 +56,19 @@ class Outcome:
     data: dict[str, Any] | None = None
 
 
-def sha256_file(path: str) -> str:
-    """The SHA-256 of a whole file, read in 1 MiB chunks."""
+def sha256_file(target: Any) -> str:
+    """The SHA-256 of a whole file (a path, or a seekable binary file from its start),
+    read in 1 MiB chunks."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(open(target, "rb")) if isinstance(target, str) else target
+        handle.seek(0)
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
 
 
-def _check(task: CheckTask, path: str) -> tuple[int, str | None, dict[str, Any] | None]:
+def _check(task: CheckTask, path: Any) -> tuple[int, str | None, dict[str, Any] | None]:
     try:
         receipt = validate(path, task.integrity, task.policy)
     except FormatError as exc:
@@ -79,7 +83,7 @@ def _check(task: CheckTask, path: str) -> tuple[int, str | None, dict[str, Any] 
 def validate_job(task: CheckTask) -> Outcome:
     """Validate one file at ``task.integrity``."""
     try:
-        with local_copy(task.entry.url) as path:
+        with readable(task.entry.url) as path:
             code, error, receipt = _check(task, path)
     except (OSError, ValueError) as exc:
         return Outcome(task.entry.url, 2, f"cannot read: {exc}".splitlines()[0])
@@ -91,7 +95,7 @@ def info_job(task: CheckTask) -> Outcome:
     from fastsim_record.cli.info import summary
 
     try:
-        with local_copy(task.entry.url) as path, FsrReader(path) as reader:
+        with readable(task.entry.url) as path, FsrReader(path) as reader:
             return Outcome(task.entry.url, 0, None, summary(reader))
     except FormatError as exc:
         return Outcome(task.entry.url, 1, f"invalid: {exc}")
@@ -151,7 +155,7 @@ def index_job(task: CheckTask) -> Outcome:
 
     entry = task.entry
     try:
-        with local_copy(entry.url) as path:
+        with readable(entry.url) as path:
             code, error, receipt = _check(task, path)
             info = None
             if code == 0:

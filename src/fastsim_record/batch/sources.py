@@ -11,7 +11,9 @@
 Never listed from a folder: ``*.incomplete`` (an unsealed Run), anything under a
 ``.quarantine`` folder, hidden temporary files (``.name.indexing-*``).  Each entry
 carries what makes the incremental index cheap: size, mtime (ns) or the store's ETag.
-A remote object is read from a temporary local copy (``local_copy``).
+A remote object is read in place with ranged reads (``readable``: structural validation
+reads headers, tables and the footer, not the payloads), or from a temporary local copy
+where a path is needed (``local_copy``: ``fsr export``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from typing import Any
 import attrs
 
 __all__ = [
-    "Entry", "SourceError", "expand", "filesystem", "folder_hint", "is_single_file", "is_url", "local_copy", "skipped",
+    "Entry", "SourceError", "expand", "filesystem", "folder_hint", "is_single_file", "is_url",
+    "local_copy", "readable", "skipped",
 ]
 
 
@@ -171,3 +174,19 @@ def local_copy(url: str) -> Iterator[str]:
         yield tmp
     finally:
         os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def readable(url: str) -> Iterator[Any]:
+    """What the format's ``validate``/``FsrReader`` accept: the local path, or for a
+    remote object a seekable fsspec file whose reads become ranged GETs (1 MiB blocks,
+    cached)."""
+    if not is_url(url):
+        yield url
+        return
+    fs, path = filesystem(url)
+    if "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)):
+        yield path
+        return
+    with fs.open(path, "rb", block_size=1 << 20, cache_type="blockcache") as handle:
+        yield handle
