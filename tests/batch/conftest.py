@@ -118,9 +118,9 @@ def ray_local(s3_server: str) -> Iterator[Any]:
     except ImportError:  # pragma: no cover - another Ray version
         pass
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=temp,
-             logging_level="ERROR", log_to_driver=False)
     try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, _temp_dir=temp,
+                 logging_level="ERROR", log_to_driver=False)
         yield ray
     finally:
         ray.shutdown()
