@@ -35,14 +35,15 @@ def test_validate_json_gives_one_object_per_file(dataset: Path, capsys: Capture)
     assert "3 valid, 0 failed" in captured.err
 
 
-def test_single_file_output_is_unchanged_and_a_lone_folder_needs_jobs(dataset: Path, capsys: Capture) -> None:
-    """One FILE keeps the receipt output; one folder without --jobs is a usage error naming the fix."""
+def test_single_file_output_is_unchanged_and_a_lone_folder_is_a_batch(dataset: Path, capsys: Capture) -> None:
+    """One FILE keeps the receipt output; one folder alone is a batch over its files."""
     one = sorted(dataset.glob("*.fsr"))[0]
     assert main(["validate", str(one)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"valid: {one}\n  profile: structural")
-    assert main(["validate", str(dataset)]) == 2
-    assert "pass --jobs J" in capsys.readouterr().err
+    assert main(["validate", str(dataset)]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().splitlines()[-1] == "validated 3 files (structural): 3 valid, 0 failed"
 
 
 def test_info_many_files_json_lines_carry_the_path(dataset: Path, capsys: Capture) -> None:

@@ -132,10 +132,19 @@ def test_validate_of_an_unsealed_file_points_to_recover(fsr_file: Path, capsys: 
     assert "fsr recover" in err
 
 
+def test_a_lone_folder_is_validated_as_a_batch(fsr_file: Path, capsys: Capture) -> None:
+    """fsr validate FOLDER checks every .fsr below it and ends with a summary line."""
+    assert main(["validate", str(fsr_file.parent)]) == 0
+    out = capsys.readouterr().out
+    assert f"valid: {fsr_file}" in out
+    assert out.rstrip().splitlines()[-1].startswith("validated 1 file")
+
+
 def test_validate_usage_errors_exit_2(fsr_file: Path, tmp_path: Path, capsys: Capture) -> None:
     """An unreadable path or fast/strong without a sha256 policy exits 2."""
     assert main(["validate", str(tmp_path / "missing.fsr")]) == 2
-    assert main(["validate", str(tmp_path)]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["validate", str(tmp_path / "empty")]) == 2  # a folder without an .fsr file
     assert main(["validate", str(fsr_file), "--integrity", "fast", "--policy-integrity", "none"]) == 2
     assert "requires the output policy integrity 'sha256'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:

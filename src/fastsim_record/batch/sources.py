@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 
 __all__ = [
-    "Entry", "SourceError", "expand", "filesystem", "folder_hint", "is_single_file", "is_url",
+    "Entry", "SourceError", "expand", "filesystem", "is_single_file", "is_url",
     "local_copy", "readable", "skipped",
 ]
 
@@ -54,19 +54,12 @@ def is_url(text: str) -> bool:
 
 
 def is_single_file(sources: Sequence[str], args: object = None) -> bool:
-    """One local path and no ``--jobs``/``--ray``: the command keeps its single-file
-    behaviour and output (a lone folder stays a usage error there, exit 2; it is a batch
-    with ``--jobs``/``--ray`` or beside other sources)."""
+    """One local path that is not a folder, and no ``--jobs``/``--ray``: the command keeps
+    its single-file behaviour and output.  A folder, a URL, several sources or an executor
+    option make it a batch."""
     if getattr(args, "jobs", None) is not None or getattr(args, "ray", None) is not None:
         return False
-    return len(sources) == 1 and not is_url(sources[0])
-
-
-def folder_hint(prog: str, source: str) -> str | None:
-    """The one line for a lone folder in single-file mode, else ``None``."""
-    if not Path(source).is_dir():
-        return None
-    return (f"{prog}: {source}: is a folder; pass --jobs J (or --ray) to check every .fsr below it")
+    return len(sources) == 1 and not is_url(sources[0]) and not Path(sources[0]).is_dir()
 
 
 def filesystem(url: str) -> tuple[Any, str]:

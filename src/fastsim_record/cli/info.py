@@ -235,15 +235,11 @@ def _batch(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Print the summary; 0 valid, 1 invalid, 2 unreadable."""
-    from fastsim_record.batch.sources import folder_hint, is_single_file
+    from fastsim_record.batch.sources import is_single_file
 
     if not is_single_file(args.files, args):
         return _batch(args)
     args.file = args.files[0]
-    hint = folder_hint("fsr info", args.file)
-    if hint is not None:
-        print(hint, file=sys.stderr)
-        return 2
     try:
         with FsrReader(args.file) as reader:
             info = summary(reader)

@@ -31,7 +31,7 @@ import sys
 
 from fastsim_record.batch.jobs import CheckTask, validate_job
 from fastsim_record.batch.runner import add_executor_arguments, failures, run_all
-from fastsim_record.batch.sources import SourceError, expand, folder_hint, is_single_file
+from fastsim_record.batch.sources import SourceError, expand, is_single_file
 from fastsim_recording_format import (
     POLICY_INTEGRITIES,
     VALIDATION_PROFILES,
@@ -69,10 +69,6 @@ def run(args: argparse.Namespace) -> int:
     if not is_single_file(args.files, args):
         return _batch(args, policy)
     args.file = args.files[0]
-    hint = folder_hint("fsr validate", args.file)
-    if hint is not None:
-        print(hint, file=sys.stderr)
-        return 2
     try:
         receipt = validate(args.file, args.integrity, policy)
     except FormatError as exc:
