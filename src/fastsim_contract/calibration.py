@@ -29,17 +29,9 @@ from fastsim_recording_format.codecs.calibration import (
 )
 from fastsim_recording_format.errors import CalibrationProfileError
 
-__all__ = [
-    "MAX_PROFILE_BYTES",
-    "PROFILE_KEYS",
-    "PROFILE_SCHEMA",
-    "CalibrationProfileError",
-    "calibration_digest",
-    "canonical_profile_bytes",
-    "check_profile",
-    "intrinsic_matrix",
-    "pinhole_profile",
-    "plain_profile",
+__all__ = [  # the format codec's profile rules, re-exported, and pinhole_profile
+    "MAX_PROFILE_BYTES", "PROFILE_KEYS", "PROFILE_SCHEMA", "CalibrationProfileError", "calibration_digest",
+    "canonical_profile_bytes", "check_profile", "intrinsic_matrix", "pinhole_profile", "plain_profile",
 ]
 
 def pinhole_profile(
