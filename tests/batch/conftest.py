@@ -4,6 +4,7 @@ stopped at the end of the session."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
@@ -65,7 +66,25 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
+def _stop_fsspec_io() -> None:
+    """fsspec runs its async filesystems (s3fs) on an IO loop in a daemon thread that lives
+    as long as the process; stop it, and drop cached filesystems bound to it, so that later
+    tests that fork (the reading API's forked workers) never fork a multi-threaded process.
+    fsspec starts a fresh loop on next use (``fsspec.asyn.get_loop``)."""
+    import fsspec
+    import fsspec.asyn
+
+    fsspec.AbstractFileSystem.clear_instance_cache()
+    loop, thread = fsspec.asyn.loop[0], fsspec.asyn.iothread[0]
+    if loop is None or thread is None:
+        return
+    asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    fsspec.asyn.loop[0] = fsspec.asyn.iothread[0] = None
+
+
+@pytest.fixture(scope="package")
 def s3_server() -> Iterator[str]:
     """A moto S3 server on 127.0.0.1 (a free port); the AWS variables point fsspec/s3fs at it."""
     moto_server = pytest.importorskip("moto.server")
@@ -82,6 +101,7 @@ def s3_server() -> Iterator[str]:
         yield endpoint
     finally:
         server.stop()
+        _stop_fsspec_io()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -100,7 +120,7 @@ def bucket(s3_server: str, request: pytest.FixtureRequest) -> tuple[Any, str]:
     return fs, f"s3://{prefix}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_local(s3_server: str) -> Iterator[Any]:
     """A real local Ray (2 CPUs, no dashboard) with token auth on: the token lives in the
     environment (``RAY_AUTH_TOKEN``), never in ``~/.ray``; its temp dir is short-lived.
