@@ -71,8 +71,8 @@ def _stop_fsspec_io() -> None:
     as long as the process; stop it, and drop cached filesystems bound to it, so that later
     tests that fork (the reading API's forked workers) never fork a multi-threaded process.
     fsspec starts a fresh loop on next use (``fsspec.asyn.get_loop``)."""
-    import fsspec
-    import fsspec.asyn
+    import fsspec  # type: ignore[import-untyped]
+    import fsspec.asyn  # type: ignore[import-untyped]
 
     fsspec.AbstractFileSystem.clear_instance_cache()
     loop, thread = fsspec.asyn.loop[0], fsspec.asyn.iothread[0]
