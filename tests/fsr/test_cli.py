@@ -137,7 +137,7 @@ def test_a_lone_folder_is_validated_as_a_batch(fsr_file: Path, capsys: Capture) 
     assert main(["validate", str(fsr_file.parent)]) == 0
     out = capsys.readouterr().out
     assert f"valid: {fsr_file}" in out
-    assert out.rstrip().splitlines()[-1].startswith("validated 1 file")
+    assert out.rstrip().splitlines()[-1] == "validated 1 file (structural): 1 valid, 0 failed"
 
 
 def test_validate_usage_errors_exit_2(fsr_file: Path, tmp_path: Path, capsys: Capture) -> None:

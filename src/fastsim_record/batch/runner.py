@@ -20,9 +20,14 @@ from typing import TypeVar
 from fastsim_record.batch.executors import MissingRay, ProcessPool, RayTasks, choose
 from fastsim_record.batch.jobs import Outcome
 
-__all__ = ["add_executor_arguments", "executor_of", "failures", "run_all"]
+__all__ = ["add_executor_arguments", "executor_of", "failures", "files", "run_all"]
 
 T = TypeVar("T")
+
+
+def files(count: int) -> str:
+    """``"1 file"``, ``"3 files"``: the count for a summary line."""
+    return f"{count} file" if count == 1 else f"{count} files"
 
 
 def _jobs(text: str) -> int:
@@ -69,7 +74,7 @@ def failures(prog: str, outcomes: Sequence[Outcome]) -> int:
     """Name each failed file on stderr; the exit code of the batch (rules 1-3)."""
     failed = [o for o in outcomes if o.code]
     if failed:
-        sys.stderr.write(f"{prog}: {len(failed)} of {len(outcomes)} files failed:\n")
+        sys.stderr.write(f"{prog}: {len(failed)} of {files(len(outcomes))} failed:\n")
         for outcome in failed:
             sys.stderr.write(f"  {outcome.url}: {outcome.error}\n")
     return max((o.code for o in outcomes), default=0)

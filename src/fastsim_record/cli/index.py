@@ -22,7 +22,7 @@ import sys
 
 from fastsim_record.batch.index import IndexError_, read_index, reusable, write_index
 from fastsim_record.batch.jobs import CheckTask, index_job
-from fastsim_record.batch.runner import add_executor_arguments, run_all
+from fastsim_record.batch.runner import add_executor_arguments, files, run_all
 from fastsim_record.batch.sources import SourceError, expand
 from fastsim_recording_format import VALIDATION_PROFILES
 
@@ -74,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     failed = sorted((url, row["error"]) for url, row in rows.items() if row.get("error"))
-    print(f"indexed {count} files to {args.output}: {len(todo)} read, {len(reused)} unchanged, "
+    print(f"indexed {files(count)} to {args.output}: {len(todo)} read, {len(reused)} unchanged, "
           f"{count - len(failed)} valid, {len(failed)} failed")
     if failed:
-        print(f"{PROG}: {len(failed)} of {count} files failed validation (their rows carry the error):",
+        print(f"{PROG}: {len(failed)} of {files(count)} failed validation (their rows carry the error):",
               file=sys.stderr)
         for url, error in failed:
             print(f"  {url}: {error}", file=sys.stderr)

@@ -210,7 +210,7 @@ def _text(info: dict[str, Any]) -> str:
 def _batch(args: argparse.Namespace) -> int:
     """Many files: one summary each, then the batch's summary and failures."""
     from fastsim_record.batch.jobs import CheckTask, info_job
-    from fastsim_record.batch.runner import failures, run_all
+    from fastsim_record.batch.runner import failures, files, run_all
     from fastsim_record.batch.sources import SourceError, expand
 
     try:
@@ -228,7 +228,7 @@ def _batch(args: argparse.Namespace) -> int:
         elif o.data is not None:
             print(f"== {o.url}\n{_text(o.data)}")
     bad = sum(1 for o in outcomes if o.code)
-    print(f"summarised {len(outcomes)} files: {len(outcomes) - bad} valid, {bad} failed",
+    print(f"summarised {files(len(outcomes))}: {len(outcomes) - bad} valid, {bad} failed",
           file=sys.stderr if args.json else sys.stdout)
     return failures("fsr info", outcomes)
 

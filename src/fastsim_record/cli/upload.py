@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from fastsim_record.batch.index import IndexError_, read_index, write_index
-from fastsim_record.batch.runner import add_executor_arguments, failures, run_all
+from fastsim_record.batch.runner import add_executor_arguments, failures, files, run_all
 from fastsim_record.batch.sources import SourceError, is_url, skipped
 from fastsim_record.batch.upload import UploadTask, upload_job
 
@@ -104,6 +104,6 @@ def run(args: argparse.Namespace) -> int:
             return 2
     failed = len(outcomes) - counts["uploaded"] - counts["skipped"]
     where = "" if args.no_index else f", index {index_url}"
-    print(f"upload of {len(outcomes)} files to {_dest(args.url)}: {counts['uploaded']} uploaded and verified, "
+    print(f"upload of {files(len(outcomes))} to {_dest(args.url)}: {counts['uploaded']} uploaded and verified, "
           f"{counts['skipped']} already there (identical), {failed} failed{where}")
     return failures(PROG, outcomes)

@@ -30,7 +30,7 @@ import json
 import sys
 
 from fastsim_record.batch.jobs import CheckTask, validate_job
-from fastsim_record.batch.runner import add_executor_arguments, failures, run_all
+from fastsim_record.batch.runner import add_executor_arguments, failures, files, run_all
 from fastsim_record.batch.sources import SourceError, expand, is_single_file
 from fastsim_recording_format import (
     POLICY_INTEGRITIES,
@@ -114,6 +114,6 @@ def _batch(args: argparse.Namespace, policy: str) -> int:
         else:
             print(f"{o.url}: {o.error}", file=sys.stderr)
     bad = sum(1 for o in outcomes if o.code)
-    summary = f"validated {len(outcomes)} files ({args.integrity}): {len(outcomes) - bad} valid, {bad} failed"
+    summary = f"validated {files(len(outcomes))} ({args.integrity}): {len(outcomes) - bad} valid, {bad} failed"
     print(summary, file=sys.stderr if args.json else sys.stdout)
     return failures("fsr validate", outcomes)
