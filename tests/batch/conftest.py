@@ -5,6 +5,7 @@ stopped at the end of the session."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import secrets
@@ -78,6 +79,10 @@ def _stop_fsspec_io() -> None:
     loop, thread = fsspec.asyn.loop[0], fsspec.asyn.iothread[0]
     if loop is None or thread is None:
         return
+    for obj in gc.get_objects():  # close every s3fs client session while its loop runs
+        if type(obj).__name__ == "S3FileSystem" and getattr(obj, "_s3", None) is not None:
+            fsspec.asyn.sync(loop, obj._s3.__aexit__, None, None, None, timeout=10)
+            obj._s3 = None
     asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop).result(10)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)

@@ -150,14 +150,22 @@ def expand(sources: Sequence[str]) -> list[Entry]:
     return list(seen.values())
 
 
+def _store_of(url: str) -> tuple[Any, str]:
+    """``(filesystem, path)`` of a remote object, or ``(None, local path)`` for a local path
+    or a ``file://`` URL."""
+    if not is_url(url):
+        return None, url
+    fs, path = filesystem(url)
+    if "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)):
+        return None, path
+    return fs, path
+
+
 @contextlib.contextmanager
 def local_copy(url: str) -> Iterator[str]:
     """A local path holding the object's bytes (the path itself for a local file)."""
-    if not is_url(url):
-        yield url
-        return
-    fs, path = filesystem(url)
-    if "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)):
+    fs, path = _store_of(url)
+    if fs is None:
         yield path
         return
     fd, tmp = tempfile.mkstemp(prefix="fsr-", suffix=".fsr")
@@ -174,11 +182,8 @@ def readable(url: str) -> Iterator[Any]:
     """What the format's ``validate``/``FsrReader`` accept: the local path, or for a
     remote object a seekable fsspec file whose reads become ranged GETs (1 MiB blocks,
     cached)."""
-    if not is_url(url):
-        yield url
-        return
-    fs, path = filesystem(url)
-    if "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)):
+    fs, path = _store_of(url)
+    if fs is None:
         yield path
         return
     with fs.open(path, "rb", block_size=1 << 20, cache_type="blockcache") as handle:
