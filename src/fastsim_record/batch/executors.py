@@ -36,8 +36,8 @@ class MissingRay(RuntimeError):
     """``--ray`` without Ray installed."""
 
 
-def _chunks(items: Sequence[T], workers: int) -> list[list[T]]:
-    size = max(1, min(32, len(items) // max(1, workers * 4)))
+def _chunks(items: Sequence[T], workers: int, idempotent: bool = True) -> list[list[T]]:
+    size = max(1, min(32, len(items) // max(1, workers * 4))) if idempotent else 1
     return [list(items[k:k + size]) for k in range(0, len(items), size)]
 
 
@@ -75,7 +75,7 @@ class ProcessPool:
         """``pool(J)``."""
         return f"pool({self.jobs})"
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, idempotent: bool = True) -> Iterator[R]:
         """In order; in-process when ``jobs`` is 1 or there is one item."""
         if self.jobs <= 1 or len(items) <= 1:
             for item in items:
@@ -84,7 +84,7 @@ class ProcessPool:
         self.start()
         if self._pool is None:  # pragma: no cover - start() made it
             return
-        chunks = _chunks(items, self.jobs)
+        chunks = _chunks(items, self.jobs, idempotent)
         for results in self._pool.map(run_chunk, [fn] * len(chunks), chunks):
             yield from results
 
@@ -154,14 +154,15 @@ class RayTasks:
             self._opened = True
         self._workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
-        """One task per chunk; results in order."""
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, idempotent: bool = True) -> Iterator[R]:
+        """One task per chunk; results in order.  A failed task is retried (twice) only
+        when its items are idempotent: a retried episode would find its file committed."""
         if not items:
             return
         ray = _ray()
         self.start()
-        task = ray.remote(num_cpus=1, max_retries=2)(run_chunk)
-        refs = [task.remote(fn, chunk) for chunk in _chunks(items, self._workers)]
+        task = ray.remote(num_cpus=1, max_retries=2 if idempotent else 0)(run_chunk)
+        refs = [task.remote(fn, chunk) for chunk in _chunks(items, self._workers, idempotent)]
         try:
             for ref in refs:
                 yield from ray.get(ref)

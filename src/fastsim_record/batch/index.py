@@ -16,7 +16,8 @@ one-line reason a file failed validation (its other Run columns are then null).
     | 2 | an existing OUT that is not an index is refused (exit 2) unless --overwrite |
     | 3 | a row is reused, its file not read, when path, size and ETag (else mtime)  |
     |   | are unchanged and it was made at the same profile, or any profile when   |
-    |   | ``structural`` is asked (with a SHA-256 if asked)                         |
+    |   | ``structural`` is asked (with a SHA-256 if asked); a row with an error    |
+    |   | is never reused: that file is read again                                  |
     | 4 | written to a temporary name beside OUT and renamed over it (local files);  |
     |   | an object store's single PUT is atomic by itself                            |
     | 5 | rows are sorted by path, so the same files give the same index anywhere    |
@@ -28,7 +29,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from fastsim_record.batch.sources import Entry, filesystem, is_url
+from fastsim_record.batch.sources import Entry, filesystem, is_url, store_error
 
 __all__ = ["INDEX_KEY", "IndexError_", "read_index", "reusable", "schema", "write_index"]
 
@@ -70,7 +71,10 @@ def _pairs(value: Any) -> list[dict[str, Any]] | None:
 def _exists(out: str) -> bool:
     if is_url(out):
         fs, path = filesystem(out)
-        return bool(fs.exists(path))
+        try:
+            return bool(fs.exists(path))
+        except Exception as exc:  # the store's own errors (credentials, connection)
+            raise store_error(out, exc) from None
     return os.path.lexists(out)
 
 
@@ -101,8 +105,9 @@ def read_index(out: str) -> dict[str, dict[str, Any]] | None:
 
 
 def reusable(row: dict[str, Any] | None, entry: Entry, profile: str, sha256: bool) -> bool:
-    """Rule 3: the file has not changed since ``row`` was made."""
-    if row is None or row.get("size") != entry.size:
+    """Rule 3: the file has not changed since ``row`` was made, and ``row`` holds no error
+    (a failed read or validation is tried again on every run)."""
+    if row is None or row.get("error") or row.get("size") != entry.size:
         return False
     if row.get("profile") != profile and profile != "structural":  # every profile checks the structure
         return False
@@ -151,4 +156,6 @@ def write_index(out: str, rows: Iterable[dict[str, Any]]) -> int:
                 os.unlink(tmp)
     except OSError as exc:
         raise IndexError_(f"{out}: cannot write the index: {exc.strerror or exc}") from None
+    except Exception as exc:  # the store's own errors (credentials, connection)
+        raise IndexError_(f"cannot write the index: {store_error(out, exc)}") from None
     return int(table.num_rows)

@@ -122,7 +122,7 @@ def row_of(entry: Entry, info: dict[str, Any] | None, receipt: dict[str, Any] | 
         if s["gap"]:
             lost[s["name"]] = int(s["gap"])
         if str(s["kind"]).startswith("camera"):
-            cameras.add(str(s["name"]).rsplit(".", 1)[0] if s["name"].count(".") > 1 else s["name"])
+            cameras.add(str(s["name"]).split(".")[1] if s["name"].count(".") > 1 else s["name"])
         label = s["codec"].get("payload_codec") or s["codec"].get("codec") or s["codec"].get("media_type")
         if label:
             codecs.add(str(label))

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 
 __all__ = [
-    "Entry", "SourceError", "expand", "filesystem", "is_single_file", "is_url",
+    "Entry", "SourceError", "expand", "store_error", "filesystem", "is_single_file", "is_url",
     "local_copy", "readable", "skipped",
 ]
 
@@ -75,6 +75,12 @@ def filesystem(url: str) -> tuple[Any, str]:
     return fs, path
 
 
+def store_error(url: str, exc: BaseException) -> SourceError:
+    """One line for an object store's failure (no credentials, refused connection, ...)."""
+    text = str(exc).strip().splitlines()
+    return SourceError(f"{url}: {type(exc).__name__}" + (f": {text[0]}" if text else ""))
+
+
 def skipped(name: str) -> bool:
     """Never a batch source from a listing: unsealed, quarantined or temporary files."""
     parts = name.replace("\\", "/").split("/")
@@ -105,12 +111,12 @@ def _remote(source: str) -> list[Entry]:
     protocol = fs.protocol[0] if isinstance(fs.protocol, tuple | list) else fs.protocol
     try:
         info = fs.info(path)
+        found = fs.find(path, detail=True) if info.get("type") == "directory" else None
     except FileNotFoundError:
         raise SourceError(f"{source}: no such file or prefix") from None
-    except OSError as exc:
-        raise SourceError(f"{source}: {exc}".splitlines()[0]) from None
-    if info.get("type") == "directory":
-        found = fs.find(path, detail=True)
+    except Exception as exc:  # the store's own errors (credentials, connection, permission)
+        raise store_error(source, exc) from None
+    if found is not None:
         infos = [(p, i) for p, i in sorted(found.items()) if p.endswith(".fsr") and not skipped(p)]
         if not infos:
             raise SourceError(f"{source}: no .fsr file under this prefix")

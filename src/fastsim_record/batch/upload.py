@@ -33,7 +33,7 @@ from typing import Any
 import attrs
 
 from fastsim_record.batch.jobs import Outcome, row_of, sha256_file
-from fastsim_record.batch.sources import Entry, filesystem, skipped
+from fastsim_record.batch.sources import Entry, filesystem, skipped, store_error
 from fastsim_recording_format import FormatError, FsrReader, ProfileUnsupportedError, validate
 
 __all__ = ["UploadTask", "object_sha256", "upload_job"]
@@ -138,8 +138,8 @@ def upload_job(task: UploadTask) -> Outcome:
                 why = f"size {got_size} != {size}" if got_size != size else "SHA-256 differs"
                 fs.rm_file(remote)
                 return Outcome(task.path, 1, f"verification failed for {task.url} ({why}); the object was deleted")
-    except (OSError, ValueError) as exc:
-        return Outcome(task.path, 2, f"{task.url}: {type(exc).__name__}: {exc}".splitlines()[0])
+    except Exception as exc:  # the store's own errors (credentials, connection, permission)
+        return Outcome(task.path, 2, str(store_error(task.url, exc)))
     entry = Entry(url=task.url, size=size, etag=None if current is None else _etag(current),
                   mtime_ns=None if current is None or not _is_local(fs) else os.stat(remote).st_mtime_ns)
     row = row_of(entry, info, receipt, receipt["profile"], digest, None)

@@ -177,14 +177,16 @@ def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib
     """Export into a temporary folder, then put it at the URL (refused if it exists)."""
     import tempfile
 
-    from fastsim_record.batch.sources import SourceError, filesystem
+    from fastsim_record.batch.sources import SourceError, filesystem, store_error
 
     try:
         fs, remote = filesystem(args.output)
         if fs.exists(remote) and not args.overwrite:
             return _fail(2, f"fsr export: {args.output} exists; pass --overwrite to replace it")
-    except (SourceError, OSError) as exc:
+    except SourceError as exc:
         return _fail(2, f"fsr export: {exc}".splitlines()[0])
+    except Exception as exc:  # the store's own errors (credentials, connection)
+        return _fail(2, f"fsr export: {store_error(args.output, exc)}")
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="fsr-export-"))
     staged = str(Path(folder) / Path(remote).name)
     code = _export(args, local, staged)
@@ -192,8 +194,8 @@ def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib
         return code
     try:
         fs.put(staged, remote, recursive=Path(staged).is_dir())
-    except OSError as exc:
-        return _fail(2, f"fsr export: upload to {args.output}: {exc}".splitlines()[0])
+    except Exception as exc:  # the store's own errors (credentials, connection)
+        return _fail(2, f"fsr export: upload: {store_error(args.output, exc)}")
     print(f"uploaded the export to {args.output}")
     return 0
 

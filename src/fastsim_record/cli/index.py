@@ -1,4 +1,4 @@
-"""``fsr index SOURCES... -o OUT [--overwrite] [--integrity P] [--sha256] [--jobs J|--ray [ADDR]]``.
+"""``fsr index SOURCES... -o OUT [--prune] [--overwrite] [--integrity P] [--sha256] [--jobs J|--ray [ADDR]]``.
 
 One Parquet row per FSR file (columns: ``fastsim_record.batch.index``).  SOURCES are
 files, folders and URLs (``s3://``, ``gs://``, ``file://``); OUT may be a URL too.
@@ -12,7 +12,9 @@ files, folders and URLs (``s3://``, ``gs://``, ``file://``); OUT may be a URL to
     |   | ``--overwrite``); OUT cannot be written; no Ray          |      |
 
 Incremental: a row whose file has the same size and ETag (else mtime) is reused without
-reading the file again.  The index holds the rows of this run's SOURCES only.
+reading the file again.  Rows of files that this run's SOURCES do not name are kept (a
+daily run over the day's folder adds to the index); ``--prune`` drops them, so the index
+holds this run's SOURCES only.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="FSR files, folders or URLs")
     parser.add_argument("-o", "--output", required=True, metavar="OUT", help="the index (.parquet), a path or URL")
     parser.add_argument("--overwrite", action="store_true", help="replace an OUT that is not an index")
+    parser.add_argument("--prune", action="store_true",
+                        help="drop the rows of files these SOURCES do not name (default: keep them)")
     parser.add_argument("--integrity", choices=VALIDATION_PROFILES, default="structural",
                         help="the validation profile of each file (default: structural)")
     parser.add_argument("--sha256", action="store_true", help="also store each file's SHA-256")
@@ -64,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
     outcomes = run_all(PROG, args, index_job, todo)
     if isinstance(outcomes, int):
         return outcomes
-    rows = dict(reused)
+    rows = {} if args.prune else dict(old)
+    rows.update(reused)
     for outcome in outcomes:
         if outcome.data is not None:
             rows[outcome.url] = outcome.data
@@ -73,11 +78,12 @@ def run(args: argparse.Namespace) -> int:
     except IndexError_ as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    failed = sorted((url, row["error"]) for url, row in rows.items() if row.get("error"))
-    print(f"indexed {files(count)} to {args.output}: {len(todo)} read, {len(reused)} unchanged, "
-          f"{count - len(failed)} valid, {len(failed)} failed")
+    named = {e.url for e in entries}  # kept rows of other files are not this run's outcome
+    failed = sorted((url, row["error"]) for url, row in rows.items() if row.get("error") and url in named)
+    print(f"indexed {files(len(named))} to {args.output} ({count} rows): {len(todo)} read, "
+          f"{len(reused)} unchanged, {len(named) - len(failed)} valid, {len(failed)} failed")
     if failed:
-        print(f"{PROG}: {len(failed)} of {files(count)} failed validation (their rows carry the error):",
+        print(f"{PROG}: {len(failed)} of {files(len(named))} failed validation (their rows carry the error):",
               file=sys.stderr)
         for url, error in failed:
             print(f"  {url}: {error}", file=sys.stderr)

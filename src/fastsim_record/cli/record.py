@@ -86,7 +86,7 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
 
     executor = choose(args.jobs or os.cpu_count() or 1, args.ray)
     try:
-        outcomes = list(executor.map(episode_job, tasks))
+        outcomes = list(executor.map(episode_job, tasks, idempotent=False))
     except MissingRay as exc:
         print(f"fsr record: {exc}", file=sys.stderr)
         return 2
@@ -99,9 +99,17 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
     for outcome in outcomes:
         for row in (outcome.data or {}).get("rows", []):
             rows[row["path"]] = row
+    index_problem = None
     if index_url and rows:
-        write_index(index_url, rows.values())
-    return _report(args, outcomes)
+        try:
+            write_index(index_url, rows.values())
+        except IndexError_ as exc:  # the episodes are uploaded; only the index is missing
+            index_problem = str(exc)
+    code = _report(args, outcomes)
+    if index_problem is not None:
+        print(f"fsr record: --upload: {index_problem}", file=sys.stderr)
+        return max(code, 1)
+    return code
 
 
 def _report(args: argparse.Namespace, outcomes: list[Any]) -> int:

@@ -32,10 +32,11 @@ class Executor(Protocol):
         """A short label for summaries, e.g. ``pool(2)`` or ``ray``."""
         ...
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+    def map(self, fn: Callable[[T], R], items: Sequence[T], *, idempotent: bool = True) -> Iterator[R]:
         """``fn(item)`` for every item, possibly in parallel; yielded in item order.
 
-        ``fn`` must be a module-level function and items and results picklable."""
+        ``fn`` must be a module-level function and items and results picklable.  Items that
+        are not ``idempotent`` (recording an episode) run one per task and are never retried."""
         ...
 
     def close(self) -> None:
