@@ -272,5 +272,6 @@ def finish_output(
         leases.confirm_validation(readback, receipt)
         return receipt, leases.commit(lease)
     except BaseException:
-        leases.abort(lease)
+        with contextlib.suppress(LeaseError):  # already ended (e.g. committed): keep the cause
+            leases.abort(lease)
         raise

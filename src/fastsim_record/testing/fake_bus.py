@@ -34,18 +34,9 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "MANDATORY_SOURCES", "FakeBus", "InjectedFault", "Subscription"]
 
 MANDATORY_SOURCES = ("lifecycle", "events", "control.audit", "control.result")
-#: Every source the fake Core can sequence, by name.
-KINDS = {
-    "lifecycle": SourceKind.LIFECYCLE,
-    "events": SourceKind.PLUGIN_EVENT,
-    "control.audit": SourceKind.CONTROL_AUDIT,
-    "control.result": SourceKind.CONTROL_RESULT,
-    "observations": SourceKind.OBSERVATION,
-    "cameras": SourceKind.CAMERA,
-    "render.state": SourceKind.RENDER_STATE,
-    "geometry": SourceKind.GEOMETRY,
-    "fluid.emissions": SourceKind.FLUID_EMISSION,
-}
+#: Every source the fake Core can sequence, by name: the contract's source kinds (a
+#: generation barrier travels on the observations source, as in the embedded host).
+KINDS = {kind.value: kind for kind in SourceKind if kind is not SourceKind.GENERATION_BARRIER}
 _CONTROL = ("control.audit", "control.result")
 
 
