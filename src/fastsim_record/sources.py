@@ -113,11 +113,6 @@ class RenderStateEncoder:
         return render_state.encode_with_layout(payload, layout)
 
 
-def render_state_attributes(config: RecordConfig) -> Mapping[str, object]:
-    """The ``render.state`` stream's attributes: its sampling rate and payload schema."""
-    return {"rate_hz": config.streams.render_state.rate_hz, "schema": render_state.SCHEMA}
-
-
 def _json(spec: SourceSpec, ctx: StreamContext) -> EncodedStream:
     return EncodedStream(JsonEncoder(spec.name))
 

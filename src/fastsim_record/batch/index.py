@@ -31,12 +31,12 @@ from typing import Any
 
 from fastsim_record.batch.sources import Entry, filesystem, is_url, store_error
 
-__all__ = ["INDEX_KEY", "IndexError_", "read_index", "reusable", "schema", "write_index"]
+__all__ = ["INDEX_KEY", "EpisodeIndexError", "read_index", "reusable", "schema", "write_index"]
 
 INDEX_KEY = b"fsr-index"
 
 
-class IndexError_(ValueError):  # (IndexError is a builtin)
+class EpisodeIndexError(ValueError):
     """OUT exists and is not an index, or cannot be read or written (one line)."""
 
 
@@ -92,9 +92,9 @@ def read_index(out: str) -> dict[str, dict[str, Any]] | None:
         else:
             table = pq.read_table(out)
     except Exception as exc:  # not Parquet at all: refused like any non-index
-        raise IndexError_(f"{out}: exists and is not an episode index ({type(exc).__name__})") from None
+        raise EpisodeIndexError(f"{out}: exists and is not an episode index ({type(exc).__name__})") from None
     if (table.schema.metadata or {}).get(INDEX_KEY) != b"1":
-        raise IndexError_(f"{out}: exists and is not an episode index (no '{INDEX_KEY.decode()}' metadata)")
+        raise EpisodeIndexError(f"{out}: exists and is not an episode index (no '{INDEX_KEY.decode()}' metadata)")
     rows: dict[str, dict[str, Any]] = {}
     for row in table.to_pylist():
         for key in ("records_by_kind", "lost_by_stream"):
@@ -155,7 +155,7 @@ def write_index(out: str, rows: Iterable[dict[str, Any]]) -> int:
             if os.path.lexists(tmp):
                 os.unlink(tmp)
     except OSError as exc:
-        raise IndexError_(f"{out}: cannot write the index: {exc.strerror or exc}") from None
+        raise EpisodeIndexError(f"{out}: cannot write the index: {exc.strerror or exc}") from None
     except Exception as exc:  # the store's own errors (credentials, connection)
-        raise IndexError_(f"cannot write the index: {store_error(out, exc)}") from None
+        raise EpisodeIndexError(f"cannot write the index: {store_error(out, exc)}") from None
     return int(table.num_rows)

@@ -28,8 +28,8 @@ from typing import Any
 import attrs
 
 __all__ = [
-    "Entry", "SourceError", "expand", "store_error", "filesystem", "is_single_file", "is_url",
-    "local_copy", "readable", "skipped",
+    "Entry", "SourceError", "etag_of", "expand", "filesystem", "is_local_fs", "is_single_file", "is_url",
+    "local_copy", "local_files", "readable", "skipped", "store_error",
 ]
 
 
@@ -88,7 +88,8 @@ def skipped(name: str) -> bool:
             or parts[-1].startswith("."))
 
 
-def _etag(info: dict[str, Any]) -> str | None:
+def etag_of(info: dict[str, Any]) -> str | None:
+    """The store's ETag (or GCS md5Hash) of an object's info, unquoted; ``None`` if none."""
     for key in ("ETag", "etag", "md5Hash"):
         value = info.get(key)
         if isinstance(value, str) and value:
@@ -125,21 +126,27 @@ def _remote(source: str) -> list[Entry]:
     return [
         Entry(url=fs.unstrip_protocol(p) if protocol != "file" else f"file://{p}",
               size=int(i.get("size") or 0), mtime_ns=_mtime_ns(i) if protocol == "file" else None,
-              etag=None if protocol == "file" else _etag(i))
+              etag=None if protocol == "file" else etag_of(i))
         for p, i in infos
     ]
 
 
-def _local(source: str) -> list[Entry]:
+def local_files(source: str) -> list[tuple[Path, str]]:
+    """The FSR files a local SOURCE names, each with its key: the path below the folder
+    (a lone file's key is its name); raises ``SourceError``."""
     path = Path(source)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.fsr") if p.is_file() and not skipped(str(p.relative_to(path))))
         if not files:
             raise SourceError(f"{source}: no .fsr file in this folder")
-    elif path.is_file():
-        files = [path]
-    else:
-        raise SourceError(f"{source}: no such file or folder")
+        return [(p, p.relative_to(path).as_posix()) for p in files]
+    if path.is_file():
+        return [(path, path.name)]
+    raise SourceError(f"{source}: no such file or folder")
+
+
+def _local(source: str) -> list[Entry]:
+    files = [file for file, _ in local_files(source)]
     entries = []
     for file in files:
         st = file.stat()
@@ -162,9 +169,13 @@ def _store_of(url: str) -> tuple[Any, str]:
     if not is_url(url):
         return None, url
     fs, path = filesystem(url)
-    if "file" in (fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)):
-        return None, path
-    return fs, path
+    return (None, path) if is_local_fs(fs) else (fs, path)
+
+
+def is_local_fs(fs: Any) -> bool:
+    """Whether an fsspec filesystem is this machine's own files."""
+    protocol = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+    return "file" in protocol or "local" in protocol
 
 
 @contextlib.contextmanager

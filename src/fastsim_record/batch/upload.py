@@ -33,7 +33,14 @@ from typing import Any
 import attrs
 
 from fastsim_record.batch.jobs import Outcome, row_of, sha256_file
-from fastsim_record.batch.sources import Entry, filesystem, skipped, store_error
+from fastsim_record.batch.sources import (
+    Entry,
+    etag_of,
+    filesystem,
+    is_local_fs,
+    skipped,
+    store_error,
+)
 from fastsim_recording_format import FormatError, FsrReader, ProfileUnsupportedError, validate
 
 __all__ = ["UploadTask", "object_sha256", "upload_job"]
@@ -60,22 +67,9 @@ def object_sha256(fs: Any, path: str) -> str:
     return digest.hexdigest()
 
 
-def _etag(info: dict[str, Any]) -> str | None:
-    for key in ("ETag", "etag", "md5Hash"):
-        value = info.get(key)
-        if isinstance(value, str) and value:
-            return value.strip('"')
-    return None
-
-
-def _is_local(fs: Any) -> bool:
-    protocol = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
-    return "file" in protocol or "local" in protocol
-
-
 def _put(fs: Any, local: str, remote: str) -> None:
     """Rule 4."""
-    if _is_local(fs):
+    if is_local_fs(fs):
         folder, name = os.path.split(remote)
         fs.makedirs(folder, exist_ok=True)
         tmp = f"{folder}/.{name}.uploading-{os.getpid()}"
@@ -126,7 +120,7 @@ def upload_job(task: UploadTask) -> Outcome:
         current = _info(fs, remote)
         status = "uploaded"
         if current is not None and int(current.get("size") or -1) == size:
-            etag = _etag(current)
+            etag = etag_of(current)
             if (etag is not None and etag == task.known_etag and digest == task.known_sha256) \
                     or object_sha256(fs, remote) == digest:
                 status = "skipped"
@@ -140,7 +134,7 @@ def upload_job(task: UploadTask) -> Outcome:
                 return Outcome(task.path, 1, f"verification failed for {task.url} ({why}); the object was deleted")
     except Exception as exc:  # the store's own errors (credentials, connection, permission)
         return Outcome(task.path, 2, str(store_error(task.url, exc)))
-    entry = Entry(url=task.url, size=size, etag=None if current is None else _etag(current),
-                  mtime_ns=None if current is None or not _is_local(fs) else os.stat(remote).st_mtime_ns)
+    entry = Entry(url=task.url, size=size, etag=None if current is None else etag_of(current),
+                  mtime_ns=None if current is None or not is_local_fs(fs) else os.stat(remote).st_mtime_ns)
     row = row_of(entry, info, receipt, receipt["profile"], digest, None)
     return Outcome(task.path, 0, None, {"status": status, "row": row})

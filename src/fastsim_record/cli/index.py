@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fastsim_record.batch.index import IndexError_, read_index, reusable, write_index
+from fastsim_record.batch.index import EpisodeIndexError, read_index, reusable, write_index
 from fastsim_record.batch.jobs import CheckTask, index_job
 from fastsim_record.batch.runner import add_executor_arguments, files, run_all
 from fastsim_record.batch.sources import SourceError, expand
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     except SourceError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    except IndexError_ as exc:
+    except EpisodeIndexError as exc:
         if not args.overwrite:
             print(f"{PROG}: {exc}; pass --overwrite to replace it", file=sys.stderr)
             return 2
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             rows[outcome.url] = outcome.data
     try:
         count = write_index(args.output, rows.values())
-    except IndexError_ as exc:
+    except EpisodeIndexError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     named = {e.url for e in entries}  # kept rows of other files are not this run's outcome

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _sweep(host: Any, args: argparse.Namespace) -> int:
     from fastsim_record.batch.executors import MissingRay, choose
-    from fastsim_record.batch.index import IndexError_, read_index, write_index
+    from fastsim_record.batch.index import EpisodeIndexError, read_index, write_index
     from fastsim_record.batch.sweep import EpisodeTask, episode_job
 
     first, lines = host.check_sweep(args)
@@ -77,7 +77,7 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
     index_url = f"{args.upload.rstrip('/')}/index.parquet" if args.upload else None
     try:
         old = (read_index(index_url) or {}) if index_url else {}
-    except (IndexError_, OSError, ValueError) as exc:
+    except (EpisodeIndexError, OSError, ValueError) as exc:
         print(f"fsr record: --upload: {exc}".splitlines()[0], file=sys.stderr)
         return 2
     tasks = [EpisodeTask(tuple(host.worker_command(args, k, first + k)), k, first + k,
@@ -103,7 +103,7 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
     if index_url and rows:
         try:
             write_index(index_url, rows.values())
-        except IndexError_ as exc:  # the episodes are uploaded; only the index is missing
+        except EpisodeIndexError as exc:  # the episodes are uploaded; only the index is missing
             index_problem = str(exc)
     code = _report(args, outcomes)
     if index_problem is not None:

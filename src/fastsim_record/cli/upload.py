@@ -19,11 +19,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-from fastsim_record.batch.index import IndexError_, read_index, write_index
+from fastsim_record.batch.index import EpisodeIndexError, read_index, write_index
 from fastsim_record.batch.runner import add_executor_arguments, failures, files, run_all
-from fastsim_record.batch.sources import SourceError, is_url, skipped
+from fastsim_record.batch.sources import SourceError, is_url, local_files
 from fastsim_record.batch.upload import UploadTask, upload_job
 
 __all__ = ["INDEX_NAME", "add_arguments", "plan", "run"]
@@ -55,17 +54,8 @@ def plan(sources: list[str], url: str) -> list[tuple[str, str]]:
     for source in sources:
         if is_url(source):
             raise SourceError(f"{source}: upload reads local files; SOURCE must be a file or folder")
-        path = Path(source)
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*.fsr") if p.is_file() and not skipped(str(p.relative_to(path))))
-            if not files:
-                raise SourceError(f"{source}: no .fsr file in this folder")
-            items = [(str(p), p.relative_to(path).as_posix()) for p in files]
-        elif path.is_file():
-            items = [(str(path), path.name)]
-        else:
-            raise SourceError(f"{source}: no such file or folder")
-        for local, key in items:
+        for file, key in local_files(source):
+            local = str(file)
             target = f"{dest}/{key}"
             if target in pairs and os.path.abspath(pairs[target]) != os.path.abspath(local):
                 raise SourceError(f"{local}: would overwrite {target}, also the target of {pairs[target]}")
@@ -79,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         pairs = plan(args.sources, args.url)
         old = {} if args.no_index else (read_index(index_url) or {})
-    except (SourceError, IndexError_) as exc:
+    except (SourceError, EpisodeIndexError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
@@ -99,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_index and rows:
         try:
             write_index(index_url, rows.values())
-        except (IndexError_, OSError) as exc:
+        except (EpisodeIndexError, OSError) as exc:
             print(f"{PROG}: {exc}".splitlines()[0], file=sys.stderr)
             return 2
     failed = len(outcomes) - counts["uploaded"] - counts["skipped"]
