@@ -220,7 +220,7 @@ def run_sweep(args: argparse.Namespace) -> int:
                                      "counts": counts}, sort_keys=True) + "\n")
         return code
     out.print(
-        f"sweep of {len(reports)} episodes: {counts['succeeded']} committed, "
+        f"sweep of {len(reports)} episode{'' if len(reports) == 1 else 's'}: {counts['succeeded']} committed, "
         f"{counts['stopped'] + counts['cancelled']} stopped, {failed} failed, {counts['not run']} not run",
         markup=False,
     )

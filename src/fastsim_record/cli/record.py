@@ -134,7 +134,8 @@ def _report(args: argparse.Namespace, outcomes: list[Any]) -> int:
                           "exit_code": code, "counts": counts, "uploaded_to": args.upload}, sort_keys=True))
         return code
     where = f", uploaded to {args.upload}" if args.upload else ""
-    print(f"sweep of {len(outcomes)} episodes: {counts['committed']} committed{where}, "
+    print(f"sweep of {len(outcomes)} episode{'' if len(outcomes) == 1 else 's'}: "
+          f"{counts['committed']} committed{where}, "
           f"{counts['stopped']} stopped, {counts['failed']} failed")
     rows = [("episode", "seed", "status", "path or reason"), *table]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]

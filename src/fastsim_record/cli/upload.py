@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{PROG}: {exc}".splitlines()[0], file=sys.stderr)
             return 2
     failed = len(outcomes) - counts["uploaded"] - counts["skipped"]
-    where = "" if args.no_index else f", index {index_url}"
+    where = f", index {index_url}" if not args.no_index and rows else ""
     print(f"upload of {files(len(outcomes))} to {_dest(args.url)}: {counts['uploaded']} uploaded and verified, "
           f"{counts['skipped']} already there (identical), {failed} failed{where}")
     return failures(PROG, outcomes)
