@@ -13,15 +13,16 @@ Capture = pytest.CaptureFixture[str]
 
 
 def test_export_names_every_invalid_source(dataset: Path, tmp_path: Path, capsys: Capture) -> None:
-    """Two broken sources among good ones: both named (exit 1), nothing written."""
+    """Two broken sources among good ones: both named, then a summary (exit 1), nothing written."""
     pytest.importorskip("foxglove", reason="the mcap extra (foxglove-sdk) is not installed")
     for name in ("a-bad.fsr", "b-bad.fsr"):
         (dataset / name).write_bytes(b"\x00" * 200)
     out = tmp_path / "out"
     assert main(["export", str(dataset), "--to", "mcap", "-o", str(out), "--quiet", "--jobs", "2"]) == 1
-    err = capsys.readouterr().err.splitlines()
+    *err, summary = capsys.readouterr().err.splitlines()
     assert [line.split(":")[1].strip() for line in err] == [str(dataset / "a-bad.fsr"), str(dataset / "b-bad.fsr")]
     assert all(line.startswith("invalid: ") for line in err)
+    assert summary == "fsr export: 2 of 5 files failed validation; nothing was exported"
     assert not out.exists()
 
 

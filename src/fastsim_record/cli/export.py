@@ -129,18 +129,31 @@ def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
                 print(f"invalid: {o.url}: {(o.error or '').removeprefix('invalid: ')}", file=sys.stderr)
             elif o.code:
                 print(f"fsr export: cannot read {o.url}: {o.error}", file=sys.stderr)
-        return max((o.code for o in outcomes), default=0)
-    code = 0
+        return _refused(len(sources), [o.code for o in outcomes])
+    codes = []
     for path in sources:
         try:
             receipt(path)
+            codes.append(0)
         except FormatError as exc:
             print(f"invalid: {path}: {exc}", file=sys.stderr)
-            code = max(code, 1)
+            codes.append(1)
         except OSError as exc:
             print(f"fsr export: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-            code = max(code, 2)
-    return code
+            codes.append(2)
+    return _refused(len(sources), codes)
+
+
+def _refused(count: int, codes: list[int]) -> int:
+    """The worst code; a failure among several sources adds the summary line (one source
+    keeps its one line)."""
+    from fastsim_record.batch.runner import files
+
+    failed = sum(1 for c in codes if c)
+    if failed and count > 1:
+        print(f"fsr export: {failed} of {files(count)} failed validation; nothing was exported",
+              file=sys.stderr)
+    return max(codes, default=0)
 
 
 def _local_sources(raw: list[str], stack: contextlib.ExitStack) -> list[str]:
