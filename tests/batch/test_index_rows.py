@@ -52,9 +52,7 @@ def test_a_row_with_an_error_is_read_again(episodes: list[Path], tmp_path: Path,
     bad = tmp_path / "bad.fsr"
     bad.write_bytes(Path(episodes[0]).read_bytes()[:100])
     out = tmp_path / "index.parquet"
-    assert main(["index", str(bad), "-o", str(out)]) == 1
-    bad.write_bytes(Path(episodes[0]).read_bytes()[:100])  # same size, same content
-    os.utime(bad, ns=(0, Path(out).stat().st_mtime_ns - 10**9))
+    assert main(["index", str(bad), "-o", str(out)]) == 1  # the file is left as it is
     capsys.readouterr()
     assert main(["index", str(bad), "-o", str(out)]) == 1
     assert ": 1 read, 0 unchanged" in capsys.readouterr().out
