@@ -4,8 +4,6 @@ stopped at the end of the session."""
 
 from __future__ import annotations
 
-import asyncio
-import gc
 import logging
 import os
 import secrets
@@ -67,28 +65,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _stop_fsspec_io() -> None:
-    """fsspec runs its async filesystems (s3fs) on an IO loop in a daemon thread that lives
-    as long as the process; stop it, and drop cached filesystems bound to it, so that later
-    tests that fork (the reading API's forked workers) never fork a multi-threaded process.
-    fsspec starts a fresh loop on next use (``fsspec.asyn.get_loop``)."""
-    import fsspec  # type: ignore[import-untyped]
-    import fsspec.asyn  # type: ignore[import-untyped]
-
-    fsspec.AbstractFileSystem.clear_instance_cache()
-    loop, thread = fsspec.asyn.loop[0], fsspec.asyn.iothread[0]
-    if loop is None or thread is None:
-        return
-    for obj in gc.get_objects():  # close every s3fs client session while its loop runs
-        if type(obj).__name__ == "S3FileSystem" and getattr(obj, "_s3", None) is not None:
-            fsspec.asyn.sync(loop, obj._s3.__aexit__, None, None, None, timeout=10)
-            obj._s3 = None
-    asyncio.run_coroutine_threadsafe(loop.shutdown_default_executor(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
-    fsspec.asyn.loop[0] = fsspec.asyn.iothread[0] = None
-
-
 @pytest.fixture(scope="package")
 def s3_server() -> Iterator[str]:
     """A moto S3 server on 127.0.0.1 (a free port); the AWS variables point fsspec/s3fs at it."""
@@ -106,7 +82,6 @@ def s3_server() -> Iterator[str]:
         yield endpoint
     finally:
         server.stop()
-        _stop_fsspec_io()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
