@@ -13,6 +13,7 @@ from fastsim_recording_format import (
     FsrWriter,
     LeaseError,
     OutputLeases,
+    ReadbackLease,
     RecordIn,
     ValidationReceipt,
     WriteLease,
@@ -112,15 +113,21 @@ def test_commit_is_refused_after_failed_validation(tmp_path: Path) -> None:
     assert not (tmp_path / "episode.fsr").exists()
 
 
-def test_commit_needs_a_receipt_for_the_exact_bytes(tmp_path: Path) -> None:
-    """A receipt whose byte count is not the sealed file's size is refused."""
-    leases = FilesystemLeases(tmp_path)
+def _refused_receipt(leases: FilesystemLeases) -> tuple[WriteLease, ReadbackLease, ValidationReceipt]:
+    """A sealed write whose readback was offered a receipt one byte too long (refused)."""
     lease = _sealed(leases)
     readback = leases.open_readback(lease)
     receipt = validate(readback.file)
     wrong = ValidationReceipt("structural", receipt.validated_bytes + 1, "none", None, "x", "y")
     with pytest.raises(LeaseError, match="does not cover"):
         leases.confirm_validation(readback, wrong)
+    return lease, readback, receipt
+
+
+def test_commit_needs_a_receipt_for_the_exact_bytes(tmp_path: Path) -> None:
+    """A receipt whose byte count is not the sealed file's size is refused."""
+    leases = FilesystemLeases(tmp_path)
+    lease, _, _ = _refused_receipt(leases)
     with pytest.raises(LeaseError):
         leases.commit(lease)
 
@@ -285,11 +292,6 @@ def test_the_lease_machine_follows_the_table(state: str, event: str, outcome: st
 def test_a_refused_receipt_keeps_the_write_sealed(tmp_path: Path) -> None:
     """A receipt for the wrong byte count is refused, and a matching one may still confirm."""
     leases = FilesystemLeases(tmp_path)
-    lease = _sealed(leases)
-    readback = leases.open_readback(lease)
-    receipt = validate(readback.file)
-    wrong = ValidationReceipt("structural", receipt.validated_bytes + 1, "none", None, "x", "y")
-    with pytest.raises(LeaseError, match="does not cover"):
-        leases.confirm_validation(readback, wrong)
+    lease, readback, receipt = _refused_receipt(leases)
     leases.confirm_validation(readback, receipt)
     assert leases.commit(lease).endswith("episode.fsr")
