@@ -38,23 +38,23 @@ class FramePair:
         return np.isfinite(self.gl_depth)
 
 
-def _mujoco_frames(backend: Any, cameras: tuple[str, ...]) -> dict[str, tuple[Any, Any, Any]]:
+def _mujoco_frames(backend: Any, cameras: tuple[str, ...], sizes: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """RGB, depth and foreground of each camera from MuJoCo's own renderer at the posed state."""
     import mujoco
 
-    scene = backend.inner.scene
+    source = backend.render_source()
     out = {}
     for cam in cameras:
-        renderer = scene._renderers.get(scene.model, scene.width, scene.height)
-        renderer.update_scene(scene.data, camera=cam)
-        rgb = renderer.render().copy()
-        renderer.enable_depth_rendering()
-        depth = renderer.render().copy()
-        renderer.disable_depth_rendering()
-        renderer.enable_segmentation_rendering()
-        seg = renderer.render().copy()
-        renderer.disable_segmentation_rendering()
+        width, height = sizes[cam]
+        with mujoco.Renderer(source.model, height=height, width=width) as renderer:
+            renderer.update_scene(source.data, camera=cam)
+            rgb = renderer.render().copy()
+            renderer.enable_depth_rendering()
+            depth = renderer.render().copy()
+            renderer.disable_depth_rendering()
+            renderer.enable_segmentation_rendering()
+            seg = renderer.render().copy()
         out[cam] = (rgb, depth.astype(np.float32), seg[..., 0] >= 0)
-    del mujoco
     return out
 
 
@@ -67,10 +67,12 @@ def paired_frames(source: Path, run: Path, cameras: tuple[str, ...]) -> Iterator
             for backend in (mj, gl):
                 backend.script(tick)
                 backend.step(1)
-            reference = _mujoco_frames(mj, cameras)
-            for cam in cameras:
-                frame = gl.inner.frame(cam, depth=True)
+            frames = {cam: gl.inner.frame(cam, depth=True) for cam in cameras}
+            sizes = {cam: (f.rgb.shape[1], f.rgb.shape[0]) for cam, f in frames.items()}
+            reference = _mujoco_frames(mj, cameras, sizes)
+            for cam, frame in frames.items():
                 rgb, depth, mask = reference[cam]
+                assert frame.depth is not None
                 yield FramePair(tick, cam, rgb, depth, mask, frame.rgb, frame.depth)
     finally:
         mj.close()
