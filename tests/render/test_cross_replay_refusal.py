@@ -1,0 +1,170 @@
+"""Bad input to ``fsr replay --renderer moderngl``: one line each, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+
+import fastsim_embedded.replay as replay_module
+from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.gl_replay.scene import RecordedScene, SceneRefused
+from fastsim_embedded.session import run_session
+from fastsim_record.cli import main as fsr_main
+from fastsim_recording_format import FsrReader
+from fastsim_recording_format.codecs.geometry import DecodedAssets
+from fastsim_recording_format.codecs.render_state import RenderState
+
+pytestmark = pytest.mark.mujoco
+
+_RUN = """schema: fastsim/2
+name: {name}
+backend: mujoco
+scenario:
+  scene:
+    robots: {{robot: {{use: robot://droid/panda-2f85}}}}
+    mujoco: {{width: 64, height: 48, cameras: [exterior_left]}}
+runtime: {{sensor_hz: 15, rate_policy: exact, duration_s: 0.4}}
+plugins:
+  record:
+    use: plugin://fastsim/record
+    config:
+      output: {{name: {name}.fsr}}
+      streams:
+        observations: {{mode: none, include: {{}}}}
+        cameras:
+          exterior_left:
+            rgb: sensors.exterior_left.camera.rgb
+            intrinsics: sensors.exterior_left.camera.intrinsics
+            translation: sensors.exterior_left.camera.extrinsics.translation
+            quaternion_xyzw: sensors.exterior_left.camera.extrinsics.quaternion_xyzw
+            required: true
+            every_n_samples: 1
+{streams}
+"""
+
+
+def _source(root: Path, name: str, streams: str) -> Path:
+    run = root / f"{name}.yaml"
+    run.write_text(_RUN.format(name=name, streams=streams), encoding="utf-8")
+    assert run_session(prepare_run(run), root).outcome.ok
+    return root / f"{name}.fsr"
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("refusal")
+    return {
+        "both": _source(root, "both", "        render_state: {enabled: true, rate_hz: 15}\n"
+                                      "        geometry: {enabled: true, rate_hz: 15}"),
+        "no_geometry": _source(root, "no_geometry", "        render_state: {enabled: true, rate_hz: 15}"),
+        "no_state": _source(root, "no_state", "        geometry: {enabled: true, rate_hz: 15}"),
+        "replay": _replay_run(root),
+    }
+
+
+def _replay_run(root: Path) -> Path:
+    run = root / "replay.yaml"
+    run.write_text(_RUN.format(name="out", streams=""), encoding="utf-8")
+    return run
+
+
+def _replay(sources: dict[str, Path], source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = fsr_main(["replay", str(sources[source]), str(sources["replay"]), "--output-dir", str(tmp_path),
+                     "--renderer", "moderngl"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err)
+    return code, err
+
+
+def test_a_recording_without_geometry_is_one_line_naming_the_stream(
+    sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _replay(sources, "no_geometry", tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "'geometry' stream" in err[0]
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_recording_without_render_state_is_one_line_naming_the_stream(
+    sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _replay(sources, "no_state", tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "'render.state' stream" in err[0]
+
+
+def test_a_missing_gl_extra_is_one_line(
+    sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "moderngl", None)  # import moderngl raises ImportError
+    code, err = _replay(sources, "both", tmp_path, capsys)
+    assert code == 2 and len(err) == 1 and "[gl] extra" in err[0]
+
+
+def test_an_unknown_renderer_is_one_line(sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = fsr_main(["replay", str(sources["both"]), str(sources["replay"]), "--output-dir", str(tmp_path),
+                     "--renderer", "vulkan"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "unknown renderer 'vulkan'" in err[0]
+
+
+def test_a_non_finite_pose_is_refused_naming_the_tick(
+    sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("moderngl")
+    real = replay_module.decode_render_state
+    calls = {"n": 0}
+
+    def poisoned(payload: Any) -> RenderState:
+        state = real(payload)
+        calls["n"] += 1
+        if calls["n"] == 4:  # one decode at start-up (check_state), then ticks 1, 2, 3
+            arrays = dict(state.arrays)
+            arrays["articulation/robot/joint_position"] = np.full_like(arrays["articulation/robot/joint_position"], np.nan)
+            return RenderState(arrays=arrays)
+        return state
+
+    monkeypatch.setattr(replay_module, "decode_render_state", poisoned)
+    code, err = _replay(sources, "both", tmp_path, capsys)
+    assert code == 1 and len(err) == 1
+    assert "tick 3 (generation 0, sim time 0.200 s)" in err[0] and "not finite" in err[0]
+    assert not (tmp_path / "out.fsr").exists()
+
+
+def _scene(sources: dict[str, Path]) -> RecordedScene:
+    path = sources["both"]
+    return RecordedScene.read(path, FsrReader(path))
+
+
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        ({"shape": "mesh", "size": [], "resource": "sha256:00"}, "mesh resource 'sha256:00' is not stored"),
+        ({"shape": "hfield", "size": [1, 1, 1]}, "shape 'hfield' is not one of"),
+        ({"shape": "box", "size": [0.1, float("nan"), 0.1]}, "needs 3 finite non-negative values"),
+        ({"shape": "sphere", "size": [0.0]}, "has a zero extent"),
+    ],
+)
+def test_an_undrawable_item_is_one_line_naming_it_and_its_body(
+    sources: dict[str, Path], item: dict[str, Any], reason: str
+) -> None:
+    scene = _scene(sources)
+    manifest = {"bodies": [{"name": "hand", "motion": "dynamic", "pose": [0, 0, 0, 0, 0, 0, 1]}],
+                "items": [{"name": "finger", "body": "hand", "local_pose": [0, 0, 0, 0, 0, 0, 1], **item}],
+                "resources": []}
+    with pytest.raises(SceneRefused, match="item 'finger' on body 'hand' cannot be drawn") as caught:
+        scene._assets(DecodedAssets(manifest=manifest, blobs={}), "geometry record 1")
+    assert reason in str(caught.value) and "\n" not in str(caught.value)
+    scene.reader.close()
+
+
+def test_a_non_finite_transform_is_refused_naming_the_tick(sources: dict[str, Path]) -> None:
+    scene = _scene(sources)
+    record = scene.reader.records("render.state").__iter__().__next__()
+    with pytest.raises(SceneRefused, match=r"tick 7 \(generation 0.*render.state 'rigid/cube/pose'.*not finite"):
+        scene.pose(7, record, {"rigid/cube/pose": np.array([0, 0, np.inf, 0, 0, 0, 1.0])})
+    scene.reader.close()
