@@ -61,7 +61,7 @@ def _mujoco_frames(backend: Any, cameras: tuple[str, ...], sizes: dict[str, tupl
 def paired_frames(source: Path, run: Path, cameras: tuple[str, ...]) -> Iterator[FramePair]:
     """Every tick of ``source`` drawn by both renderers through ``run``'s cameras."""
     _, mj, mj_track = prepare_replay(source, run, renderer="mujoco")
-    _, gl, gl_track = prepare_replay(source, run, renderer="moderngl")
+    _, gl, _gl_track = prepare_replay(source, run, renderer="moderngl")
     try:
         for tick in range(1, len(mj_track.records) + 1):
             for backend in (mj, gl):

@@ -19,12 +19,13 @@ import yaml
 pytest.importorskip("mujoco")
 pytest.importorskip("moderngl")
 
-from fastsim_embedded.session import run_session  # noqa: E402
-from fastsim_embedded.compile import prepare_run  # noqa: E402
-from fastsim_record.cli import main as fsr_main  # noqa: E402
-from fastsim_recording_format import FsrReader  # noqa: E402
-from fastsim_recording_format.codecs.geometry import decode_assets  # noqa: E402
-from tests.render.cross_support import compare, paired_frames, side_by_side  # noqa: E402
+from tests.render.cross_support import compare, paired_frames, side_by_side
+
+from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.session import run_session
+from fastsim_record.cli import main as fsr_main
+from fastsim_recording_format import FsrReader
+from fastsim_recording_format.codecs.geometry import decode_assets
 
 pytestmark = pytest.mark.mujoco
 
@@ -119,7 +120,8 @@ def test_a_resolution_never_recorded_lines_up(shapes_source: Path, tmp_path: Pat
     assert {p.gl_rgb.shape for p in pairs} == {(256, 256, 3)}
     for pair in pairs:
         c = compare(pair)
-        assert c["iou"] >= IOU_MIN and c["depth_median_m"] <= DEPTH_MAX_M, (pair.tick, c)
+        assert c["iou"] >= IOU_MIN, (pair.tick, c)
+        assert c["depth_median_m"] <= DEPTH_MAX_M, (pair.tick, c)
 
 
 def test_cli_both_renderers_then_rerun_has_both_frames_for_each_tick(

@@ -11,14 +11,13 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-import fastsim_embedded.replay as replay_module
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.gl_replay.scene import RecordedScene, SceneRefused
 from fastsim_embedded.session import run_session
 from fastsim_record.cli import main as fsr_main
 from fastsim_recording_format import FsrReader
 from fastsim_recording_format.codecs.geometry import DecodedAssets
-from fastsim_recording_format.codecs.render_state import RenderState
+from fastsim_recording_format.codecs.render_state import RenderState, decode_render_state
 
 pytestmark = pytest.mark.mujoco
 
@@ -86,7 +85,9 @@ def test_a_recording_without_geometry_is_one_line_naming_the_stream(
     sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, err = _replay(sources, "no_geometry", tmp_path, capsys)
-    assert code == 2 and len(err) == 1 and "'geometry' stream" in err[0]
+    assert code == 2
+    assert len(err) == 1
+    assert "'geometry' stream" in err[0]
     assert not list(tmp_path.iterdir())
 
 
@@ -94,7 +95,9 @@ def test_a_recording_without_render_state_is_one_line_naming_the_stream(
     sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, err = _replay(sources, "no_state", tmp_path, capsys)
-    assert code == 2 and len(err) == 1 and "'render.state' stream" in err[0]
+    assert code == 2
+    assert len(err) == 1
+    assert "'render.state' stream" in err[0]
 
 
 def test_a_missing_gl_extra_is_one_line(
@@ -102,21 +105,25 @@ def test_a_missing_gl_extra_is_one_line(
 ) -> None:
     monkeypatch.setitem(sys.modules, "moderngl", None)  # import moderngl raises ImportError
     code, err = _replay(sources, "both", tmp_path, capsys)
-    assert code == 2 and len(err) == 1 and "[gl] extra" in err[0]
+    assert code == 2
+    assert len(err) == 1
+    assert "[gl] extra" in err[0]
 
 
 def test_an_unknown_renderer_is_one_line(sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = fsr_main(["replay", str(sources["both"]), str(sources["replay"]), "--output-dir", str(tmp_path),
                      "--renderer", "vulkan"])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "unknown renderer 'vulkan'" in err[0]
+    assert code == 2
+    assert len(err) == 1
+    assert "unknown renderer 'vulkan'" in err[0]
 
 
 def test_a_non_finite_pose_is_refused_naming_the_tick(
     sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("moderngl")
-    real = replay_module.decode_render_state
+    real = decode_render_state
     calls = {"n": 0}
 
     def poisoned(payload: Any) -> RenderState:
@@ -128,10 +135,12 @@ def test_a_non_finite_pose_is_refused_naming_the_tick(
             return RenderState(arrays=arrays)
         return state
 
-    monkeypatch.setattr(replay_module, "decode_render_state", poisoned)
+    monkeypatch.setattr("fastsim_embedded.replay.decode_render_state", poisoned)
     code, err = _replay(sources, "both", tmp_path, capsys)
-    assert code == 1 and len(err) == 1
-    assert "tick 3 (generation 0, sim time 0.200 s)" in err[0] and "not finite" in err[0]
+    assert code == 1
+    assert len(err) == 1
+    assert "tick 3 (generation 0, sim time 0.200 s)" in err[0]
+    assert "not finite" in err[0]
     assert not (tmp_path / "out.fsr").exists()
 
 
@@ -158,7 +167,8 @@ def test_an_undrawable_item_is_one_line_naming_it_and_its_body(
                 "resources": []}
     with pytest.raises(SceneRefused, match="item 'finger' on body 'hand' cannot be drawn") as caught:
         scene._assets(DecodedAssets(manifest=manifest, blobs={}), "geometry record 1")
-    assert reason in str(caught.value) and "\n" not in str(caught.value)
+    assert reason in str(caught.value)
+    assert "\n" not in str(caught.value)
     scene.reader.close()
 
 

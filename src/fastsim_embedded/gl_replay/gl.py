@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from importlib import metadata
 from typing import Any, Final
 
 import attrs
@@ -127,11 +128,9 @@ class GlRenderer:
     @property
     def info(self) -> dict[str, str]:
         """The GL implementation that draws (e.g. Mesa's llvmpipe) and moderngl's version."""
-        import moderngl
-
         return {
             "renderer": "moderngl",
-            "moderngl": str(moderngl.__version__),
+            "moderngl": metadata.version("moderngl"),
             "gl_renderer": str(self._ctx.info.get("GL_RENDERER", "")),
             "gl_version": str(self._ctx.info.get("GL_VERSION", "")),
         }

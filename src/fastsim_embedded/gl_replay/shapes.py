@@ -38,6 +38,10 @@ PLANE_FAR: Final = 50.0  # m: the half extent drawn for MuJoCo's infinite planes
 SHAPES: Final = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh")
 
 
+def _f32(values: object) -> F32:
+    return np.asarray(values, dtype=np.float32)
+
+
 class UndrawableShape(ValueError):
     """An item whose shape, size or mesh cannot be drawn (one line, the caller adds names)."""
 
@@ -70,22 +74,22 @@ def _capsule(radius: float, half: float) -> Tessellation:
     for sign in (1.0, -1.0):
         cap = _unit_sphere(0.0, np.pi / 2, STACKS // 2)
         cap[:, 2] *= sign
-        parts.append((cap * radius + np.float32([0, 0, sign * half]), cap, _grid(STACKS // 2, SLICES)))
+        parts.append((cap * radius + _f32([0, 0, sign * half]), cap, _grid(STACKS // 2, SLICES)))
     ring = _unit_sphere(0.0, 0.0, 1)[: SLICES + 1]
-    side = np.concatenate([ring * radius + np.float32([0, 0, -half]), ring * radius + np.float32([0, 0, half])])
+    side = np.concatenate([ring * radius + _f32([0, 0, -half]), ring * radius + _f32([0, 0, half])])
     parts.append((side, np.concatenate([ring, ring]), _grid(1, SLICES)))
     return _merge(parts)
 
 
 def _cylinder(radius: float, half: float) -> Tessellation:
     ring = _unit_sphere(0.0, 0.0, 1)[: SLICES + 1]
-    side = np.concatenate([ring * radius + np.float32([0, 0, -half]), ring * radius + np.float32([0, 0, half])])
+    side = np.concatenate([ring * radius + _f32([0, 0, -half]), ring * radius + _f32([0, 0, half])])
     parts: list[Tessellation] = [(side, np.concatenate([ring, ring]), _grid(1, SLICES))]
     for sign in (1.0, -1.0):
-        rim = ring * radius + np.float32([0, 0, sign * half])
-        centre = np.float32([[0, 0, sign * half]])
+        rim = ring * radius + _f32([0, 0, sign * half])
+        centre = _f32([[0, 0, sign * half]])
         fan = np.stack([np.zeros(SLICES), np.arange(1, SLICES + 1), np.arange(2, SLICES + 2)], 1)
-        normal = np.tile(np.float32([0, 0, sign]), (SLICES + 2, 1))
+        normal = np.tile(_f32([0, 0, sign]), (SLICES + 2, 1))
         parts.append((np.concatenate([centre, rim]), normal, fan.astype(np.uint32)))
     return _merge(parts)
 
@@ -98,8 +102,8 @@ def _box(half: Sequence[float]) -> Tessellation:
         for sign in (1.0, -1.0):
             corners = np.zeros((4, 3), np.float32)
             corners[:, axis] = sign * h[axis]
-            corners[:, u] = np.float32([-1, 1, 1, -1]) * h[u]
-            corners[:, v] = np.float32([-1, -1, 1, 1]) * h[v]
+            corners[:, u] = _f32([-1, 1, 1, -1]) * h[u]
+            corners[:, v] = _f32([-1, -1, 1, 1]) * h[v]
             normal = np.zeros((4, 3), np.float32)
             normal[:, axis] = sign
             parts.append((corners, normal, np.array([[0, 1, 2], [0, 2, 3]], np.uint32)))
@@ -108,8 +112,8 @@ def _box(half: Sequence[float]) -> Tessellation:
 
 def _plane(size: Sequence[float]) -> Tessellation:
     hx, hy = (float(s) if s > 0 else PLANE_FAR for s in size[:2])
-    corners = np.float32([[-hx, -hy, 0], [hx, -hy, 0], [hx, hy, 0], [-hx, hy, 0]])
-    normal = np.tile(np.float32([0, 0, 1]), (4, 1))
+    corners = _f32([[-hx, -hy, 0], [hx, -hy, 0], [hx, hy, 0], [-hx, hy, 0]])
+    normal = np.tile(_f32([0, 0, 1]), (4, 1))
     return corners, normal, np.array([[0, 1, 2], [0, 2, 3]], np.uint32)
 
 
@@ -120,7 +124,7 @@ def _mesh(vertices: npt.NDArray[np.float32], faces: npt.NDArray[np.uint32]) -> T
     tri = corners.reshape(-1, 3, 3)
     normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
     length = np.linalg.norm(normal, axis=1, keepdims=True)
-    normal = np.where(length > 0, normal / np.maximum(length, 1e-30), np.float32([0, 0, 1]))
+    normal = np.where(length > 0, normal / np.maximum(length, 1e-30), _f32([0, 0, 1]))
     normals = np.repeat(normal.astype(np.float32), 3, axis=0)
     return corners, normals, np.arange(len(corners), dtype=np.uint32).reshape(-1, 3)
 
