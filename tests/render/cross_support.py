@@ -32,10 +32,17 @@ class FramePair:
     mujoco_mask: npt.NDArray[np.bool_]
     gl_rgb: npt.NDArray[np.uint8]
     gl_depth: npt.NDArray[np.float32]
+    mujoco_moving: npt.NDArray[np.bool_]  # pixels showing a body that is not welded to the world
+    gl_static_depth: npt.NDArray[np.float32]  # the static bodies alone
 
     @property
     def gl_mask(self) -> npt.NDArray[np.bool_]:
         return np.isfinite(self.gl_depth)
+
+    @property
+    def gl_moving(self) -> npt.NDArray[np.bool_]:
+        """Where a moving body is in front of every static one (1 mm margin)."""
+        return self.gl_depth < self.gl_static_depth - 1e-3
 
 
 def _mujoco_frames(backend: Any, cameras: tuple[str, ...], sizes: dict[str, tuple[int, int]]) -> dict[str, Any]:
@@ -54,7 +61,11 @@ def _mujoco_frames(backend: Any, cameras: tuple[str, ...], sizes: dict[str, tupl
             renderer.disable_depth_rendering()
             renderer.enable_segmentation_rendering()
             seg = renderer.render().copy()
-        out[cam] = (rgb, depth.astype(np.float32), seg[..., 0] >= 0)
+        geom = seg[..., 0]
+        is_geom = (geom >= 0) & (seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM))
+        body = np.asarray(source.model.geom_bodyid)[np.where(is_geom, geom, 0)]
+        moving = is_geom & (np.asarray(source.model.body_weldid)[body] != 0)
+        out[cam] = (rgb, depth.astype(np.float32), geom >= 0, moving)
     return out
 
 
@@ -71,32 +82,39 @@ def paired_frames(source: Path, run: Path, cameras: tuple[str, ...]) -> Iterator
             sizes = {cam: (f.rgb.shape[1], f.rgb.shape[0]) for cam, f in frames.items()}
             reference = _mujoco_frames(mj, cameras, sizes)
             for cam, frame in frames.items():
-                rgb, depth, mask = reference[cam]
+                rgb, depth, mask, moving = reference[cam]
+                static = gl.inner.frame(cam, depth=True, static_only=True).depth
                 assert frame.depth is not None
-                yield FramePair(tick, cam, rgb, depth, mask, frame.rgb, frame.depth)
+                assert static is not None
+                yield FramePair(tick, cam, rgb, depth, mask, frame.rgb, frame.depth, moving, static)
     finally:
         mj.close()
         gl.close()
 
 
-def compare(pair: FramePair) -> dict[str, float]:
-    """IoU of the foreground masks, depth median |diff| (m) within both, colour mean |diff|."""
-    a, b = pair.mujoco_mask, pair.gl_mask
+def _iou(a: npt.NDArray[np.bool_], b: npt.NDArray[np.bool_]) -> float:
     union = int(np.count_nonzero(a | b))
-    both = a & b
-    iou = float(np.count_nonzero(both)) / union if union else 1.0
+    return float(np.count_nonzero(a & b)) / union if union else 1.0
+
+
+def compare(pair: FramePair) -> dict[str, float]:
+    """Foreground IoU, moving-body IoU, depth median |diff| (m) within both masks, colour mean |diff|."""
+    both = pair.mujoco_mask & pair.gl_mask
     depth = float(np.median(np.abs(pair.mujoco_depth[both] - pair.gl_depth[both]))) if both.any() else 0.0
     colour = float(np.mean(np.abs(pair.mujoco_rgb.astype(np.int16) - pair.gl_rgb.astype(np.int16))))
-    return {"iou": iou, "depth_median_m": depth, "colour_mean_abs": colour}
+    return {"iou": _iou(pair.mujoco_mask, pair.gl_mask), "moving_iou": _iou(pair.mujoco_moving, pair.gl_moving),
+            "depth_median_m": depth, "colour_mean_abs": colour}
 
 
 def side_by_side(pair: FramePair, path: Path) -> None:
-    """MuJoCo | moderngl | mask disagreement (red: only MuJoCo, cyan: only moderngl) as a PNG."""
+    """MuJoCo | moderngl | mask disagreement as a PNG: white where both see a moving body,
+    red only MuJoCo's foreground (or moving body), cyan only moderngl's."""
     import cv2
 
     diff = np.zeros_like(pair.mujoco_rgb)
-    diff[pair.mujoco_mask & ~pair.gl_mask] = (255, 0, 0)
-    diff[pair.gl_mask & ~pair.mujoco_mask] = (0, 255, 255)
+    diff[pair.mujoco_moving & pair.gl_moving] = (255, 255, 255)
+    diff[(pair.mujoco_mask & ~pair.gl_mask) | (pair.mujoco_moving & ~pair.gl_moving)] = (255, 0, 0)
+    diff[(pair.gl_mask & ~pair.mujoco_mask) | (pair.gl_moving & ~pair.mujoco_moving)] = (0, 255, 255)
     image = np.hstack([pair.mujoco_rgb, pair.gl_rgb, diff])
     if not cv2.imwrite(str(path), np.ascontiguousarray(image[..., ::-1])):
         raise OSError(f"could not write {path}")

@@ -3,6 +3,8 @@
 The bounds (issue 29, README "Cross-backend Replay"): on every frame of the main job's
 three cameras over 30 ticks, and of the shapes scene, the foreground-mask IoU against
 MuJoCo is >= 0.95 and the depth median |difference| within both masks is <= 1 cm.  The
+moving bodies' own masks (the arm, gripper and objects; the room fills the DROID views,
+so the foreground alone is nearly the whole frame) are held to IoU >= 0.95 too.  The
 worst frame pair is saved as ``worst-<scene>.png`` in the test's output folder.
 """
 
@@ -81,11 +83,13 @@ def _check_every_frame(source: Path, run: Path, cameras: tuple[str, ...], png: P
     for pair in paired_frames(source, run, cameras):
         c = compare(pair)
         assert c["iou"] >= IOU_MIN, f"tick {pair.tick} {pair.camera}: IoU {c['iou']:.4f}"
+        # stricter than the issue asks: the room fills the DROID views, so also the moving bodies alone
+        assert c["moving_iou"] >= IOU_MIN, f"tick {pair.tick} {pair.camera}: moving-body IoU {c['moving_iou']:.4f}"
         assert c["depth_median_m"] <= DEPTH_MAX_M, f"tick {pair.tick} {pair.camera}: depth {c['depth_median_m']}"
         for key, value in c.items():
             figures[key].append(value)
-        if worst is None or (c["iou"], -c["depth_median_m"]) < worst[1]:
-            worst = (pair, (c["iou"], -c["depth_median_m"]))
+        if worst is None or (c["moving_iou"], c["iou"]) < worst[1]:
+            worst = (pair, (c["moving_iou"], c["iou"]))
         frames += 1
     assert worst is not None
     assert frames == 30 * len(cameras)
@@ -98,7 +102,7 @@ def test_main_job_three_cameras_30_ticks_within_bounds(droid_source: Path, tmp_p
     """Every frame of the DROID-like job's three cameras: IoU >= 0.95, depth median <= 1 cm; colour differs."""
     run = _replay_run(tmp_path, EXAMPLES / "render-replay" / "run.yaml")
     figures = _check_every_frame(droid_source, run, DROID_CAMERAS, tmp_path / "worst-droid.png")
-    print(f"droid: IoU min {min(figures['iou']):.5f}, depth median max {max(figures['depth_median_m']) * 1e3:.4f} mm, "
+    print(f"droid: IoU min {min(figures['iou']):.5f}, moving-body IoU min {min(figures['moving_iou']):.5f}, depth median max {max(figures['depth_median_m']) * 1e3:.4f} mm, "
           f"colour mean |diff| median {np.median(figures['colour_mean_abs']):.1f}/255")
     assert np.median(figures["colour_mean_abs"]) > 0  # false colours: the recording has no materials
 

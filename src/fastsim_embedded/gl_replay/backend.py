@@ -219,11 +219,13 @@ class GlReplayBackend:
             raise RuntimeError("the moderngl renderer was sampled before Replay posed it")
         return self._record
 
-    def frame(self, cam: str, *, depth: bool = True) -> GlFrame:
-        """``cam`` at the posed sample (RGB and, by default, depth in metres)."""
-        return self._draw(cam, depth=depth)[0]
+    def frame(self, cam: str, *, depth: bool = True, static_only: bool = False) -> GlFrame:
+        """``cam`` at the posed sample (RGB and, by default, depth in metres); ``static_only``
+        draws only the bodies the recording declares static (the rest's silhouette is
+        where the two depths differ)."""
+        return self._draw(cam, depth=depth, static_only=static_only)[0]
 
-    def _draw(self, cam: str, *, depth: bool) -> tuple[GlFrame, Any, tuple[Any, Any]]:
+    def _draw(self, cam: str, *, depth: bool, static_only: bool = False) -> tuple[GlFrame, Any, tuple[Any, Any]]:
         record = self._need()
         if self._version != self.scene.version:
             self._meshes = [self.renderer.upload(item.tessellation) for item in self.scene.items]
@@ -238,6 +240,7 @@ class GlReplayBackend:
         draws = [
             Draw(mesh, self._bodies[item.body] @ item.local, self._albedo(item.body))
             for mesh, item in zip(self._meshes, self.scene.items)
+            if not static_only or item.body in self.scene.static
         ]
         frame = self.renderer.render(k, width, height, view(pose.translation, pose.quaternion_xyzw), draws, depth=depth)
         return frame, k, (np.array(pose.translation, dtype=np.float64), np.array(pose.quaternion_xyzw, dtype=np.float64))
