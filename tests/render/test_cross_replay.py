@@ -63,8 +63,8 @@ def droid_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def shapes_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """examples/cross-replay/shapes-source.yaml: every shape kind, 2 s at 15 Hz."""
-    return _record(EXAMPLES / "cross-replay" / "shapes-source.yaml", tmp_path_factory.mktemp("shapes-source"))
+    """examples/shapes/run.yaml: every shape kind, 2 s at 15 Hz."""
+    return _record(EXAMPLES / "shapes" / "run.yaml", tmp_path_factory.mktemp("shapes-source"))
 
 
 def _replay_run(tmp_path: Path, base: Path, **knobs: object) -> Path:
@@ -113,13 +113,13 @@ def test_shapes_scene_has_every_shape_kind_and_stays_within_bounds(shapes_source
         first = next(r for r in reader.records("geometry") if r.kind.name == "DATA")
         shapes = {item["shape"] for item in decode_assets(first.payload).manifest["items"]}
     assert shapes == {"plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh"}
-    run = _replay_run(tmp_path, EXAMPLES / "cross-replay" / "shapes-replay.yaml")
+    run = _replay_run(tmp_path, EXAMPLES / "shapes-replay" / "run.yaml")
     _check_every_frame(shapes_source, run, ("front", "top"), tmp_path / "worst-shapes.png")
 
 
 def test_a_resolution_never_recorded_lines_up(shapes_source: Path, tmp_path: Path) -> None:
     """Cameras recorded at 320x240, replayed at 256x256: both renderers use the same K, within bounds."""
-    run = _replay_run(tmp_path, EXAMPLES / "cross-replay" / "shapes-replay.yaml", width=256, height=256)
+    run = _replay_run(tmp_path, EXAMPLES / "shapes-replay" / "run.yaml", width=256, height=256)
     pairs = list(paired_frames(shapes_source, run, ("front",)))
     assert {p.gl_rgb.shape for p in pairs} == {(256, 256, 3)}
     for pair in pairs:

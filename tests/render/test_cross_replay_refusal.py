@@ -84,6 +84,7 @@ def _replay(sources: dict[str, Path], source: str, tmp_path: Path, capsys: pytes
 def test_a_recording_without_geometry_is_one_line_naming_the_stream(
     sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A source without the geometry stream: exit 2, one line naming 'geometry', nothing written."""
     code, err = _replay(sources, "no_geometry", tmp_path, capsys)
     assert code == 2
     assert len(err) == 1
@@ -94,6 +95,7 @@ def test_a_recording_without_geometry_is_one_line_naming_the_stream(
 def test_a_recording_without_render_state_is_one_line_naming_the_stream(
     sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A source without render.state: exit 2, one line naming 'render.state'."""
     code, err = _replay(sources, "no_state", tmp_path, capsys)
     assert code == 2
     assert len(err) == 1
@@ -103,6 +105,7 @@ def test_a_recording_without_render_state_is_one_line_naming_the_stream(
 def test_a_missing_gl_extra_is_one_line(
     sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Without moderngl installed, --renderer moderngl is one line naming the [gl] extra, exit 2."""
     monkeypatch.setitem(sys.modules, "moderngl", None)  # import moderngl raises ImportError
     code, err = _replay(sources, "both", tmp_path, capsys)
     assert code == 2
@@ -111,6 +114,7 @@ def test_a_missing_gl_extra_is_one_line(
 
 
 def test_an_unknown_renderer_is_one_line(sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown --renderer is one line listing the known ones, exit 2."""
     code = fsr_main(["replay", str(sources["both"]), str(sources["replay"]), "--output-dir", str(tmp_path),
                      "--renderer", "vulkan"])
     err = capsys.readouterr().err.strip().splitlines()
@@ -122,6 +126,7 @@ def test_an_unknown_renderer_is_one_line(sources: dict[str, Path], tmp_path: Pat
 def test_a_non_finite_pose_is_refused_naming_the_tick(
     sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A NaN in tick 3's render.state: exit 1, one line naming the tick and key, no output file."""
     pytest.importorskip("moderngl")
     real = decode_render_state
     calls = {"n": 0}
@@ -161,6 +166,7 @@ def _scene(sources: dict[str, Path]) -> RecordedScene:
 def test_an_undrawable_item_is_one_line_naming_it_and_its_body(
     sources: dict[str, Path], item: dict[str, Any], reason: str
 ) -> None:
+    """An item moderngl cannot draw (missing mesh, unknown shape, bad size) is one line naming it and its body."""
     scene = _scene(sources)
     manifest = {"bodies": [{"name": "hand", "motion": "dynamic", "pose": [0, 0, 0, 0, 0, 0, 1]}],
                 "items": [{"name": "finger", "body": "hand", "local_pose": [0, 0, 0, 0, 0, 0, 1], **item}],
@@ -173,6 +179,7 @@ def test_an_undrawable_item_is_one_line_naming_it_and_its_body(
 
 
 def test_a_non_finite_transform_is_refused_naming_the_tick(sources: dict[str, Path]) -> None:
+    """A non-finite rigid pose at a tick is refused naming that tick."""
     scene = _scene(sources)
     record = scene.reader.records("render.state").__iter__().__next__()
     with pytest.raises(SceneRefused, match=r"tick 7 \(generation 0.*render.state 'rigid/cube/pose'.*not finite"):
