@@ -211,7 +211,7 @@ class ReplayBackend:
         record = self.track.records[self._tick - 1]
         state = decode_render_state(record.payload)
         for key, value in state.arrays.items():  # refused before either renderer sees it
-            if not key.startswith("fluid/") and not np.all(np.isfinite(value)):
+            if not np.all(np.isfinite(value)):
                 raise ValueError(f"{self.track.path.name}: {tick_name(self._tick, record)}: render.state {key!r} is not finite")
         if self._forward is None:
             self._render.pose_sample(self._tick, record, state.arrays)

@@ -1,6 +1,7 @@
 """Both Replay renderers over the same recorded ticks: masks, depth, colour, side by side.
 
-MuJoCo's foreground is its segmentation (a geom id, -1 where nothing was drawn) and its
+MuJoCo's foreground is its segmentation (-1 where nothing was drawn; Replay's particle
+spheres are decorative geoms without an object) and its
 depth ``mujoco.Renderer``'s (metres along the optical axis); moderngl's are its depth
 buffer (``inf`` where nothing was drawn).  Both come from the same ``prepare_replay``
 ticks, so the poses are identical by construction.
@@ -50,22 +51,30 @@ def _mujoco_frames(backend: Any, cameras: tuple[str, ...], sizes: dict[str, tupl
     import mujoco
 
     source = backend.render_source()
+    decorators = getattr(getattr(backend.inner, "scene", None), "decorators", [])  # Replay's particles
     out = {}
     for cam in cameras:
         width, height = sizes[cam]
         with mujoco.Renderer(source.model, height=height, width=width) as renderer:
             renderer.update_scene(source.data, camera=cam)
+            first = int(renderer.scene.ngeom)
+            for decorate in decorators:
+                decorate(renderer.scene)
+            for i in range(first, int(renderer.scene.ngeom)):  # particles: mjv_initGeom makes decor
+                renderer.scene.geoms[i].segid = i  # geoms with no segid, which segmentation skips
+                renderer.scene.geoms[i].category = int(mujoco.mjtCatBit.mjCAT_DYNAMIC)
             rgb = renderer.render().copy()
             renderer.enable_depth_rendering()
             depth = renderer.render().copy()
             renderer.disable_depth_rendering()
             renderer.enable_segmentation_rendering()
             seg = renderer.render().copy()
-        geom = seg[..., 0]
-        is_geom = (geom >= 0) & (seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM))
+        geom, kind = seg[..., 0], seg[..., 1]  # (-1, -1) background; particles (-1, mjOBJ_UNKNOWN)
+        is_geom = (geom >= 0) & (kind == int(mujoco.mjtObj.mjOBJ_GEOM))
         body = np.asarray(source.model.geom_bodyid)[np.where(is_geom, geom, 0)]
-        moving = is_geom & (np.asarray(source.model.body_weldid)[body] != 0)
-        out[cam] = (rgb, depth.astype(np.float32), geom >= 0, moving)
+        particle = kind == int(mujoco.mjtObj.mjOBJ_UNKNOWN)
+        moving = (is_geom & (np.asarray(source.model.body_weldid)[body] != 0)) | particle
+        out[cam] = (rgb, depth.astype(np.float32), kind != -1, moving)
     return out
 
 

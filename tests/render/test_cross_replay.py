@@ -76,7 +76,9 @@ def _replay_run(tmp_path: Path, base: Path, **knobs: object) -> Path:
     return _write(tmp_path / "replay.yaml", document)
 
 
-def _check_every_frame(source: Path, run: Path, cameras: tuple[str, ...], png: Path) -> dict[str, list[float]]:
+def _check_every_frame(
+    source: Path, run: Path, cameras: tuple[str, ...], png: Path, ticks: int = 30
+) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = collections.defaultdict(list)
     worst = None
     frames = 0
@@ -92,7 +94,7 @@ def _check_every_frame(source: Path, run: Path, cameras: tuple[str, ...], png: P
             worst = (pair, (c["moving_iou"], c["iou"]))
         frames += 1
     assert worst is not None
-    assert frames == 30 * len(cameras)
+    assert frames == ticks * len(cameras)
     side_by_side(worst[0], png)
     assert png.stat().st_size > 1000
     return figures
@@ -115,6 +117,20 @@ def test_shapes_scene_has_every_shape_kind_and_stays_within_bounds(shapes_source
     assert shapes == {"plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh"}
     run = _replay_run(tmp_path, EXAMPLES / "shapes-replay" / "run.yaml")
     _check_every_frame(shapes_source, run, ("front", "top"), tmp_path / "worst-shapes.png")
+
+
+def test_recorded_fluid_particles_are_drawn_by_both(tmp_path: Path) -> None:
+    """A fluid Run's recorded particles are drawn as spheres by moderngl too: bounds hold with them as moving bodies."""
+    document = yaml.safe_load((EXAMPLES / "droid-like" / "run.yaml").read_text(encoding="utf-8"))
+    document["runtime"]["duration_s"] = 0.6
+    document["scenario"]["scene"]["fluid"] = {"name": "water", "rate_per_tick": 20}
+    document["scenario"]["scene"]["mujoco"].update(width=160, height=120)
+    streams = document["plugins"]["record"]["config"]["streams"]
+    streams.update(render_state={"enabled": True, "rate_hz": 15}, geometry={"enabled": True, "rate_hz": 15})
+    source = _record(_write(tmp_path / "fluid.yaml", document), tmp_path)
+    run = _replay_run(tmp_path, EXAMPLES / "render-replay" / "run.yaml", width=160, height=120)
+    figures = _check_every_frame(source, run, DROID_CAMERAS, tmp_path / "worst-fluid.png", ticks=9)
+    assert min(figures["moving_iou"]) < 1.0  # the particles are in the moving masks
 
 
 def test_a_resolution_never_recorded_lines_up(shapes_source: Path, tmp_path: Path) -> None:

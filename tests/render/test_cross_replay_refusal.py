@@ -185,3 +185,24 @@ def test_a_non_finite_transform_is_refused_naming_the_tick(sources: dict[str, Pa
     with pytest.raises(SceneRefused, match=r"tick 7 \(generation 0.*render.state 'rigid/cube/pose'.*not finite"):
         scene.pose(7, record, {"rigid/cube/pose": np.array([0, 0, np.inf, 0, 0, 0, 1.0])})
     scene.reader.close()
+
+
+def test_a_particle_is_a_sphere_where_the_camera_model_puts_it() -> None:
+    """One particle 1 m in front of a camera lands on the pixel K gives, at 1 m minus its radius."""
+    pytest.importorskip("moderngl")
+    from fastsim_embedded.gl_replay.camera import view
+    from fastsim_embedded.gl_replay.gl import GlRenderer, Particles
+
+    renderer = GlRenderer()
+    try:
+        k = np.array([[100.0, 0, 40.0], [0, 100.0, 20.0], [0, 0, 1]])
+        identity = np.array([0.0, 0, 0, 1])  # camera at the origin looking along +z (OpenCV)
+        point = np.array([[0.1, -0.05, 1.0]], np.float32)  # u = 100 * 0.1 + 40, v = 100 * -0.05 + 20
+        frame = renderer.render(k, 64, 48, view(np.zeros(3), identity), [], depth=True,
+                                particles=Particles(point, radius=0.02))
+        assert frame.depth is not None
+        assert frame.depth[15, 50] == pytest.approx(0.98, abs=1e-3)
+        assert frame.rgb[15, 50, 2] > frame.rgb[15, 50, 0]  # the particles' blue
+        assert not np.isfinite(frame.depth[40, 10])
+    finally:
+        renderer.close()

@@ -43,7 +43,7 @@ from fastsim_embedded.backends.base import (
     TickScript,
 )
 from fastsim_embedded.gl_replay.camera import rescale, view
-from fastsim_embedded.gl_replay.gl import ALBEDO, Draw, GlFrame, GlRenderer, body_colour
+from fastsim_embedded.gl_replay.gl import ALBEDO, Draw, GlFrame, GlRenderer, Particles, body_colour
 from fastsim_embedded.gl_replay.scene import RecordedScene, SceneRefused, tick_name
 from fastsim_recording_format import Record
 from fastsim_recording_format.encoding import readonly
@@ -205,7 +205,7 @@ class GlReplayBackend:
         return None
 
     def fluid_emitter(self) -> None:
-        """No live particle emitter (recorded particles are drawn from render.state)."""
+        """No live particle emitter (recorded ``fluid/<name>/positions`` are drawn as spheres)."""
         return None
 
     def joint_positions(self, entity: str) -> npt.NDArray[np.float64]:
@@ -242,7 +242,11 @@ class GlReplayBackend:
             for mesh, item in zip(self._meshes, self.scene.items)
             if not static_only or item.body in self.scene.static
         ]
-        frame = self.renderer.render(k, width, height, view(pose.translation, pose.quaternion_xyzw), draws, depth=depth)
+        fluids = [np.asarray(v, np.float32).reshape(-1, 3) for key, v in self._state.items() if key.startswith("fluid/")]
+        particles = Particles(np.concatenate(fluids)) if fluids and not static_only else None
+        frame = self.renderer.render(
+            k, width, height, view(pose.translation, pose.quaternion_xyzw), draws, depth=depth, particles=particles
+        )
         return frame, k, (np.array(pose.translation, dtype=np.float64), np.array(pose.quaternion_xyzw, dtype=np.float64))
 
     def _albedo(self, body: str) -> tuple[float, float, float]:

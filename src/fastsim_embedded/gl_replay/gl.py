@@ -27,7 +27,7 @@ import numpy.typing as npt
 from fastsim_embedded.gl_replay.camera import linear_depth, projection
 from fastsim_embedded.gl_replay.shapes import Tessellation
 
-__all__ = ["ALBEDO", "Draw", "body_colour", "GlFrame", "GlRenderer", "MissingExtra", "load_moderngl"]
+__all__ = ["ALBEDO", "Draw", "GlFrame", "GlRenderer", "MissingExtra", "Particles", "body_colour", "load_moderngl"]
 
 ALBEDO: Final = (0.78, 0.78, 0.80)
 AMBIENT: Final = 0.35
@@ -39,10 +39,11 @@ uniform mat4 model_view;
 uniform mat4 projection;
 in vec3 in_position;
 in vec3 in_normal;
+in vec3 in_offset;  // per instance (particles); unbound elsewhere, so (0, 0, 0)
 out vec3 v_normal;
 out vec3 v_position;
 void main() {
-    vec4 eye = model_view * vec4(in_position, 1.0);
+    vec4 eye = model_view * vec4(in_position + in_offset, 1.0);
     v_position = eye.xyz;
     v_normal = mat3(model_view) * in_normal;
     gl_Position = projection * eye;
@@ -98,6 +99,15 @@ class Draw:
 
 
 @attrs.frozen
+class Particles:
+    """Recorded fluid particles: ``(N, 3)`` world positions drawn as spheres of ``radius``."""
+
+    positions: npt.NDArray[np.float32]
+    radius: float = 0.006  # MuJoCo Replay's particle spheres (``MujocoRenderSource``)
+    albedo: tuple[float, float, float] = (0.2, 0.45, 0.95)
+
+
+@attrs.frozen
 class GlFrame:
     """One rendered image: RGB, and depth in metres when it was asked for."""
 
@@ -113,6 +123,7 @@ class GlRenderer:
     _program: Any = attrs.field(init=False, default=None)
     _fbos: dict[tuple[int, int], tuple[Any, Any]] = attrs.field(init=False, factory=dict)
     _meshes: list[Any] = attrs.field(init=False, factory=list)
+    _particles: dict[float, tuple[Any, Any, Any, Any, Any]] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         moderngl = load_moderngl()
@@ -168,10 +179,11 @@ class GlRenderer:
         draws: Sequence[Draw],
         *,
         depth: bool = False,
+        particles: Particles | None = None,
     ) -> GlFrame:
-        """One frame of ``draws`` seen through K and ``view`` (``camera.view``)."""
+        """One frame of ``draws`` (and ``particles``) seen through K and ``view`` (``camera.view``)."""
         with self._ctx:  # make this context current: MuJoCo's renderer may share the thread
-            return self._render(k, width, height, view, draws, depth)
+            return self._render(k, width, height, view, draws, depth, particles)
 
     def _render(
         self,
@@ -181,6 +193,7 @@ class GlRenderer:
         view: npt.NDArray[np.float64],
         draws: Sequence[Draw],
         depth: bool,
+        particles: Particles | None,
     ) -> GlFrame:
         fbo, depth_texture = self._fbo(width, height)
         fbo.use()
@@ -191,6 +204,8 @@ class GlRenderer:
             model_view.write((view @ draw.world).T.astype("f4").tobytes())
             albedo.value = draw.albedo
             draw.mesh.render()
+        if particles is not None and len(particles.positions):
+            self._draw_particles(view, particles)
         raw = fbo.read(components=3, alignment=1)
         rgb = np.frombuffer(raw, np.uint8).reshape(height, width, 3)[::-1]
         metres = None
@@ -198,6 +213,33 @@ class GlRenderer:
             window = np.frombuffer(depth_texture.read(alignment=1), np.float32).reshape(height, width)[::-1]
             metres = linear_depth(window)
         return GlFrame(np.ascontiguousarray(rgb), metres)
+
+    def _draw_particles(self, view: npt.NDArray[np.float64], particles: Particles) -> None:
+        """One instanced draw: a sphere mesh per radius, an instance buffer grown on demand."""
+        from fastsim_embedded.gl_replay.shapes import tessellate
+
+        count = len(particles.positions)
+        cached = self._particles.get(particles.radius)
+        if cached is None or cached[4] < count:
+            if cached is not None:
+                for obj in cached[:4]:
+                    obj.release()
+            vertices, normals, triangles = tessellate("sphere", [particles.radius])
+            vbo = self._ctx.buffer(np.ascontiguousarray(np.hstack([vertices, normals]), dtype="f4").tobytes())
+            ibo = self._ctx.buffer(np.ascontiguousarray(triangles, dtype="u4").tobytes())
+            capacity = max(count, 1024)
+            offsets = self._ctx.buffer(reserve=capacity * 12)
+            vao = self._ctx.vertex_array(
+                self._program,
+                [(vbo, "3f 3f", "in_position", "in_normal"), (offsets, "3f/i", "in_offset")],
+                index_buffer=ibo, index_element_size=4,
+            )
+            cached = self._particles[particles.radius] = (vao, vbo, ibo, offsets, capacity)
+        vao, _, _, offsets, _ = cached
+        offsets.write(np.ascontiguousarray(particles.positions, dtype="f4").tobytes())
+        self._program["model_view"].write(view.T.astype("f4").tobytes())
+        self._program["albedo"].value = particles.albedo
+        vao.render(instances=count)
 
     def close(self) -> None:
         """Release every GL object and the context (idempotent)."""
@@ -218,3 +260,7 @@ class GlRenderer:
             fbo.release()
             depth_texture.release()
         self._fbos.clear()
+        for vao, vbo, ibo, offsets, _ in self._particles.values():
+            for obj in (vao, vbo, ibo, offsets):
+                obj.release()
+        self._particles.clear()
