@@ -144,6 +144,21 @@ def test_a_resolution_never_recorded_lines_up(shapes_source: Path, tmp_path: Pat
         assert c["depth_median_m"] <= DEPTH_MAX_M, (pair.tick, c)
 
 
+def test_viewpoints_never_recorded_line_up(droid_source: Path, tmp_path: Path) -> None:
+    """extra_cameras: a world-fixed look-at camera and one mounted on the moving hand, 400x300, within bounds."""
+    extra = {
+        "overhead": {"pos": [0.9, -0.6, 1.1], "target": [0.4, 0.0, 0.1], "fovy": 50},
+        "hand_side": {"body": "hand", "pos": [0.25, 0.0, 0.05], "quat_xyzw": [0.5, 0.5, 0.5, 0.5], "fovy": 70},
+    }
+    run = _replay_run(tmp_path, EXAMPLES / "render-replay" / "run.yaml", width=400, height=300,
+                      cameras=[], extra_cameras=extra)
+    document = yaml.safe_load(run.read_text(encoding="utf-8"))
+    document["plugins"]["record"]["config"]["streams"]["cameras"] = {}
+    _write(run, document)
+    figures = _check_every_frame(droid_source, run, ("overhead", "hand_side"), tmp_path / "worst-extra.png")
+    assert min(figures["moving_iou"]) < 1.0  # the arm is in view, and matched
+
+
 def test_cli_both_renderers_then_rerun_has_both_frames_for_each_tick(
     droid_source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

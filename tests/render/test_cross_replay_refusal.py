@@ -206,3 +206,25 @@ def test_a_particle_is_a_sphere_where_the_camera_model_puts_it() -> None:
         assert not np.isfinite(frame.depth[40, 10])
     finally:
         renderer.close()
+
+
+def test_a_bad_added_camera_is_one_line_with_its_path(
+    sources: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """extra_cameras without target or quat_xyzw, or on a body the recording lacks: one line with the key's path."""
+    import yaml
+
+    for mount, message in (
+        ({"pos": [0, 0, 1]}, "scenario.scene.mujoco.extra_cameras.top: give exactly one of target and quat_xyzw"),
+        ({"pos": [0, 0, 1], "target": [0, 0, 0], "body": "workspace_target"},
+         "extra_cameras.top.body: both.fsr has no geometry body 'workspace_target'"),
+    ):
+        document = yaml.safe_load(sources["replay"].read_text(encoding="utf-8"))
+        document["scenario"]["scene"]["mujoco"]["extra_cameras"] = {"top": mount}
+        run = tmp_path / "bad.yaml"
+        run.write_text(yaml.safe_dump(document), encoding="utf-8")
+        code = fsr_main(["replay", str(sources["both"]), str(run), "--output-dir", str(tmp_path), "--renderer", "moderngl"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2
+        assert len(err) == 1
+        assert message in err[0]

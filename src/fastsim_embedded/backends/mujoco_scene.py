@@ -58,6 +58,7 @@ from fastsim_embedded.backends.mujoco_gl import (
 )
 from fastsim_embedded.backends.mujoco_pick import PICK_DURATION_S, PICK_PHASE_NAMES
 from fastsim_embedded.backends.mujoco_randomize import Randomization, apply_randomization
+from fastsim_embedded.camera_mounts import CameraMount
 from fastsim_recording_format.encoding import readonly
 
 __all__ = [
@@ -152,6 +153,21 @@ class GeomInfo:
     mesh_faces: npt.NDArray[np.int32] | None = None  # (m, 3)
 
 
+def add_cameras(xml: str, mounts: Sequence[CameraMount]) -> Any:
+    """The model of ``xml`` with ``mounts`` added as MJCF cameras (``MjSpec``, MuJoCo >= 3.2)."""
+    spec = mujoco.MjSpec.from_string(xml)
+    for mount in mounts:
+        where = f"extra_cameras.{mount.name}"
+        parent = spec.worldbody if mount.body == "world" else spec.body(mount.body)
+        if parent is None:
+            raise ValueError(f"{where}.body: the scene has no body {mount.body!r}")
+        if mount.name in CAMERA_NAMES:
+            raise ValueError(f"{where}: the scene already has a camera {mount.name!r}")
+        x, y, z, w = mount.quat_xyzw
+        parent.add_camera(name=mount.name, pos=list(mount.pos), quat=[w, x, y, z], fovy=mount.fovy)
+    return spec.compile()
+
+
 @attrs.define(eq=False)
 class MujocoDroidScene:
     """The DROID-like scene: state, control, cameras, render-state and geometry access."""
@@ -172,12 +188,14 @@ class MujocoDroidScene:
     _waypoints: dict[str, F64] = attrs.field(init=False, factory=dict, repr=False)
     #: called with the renderer's ``MjvScene`` after ``update_scene`` (e.g. fluid particles)
     decorators: list[Callable[[Any], None]] = attrs.field(init=False, factory=list, repr=False)
+    #: cameras the Run adds to the model (``camera_mounts``), after CAMERA_NAMES
+    extra_cameras: tuple[CameraMount, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
             raise ValueError(f"render size must be positive, got {self.width}x{self.height}")
-        xml = resources.files("fastsim_embedded.backends").joinpath("assets", ASSET)
-        self.model = mujoco.MjModel.from_xml_string(xml.read_text(encoding="utf-8"))
+        xml = resources.files("fastsim_embedded.backends").joinpath("assets", ASSET).read_text(encoding="utf-8")
+        self.model = add_cameras(xml, self.extra_cameras) if self.extra_cameras else mujoco.MjModel.from_xml_string(xml)
         self.data = mujoco.MjData(self.model)
         joints = [self.model.joint(name) for name in JOINT_NAMES]
         self._qposadr = np.array([int(j.qposadr[0]) for j in joints], dtype=np.intp)

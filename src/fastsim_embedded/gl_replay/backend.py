@@ -18,8 +18,10 @@ the recorded backend's own keys, so one Run serves both renderers):
     |   |                                       | (``camera.rescale``)                       |
     | 4 | ``…extrinsics.translation``, ``quaternion_xyzw`` | recorded, at the tick              |
 
-``cameras`` (default: every camera the source recorded) may name only recorded cameras;
-any resolution is allowed.  ``describe()`` says which renderer drew the frames (its
+``cameras`` (default: every camera the source recorded) may name only recorded cameras,
+at any resolution; ``extra_cameras`` (``fastsim_embedded.camera_mounts``) adds new
+viewpoints, placed on the recorded pose of their body at each tick (320 x 240 unless the
+scene gives ``width`` and ``height``, as the ``mujoco`` backend).  ``describe()`` says which renderer drew the frames (its
 name, moderngl's version, the GL renderer) beside each camera's calibration source.
 """
 
@@ -42,15 +44,17 @@ from fastsim_embedded.backends.base import (
     ControlOutcome,
     TickScript,
 )
+from fastsim_embedded.camera_mounts import CameraMount, parse_mounts
 from fastsim_embedded.gl_replay.camera import rescale, view
 from fastsim_embedded.gl_replay.gl import ALBEDO, Draw, GlFrame, GlRenderer, Particles, body_colour
-from fastsim_embedded.gl_replay.scene import RecordedScene, SceneRefused, tick_name
+from fastsim_embedded.gl_replay.scene import CameraPose, RecordedScene, SceneRefused, tick_name
 from fastsim_recording_format import Record
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["NAME", "GlReplayBackend", "create_backend"]
 
 NAME = "moderngl"
+DEFAULT_SIZE = (320, 240)  # an added camera's size without width/height: the mujoco backend's default
 
 
 def _profile(camera: str, k: npt.NDArray[np.float64], width: int, height: int) -> dict[str, object]:
@@ -71,6 +75,7 @@ class GlReplayBackend:
     cameras: tuple[str, ...]
     size: tuple[int, int] | None  # (width, height); None: each camera's recorded size
     numeric: tuple[ChannelDescriptor, ...] = ()
+    mounts: Mapping[str, CameraMount] = attrs.field(factory=dict)  # cameras the Run adds
     renderer: GlRenderer = attrs.field(factory=GlRenderer)
     _declared: tuple[ChannelDescriptor, ...] = attrs.field(init=False, default=())
     _meshes: list[Any] = attrs.field(init=False, factory=list)
@@ -88,11 +93,16 @@ class GlReplayBackend:
 
     def __attrs_post_init__(self) -> None:
         declared = list(self.numeric)
+        for mount in self.mounts.values():
+            if mount.body not in self.scene.poses:
+                raise ValueError(
+                    f"extra_cameras.{mount.name}.body: {self.scene.path.name} has no geometry body {mount.body!r}"
+                )
         for cam in self.cameras:
-            if cam not in self.scene.cameras:
+            if cam not in self.scene.cameras and cam not in self.mounts:
                 raise ValueError(
                     f"camera {cam!r} is not recorded in {self.scene.path.name} (recorded: "
-                    f"{sorted(self.scene.cameras) or 'none'}); the moderngl renderer draws recorded cameras"
+                    f"{sorted(self.scene.cameras) or 'none'}); add it under extra_cameras"
                 )
             w, h = self._size(cam)
             base = f"sensors.{cam}.camera"
@@ -113,6 +123,8 @@ class GlReplayBackend:
     def _size(self, cam: str) -> tuple[int, int]:
         if self.size is not None:
             return self.size
+        if cam in self.mounts:
+            return DEFAULT_SIZE
         epochs = self.scene.cameras[cam].epochs
         profile = epochs[0].profile if epochs else {}
         return int(profile.get("width", 0)), int(profile.get("height", 0))
@@ -166,6 +178,11 @@ class GlReplayBackend:
         """Which renderer drew the frames, and where each camera's calibration came from."""
         cameras = {}
         for cam in self.cameras:
+            if cam in self.mounts:
+                mount = self.mounts[cam]
+                cameras[cam] = {"calibration": "extra_cameras", "body": mount.body, "fovy": mount.fovy,
+                                "size": list(self._size(cam))}
+                continue
             recorded = self.scene.cameras[cam].epochs
             size = recorded[0].profile if recorded else {}
             cameras[cam] = {
@@ -230,12 +247,16 @@ class GlReplayBackend:
         if self._version != self.scene.version:
             self._meshes = [self.renderer.upload(item.tessellation) for item in self.scene.items]
             self._version = self.scene.version
-        pose = self.scene.camera(cam, record)
+        width, height = self._size(cam)
+        mount = self.mounts.get(cam)
+        pose = self.scene.camera(cam, record) if mount is None else None
+        if mount is not None:
+            translation, quaternion = mount.opencv_pose(self._bodies[mount.body])
+            pose = CameraPose(mount.k(width, height), (width, height), translation, quaternion)
         if pose is None:
             raise SceneRefused(f"{tick_name(self._tick, record)}: camera {cam!r} has no recorded calibration yet")
         if not (np.all(np.isfinite(pose.translation)) and np.all(np.isfinite(pose.quaternion_xyzw))):
             raise SceneRefused(f"{tick_name(self._tick, record)}: camera {cam!r}: the recorded extrinsics are not finite")
-        width, height = self._size(cam)
         k = rescale(pose.k, pose.size, (width, height))
         draws = [
             Draw(mesh, self._bodies[item.body] @ item.local, self._albedo(item.body))
@@ -289,7 +310,11 @@ def create_backend(spec: BackendSpec) -> GlReplayBackend:
     cameras = knobs.get("cameras", sorted(scene.cameras))
     if not isinstance(cameras, Sequence) or isinstance(cameras, str):
         raise ValueError("cameras must be a list of camera names")
+    mounts = parse_mounts(knobs.get("extra_cameras"), f"{spec.options.get('scene_backend')}.extra_cameras")
+    cameras = [*cameras, *(m.name for m in mounts)]
     size = None
     if "width" in knobs or "height" in knobs:
         size = (int(knobs.get("width", 320)), int(knobs.get("height", 240)))
-    return GlReplayBackend(scene, entity, tuple(str(c) for c in cameras), size, _numeric(scene, entity))
+    return GlReplayBackend(
+        scene, entity, tuple(str(c) for c in cameras), size, _numeric(scene, entity), {m.name: m for m in mounts}
+    )
