@@ -228,3 +228,19 @@ def test_a_bad_added_camera_is_one_line_with_its_path(
         assert code == 2
         assert len(err) == 1
         assert message in err[0]
+
+
+def test_a_moderngl_replay_never_imports_mujoco(sources: dict[str, Path], tmp_path: Path) -> None:
+    """The second renderer runs in a process where MuJoCo is never imported (no physics engine at all)."""
+    pytest.importorskip("moderngl")
+    import subprocess
+
+    script = (
+        "import sys\n"
+        "from fastsim_embedded.cli_replay import main\n"
+        f"code = main([{str(sources['both'])!r}, {str(sources['replay'])!r}, '--output-dir', {str(tmp_path)!r},"
+        " '--renderer', 'moderngl'])\n"
+        "print(code, 'mujoco' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.stdout.strip().splitlines()[-1] == "0 False", done.stderr

@@ -52,6 +52,7 @@ from fastsim_embedded.backends import mujoco_pick
 from fastsim_embedded.backends.mujoco_gl import (
     OffscreenRenderers,
     RenderUnavailable,
+    add_cameras,
     intrinsics_from_fovy,
     mujoco,
     mujoco_to_opencv_quaternion,
@@ -153,21 +154,6 @@ class GeomInfo:
     mesh_faces: npt.NDArray[np.int32] | None = None  # (m, 3)
 
 
-def add_cameras(xml: str, mounts: Sequence[CameraMount]) -> Any:
-    """The model of ``xml`` with ``mounts`` added as MJCF cameras (``MjSpec``, MuJoCo >= 3.2)."""
-    spec = mujoco.MjSpec.from_string(xml)
-    for mount in mounts:
-        where = f"extra_cameras.{mount.name}"
-        parent = spec.worldbody if mount.body == "world" else spec.body(mount.body)
-        if parent is None:
-            raise ValueError(f"{where}.body: the scene has no body {mount.body!r}")
-        if mount.name in CAMERA_NAMES:
-            raise ValueError(f"{where}: the scene already has a camera {mount.name!r}")
-        x, y, z, w = mount.quat_xyzw
-        parent.add_camera(name=mount.name, pos=list(mount.pos), quat=[w, x, y, z], fovy=mount.fovy)
-    return spec.compile()
-
-
 @attrs.define(eq=False)
 class MujocoDroidScene:
     """The DROID-like scene: state, control, cameras, render-state and geometry access."""
@@ -195,7 +181,7 @@ class MujocoDroidScene:
         if self.width < 1 or self.height < 1:
             raise ValueError(f"render size must be positive, got {self.width}x{self.height}")
         xml = resources.files("fastsim_embedded.backends").joinpath("assets", ASSET).read_text(encoding="utf-8")
-        self.model = add_cameras(xml, self.extra_cameras) if self.extra_cameras else mujoco.MjModel.from_xml_string(xml)
+        self.model = add_cameras(xml, self.extra_cameras, CAMERA_NAMES)
         self.data = mujoco.MjData(self.model)
         joints = [self.model.joint(name) for name in JOINT_NAMES]
         self._qposadr = np.array([int(j.qposadr[0]) for j in joints], dtype=np.intp)

@@ -181,6 +181,14 @@ SCENE_SCHEMAS: Final[dict[str, Key]] = {
         }),
         "fluid": FLUID,
     }),
+    "mujoco-shapes": Key(keys={
+        "robots": _robots("mujoco-shapes"),
+        "mujoco-shapes": Key(keys={
+            "width": Key(check=integer(1, 4096)),
+            "height": Key(check=integer(1, 4096)),
+            "cameras": Key(check=names(("front", "top"))),  # mujoco_shapes.CAMERAS
+        }),
+    }),
 }
 
 
