@@ -17,6 +17,8 @@ _REGISTRY: dict[str, BackendFactory | str] = {
     "synthetic": "fastsim_embedded.backends.synthetic:create_backend",
     "mujoco": "fastsim_embedded.backends.mujoco_backend:create_backend",
     "synthetic+cameras": "fastsim_embedded.backends.synthetic_cameras:create_backend",
+    "mujoco-shapes": "fastsim_embedded.backends.mujoco_shapes:create_backend",
+    "moderngl": "fastsim_embedded.gl_replay.backend:create_backend",  # only under fsr replay --renderer
 }
 
 
