@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 
 import pytest
@@ -289,7 +290,7 @@ class LaneMachine(RuleBasedStateMachine):
     def take_gaps(self) -> None:
         assert self.lane is not None
         taken = self.lane.take_gaps()
-        assert not any(a.extends(b) for a, b in zip(taken, taken[1:]))  # G5: fully coalesced
+        assert not any(a.extends(b) for a, b in itertools.pairwise(taken))  # G5: fully coalesced
         self.taken += [(s, g.reason) for g in taken for s in g.global_sequences]
 
     @invariant()
