@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -190,12 +191,12 @@ def test_the_host_looks_the_plugin_up_by_its_dotted_name(monkeypatch: pytest.Mon
         def load(self) -> object:
             return self._value
 
-    def factory() -> None:
+    def factory(context: object) -> None:
         return None
 
     monkeypatch.setattr(session, "entry_points", lambda **_: (_EntryPoint("record", print),
                                                               _EntryPoint("fastsim.record", factory)))
-    assert discover_plugin("plugin://fastsim/record") is factory
+    assert discover_plugin("plugin://fastsim/record") is cast(object, factory)
     monkeypatch.setattr(session, "entry_points", lambda **_: (_EntryPoint("record", factory),))
     with pytest.raises(RunConfigError):
         discover_plugin("plugin://fastsim/record")

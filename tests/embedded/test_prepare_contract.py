@@ -93,6 +93,9 @@ def test_fsr_check_reports_what_prepare_will_refuse(tmp_path: Path, capsys: pyte
     assert "# plugins.record.config (plugin://fastsim/record 0.3.0)" in captured.out
     assert captured.err.count("\n") == 1
     assert REFUSED.format(rule=5) in captured.err
+    history = (Path(__file__).resolve().parents[2] / "docs" / "catalog-history.md").read_text()
+    assert "the runtime rejects them" in history
+    assert f"```\n{captured.err}```" in history  # the doc quotes the line exactly
 
 
 def test_a_run_within_the_contract_still_records_under_an_old_lock(tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ class GapRecord:
     last_global: int
     first_capture: int
     last_capture: int
+    tick: int = 0  # the tick of the first lost envelope (camera calibration, rule C8)
 
     @property
     def count(self) -> int:
@@ -72,6 +73,7 @@ class GapRecord:
             stream=envelope.stream, source=envelope.source, lane=envelope.lane, reason=reason,
             generation=envelope.generation, required=envelope.required,
             first_global=seq, last_global=seq, first_capture=capture, last_capture=capture,
+            tick=envelope.tick,
         )
 
     def extends(self, other: GapRecord) -> bool:
