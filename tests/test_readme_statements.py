@@ -44,7 +44,8 @@ def test_the_readme_says_what_the_integration_gate_covers_and_what_this_repo_sho
     assert "Real-backend DROID recording and cross-backend Replay are tracked by the separate integration gate" in flat
     assert "DROID-like MuJoCo stand-in (`examples/droid-like`" in flat
     assert (ROOT / "examples" / "droid-like" / "run.yaml").is_file()
-    assert "`fsr replay`" in flat and "neither replaces that gate" in flat
+    assert "`fsr replay`" in flat
+    assert "neither replaces that gate" in flat
 
 
 def test_the_readmes_isaaclab_line_is_what_fsr_check_prints(capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,5 +60,6 @@ def test_the_readmes_isaaclab_line_is_what_fsr_check_prints(capsys: pytest.Captu
 def test_the_readme_states_the_apache_license() -> None:
     """The License section names Apache-2.0, as LICENSE and pyproject do; no pending licence is left."""
     section = README.split("## License and authorship", 1)[1]
-    assert "Apache License 2.0" in section and 'license = "Apache-2.0"' in section
+    assert "Apache License 2.0" in section
+    assert 'license = "Apache-2.0"' in section
     assert "LicenseRef-Pending" not in README
