@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
-
-import pytest
-
-from fastsim_record.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -48,10 +46,16 @@ def test_the_readme_says_what_the_integration_gate_covers_and_what_this_repo_sho
     assert "neither replaces that gate" in flat
 
 
-def test_the_readmes_isaaclab_line_is_what_fsr_check_prints(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readmes_isaaclab_line_is_what_fsr_check_prints() -> None:
     """The line the README quotes for the plugin README's isaaclab Run is exactly fsr check's stderr."""
-    assert main(["check", str(ROOT / "tests" / "fixtures" / "runs" / "plugin-readme-minimal.yaml")]) == 2
-    err = capsys.readouterr().err
+    # a fresh process: other tests in this one may have registered stand-in backends
+    done = subprocess.run(
+        [sys.executable, "-m", "fastsim_record.cli", "check",
+         str(ROOT / "tests" / "fixtures" / "runs" / "plugin-readme-minimal.yaml")],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 2
+    err = done.stderr
     quoted = re.search(r"```text\n(backend: 'isaaclab'[^\n]*)\n```", README)
     assert quoted is not None
     assert err == quoted.group(1) + "\n"
