@@ -1,0 +1,195 @@
+"""The ``gymnasium`` backend: one Gymnasium env (or one sub-env of a vector env) as a Core backend.
+
+The env's own thread is the simulation thread, and the env steps itself: the driver
+(``fastsim_embedded.gymnasium_recorder``) calls ``env.step``/``env.reset``, stages what
+they returned with ``stage`` and then runs one host tick, which publishes the staged row
+through the ordinary observation and camera paths.  Nothing here steps physics, so
+``step`` and ``reset`` only keep the contract; there is no script and no command.
+
+Channels (one recorded row per tick, in this order, packed in one buffer):
+
+    | # | channel                     | dtype, shape                 | row t holds                          |
+    |---|-----------------------------|------------------------------|--------------------------------------|
+    | 1 | ``observation[.<path>]``    | the space's (``gymnasium_spaces``) | observation t (t = 0: the reset's) |
+    | 2 | ``action[.<path>]``         | the space's                  | the action chosen from observation t |
+    | 3 | ``reward``                  | float64 ()                   | the reward that action earned        |
+    | 4 | ``terminated``, ``truncated`` | uint8 ()                   | the flags that step returned         |
+    | 5 | ``info.<key>``              | float64 ()                   | a whitelisted scalar ``info`` entry  |
+    |   |                             |                              | (NaN when absent)                    |
+    | 6 | ``cameras.<cam>.rgb`` + K,  | uint8 (H, W, 3), ...         | the frame ``render()`` returned with |
+    |   | translation, quaternion     |                              | observation t (MuJoCo envs only)     |
+
+An episode of T steps has T + 1 rows: the last row holds the final observation, and its
+rows 2-5 are the *fill* (zeros, NaN reward; ``terminated``/``truncated`` repeat how the
+episode ended).  ``fastsim_record.gym.read_episode`` returns the T step rows and T + 1
+observations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fastsim_contract.values import ChannelDescriptor
+from fastsim_embedded.backends.base import Array, CameraReading, ControlCommand, ControlOutcome, TickScript
+from fastsim_embedded.gymnasium_mujoco import MujocoFrameCalibration
+from fastsim_embedded.gymnasium_spaces import Leaf, RowPacker, leaf_value
+from fastsim_recording_format.encoding import readonly
+
+__all__ = ["GymnasiumBackend", "StepRow", "camera_channels"]
+
+_NO_SCRIPT = TickScript()
+
+
+def camera_channels(alias: str) -> tuple[str, str, str, str]:
+    """The four channels of camera ``alias``: rgb, intrinsics, translation, quaternion_xyzw."""
+    base = f"cameras.{alias}"
+    return (f"{base}.rgb", f"{base}.intrinsics", f"{base}.extrinsics.translation",
+            f"{base}.extrinsics.quaternion_xyzw")
+
+
+class StepRow:
+    """Indices of the step channels in the packed row (module table rows 2-5)."""
+
+    def __init__(self, observation: Sequence[Leaf], action: Sequence[Leaf], info_keys: Sequence[str]) -> None:
+        self.observation = tuple(observation)
+        self.action = tuple(action)
+        self.info_keys = tuple(info_keys)
+        fields: list[tuple[str, np.dtype[Any], tuple[int, ...]]] = [
+            (leaf.name, leaf.dtype, leaf.shape) for leaf in (*self.observation, *self.action)
+        ]
+        fields += [("reward", np.dtype(np.float64), ()), ("terminated", np.dtype(np.uint8), ()),
+                   ("truncated", np.dtype(np.uint8), ())]
+        fields += [(f"info.{key}", np.dtype(np.float64), ()) for key in self.info_keys]
+        self.packer = RowPacker(fields)
+        self.fill_action = tuple(
+            np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, dtype=leaf.dtype) for leaf in self.action
+        )
+
+    def start(self, observation: Any) -> Array:
+        """A new row with observation t copied in (the step channels come with ``complete``)."""
+        row = self.packer.new_row()
+        self.packer.fill(row, 0, [leaf_value(observation, leaf) for leaf in self.observation])
+        return row
+
+    def complete(
+        self, row: Array, action: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None,
+    ) -> Array:
+        """The row, finished and read-only; ``action`` ``None`` is the final row's fill."""
+        values: list[Any] = list(self.fill_action) if action is None else [
+            leaf_value(action, leaf) for leaf in self.action
+        ]
+        values += [reward, terminated, truncated]
+        if self.info_keys:
+            values += [_scalar(info, key) for key in self.info_keys]
+        self.packer.fill(row, len(self.observation), values)
+        return readonly(row)
+
+
+def _scalar(info: Mapping[str, Any] | None, key: str) -> float:
+    if info is None or key not in info:
+        return float("nan")
+    try:
+        return float(np.asarray(info[key], dtype=np.float64).reshape(()))
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+class GymnasiumBackend:
+    """One (sub-)env presented as a backend for one recorded episode (module table)."""
+
+    def __init__(
+        self,
+        row: StepRow,
+        *,
+        camera: MujocoFrameCalibration | None = None,
+        frame_shape: tuple[int, int] | None = None,
+        render_source: Any = None,
+        description: Mapping[str, object] | None = None,
+    ) -> None:
+        self.row = row
+        self.camera = camera
+        self.render = render_source
+        self._description = dict(description or {})
+        self._staged: Array | None = None
+        self._frames: tuple[CameraReading, ...] = ()
+        declared = [
+            ChannelDescriptor(name, "numeric", np.dtype(dtype).name, shape, entity=name.split(".", 1)[0])
+            for name, dtype, shape in row.packer.fields
+        ]
+        if camera is not None and frame_shape is not None:
+            h, w = frame_shape
+            rgb, k, t, q = self.camera_channels = camera_channels(camera.camera)
+            cam = camera.camera
+            declared += [
+                ChannelDescriptor(rgb, "rgb", "uint8", (h, w, 3), entity=cam),
+                ChannelDescriptor(k, "intrinsics", "float64", (3, 3), ("px",), cam),
+                ChannelDescriptor(t, "translation", "float64", (3,), ("m", "m", "m"), cam,
+                                  attributes={"element_names": ["x", "y", "z"]}),
+                ChannelDescriptor(q, "quaternion_xyzw", "float64", (4,), ("1",) * 4, cam,
+                                  attributes={"element_names": ["qx", "qy", "qz", "qw"]}),
+            ]
+        self._declared = tuple(declared)
+
+    @property
+    def name(self) -> str:
+        """The registry name."""
+        return "gymnasium"
+
+    def stage(self, row: Array, frame: Array | None = None) -> None:
+        """What the next tick publishes: one packed row and (when recorded) its frame."""
+        self._staged = row
+        if frame is not None and self.camera is not None:
+            self._frames = self.camera.readings(frame, self.camera_channels)
+        else:
+            self._frames = ()
+
+    def channels(self) -> Sequence[ChannelDescriptor]:
+        """The packed step channels, then the camera's four channels (when recorded)."""
+        return self._declared
+
+    def reset(self, generation: int) -> None:
+        """The env was reset by its driver: nothing to do."""
+
+    def script(self, tick: int) -> TickScript:
+        """The env's driver sends everything itself: no script."""
+        return _NO_SCRIPT
+
+    def apply_control(self, command: ControlCommand) -> ControlOutcome:
+        """Actions are recorded as channels, not commands: every command is refused."""
+        return ControlOutcome(False, {"error": "a Gymnasium env takes actions through step(), not commands"})
+
+    def step(self, substeps: int) -> None:
+        """The env already stepped (its driver called ``env.step``)."""
+
+    def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]:
+        """``PackedSampling``: the module table's rows 1-5 in buffer order."""
+        return self.row.packer.packing()
+
+    def sample_numeric_packed(self) -> Array:
+        """``PackedSampling``: the staged row (new and read-only each tick)."""
+        if self._staged is None:
+            raise RuntimeError("gymnasium backend: a tick ran with no staged row")
+        return self._staged
+
+    def sample_numeric(self) -> Mapping[str, Array]:
+        """The staged row by channel (the host prefers the packed path)."""
+        return dict(self.row.packer.unpack(self.sample_numeric_packed()))
+
+    def sample_cameras(self) -> Sequence[CameraReading]:
+        """The staged frame's readings (``()`` when none is recorded)."""
+        return self._frames
+
+    def render_source(self) -> Any:
+        """``render.state`` of a MuJoCo env's model and data (``None`` otherwise)."""
+        return self.render
+
+    def describe(self) -> dict[str, object]:
+        """The env as recorded with the episode (spec, wrappers, versions, seed, ...)."""
+        return self._description
+
+    def close(self) -> None:
+        """The env belongs to its user: nothing is closed here."""

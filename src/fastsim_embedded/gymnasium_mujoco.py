@@ -1,0 +1,123 @@
+"""Honest calibration of a Gymnasium MuJoCo env's ``render()`` frames, read from the renderer.
+
+Gymnasium's MuJoCo envs render through ``env.unwrapped.mujoco_renderer``, whose
+off-screen viewer keeps the ``MjvScene`` of the frame it last drew.  Its GL camera
+(``scn.camera[0]``: position, forward and up vectors, frustum) is the camera that drew the
+frame, for a fixed camera and for the free (tracking) camera alike:
+
+    | # | value            | from                                                            |
+    |---|------------------|-----------------------------------------------------------------|
+    | 1 | K                | ``pinhole_profile`` of the frame's size and the vertical field  |
+    |   |                  | of view ``2 atan(frustum_top / frustum_near)``                  |
+    | 2 | translation      | ``camera.pos`` (world, m)                                       |
+    | 3 | quaternion_xyzw  | the OpenCV optical frame: z = forward, y = -up, x = y cross z   |
+
+A non-MuJoCo env has no such source: ``calibration_of`` returns ``None`` and the recorder
+records no camera for it rather than invent a K (``describe()`` says so).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from fastsim_contract.calibration import calibration_digest, pinhole_profile
+from fastsim_embedded.backends.base import Array, CameraReading
+from fastsim_recording_format.encoding import readonly
+
+__all__ = ["MujocoFrameCalibration", "calibration_of", "render_source_of"]
+
+
+def _mujoco_parts(env: Any) -> tuple[Any, Any, Any] | None:
+    """(model, data, renderer) of a Gymnasium MuJoCo env, else ``None``."""
+    unwrapped = getattr(env, "unwrapped", env)
+    model, data = getattr(unwrapped, "model", None), getattr(unwrapped, "data", None)
+    renderer = getattr(unwrapped, "mujoco_renderer", None)
+    if model is None or data is None or type(model).__module__.split(".")[0] != "mujoco":
+        return None
+    return model, data, renderer
+
+
+class MujocoFrameCalibration:
+    """K and the pose of the camera that drew a Gymnasium MuJoCo env's last frame."""
+
+    def __init__(self, camera: str, renderer: Any) -> None:
+        self.camera = camera
+        self._renderer = renderer
+        self._profiles: dict[tuple[int, int, float], tuple[dict[str, object], str, Array]] = {}
+
+    def readings(self, frame: Array, channels: tuple[str, str, str, str]) -> tuple[CameraReading, ...]:
+        """The frame's four camera readings (rgb, intrinsics, translation, quaternion)."""
+        viewer = getattr(self._renderer, "viewer", None)
+        scn = getattr(viewer, "scn", None)
+        if scn is None:
+            raise RuntimeError(f"camera {self.camera}: the env rendered no frame through its MuJoCo renderer")
+        gl = scn.camera[0]
+        height, width = int(frame.shape[0]), int(frame.shape[1])
+        fovy = math.degrees(2.0 * math.atan2(float(gl.frustum_top), float(gl.frustum_near)))
+        key = (width, height, round(fovy, 9))
+        cached = self._profiles.get(key)
+        if cached is None:
+            profile = pinhole_profile(self.camera, width, height, fovy)
+            k = np.array(
+                [[profile["fx"], 0.0, profile["cx"]], [0.0, profile["fy"], profile["cy"]], [0.0, 0.0, 1.0]],
+                dtype=np.float64,
+            )
+            cached = self._profiles[key] = (profile, calibration_digest(profile), readonly(k))
+        profile, digest, k = cached
+        forward = np.asarray(gl.forward, dtype=np.float64)
+        y_axis = -np.asarray(gl.up, dtype=np.float64)
+        x_axis = np.cross(y_axis, forward)
+        rotation = np.column_stack([x_axis, y_axis, forward])
+        rgb, intrinsics, translation, quaternion = channels
+        return (
+            CameraReading(self.camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
+            CameraReading(self.camera, intrinsics, "intrinsics", k, digest, profile),
+            CameraReading(
+                self.camera, translation, "translation", readonly(np.array(gl.pos, dtype=np.float64)), digest,
+            ),
+            CameraReading(self.camera, quaternion, "quaternion_xyzw", readonly(_quaternion_xyzw(rotation)), digest),
+        )
+
+
+def _quaternion_xyzw(rot: Array) -> Array:
+    """The unit xyzw quaternion (w >= 0) of a rotation matrix (Shepperd's method)."""
+    m = rot
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = 2.0 * math.sqrt(trace + 1.0)
+        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
+    else:
+        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
+    out = np.array(q, dtype=np.float64)
+    if out[3] < 0:
+        out = -out
+    result: Array = out / np.linalg.norm(out)
+    return result
+
+
+def calibration_of(env: Any, camera: str) -> MujocoFrameCalibration | None:
+    """The frame calibration of a Gymnasium MuJoCo env, or ``None`` for any other env."""
+    parts = _mujoco_parts(env)
+    if parts is None or parts[2] is None:
+        return None
+    return MujocoFrameCalibration(camera, parts[2])
+
+
+def render_source_of(env: Any) -> Any:
+    """``render.state`` access to a MuJoCo env's model and data (``None`` for other envs)."""
+    parts = _mujoco_parts(env)
+    if parts is None:
+        return None
+    from fastsim_embedded.mujoco_render import MujocoRenderSource  # imports mujoco: MuJoCo envs only
+
+    return MujocoRenderSource(parts[0], parts[1])

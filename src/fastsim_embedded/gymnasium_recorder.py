@@ -1,0 +1,307 @@
+"""Recording Gymnasium episodes on the embedded host: one ``Episode`` per (sub-)env episode.
+
+``fastsim_record.gym`` reaches this module through the ``fastsim.hosts`` entry point
+``gymnasium`` (``HOST``); the plugin never imports the host.  Each env episode is one Run
+of the embedded host with the ``gymnasium`` backend (``backends.gymnasium_env``),
+recorded by the Record plugin found through ``fastsim.plugins``: its lanes, worker,
+writer, transaction and validation, unchanged.
+
+    | # | call (env thread)      | what the host does                                            |
+    |---|------------------------|---------------------------------------------------------------|
+    | 1 | ``begin``              | reserve the episode's name, open an ``Episode``; keep obs 0   |
+    | 2 | ``step``               | stage (obs t, action t, reward, flags[, frame t]); one tick   |
+    | 3 | ``step`` that ends it  | then stage the final observation (the fill row); one tick;    |
+    |   |                        | hand the episode to the closing pool                          |
+    | 4 | ``end``                | an open episode: final row, close as stopped (truncated by    |
+    |   |                        | reset/close) or failed (the env raised: its one line)         |
+    | 5 | ``close``              | end every open episode, wait for the closing pool             |
+
+The closing pool commits finished episodes off the env thread (``close_workers``
+threads, at most ``2 * close_workers`` episodes waiting); together with the Record lanes'
+byte bounds this keeps memory independent of episode length.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from fastsim_contract.run import run_from_mapping
+from fastsim_contract.run_compiler import compile_run
+from fastsim_contract.values import CompletionKind
+from fastsim_embedded.backends.base import ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow
+from fastsim_embedded.compile import prepare_built
+from fastsim_embedded.gymnasium_mujoco import calibration_of, render_source_of
+from fastsim_embedded.gymnasium_spaces import space_leaves
+from fastsim_embedded.session import Episode, SessionResult
+
+__all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
+
+RECORD = "plugin://fastsim/record"
+
+
+@attrs.frozen(kw_only=True)
+class RecordingOptions:
+    """What ``fastsim_record.gym`` asks for (its options, already checked)."""
+
+    prefix: str = "episode"
+    first_episode: int = 0
+    fps: float = 30.0
+    cameras: bool = True  # record render() frames as a camera (calibrated envs only)
+    camera: str = "render"
+    camera_envs: tuple[int, ...] | None = None  # sub-envs whose frames are recorded (None: all)
+    encoding: str = "jpeg"
+    quality: int | None = None
+    render_state: bool = False
+    render_state_hz: float | None = None
+    info_keys: tuple[str, ...] = ()
+    integrity: str = "structural"
+    numeric_queue_bytes: int = 32 * 1024 * 1024
+    media_queue_items: int = 16
+    close_workers: int = 2
+
+
+@attrs.frozen
+class EpisodeFile:
+    """One committed (or refused) episode: its path, sub-env, steps, seed and outcome."""
+
+    path: Path | None
+    sub_env: int | None
+    episode: int
+    steps: int
+    seed: int | None
+    completion: str
+    reason: str
+
+
+@attrs.define(eq=False)
+class _Open:
+    episode: Episode
+    backend: GymnasiumBackend
+    number: int
+    seed: int | None
+    row: Any  # the pending row: observation t packed, step channels to come
+    frame: Any
+    events: tuple[ScenePluginEvent, ...] = ()
+    steps: int = 0
+    ret: float = 0.0
+
+
+class GymRecording:
+    """The recording of one wrapped env (``n`` sub-envs; 1 for a single env)."""
+
+    def __init__(
+        self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
+        description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
+    ) -> None:
+        self.directory = Path(directory)
+        self.options = options
+        self.vector = vector
+        self.description = dict(description)
+        self.row = StepRow(
+            space_leaves(observation_space, "observation"), space_leaves(action_space, "action"), options.info_keys,
+        )
+        self._envs = list(envs)
+        self._cameras: list[Any] = []
+        self._render: list[Any] = []
+        for i, env in enumerate(self._envs):
+            wanted = options.cameras and (options.camera_envs is None or i in options.camera_envs)
+            self._cameras.append(calibration_of(env, options.camera) if wanted and env is not None else None)
+            self._render.append(render_source_of(env) if options.render_state and env is not None else None)
+        self._open: dict[int, _Open] = {}
+        self._next = options.first_episode
+        self._pool = concurrent.futures.ThreadPoolExecutor(max(1, options.close_workers), "fsr-gym-close")
+        self._waiting: list[tuple[_Open, int, concurrent.futures.Future[SessionResult]]] = []
+        self._slots = threading.BoundedSemaphore(2 * max(1, options.close_workers))
+        self.files: list[EpisodeFile] = []
+
+    def camera_recorded(self, index: int) -> bool:
+        """Whether sub-env ``index``'s frames are recorded (a calibrated camera)."""
+        return self._cameras[index] is not None
+
+    def name(self, number: int, index: int) -> str:
+        """The episode's file name: sorts in episode order, carries the sub-env index."""
+        sub = f"-env{index:03d}" if self.vector else ""
+        return f"{self.options.prefix}-{number:06d}{sub}.fsr"
+
+    def _document(self, name: str) -> dict[str, object]:
+        o = self.options
+        streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
+        queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
+                  "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
+        config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
+                                     "integrity": o.integrity}
+        return {
+            "schema": "fastsim/2", "name": o.prefix, "backend": "gymnasium", "scenario": {"scene": {}},
+            "runtime": {"sensor_hz": o.fps, "duration_s": 365 * 24 * 3600.0},
+            "plugins": {"record": {"use": RECORD, "config": config}},
+        }
+
+    def begin(
+        self, index: int, seed: int | None, reset_options: object, observation: Any, frame: Any = None,
+        *, how: str = "reset",
+    ) -> None:
+        """Row 1: a new episode of sub-env ``index`` starts with ``observation``."""
+        if index in self._open:
+            self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
+        o = self.options
+        number = self._next
+        self._next += 1
+        camera = self._cameras[index]
+        frame_shape = None if frame is None or camera is None else (int(frame.shape[0]), int(frame.shape[1]))
+        described = {**self.description, "sub_env": index if self.vector else None, "episode": number,
+                     "reset": {"seed": seed, "options": _plain(reset_options), "how": how},
+                     "camera": _camera_note(camera, frame_shape, o)}
+        backend = GymnasiumBackend(
+            self.row, camera=camera if frame_shape else None, frame_shape=frame_shape,
+            render_source=self._render[index], description=described,
+        )
+        document = self._document(self.name(number, index))
+        streams: dict[str, Any] = document["plugins"]["record"]["config"]["streams"]  # type: ignore[index]
+        if frame_shape is not None:
+            rgb, k, t, q = backend.camera_channels
+            cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
+                                      "encoding": o.encoding}
+            if o.quality is not None and o.encoding == "jpeg":
+                cam["quality"] = o.quality
+            streams["cameras"] = {o.camera: cam}
+        if self._render[index] is not None:
+            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        prepared = prepare_built(compile_run(run_from_mapping(document)), backend, seed=seed or 0, episode=number)
+        episode = Episode.open(prepared, self.directory)
+        if episode.failure is not None:
+            episode.close()
+            raise RuntimeError(f"{self.name(number, index)}: {episode.failure}")
+        reset = {"seed": seed, "options": _plain(reset_options), "sub_env": index if self.vector else None,
+                 "how": how}
+        self._open[index] = _Open(episode, backend, number, seed, self.row.start(observation), frame,
+                                  (ScenePluginEvent("gym.reset", reset, "gymnasium"),))
+
+    def is_open(self, index: int) -> bool:
+        """Whether sub-env ``index`` has an episode being recorded."""
+        return index in self._open
+
+    def step(
+        self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None = None, frame: Any = None,
+    ) -> None:
+        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open)."""
+        current = self._open.get(index)
+        if current is None:
+            return
+        self._tick(current, action, reward, terminated, truncated, info)
+        current.steps += 1
+        current.ret += float(reward)
+        current.row, current.frame = self.row.start(observation), frame
+        if terminated or truncated:
+            self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
+                         "terminated" if terminated else "truncated")
+
+    def _tick(
+        self, current: _Open, action: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None, events: tuple[ScenePluginEvent, ...] = (),
+    ) -> None:
+        current.backend.stage(self.row.complete(current.row, action, reward, terminated, truncated, info),
+                              current.frame)
+        first, current.events = current.events, ()
+        current.episode.step(events=(*first, *events))
+
+    def _finish(self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str) -> None:
+        current = self._open.pop(index)
+        end = ScenePluginEvent("gym.episode_end", {
+            "steps": current.steps, "terminated": terminated, "truncated": truncated, "return": current.ret,
+            "reason": reason, "sub_env": index if self.vector else None,
+        }, "gymnasium")
+        try:
+            if not current.episode.stopping:
+                self._tick(current, None, float("nan"), terminated, truncated, None, (end,))
+        finally:
+            self._slots.acquire()
+            future = self._pool.submit(current.episode.close, kind, reason)
+            future.add_done_callback(lambda _: self._slots.release())
+            self._waiting.append((current, index, future))
+            self._collect(block=False)
+
+    def end(self, index: int, kind: CompletionKind, reason: str) -> None:
+        """Row 4: end sub-env ``index``'s open episode (truncated, stopped or failed)."""
+        if index in self._open:
+            self._finish(index, False, kind is not CompletionKind.FAILED, kind, reason)
+
+    def fail(self, exc: BaseException) -> None:
+        """The env raised: every open episode commits what it recorded, as failed."""
+        text = str(exc).strip().splitlines()
+        line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        for index in list(self._open):
+            self.end(index, CompletionKind.FAILED, f"the env raised {line}")
+
+    def _collect(self, *, block: bool) -> None:
+        keep = []
+        for current, index, future in self._waiting:
+            if not block and not future.done():
+                keep.append((current, index, future))
+                continue
+            result = future.result()
+            committed = result.outcome.committed
+            completion = result.outcome.completion
+            self.files.append(EpisodeFile(
+                Path(committed[0]) if committed else None, index if self.vector else None, current.number,
+                current.steps, current.seed, completion.kind.value if completion else "",
+                completion.reason if completion else "",
+            ))
+        self._waiting = keep
+
+    def close(self) -> list[EpisodeFile]:
+        """Row 5: end every open episode as truncated, wait for every commit."""
+        for index in list(self._open):
+            self.end(index, CompletionKind.STOPPED, "truncated: the env was closed")
+        self._collect(block=True)
+        self._pool.shutdown(wait=True)
+        return sorted(self.files, key=lambda f: f.episode)
+
+
+def _camera_note(camera: Any, frame_shape: tuple[int, int] | None, o: RecordingOptions) -> str:
+    if not o.cameras:
+        return "render frames not asked for"
+    if camera is None:
+        return ("no camera recorded: this env has no calibration source (only MuJoCo envs give K and the pose); "
+                "Record never invents a K")
+    if frame_shape is None:
+        return "no camera recorded: the env returned no rgb_array frame"
+    return f"{o.camera}: MuJoCo renderer, K and pose of every frame read from the scene's GL camera"
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+class GymnasiumHost:
+    """The ``fastsim.hosts`` entry ``gymnasium``: what ``fastsim_record.gym`` calls."""
+
+    Options = RecordingOptions
+
+    def open(
+        self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
+        description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
+    ) -> GymRecording:
+        """A recording; ``ValueError`` (one line naming the space path) for an unmappable space."""
+        return GymRecording(directory, observation_space, action_space, envs, description, options, vector=vector)
+
+
+HOST = GymnasiumHost()
