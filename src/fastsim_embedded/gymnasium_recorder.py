@@ -160,7 +160,7 @@ class GymRecording:
                      "reset": {"seed": seed, "options": _plain(reset_options), "how": how},
                      "camera": _camera_note(camera, frame_shape, o)}
         backend = GymnasiumBackend(
-            self.row, camera=camera if frame_shape else None, frame_shape=frame_shape,
+            self.row.packer, camera=camera if frame_shape else None, frame_shape=frame_shape,
             render_source=self._render[index], description=described,
         )
         document = self._document(self.name(number, index))

@@ -103,14 +103,14 @@ class GymnasiumBackend:
 
     def __init__(
         self,
-        row: StepRow,
+        packer: RowPacker,
         *,
         camera: MujocoFrameCalibration | None = None,
         frame_shape: tuple[int, int] | None = None,
         render_source: Any = None,
         description: Mapping[str, object] | None = None,
     ) -> None:
-        self.row = row
+        self.packer = packer
         self.camera = camera
         self.render = render_source
         self._description = dict(description or {})
@@ -118,7 +118,7 @@ class GymnasiumBackend:
         self._frames: tuple[CameraReading, ...] = ()
         declared = [
             ChannelDescriptor(name, "numeric", np.dtype(dtype).name, shape, entity=name.split(".", 1)[0])
-            for name, dtype, shape in row.packer.fields
+            for name, dtype, shape in packer.fields
         ]
         if camera is not None and frame_shape is not None:
             h, w = frame_shape
@@ -167,7 +167,7 @@ class GymnasiumBackend:
 
     def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]:
         """``PackedSampling``: the module table's rows 1-5 in buffer order."""
-        return self.row.packer.packing()
+        return self.packer.packing()
 
     def sample_numeric_packed(self) -> Array:
         """``PackedSampling``: the staged row (new and read-only each tick)."""
@@ -177,7 +177,7 @@ class GymnasiumBackend:
 
     def sample_numeric(self) -> Mapping[str, Array]:
         """The staged row by channel (the host prefers the packed path)."""
-        return dict(self.row.packer.unpack(self.sample_numeric_packed()))
+        return dict(self.packer.unpack(self.sample_numeric_packed()))
 
     def sample_cameras(self) -> Sequence[CameraReading]:
         """The staged frame's readings (``()`` when none is recorded)."""
