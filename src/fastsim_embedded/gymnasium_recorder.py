@@ -12,8 +12,8 @@ writer, transaction and validation, unchanged.
     | 2 | ``step``               | stage (obs t, action t, reward, flags[, frame t]); one tick   |
     | 3 | ``step`` that ends it  | then stage the final observation (the fill row); one tick;    |
     |   |                        | hand the episode to the closing pool                          |
-    | 4 | ``end``                | an open episode: final row, close as stopped (truncated by    |
-    |   |                        | reset/close) or failed (the env raised: its one line)         |
+    | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
+    |   |                        | reset/close, or the env raised (its one line in the reason)   |
     | 5 | ``close``              | end every open episode, wait for the closing pool             |
 
 The closing pool commits finished episodes off the env thread (``close_workers``
@@ -213,11 +213,13 @@ class GymRecording:
         first, current.events = current.events, ()
         current.episode.step(events=(*first, *events))
 
-    def _finish(self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str) -> None:
+    def _finish(
+        self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
+    ) -> None:
         current = self._open.pop(index)
         end = ScenePluginEvent("gym.episode_end", {
             "steps": current.steps, "terminated": terminated, "truncated": truncated, "return": current.ret,
-            "reason": reason, "sub_env": index if self.vector else None,
+            "reason": reason, "error": error, "sub_env": index if self.vector else None,
         }, "gymnasium")
         try:
             if not current.episode.stopping:
@@ -230,16 +232,18 @@ class GymRecording:
             self._collect(block=False)
 
     def end(self, index: int, kind: CompletionKind, reason: str) -> None:
-        """Row 4: end sub-env ``index``'s open episode (truncated, stopped or failed)."""
+        """Row 4: end sub-env ``index``'s open episode as truncated (by reset or close)."""
         if index in self._open:
-            self._finish(index, False, kind is not CompletionKind.FAILED, kind, reason)
+            self._finish(index, False, True, kind, reason)
 
     def fail(self, exc: BaseException) -> None:
-        """The env raised: every open episode commits what it recorded, as failed."""
+        """Row 4: the env raised.  Every open episode commits what it recorded: completion
+        ``stopped`` (a ``failed`` Run is never published under its final name), the reason
+        and the ``gym.episode_end`` event's ``error`` carry the exception's one line."""
         text = str(exc).strip().splitlines()
         line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
         for index in list(self._open):
-            self.end(index, CompletionKind.FAILED, f"the env raised {line}")
+            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: the env raised {line}", line)
 
     def _collect(self, *, block: bool) -> None:
         keep = []
