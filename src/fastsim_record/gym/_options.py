@@ -82,12 +82,13 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
 
 
 def check_directory(directory: str | Path, prefix: str, *, resume: bool) -> tuple[Path, int]:
-    """``(directory, first episode number)``: created when missing; a directory that holds
-    files with this run's names is refused unless ``resume`` (then numbering continues)."""
+    """``(directory, first episode number)``: a directory that holds files with this run's
+    names is refused unless ``resume`` (then numbering continues).  Nothing is created here."""
     path = Path(directory)
     if path.exists() and not path.is_dir():
         raise GymWrapError(f"{path}: not a directory")
-    path.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        return path, 0
     pattern = re.compile(rf"^\.?{re.escape(prefix)}-(\d{{6,}})(?:-env\d{{3,}})?\.fsr(?:\..*)?$")
     numbers = [int(m.group(1)) for p in path.iterdir() if (m := pattern.match(p.name))]
     if numbers and not resume:

@@ -48,10 +48,16 @@ def open_recording(
         hopts = type(hopts)(**{**_fields(hopts), "cameras": False})
     sub = next((e for e in sub_envs if e is not None), None)
     try:
-        return host.open(path, observation_space, action_space, sub_envs, describe(env, sub_env=sub), hopts,
-                         vector=vector)
+        recording = host.open(path, observation_space, action_space, sub_envs, describe(env, sub_env=sub), hopts,
+                              vector=vector)
     except ValueError as exc:  # an unmappable space, named by its path
         raise GymWrapError(str(exc).splitlines()[0]) from None
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        recording.close()
+        raise GymWrapError(f"{path}: cannot create the directory: {exc.strerror}") from None
+    return recording
 
 
 def _fields(options: Any) -> dict[str, object]:
