@@ -326,7 +326,7 @@ def prepare_run(
     if names:
         document = _with_names(document, names)
         compiled = compile_run(document)
-    sensor, physics, substeps = _rates(document)
+    sensor, physics, _substeps = _rates(document)
     duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
     check_duration(duration)
     scene = _get(document.scenario, "scene")

@@ -118,6 +118,8 @@ def render_source_of(env: Any) -> Any:
     parts = _mujoco_parts(env)
     if parts is None:
         return None
-    from fastsim_embedded.mujoco_render import MujocoRenderSource  # imports mujoco: MuJoCo envs only
+    from fastsim_embedded.mujoco_render import (
+        MujocoRenderSource,  # imports mujoco: MuJoCo envs only
+    )
 
     return MujocoRenderSource(parts[0], parts[1])

@@ -25,8 +25,6 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_recording_format.encoding import readonly
-
 __all__ = ["Leaf", "RowPacker", "UnmappableSpace", "leaf_value", "space_leaves"]
 
 _MAPPABLE = "Box, Discrete, MultiDiscrete, MultiBinary, Dict and Tuple"
@@ -54,22 +52,22 @@ def _kind(space: object) -> str:
     return type(space).__name__
 
 
-def space_leaves(space: object, name: str, path: tuple[str | int, ...] = ()) -> tuple[Leaf, ...]:
+def space_leaves(space: Any, name: str, path: tuple[str | int, ...] = ()) -> tuple[Leaf, ...]:
     """Every channel of ``space`` named under ``name`` (module table); ``UnmappableSpace`` else."""
     kind = _kind(space)
     if kind == "Dict":
         return tuple(
-            leaf for key, sub in getattr(space, "spaces").items()
+            leaf for key, sub in space.spaces.items()
             for leaf in space_leaves(sub, f"{name}.{key}", (*path, str(key)))
         )
     if kind == "Tuple":
         return tuple(
-            leaf for i, sub in enumerate(getattr(space, "spaces"))
+            leaf for i, sub in enumerate(space.spaces)
             for leaf in space_leaves(sub, f"{name}.{i}", (*path, i))
         )
     shape = tuple(int(d) for d in (getattr(space, "shape", None) or ()))
     if kind == "Box":
-        dtype = np.dtype(getattr(space, "dtype"))
+        dtype = np.dtype(space.dtype)
         image = dtype == np.uint8 and len(shape) == 3 and shape[2] == 3 and min(shape[:2]) >= 8
         return (Leaf(name, path, dtype, shape, image),)
     if kind in ("Discrete", "MultiDiscrete"):

@@ -18,7 +18,7 @@ from gymnasium import spaces
 class DictEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     """A point that moves by the action; ends when it leaves the box or after 40 steps."""
 
-    metadata = {"render_modes": [], "render_fps": 10}
+    metadata = {"render_modes": [], "render_fps": 10}  # noqa: RUF012 (Gymnasium declares it per instance)
 
     def __init__(self) -> None:
         self.observation_space = spaces.Dict({
@@ -56,14 +56,14 @@ class DictEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return self._obs(), float(-np.linalg.norm(self._pos)), terminated, self._t >= 40, {"distance": float(np.linalg.norm(self._pos))}
 
 
-class SpaceEnv(gym.Env[Any, int]):
+class SpaceEnv(gym.Env[Any, Any]):
     """Observations of ``space`` (only its construction matters to the refusal tests)."""
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it per instance)
 
     def __init__(self, space: spaces.Space[Any]) -> None:
         self.observation_space = spaces.Dict({"ok": spaces.Discrete(2), "bad": space})
-        self.action_space = spaces.Discrete(2)
+        self.action_space: spaces.Space[Any] = spaces.Discrete(2)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)

@@ -7,10 +7,10 @@ from typing import Any
 
 import attrs
 import numpy as np
+from tests.gym.envs import flat
 
 from fastsim_record.gym import read_episode
 from fastsim_recording_format import validate
-from tests.gym.envs import flat
 
 
 @attrs.define
@@ -55,7 +55,7 @@ def stacked(values: list[Any], name: str) -> dict[str, np.ndarray]:
     return {key: np.stack([p[key] for p in per]) for key in per[0]} if per else {}
 
 
-def assert_recorded(path: Path, played: Played, *, seed: int | None | str = "same") -> Any:
+def assert_recorded(path: Path, played: Played, *, seed: int | str | None = "same") -> Any:
     """The file is valid and holds exactly the episode: observations, actions, rewards, flags, length, seed."""
     path = Path(path)
     assert validate(path).validated_bytes == path.stat().st_size
@@ -76,5 +76,6 @@ def assert_recorded(path: Path, played: Played, *, seed: int | None | str = "sam
     if seed == "same":
         assert episode.seed == played.seed
     # one tick per observation: action row t shares observation row t's time (one stream)
-    assert episode.time_ns.shape == (steps + 1,) and bool(np.all(np.diff(episode.time_ns) > 0))
+    assert episode.time_ns.shape == (steps + 1,)
+    assert bool(np.all(np.diff(episode.time_ns) > 0))
     return episode

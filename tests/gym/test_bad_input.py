@@ -8,13 +8,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
-
-from fastsim_record.gym import GymWrapError, RecordEpisodes, read_episode
 from tests.gym.envs import SpaceEnv
 from tests.gym.play import play
 
+from fastsim_record.gym import GymWrapError, RecordEpisodes, read_episode
 
-@pytest.mark.parametrize("space, kind", [
+
+@pytest.mark.parametrize(("space", "kind"), [
     (spaces.Text(8), "Text"),
     (spaces.Graph(spaces.Box(0, 1, (2,)), spaces.Discrete(2)), "Graph"),
     (spaces.Sequence(spaces.Discrete(3)), "Sequence"),
@@ -45,7 +45,7 @@ def test_a_directory_with_this_runs_names_is_refused_unless_resumed(tmp_path: Pa
     assert all((tmp_path / name).read_bytes() == data for name, data in before.items())
 
 
-@pytest.mark.parametrize("options, message", [
+@pytest.mark.parametrize(("options", "message"), [
     ({"colour": "red"}, "unknown option 'colour'"),
     ({"encoding": "webp"}, "encoding: must be 'jpeg' or 'png'"),
     ({"quality": 0}, "quality: must be an integer from 1 to 100"),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from tests.gym.play import assert_recorded, play
 
 import fastsim_record as fr
 from fastsim_record.gym import RecordEpisodes, read_episode
-from tests.gym.play import assert_recorded, play
 
 
 def _z_axis(q: np.ndarray) -> np.ndarray:
@@ -19,7 +20,7 @@ def _z_axis(q: np.ndarray) -> np.ndarray:
     return np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
 
 
-def _cheetah(**kwargs: object) -> gym.Env:  # type: ignore[type-arg]
+def _cheetah(**kwargs: Any) -> Any:
     return gym.make("HalfCheetah-v5", render_mode="rgb_array", width=96, height=64, max_episode_steps=12, **kwargs)
 
 
@@ -27,7 +28,7 @@ def test_halfcheetah_frames_are_a_camera_calibrated_from_the_model_and_data(tmp_
     """Frames (PNG: exact), K from the model's field of view, the pose from the camera that drew each frame."""
     env = RecordEpisodes(_cheetah(), tmp_path, encoding="png", render_state=True)
     frames, cams = [], []
-    inner = env.unwrapped
+    inner: Any = env.unwrapped
 
     def keep() -> None:
         frames.append(env.render().copy())
@@ -43,7 +44,8 @@ def test_halfcheetah_frames_are_a_camera_calibrated_from_the_model_and_data(tmp_
     env.close()
     path = env.files[0].path
     episode = read_episode(path)
-    assert episode.steps == 12 and episode.truncated[-1]
+    assert episode.steps == 12
+    assert episode.truncated[-1]
     np.testing.assert_array_equal(episode.observations["observation"][0], observation)
     assert episode.description["versions"]["mujoco"]
     with fr.open(path) as rec:
@@ -55,10 +57,10 @@ def test_halfcheetah_frames_are_a_camera_calibrated_from_the_model_and_data(tmp_
         calibration = rec.calibration("render")
         fovy = float(inner.model.vis.global_.fovy)  # the free camera's field of view
         f = 32.0 / math.tan(math.radians(fovy) / 2)
-        np.testing.assert_allclose(calibration.k[0], [[f, 0, 47.5], [0, f, 31.5], [0, 0, 1]])
+        np.testing.assert_allclose(calibration.k[0], np.array([[f, 0, 47.5], [0, f, 31.5], [0, 0, 1]]))
         for k in range(13):  # the optical axis is the free camera's azimuth and elevation; it sits at its distance
             azimuth, elevation, distance, lookat = (np.radians(cams[k][0]), np.radians(cams[k][1]), *cams[k][2:])
-            forward = [np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth), np.sin(elevation)]
+            forward: list[float] = [np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth), np.sin(elevation)]
             np.testing.assert_allclose(_z_axis(calibration.quaternion_xyzw[k]), forward, atol=1e-6)
             assert abs(np.linalg.norm(lookat - calibration.translation[k]) - distance) < 0.05  # tracking lags a frame
         assert rec.info.records["render.state"] == 13

@@ -8,11 +8,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from tests.gym.envs import DictEnv, Failing
+from tests.gym.play import assert_recorded, play
 
 import fastsim_record as fr
 from fastsim_record.gym import RecordEpisodes, read_episode
-from tests.gym.envs import DictEnv, Failing
-from tests.gym.play import assert_recorded, play
 
 
 def test_cartpole_discrete_episodes_are_one_file_each_with_the_seed_used(tmp_path: Path) -> None:
@@ -43,7 +43,8 @@ def test_pendulum_box_float32_actions_and_truncation(tmp_path: Path) -> None:
     env = RecordEpisodes(gym.make("Pendulum-v1"), tmp_path, info_keys=["nothing_here"])
     played = play(env, [3])
     env.close()
-    assert len(played[0].actions) == 200 and played[0].truncated[-1]
+    assert len(played[0].actions) == 200
+    assert played[0].truncated[-1]
     episode = assert_recorded(env.files[0].path, played[0])
     assert episode.actions["action"].dtype == np.float32
     assert episode.actions["action"].shape == (200, 1)
@@ -81,8 +82,10 @@ def test_reset_or_close_mid_episode_commits_it_as_truncated(tmp_path: Path) -> N
     env.close()
     first, second = (read_episode(f.path) for f in env.files)
     assert (first.steps, second.steps) == (5, 3)
-    assert first.end["truncated"] and not first.end["terminated"]
-    assert "reset()" in first.end["reason"] and "closed" in second.end["reason"]
+    assert first.end["truncated"]
+    assert not first.end["terminated"]
+    assert "reset()" in first.end["reason"]
+    assert "closed" in second.end["reason"]
     assert [f.completion for f in env.files] == ["stopped", "stopped"]
 
 
@@ -105,4 +108,5 @@ def test_an_exception_inside_the_env_commits_what_was_recorded_with_its_one_line
     failed = read_episode(path)
     assert failed.steps == 3
     assert failed.end["error"] == "RuntimeError: the physics blew up"
-    assert not failed.end["terminated"] and not failed.end["truncated"]
+    assert not failed.end["terminated"]
+    assert not failed.end["truncated"]

@@ -9,10 +9,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
+from tests.gym.play import Played, assert_recorded
 
 import fastsim_record as fr
 from fastsim_record.gym import GymWrapError, RecordVectorEpisodes, read_episode
-from tests.gym.play import Played, assert_recorded
 
 N = 3
 
@@ -46,10 +46,10 @@ def drive(envs: Any, mode: AutoresetMode, steps: int, seed: int) -> list[Played]
                 started.append(open_[i])
         autoreset = terminated | truncated
         if mode is AutoresetMode.DISABLED and autoreset.any():
-            again = seed + 1000 + _
+            again = int(seed + 1000 + _)
             observation, _info = envs.reset(seed=again, options={"reset_mask": autoreset})
-            for i in np.flatnonzero(autoreset):
-                open_[i] = Played(again + int(i), [observation[i]])
+            for i in map(int, np.flatnonzero(autoreset)):
+                open_[i] = Played(again + i, [observation[i]])
                 started.append(open_[i])
     envs.close()
     return started
@@ -70,7 +70,8 @@ def test_every_sub_env_episode_is_its_own_file(tmp_path: Path, mode: AutoresetMo
         assert f"-env{file.sub_env:03d}.fsr" in file.path.name
         assert recorded.reset["sub_env"] == file.sub_env
         if episode.seed is None:
-            assert recorded.reset["how"] == "autoreset" and recorded.seed is None
+            assert recorded.reset["how"] == "autoreset"
+            assert recorded.seed is None
     assert any(not f.steps or f.completion == "normal" for f in files)
 
 

@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 
 from fastsim_contract.values import ChannelDescriptor
-from fastsim_embedded.backends.base import Array, CameraReading, ControlCommand, ControlOutcome, TickScript
+from fastsim_embedded.backends.base import (
+    Array,
+    CameraReading,
+    ControlCommand,
+    ControlOutcome,
+    TickScript,
+)
 from fastsim_embedded.gymnasium_mujoco import MujocoFrameCalibration
 from fastsim_embedded.gymnasium_spaces import Leaf, RowPacker, leaf_value
 from fastsim_recording_format.encoding import readonly

@@ -93,7 +93,8 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
     def _frames(self) -> list[Any]:
         rec = self._recording
         return [
-            self._sub_envs[i].render() if rec.camera_recorded(i) else None for i in range(self.n)
+            env.render() if env is not None and rec.camera_recorded(i) else None
+            for i, env in enumerate(self._sub_envs)
         ]
 
     def reset(
@@ -103,7 +104,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         mask = None if not options or options.get("reset_mask") is None else np.asarray(options["reset_mask"])
         used = draw_seed() if seed is None else seed
         try:
-            observation, info = self.env.reset(seed=used, options=options)
+            observation, info = self.env.reset(seed=used, options=options)  # type: ignore[arg-type]
             frames = self._frames()
         except Exception as exc:
             self._recording.fail(exc)
@@ -148,8 +149,8 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
             self._autoreset = np.logical_or(terminated, truncated)
         return observation, reward, terminated, truncated, info
 
-    def close(self) -> None:
+    def close(self, **kwargs: Any) -> None:
         """Open episodes end as truncated; waits for every commit (``files``)."""
         if self._recording is not None:
             self.files = self._recording.close()
-        super().close()
+        super().close(**kwargs)
