@@ -46,9 +46,7 @@ class GymnasiumDriver(EmbeddedDriver):
         if self.stepper is None:
             self.stepper = TickStepper(self.host, self.backend)
         packer = self.backend.packer
-        row = packer.new_row()
-        packer.fill(row, 0, [np.asarray(values[name]) for name, _, _ in packer.fields])
-        self.backend.stage(row)
+        self.backend.stage(packer.join(packer.encode(0, [values[name] for name, _, _ in packer.fields])))
         self.stepper.tick(TickScript())
 
 

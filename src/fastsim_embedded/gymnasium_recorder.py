@@ -33,14 +33,14 @@ import attrs
 import numpy as np
 
 from fastsim_contract.run import run_from_mapping
-from fastsim_contract.run_compiler import compile_run
+from fastsim_contract.run_compiler import compile_run, discover_catalogs
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow
 from fastsim_embedded.compile import prepare_built
 from fastsim_embedded.gymnasium_mujoco import calibration_of, render_source_of
 from fastsim_embedded.gymnasium_spaces import space_leaves
-from fastsim_embedded.session import Episode, SessionResult
+from fastsim_embedded.session import Episode, SessionResult, discover_plugin
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
@@ -115,6 +115,8 @@ class GymRecording:
             wanted = options.cameras and (options.camera_envs is None or i in options.camera_envs)
             self._cameras.append(calibration_of(env, options.camera) if wanted and env is not None else None)
             self._render.append(render_source_of(env) if options.render_state and env is not None else None)
+        self._catalogs = discover_catalogs()  # found once per recording, not per episode
+        self._factories = {RECORD: discover_plugin(RECORD)}
         self._open: dict[int, _Open] = {}
         self._next = options.first_episode
         self._pool = concurrent.futures.ThreadPoolExecutor(max(1, options.close_workers), "fsr-gym-close")
@@ -174,8 +176,9 @@ class GymRecording:
             streams["cameras"] = {o.camera: cam}
         if self._render[index] is not None:
             streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
-        prepared = prepare_built(compile_run(run_from_mapping(document)), backend, seed=seed or 0, episode=number)
-        episode = Episode.open(prepared, self.directory)
+        compiled = compile_run(run_from_mapping(document), self._catalogs)
+        prepared = prepare_built(compiled, backend, seed=seed or 0, episode=number)
+        episode = Episode.open(prepared, self.directory, factories=self._factories)
         if episode.failure is not None:
             episode.close()
             raise RuntimeError(f"{self.name(number, index)}: {episode.failure}")

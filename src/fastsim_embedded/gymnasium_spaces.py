@@ -106,14 +106,25 @@ class RowPacker:
         """``numeric_packing()``: (channel, dtype string, shape) in buffer order."""
         return tuple((name, dtype.str, shape) for name, dtype, shape in self.fields)
 
-    def new_row(self) -> npt.NDArray[np.uint8]:
-        """A new writable row (fill it, then ``readonly`` it before it is published)."""
-        return np.empty(self.nbytes, dtype=np.uint8)
+    def encode(self, first: int, values: Iterable[Any]) -> list[bytes]:
+        """The bytes of one value per field from field ``first`` on, each cast to the field's
+        dtype; ``ValueError`` naming the channel when a value does not have its shape."""
+        out = []
+        for (_, _, dtype, shape), (name, _, _), value in zip(
+            self._slots[first:], self.fields[first:], values, strict=False
+        ):
+            array = np.asarray(value, dtype=dtype)
+            if array.shape != shape:
+                raise ValueError(f"{name}: the env returned shape {array.shape}, its space declares {shape}")
+            out.append(array.tobytes())
+        return out
 
-    def fill(self, row: npt.NDArray[np.uint8], first: int, values: Iterable[Any]) -> None:
-        """Write one value per field into ``row``, from field ``first`` on (cast, never reshaped)."""
-        for (at, nbytes, dtype, shape), value in zip(self._slots[first:], values, strict=False):
-            row[at:at + nbytes].view(dtype).reshape(shape)[...] = value
+    def join(self, parts: Iterable[bytes]) -> npt.NDArray[np.uint8]:
+        """One read-only row from the bytes of every field, in order (no copy beyond the join)."""
+        row = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        if row.nbytes != self.nbytes:
+            raise ValueError(f"a recorded row of {row.nbytes} bytes, the layout has {self.nbytes}")
+        return row
 
     def unpack(self, row: npt.NDArray[np.uint8]) -> Mapping[str, npt.NDArray[Any]]:
         """The row's values by channel (views; tests and examples)."""

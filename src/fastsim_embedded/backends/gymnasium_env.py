@@ -27,6 +27,7 @@ observations.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,7 +43,6 @@ from fastsim_embedded.backends.base import (
 )
 from fastsim_embedded.gymnasium_mujoco import MujocoFrameCalibration
 from fastsim_embedded.gymnasium_spaces import Leaf, RowPacker, leaf_value
-from fastsim_recording_format.encoding import readonly
 
 __all__ = ["GymnasiumBackend", "StepRow", "camera_channels"]
 
@@ -70,29 +70,29 @@ class StepRow:
                    ("truncated", np.dtype(np.uint8), ())]
         fields += [(f"info.{key}", np.dtype(np.float64), ()) for key in self.info_keys]
         self.packer = RowPacker(fields)
-        self.fill_action = tuple(
-            np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, dtype=leaf.dtype) for leaf in self.action
-        )
+        self._fill = [
+            np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, dtype=leaf.dtype).tobytes()
+            for leaf in self.action
+        ]
+        self._scalars = struct.Struct("=dBB" + "d" * len(self.info_keys))  # native order, no padding
 
-    def start(self, observation: Any) -> Array:
-        """A new row with observation t copied in (the step channels come with ``complete``)."""
-        row = self.packer.new_row()
-        self.packer.fill(row, 0, [leaf_value(observation, leaf) for leaf in self.observation])
-        return row
+    def start(self, observation: Any) -> list[bytes]:
+        """Observation t's bytes (the step channels come with ``complete``)."""
+        return self.packer.encode(0, [leaf_value(observation, leaf) for leaf in self.observation])
 
     def complete(
-        self, row: Array, action: Any, reward: float, terminated: bool, truncated: bool,
+        self, row: list[bytes], action: Any, reward: float, terminated: bool, truncated: bool,
         info: Mapping[str, Any] | None,
     ) -> Array:
-        """The row, finished and read-only; ``action`` ``None`` is the final row's fill."""
-        values: list[Any] = list(self.fill_action) if action is None else [
-            leaf_value(action, leaf) for leaf in self.action
-        ]
-        values += [reward, terminated, truncated]
-        if self.info_keys:
-            values += [_scalar(info, key) for key in self.info_keys]
-        self.packer.fill(row, len(self.observation), values)
-        return readonly(row)
+        """The finished row, read-only; ``action`` ``None`` is the final row's fill."""
+        parts = list(row)
+        parts += self._fill if action is None else self.packer.encode(
+            len(self.observation), [leaf_value(action, leaf) for leaf in self.action]
+        )
+        scalars = [float(reward), 1 if terminated else 0, 1 if truncated else 0]
+        scalars += [_scalar(info, key) for key in self.info_keys]
+        parts.append(self._scalars.pack(*scalars))
+        return self.packer.join(parts)
 
 
 def _scalar(info: Mapping[str, Any] | None, key: str) -> float:
