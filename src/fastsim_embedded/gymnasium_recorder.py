@@ -8,17 +8,20 @@ writer, transaction and validation, unchanged.
 
     | # | call (env thread)      | what the host does                                            |
     |---|------------------------|---------------------------------------------------------------|
-    | 1 | ``begin``              | reserve the episode's name, open an ``Episode``; keep obs 0   |
-    | 2 | ``step``               | stage (obs t, action t, reward, flags[, frame t]); one tick   |
-    | 3 | ``step`` that ends it  | then stage the final observation (the fill row); one tick;    |
-    |   |                        | hand the episode to the closing pool                          |
+    | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Episode`` opens in the opening |
+    |   |                        | pool (name reserved, file staged); observation 0 is kept      |
+    | 2 | ``step``               | one row (obs t, action t, reward, flags) and frame t's camera |
+    |   |                        | readings: one tick (kept until the Episode is open, bounded)  |
+    | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
+    |   |                        | to the commit pool                                            |
     | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
     |   |                        | reset/close, or the env raised (its one line in the reason)   |
-    | 5 | ``close``              | end every open episode, wait for the closing pool             |
+    | 5 | ``close``              | end every open episode, wait for every commit                 |
 
-The closing pool commits finished episodes off the env thread (``close_workers``
-threads, at most ``2 * close_workers`` episodes waiting); together with the Record lanes'
-byte bounds this keeps memory independent of episode length.
+Both pools have ``close_workers`` threads (the pool of writers); at most ``2 *
+close_workers`` finished episodes wait for their commit, after which ``step`` waits.
+Together with the Record lanes' item and byte bounds (per episode) and the bounded
+pending ticks of an opening episode, memory does not grow with episode length.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ from fastsim_contract.run import run_from_mapping
 from fastsim_contract.run_compiler import compile_run, discover_catalogs
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ScenePluginEvent
-from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow
+from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
 from fastsim_embedded.compile import prepare_built
+from fastsim_embedded.gymnasium_episode import EpisodeWriter
 from fastsim_embedded.gymnasium_mujoco import calibration_of, render_source_of
 from fastsim_embedded.gymnasium_spaces import space_leaves
 from fastsim_embedded.session import Episode, SessionResult, discover_plugin
@@ -81,19 +85,6 @@ class EpisodeFile:
     reason: str
 
 
-@attrs.define(eq=False)
-class _Open:
-    episode: Episode
-    backend: GymnasiumBackend
-    number: int
-    seed: int | None
-    row: Any  # the pending row: observation t packed, step channels to come
-    frame: Any
-    events: tuple[ScenePluginEvent, ...] = ()
-    steps: int = 0
-    ret: float = 0.0
-
-
 class GymRecording:
     """The recording of one wrapped env (``n`` sub-envs; 1 for a single env)."""
 
@@ -117,11 +108,13 @@ class GymRecording:
             self._render.append(render_source_of(env) if options.render_state and env is not None else None)
         self._catalogs = discover_catalogs()  # found once per recording, not per episode
         self._factories = {RECORD: discover_plugin(RECORD)}
-        self._open: dict[int, _Open] = {}
+        self._open: dict[int, EpisodeWriter] = {}
         self._next = options.first_episode
-        self._pool = concurrent.futures.ThreadPoolExecutor(max(1, options.close_workers), "fsr-gym-close")
-        self._waiting: list[tuple[_Open, int, concurrent.futures.Future[SessionResult]]] = []
-        self._slots = threading.BoundedSemaphore(2 * max(1, options.close_workers))
+        workers = max(1, options.close_workers)
+        self._openers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-open")
+        self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
+        self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[SessionResult | None]]] = []
+        self._slots = threading.BoundedSemaphore(2 * workers)
         self.files: list[EpisodeFile] = []
 
     def camera_recorded(self, index: int) -> bool:
@@ -133,9 +126,19 @@ class GymRecording:
         sub = f"-env{index:03d}" if self.vector else ""
         return f"{self.options.prefix}-{number:06d}{sub}.fsr"
 
-    def _document(self, name: str) -> dict[str, object]:
+    def _document(self, name: str, *, with_camera: bool, render_state: bool) -> dict[str, object]:
+        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
         o = self.options
         streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
+        if with_camera:
+            rgb, k, t, q = camera_channels(o.camera)
+            cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
+                                      "encoding": o.encoding}
+            if o.quality is not None and o.encoding == "jpeg":
+                cam["quality"] = o.quality
+            streams["cameras"] = {o.camera: cam}
+        if render_state:
+            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
         queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
                   "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
         config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
@@ -150,7 +153,7 @@ class GymRecording:
         self, index: int, seed: int | None, reset_options: object, observation: Any, frame: Any = None,
         *, how: str = "reset",
     ) -> None:
-        """Row 1: a new episode of sub-env ``index`` starts with ``observation``."""
+        """Row 1: a new episode of sub-env ``index`` starts with ``observation`` (opened off this thread)."""
         if index in self._open:
             self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         o = self.options
@@ -158,34 +161,37 @@ class GymRecording:
         self._next += 1
         camera = self._cameras[index]
         frame_shape = None if frame is None or camera is None else (int(frame.shape[0]), int(frame.shape[1]))
-        described = {**self.description, "sub_env": index if self.vector else None, "episode": number,
-                     "reset": {"seed": seed, "options": _plain(reset_options), "how": how},
-                     "camera": _camera_note(camera, frame_shape, o)}
-        backend = GymnasiumBackend(
-            self.row.packer, camera=camera if frame_shape else None, frame_shape=frame_shape,
-            render_source=self._render[index], description=described,
-        )
-        document = self._document(self.name(number, index))
-        streams: dict[str, Any] = document["plugins"]["record"]["config"]["streams"]  # type: ignore[index]
-        if frame_shape is not None:
-            rgb, k, t, q = backend.camera_channels
-            cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
-                                      "encoding": o.encoding}
-            if o.quality is not None and o.encoding == "jpeg":
-                cam["quality"] = o.quality
-            streams["cameras"] = {o.camera: cam}
-        if self._render[index] is not None:
-            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
-        compiled = compile_run(run_from_mapping(document), self._catalogs)
-        prepared = prepare_built(compiled, backend, seed=seed or 0, episode=number)
-        episode = Episode.open(prepared, self.directory, factories=self._factories)
-        if episode.failure is not None:
-            episode.close()
-            raise RuntimeError(f"{self.name(number, index)}: {episode.failure}")
         reset = {"seed": seed, "options": _plain(reset_options), "sub_env": index if self.vector else None,
                  "how": how}
-        self._open[index] = _Open(episode, backend, number, seed, self.row.start(observation), frame,
-                                  (ScenePluginEvent("gym.reset", reset, "gymnasium"),))
+        described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
+                     "camera": _camera_note(camera, frame_shape, o)}
+        backend = GymnasiumBackend(
+            self.row.packer, camera=o.camera if frame_shape else None, frame_shape=frame_shape,
+            render_source=self._render[index], description=described,
+        )
+        document = self._document(self.name(number, index), with_camera=frame_shape is not None,
+                                  render_state=self._render[index] is not None)
+
+        def opener() -> Episode:
+            compiled = compile_run(run_from_mapping(document), self._catalogs)
+            episode = Episode.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
+                                   factories=self._factories)
+            if episode.failure is not None:
+                episode.close()
+                raise RuntimeError(episode.failure)
+            return episode
+
+        writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed)
+        writer.row, writer.readings = self.row.start(observation), self._readings(index, frame if frame_shape else None)
+        writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
+        self._open[index] = writer
+
+    def _readings(self, index: int, frame: Any) -> Sequence[Any]:
+        camera = self._cameras[index]
+        if frame is None or camera is None:
+            return ()
+        readings: Sequence[Any] = camera.readings(frame, camera_channels(self.options.camera))
+        return readings
 
     def is_open(self, index: int) -> bool:
         """Whether sub-env ``index`` has an episode being recorded."""
@@ -196,42 +202,40 @@ class GymRecording:
         info: Mapping[str, Any] | None = None, frame: Any = None,
     ) -> None:
         """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open)."""
-        current = self._open.get(index)
-        if current is None:
+        writer = self._open.get(index)
+        if writer is None:
             return
-        self._tick(current, action, reward, terminated, truncated, info)
-        current.steps += 1
-        current.ret += float(reward)
-        current.row, current.frame = self.row.start(observation), frame
+        self._tick(writer, action, reward, terminated, truncated, info)
+        writer.steps += 1
+        writer.ret += float(reward)
+        writer.row, writer.readings = self.row.start(observation), self._readings(index, frame)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
 
     def _tick(
-        self, current: _Open, action: Any, reward: float, terminated: bool, truncated: bool,
+        self, writer: EpisodeWriter, action: Any, reward: float, terminated: bool, truncated: bool,
         info: Mapping[str, Any] | None, events: tuple[ScenePluginEvent, ...] = (),
     ) -> None:
-        current.backend.stage(self.row.complete(current.row, action, reward, terminated, truncated, info),
-                              current.frame)
-        first, current.events = current.events, ()
-        current.episode.step(events=(*first, *events))
+        row = self.row.complete(writer.row, action, reward, terminated, truncated, info)
+        first, writer.events = writer.events, ()
+        writer.tick(row, writer.readings, (*first, *events))
 
     def _finish(
         self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
     ) -> None:
-        current = self._open.pop(index)
+        writer = self._open.pop(index)
         end = ScenePluginEvent("gym.episode_end", {
-            "steps": current.steps, "terminated": terminated, "truncated": truncated, "return": current.ret,
+            "steps": writer.steps, "terminated": terminated, "truncated": truncated, "return": writer.ret,
             "reason": reason, "error": error, "sub_env": index if self.vector else None,
         }, "gymnasium")
         try:
-            if not current.episode.stopping:
-                self._tick(current, None, float("nan"), terminated, truncated, None, (end,))
+            self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
         finally:
-            self._slots.acquire()
-            future = self._pool.submit(current.episode.close, kind, reason)
+            self._slots.acquire()  # at most 2 * close_workers episodes wait for their commit
+            future = self._closers.submit(writer.finish, kind, reason)
             future.add_done_callback(lambda _: self._slots.release())
-            self._waiting.append((current, index, future))
+            self._waiting.append((writer, index, future))
             self._collect(block=False)
 
     def end(self, index: int, kind: CompletionKind, reason: str) -> None:
@@ -250,17 +254,20 @@ class GymRecording:
 
     def _collect(self, *, block: bool) -> None:
         keep = []
-        for current, index, future in self._waiting:
+        for writer, index, future in self._waiting:
             if not block and not future.done():
-                keep.append((current, index, future))
+                keep.append((writer, index, future))
                 continue
-            result = future.result()
-            committed = result.outcome.committed
-            completion = result.outcome.completion
+            try:
+                result = future.result()
+            except Exception as exc:  # the commit itself broke: reported, never raised into the env
+                result, writer.failure = None, writer.failure or f"{type(exc).__name__}: {exc}".splitlines()[0]
+            completion = result.outcome.completion if result is not None else None
+            committed = result.outcome.committed if result is not None else ()
             self.files.append(EpisodeFile(
-                Path(committed[0]) if committed else None, index if self.vector else None, current.number,
-                current.steps, current.seed, completion.kind.value if completion else "",
-                completion.reason if completion else "",
+                Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
+                writer.steps, writer.seed, completion.kind.value if completion else "failed",
+                (completion.reason if completion else "") or (writer.failure or ""),
             ))
         self._waiting = keep
 
@@ -269,7 +276,8 @@ class GymRecording:
         for index in list(self._open):
             self.end(index, CompletionKind.STOPPED, "truncated: the env was closed")
         self._collect(block=True)
-        self._pool.shutdown(wait=True)
+        self._openers.shutdown(wait=True)
+        self._closers.shutdown(wait=True)
         return sorted(self.files, key=lambda f: f.episode)
 
 

@@ -41,7 +41,6 @@ from fastsim_embedded.backends.base import (
     ControlOutcome,
     TickScript,
 )
-from fastsim_embedded.gymnasium_mujoco import MujocoFrameCalibration
 from fastsim_embedded.gymnasium_spaces import Leaf, RowPacker, leaf_value
 
 __all__ = ["GymnasiumBackend", "StepRow", "camera_channels"]
@@ -111,31 +110,29 @@ class GymnasiumBackend:
         self,
         packer: RowPacker,
         *,
-        camera: MujocoFrameCalibration | None = None,
+        camera: str | None = None,
         frame_shape: tuple[int, int] | None = None,
         render_source: Any = None,
         description: Mapping[str, object] | None = None,
     ) -> None:
         self.packer = packer
-        self.camera = camera
         self.render = render_source
         self._description = dict(description or {})
         self._staged: Array | None = None
-        self._frames: tuple[CameraReading, ...] = ()
+        self._frames: Sequence[CameraReading] = ()
         declared = [
             ChannelDescriptor(name, "numeric", np.dtype(dtype).name, shape, entity=name.split(".", 1)[0])
             for name, dtype, shape in packer.fields
         ]
         if camera is not None and frame_shape is not None:
             h, w = frame_shape
-            rgb, k, t, q = self.camera_channels = camera_channels(camera.camera)
-            cam = camera.camera
+            rgb, k, t, q = camera_channels(camera)
             declared += [
-                ChannelDescriptor(rgb, "rgb", "uint8", (h, w, 3), entity=cam),
-                ChannelDescriptor(k, "intrinsics", "float64", (3, 3), ("px",), cam),
-                ChannelDescriptor(t, "translation", "float64", (3,), ("m", "m", "m"), cam,
+                ChannelDescriptor(rgb, "rgb", "uint8", (h, w, 3), entity=camera),
+                ChannelDescriptor(k, "intrinsics", "float64", (3, 3), ("px",), camera),
+                ChannelDescriptor(t, "translation", "float64", (3,), ("m", "m", "m"), camera,
                                   attributes={"element_names": ["x", "y", "z"]}),
-                ChannelDescriptor(q, "quaternion_xyzw", "float64", (4,), ("1",) * 4, cam,
+                ChannelDescriptor(q, "quaternion_xyzw", "float64", (4,), ("1",) * 4, camera,
                                   attributes={"element_names": ["qx", "qy", "qz", "qw"]}),
             ]
         self._declared = tuple(declared)
@@ -145,13 +142,11 @@ class GymnasiumBackend:
         """The registry name."""
         return "gymnasium"
 
-    def stage(self, row: Array, frame: Array | None = None) -> None:
-        """What the next tick publishes: one packed row and (when recorded) its frame."""
+    def stage(self, row: Array, frames: Sequence[CameraReading] = ()) -> None:
+        """What the next tick publishes: one packed row and its frame's camera readings
+        (read on the env thread when the frame was captured: ``gymnasium_mujoco``)."""
         self._staged = row
-        if frame is not None and self.camera is not None:
-            self._frames = self.camera.readings(frame, self.camera_channels)
-        else:
-            self._frames = ()
+        self._frames = frames
 
     def channels(self) -> Sequence[ChannelDescriptor]:
         """The packed step channels, then the camera's four channels (when recorded)."""
