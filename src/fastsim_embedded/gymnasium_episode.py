@@ -23,13 +23,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastsim_contract.values import CompletionKind
-from fastsim_embedded.backends.base import CameraReading, ScenePluginEvent
+from fastsim_embedded.backends.base import CameraReading, ControlCommand, ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend
 from fastsim_embedded.session import Episode, EpisodeClosed, SessionResult
 
 __all__ = ["EpisodeWriter"]
 
-Tick = tuple[Any, Sequence[CameraReading], tuple[ScenePluginEvent, ...]]
+Tick = tuple[Any, Sequence[CameraReading], tuple[ScenePluginEvent, ...], tuple[ControlCommand, ...]]
 
 
 class EpisodeWriter:
@@ -61,10 +61,10 @@ class EpisodeWriter:
             return None
 
     def _publish(self, episode: Episode, tick: Tick) -> None:
-        row, readings, events = tick
+        row, readings, events, commands = tick
         self.backend.stage(row, readings)
         try:
-            episode.step(events=events)
+            episode.step(commands, events=events)
         except EpisodeClosed as exc:  # the Run stopped (e.g. its recording failed): keep nothing more
             self.failure = self.failure or str(exc)
 
@@ -76,14 +76,17 @@ class EpisodeWriter:
         for tick in pending:
             self._publish(episode, tick)
 
-    def tick(self, row: Any, readings: Sequence[CameraReading], events: tuple[ScenePluginEvent, ...]) -> None:
+    def tick(
+        self, row: Any, readings: Sequence[CameraReading], events: tuple[ScenePluginEvent, ...],
+        commands: tuple[ControlCommand, ...] = (),
+    ) -> None:
         """Row 1: publish one tick now, or keep it until the Episode is open."""
         if self._future.done() and not self._pending:
             episode = self._episode()
             if episode is not None and self.failure is None:
-                self._publish(episode, (row, readings, events))
+                self._publish(episode, (row, readings, events, commands))
             return
-        self._pending.append((row, readings, events))
+        self._pending.append((row, readings, events, commands))
         if self._future.done() or len(self._pending) >= self._max_pending:
             self._drain()
 

@@ -27,7 +27,7 @@ from fastsim_contract.calibration import calibration_digest, pinhole_profile
 from fastsim_embedded.backends.base import Array, CameraReading
 from fastsim_recording_format.encoding import readonly
 
-__all__ = ["MujocoFrameCalibration", "calibration_of", "render_source_of"]
+__all__ = ["MujocoFrameCalibration", "MujocoJoints", "calibration_of", "joints_of", "render_source_of"]
 
 
 def _mujoco_parts(env: Any) -> tuple[Any, Any, Any] | None:
@@ -123,3 +123,34 @@ def render_source_of(env: Any) -> Any:
     )
 
     return MujocoRenderSource(parts[0], parts[1])
+
+
+class MujocoJoints:
+    """A MuJoCo env's hinge and slide joints (its robot state) and actuators (its controls).
+
+    Recorded as ``robot.joint_position``/``robot.joint_velocity`` at every observation row
+    (the state after the step, read from ``env.unwrapped.data``), and each action as an
+    applied control target named by the actuators: what ``fsr replay`` and
+    ``fsr export --to lerobot`` read as the robot's state and action.
+    """
+
+    def __init__(self, model: Any, data: Any) -> None:
+        ids = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (2, 3)]  # slide, hinge
+        self.names = tuple(str(model.joint(j).name) or f"joint{j}" for j in ids)
+        self.actuators = tuple(str(model.actuator(a).name) or f"actuator{a}" for a in range(model.nu))
+        self._qpos = np.array([int(model.jnt_qposadr[j]) for j in ids], dtype=np.intp)
+        self._qvel = np.array([int(model.jnt_dofadr[j]) for j in ids], dtype=np.intp)
+        self._data = data
+
+    def sample(self) -> tuple[Array, Array]:
+        """Joint positions and velocities now (new float64 arrays)."""
+        return self._data.qpos[self._qpos].astype(np.float64), self._data.qvel[self._qvel].astype(np.float64)
+
+
+def joints_of(env: Any) -> MujocoJoints | None:
+    """The joints of a MuJoCo env with at least one hinge or slide joint, else ``None``."""
+    parts = _mujoco_parts(env)
+    if parts is None:
+        return None
+    joints = MujocoJoints(parts[0], parts[1])
+    return joints if joints.names else None

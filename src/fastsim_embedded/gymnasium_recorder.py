@@ -38,11 +38,16 @@ import numpy as np
 from fastsim_contract.run import run_from_mapping
 from fastsim_contract.run_compiler import compile_run, discover_catalogs
 from fastsim_contract.values import CompletionKind
-from fastsim_embedded.backends.base import ScenePluginEvent
-from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
+from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import (
+    ACTION_COMMAND,
+    GymnasiumBackend,
+    StepRow,
+    camera_channels,
+)
 from fastsim_embedded.compile import prepare_built
 from fastsim_embedded.gymnasium_episode import EpisodeWriter
-from fastsim_embedded.gymnasium_mujoco import calibration_of, render_source_of
+from fastsim_embedded.gymnasium_mujoco import calibration_of, joints_of, render_source_of
 from fastsim_embedded.gymnasium_spaces import space_leaves
 from fastsim_embedded.session import Episode, SessionResult, discover_plugin
 
@@ -96,10 +101,19 @@ class GymRecording:
         self.options = options
         self.vector = vector
         self.description = dict(description)
+        self._envs = list(envs)
+        # a MuJoCo env's joints (its robot state) and actuators, when the env is in this process
+        self._joints = [joints_of(env) if env is not None else None for env in self._envs]
+        first = self._joints[0] if self._joints and all(j is not None for j in self._joints) else None
         self.row = StepRow(
             space_leaves(observation_space, "observation"), space_leaves(action_space, "action"), options.info_keys,
+            joints=len(first.names) if first is not None else 0,
         )
-        self._envs = list(envs)
+        actions = self.row.action
+        self._actuators = first.actuators if first is not None and len(actions) == 1 and actions[0].shape == (
+            len(first.actuators),) and actions[0].dtype.kind == "f" else ()
+        if first is None:
+            self._joints = [None] * len(self._envs)
         self._cameras: list[Any] = []
         self._render: list[Any] = []
         for i, env in enumerate(self._envs):
@@ -167,7 +181,7 @@ class GymRecording:
                      "camera": _camera_note(camera, frame_shape, o)}
         backend = GymnasiumBackend(
             self.row.packer, camera=o.camera if frame_shape else None, frame_shape=frame_shape,
-            render_source=self._render[index], description=described,
+            render_source=self._render[index], description=described, actuators=self._actuators,
         )
         document = self._document(self.name(number, index), with_camera=frame_shape is not None,
                                   render_state=self._render[index] is not None)
@@ -182,9 +196,14 @@ class GymRecording:
             return episode
 
         writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed)
-        writer.row, writer.readings = self.row.start(observation), self._readings(index, frame if frame_shape else None)
+        writer.row = self.row.start(observation, self._joint_state(index))
+        writer.readings = self._readings(index, frame if frame_shape else None)
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
         self._open[index] = writer
+
+    def _joint_state(self, index: int) -> Any:
+        joints = self._joints[index]
+        return None if joints is None else joints.sample()
 
     def _readings(self, index: int, frame: Any) -> Sequence[Any]:
         camera = self._cameras[index]
@@ -208,7 +227,7 @@ class GymRecording:
         self._tick(writer, action, reward, terminated, truncated, info)
         writer.steps += 1
         writer.ret += float(reward)
-        writer.row, writer.readings = self.row.start(observation), self._readings(index, frame)
+        writer.row, writer.readings = self.row.start(observation, self._joint_state(index)), self._readings(index, frame)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
@@ -219,7 +238,11 @@ class GymRecording:
     ) -> None:
         row = self.row.complete(writer.row, action, reward, terminated, truncated, info)
         first, writer.events = writer.events, ()
-        writer.tick(row, writer.readings, (*first, *events))
+        commands: tuple[ControlCommand, ...] = ()
+        if self._actuators and action is not None:
+            targets = np.asarray(action, dtype=np.float64).reshape(-1).tolist()
+            commands = (ControlCommand(f"action-{writer.steps + 1}", ACTION_COMMAND, "robot", {"targets": targets}),)
+        writer.tick(row, writer.readings, (*first, *events), commands)
 
     def _finish(
         self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,

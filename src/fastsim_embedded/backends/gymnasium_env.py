@@ -11,6 +11,8 @@ Channels (one recorded row per tick, in this order, packed in one buffer):
     | # | channel                     | dtype, shape                 | row t holds                          |
     |---|-----------------------------|------------------------------|--------------------------------------|
     | 1 | ``observation[.<path>]``    | the space's (``gymnasium_spaces``) | observation t (t = 0: the reset's) |
+    | 1b| ``robot.joint_position``,   | float64 (J,)                 | MuJoCo envs: hinge and slide joints  |
+    |   | ``robot.joint_velocity``    |                              | with observation t (``data``)        |
     | 2 | ``action[.<path>]``         | the space's                  | the action chosen from observation t |
     | 3 | ``reward``                  | float64 ()                   | the reward that action earned        |
     | 4 | ``terminated``, ``truncated`` | uint8 ()                   | the flags that step returned         |
@@ -18,6 +20,10 @@ Channels (one recorded row per tick, in this order, packed in one buffer):
     |   |                             |                              | (NaN when absent)                    |
     | 6 | ``cameras.<cam>.rgb`` + K,  | uint8 (H, W, 3), ...         | the frame ``render()`` returned with |
     |   | translation, quaternion     |                              | observation t (MuJoCo envs only)     |
+
+A MuJoCo env's action (one ``Box`` of one value per actuator) is also published as the
+control command ``gym.action`` of its tick, applied with the actuators' names: the
+audited control target that ``fsr export --to lerobot`` and Replay read as the action.
 
 An episode of T steps has T + 1 rows: the last row holds the final observation, and its
 rows 2-5 are the *fill* (zeros, NaN reward; ``terminated``/``truncated`` repeat how the
@@ -43,7 +49,11 @@ from fastsim_embedded.backends.base import (
 )
 from fastsim_embedded.gymnasium_spaces import Leaf, RowPacker, leaf_value
 
-__all__ = ["GymnasiumBackend", "StepRow", "camera_channels"]
+__all__ = ["ACTION_COMMAND", "JOINT_POSITION", "JOINT_VELOCITY", "GymnasiumBackend", "StepRow", "camera_channels"]
+
+JOINT_POSITION = "robot.joint_position"
+JOINT_VELOCITY = "robot.joint_velocity"
+ACTION_COMMAND = "gym.action"  # a MuJoCo env's action as an applied control target
 
 _NO_SCRIPT = TickScript()
 
@@ -58,13 +68,20 @@ def camera_channels(alias: str) -> tuple[str, str, str, str]:
 class StepRow:
     """Indices of the step channels in the packed row (module table rows 2-5)."""
 
-    def __init__(self, observation: Sequence[Leaf], action: Sequence[Leaf], info_keys: Sequence[str]) -> None:
+    def __init__(
+        self, observation: Sequence[Leaf], action: Sequence[Leaf], info_keys: Sequence[str], joints: int = 0,
+    ) -> None:
         self.observation = tuple(observation)
         self.action = tuple(action)
         self.info_keys = tuple(info_keys)
+        f64 = np.dtype(np.float64)
         fields: list[tuple[str, np.dtype[Any], tuple[int, ...]]] = [
-            (leaf.name, leaf.dtype, leaf.shape) for leaf in (*self.observation, *self.action)
+            (leaf.name, leaf.dtype, leaf.shape) for leaf in self.observation
         ]
+        if joints:  # a MuJoCo env's robot state (row 1b of the module table)
+            fields += [(JOINT_POSITION, f64, (joints,)), (JOINT_VELOCITY, f64, (joints,))]
+        self._step_at = len(fields)
+        fields += [(leaf.name, leaf.dtype, leaf.shape) for leaf in self.action]
         fields += [("reward", np.dtype(np.float64), ()), ("terminated", np.dtype(np.uint8), ()),
                    ("truncated", np.dtype(np.uint8), ())]
         fields += [(f"info.{key}", np.dtype(np.float64), ()) for key in self.info_keys]
@@ -75,9 +92,10 @@ class StepRow:
         ]
         self._scalars = struct.Struct("=dBB" + "d" * len(self.info_keys))  # native order, no padding
 
-    def start(self, observation: Any) -> list[bytes]:
-        """Observation t's bytes (the step channels come with ``complete``)."""
-        return self.packer.encode(0, [leaf_value(observation, leaf) for leaf in self.observation])
+    def start(self, observation: Any, joints: tuple[Array, Array] | None = None) -> list[bytes]:
+        """Observation t's bytes and the joint state with it (the step channels come with ``complete``)."""
+        values = [leaf_value(observation, leaf) for leaf in self.observation]
+        return self.packer.encode(0, values + list(joints) if joints is not None else values)
 
     def complete(
         self, row: list[bytes], action: Any, reward: float, terminated: bool, truncated: bool,
@@ -86,7 +104,7 @@ class StepRow:
         """The finished row, read-only; ``action`` ``None`` is the final row's fill."""
         parts = list(row)
         parts += self._fill if action is None else self.packer.encode(
-            len(self.observation), [leaf_value(action, leaf) for leaf in self.action]
+            self._step_at, [leaf_value(action, leaf) for leaf in self.action]
         )
         scalars = [float(reward), 1 if terminated else 0, 1 if truncated else 0]
         scalars += [_scalar(info, key) for key in self.info_keys]
@@ -114,8 +132,10 @@ class GymnasiumBackend:
         frame_shape: tuple[int, int] | None = None,
         render_source: Any = None,
         description: Mapping[str, object] | None = None,
+        actuators: Sequence[str] = (),
     ) -> None:
         self.packer = packer
+        self.actuators = list(actuators)
         self.render = render_source
         self._description = dict(description or {})
         self._staged: Array | None = None
@@ -160,8 +180,12 @@ class GymnasiumBackend:
         return _NO_SCRIPT
 
     def apply_control(self, command: ControlCommand) -> ControlOutcome:
-        """Actions are recorded as channels, not commands: every command is refused."""
-        return ControlOutcome(False, {"error": "a Gymnasium env takes actions through step(), not commands"})
+        """A MuJoCo env's action, audited as the control target its actuators were given
+        (the env already applied it in ``step``); any other command is refused."""
+        targets = command.args.get("targets")
+        if command.name != ACTION_COMMAND or not self.actuators or not isinstance(targets, list):
+            return ControlOutcome(False, {"error": "a Gymnasium env takes actions through step(), not commands"})
+        return ControlOutcome(True, {"actuators": self.actuators, "ctrl": targets})
 
     def step(self, substeps: int) -> None:
         """The env already stepped (its driver called ``env.step``)."""
