@@ -195,7 +195,8 @@ class GymRecording:
                 raise RuntimeError(episode.failure)
             return episode
 
-        writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed)
+        pending = o.media_queue_items if frame_shape else 4096  # ticks kept while the file opens: frames are big
+        writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
         writer.row = self.row.start(observation, self._joint_state(index))
         writer.readings = self._readings(index, frame if frame_shape else None)
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)

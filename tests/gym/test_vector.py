@@ -105,3 +105,23 @@ def test_camera_frames_for_some_sub_envs_numeric_and_render_state_for_all(tmp_pa
             if file.sub_env == 1:
                 assert rec.frame_count("render") == len(episode.observations)
         assert read_episode(file.path).description["num_envs"] == 2
+
+
+def test_writers_are_a_bounded_pool_whatever_the_number_of_episodes(tmp_path: Path) -> None:
+    """Hundreds of short episodes over 8 sub-envs: live threads stay bounded (episodes are opened and
+    committed by a fixed pool; each open episode's Record worker ends with its commit)."""
+    import threading
+
+    before = threading.active_count()
+    envs = RecordVectorEpisodes(_vector(AutoresetMode.SAME_STEP, "sync", n=8), tmp_path, close_workers=2)
+    envs.action_space.seed(0)
+    envs.reset(seed=0)
+    peak = 0
+    for _ in range(150):
+        envs.step(envs.action_space.sample())
+        peak = max(peak, threading.active_count())
+    envs.close()
+    assert len(envs.files) > 40
+    # per open episode: its Record worker thread(s); plus the two pools of 2 threads; never one per episode recorded
+    assert peak - before <= 8 * 2 + 2 * 2 + 4  # measured: 17
+    assert threading.active_count() <= before + 1
