@@ -27,7 +27,10 @@ from fastsim_contract.calibration import calibration_digest, pinhole_profile
 from fastsim_embedded.backends.base import Array, CameraReading
 from fastsim_recording_format.encoding import readonly
 
-__all__ = ["MujocoFrameCalibration", "MujocoJoints", "calibration_of", "joints_of", "render_source_of"]
+__all__ = [
+    "MujocoFrameCalibration", "MujocoJoints", "calibration_of", "joints_of", "render_observation_path",
+    "render_source_of",
+]
 
 
 def _mujoco_parts(env: Any) -> tuple[Any, Any, Any] | None:
@@ -111,6 +114,17 @@ def calibration_of(env: Any, camera: str) -> MujocoFrameCalibration | None:
     if parts is None or parts[2] is None:
         return None
     return MujocoFrameCalibration(camera, parts[2])
+
+
+def render_observation_path(env: Any) -> tuple[str, ...] | None:
+    """Where ``gymnasium.wrappers.AddRenderObservation`` puts ``render()`` frames in the
+    observation (``()``: the whole observation; ``("pixels",)``: its key), or ``None``."""
+    while env is not None:
+        if type(env).__name__ == "AddRenderObservation":
+            kwargs = getattr(env, "_saved_kwargs", {}) or {}
+            return () if kwargs.get("render_only", True) else (str(kwargs.get("render_key", "pixels")),)
+        env = getattr(env, "env", None)
+    return None
 
 
 def render_source_of(env: Any) -> Any:

@@ -47,8 +47,13 @@ from fastsim_embedded.backends.gymnasium_env import (
 )
 from fastsim_embedded.compile import prepare_built
 from fastsim_embedded.gymnasium_episode import EpisodeWriter
-from fastsim_embedded.gymnasium_mujoco import calibration_of, joints_of, render_source_of
-from fastsim_embedded.gymnasium_spaces import space_leaves
+from fastsim_embedded.gymnasium_mujoco import (
+    calibration_of,
+    joints_of,
+    render_observation_path,
+    render_source_of,
+)
+from fastsim_embedded.gymnasium_spaces import leaf_value, space_leaves
 from fastsim_embedded.session import Episode, SessionResult, discover_plugin
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
@@ -105,8 +110,16 @@ class GymRecording:
         # a MuJoCo env's joints (its robot state) and actuators, when the env is in this process
         self._joints = [joints_of(env) if env is not None else None for env in self._envs]
         first = self._joints[0] if self._joints and all(j is not None for j in self._joints) else None
+        observation = space_leaves(observation_space, "observation")
+        # AddRenderObservation's pixels are render() frames: a camera of a calibrated env, not a channel
+        path = render_observation_path(self._envs[0]) if self._envs and options.cameras else None
+        self.frame_leaf = next((leaf for leaf in observation if leaf.image and leaf.path == path), None)
+        if self.frame_leaf is not None and calibration_of(self._envs[0], options.camera) is not None:
+            observation = tuple(leaf for leaf in observation if leaf is not self.frame_leaf)
+        else:
+            self.frame_leaf = None
         self.row = StepRow(
-            space_leaves(observation_space, "observation"), space_leaves(action_space, "action"), options.info_keys,
+            observation, space_leaves(action_space, "action"), options.info_keys,
             joints=len(first.names) if first is not None else 0,
         )
         actions = self.row.action
@@ -134,6 +147,10 @@ class GymRecording:
     def camera_recorded(self, index: int) -> bool:
         """Whether sub-env ``index``'s frames are recorded (a calibrated camera)."""
         return self._cameras[index] is not None
+
+    def wants_render(self, index: int) -> bool:
+        """Whether the wrapper must call ``render()`` for sub-env ``index`` (no frame in the observation)."""
+        return self._cameras[index] is not None and self.frame_leaf is None
 
     def name(self, number: int, index: int) -> str:
         """The episode's file name: sorts in episode order, carries the sub-env index."""
@@ -168,6 +185,7 @@ class GymRecording:
         *, how: str = "reset",
     ) -> None:
         """Row 1: a new episode of sub-env ``index`` starts with ``observation`` (opened off this thread)."""
+        frame = self._frame(observation, frame)
         if index in self._open:
             self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         o = self.options
@@ -202,6 +220,10 @@ class GymRecording:
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
         self._open[index] = writer
 
+    def _frame(self, observation: Any, frame: Any) -> Any:
+        """The frame of this observation: the pixels it carries (AddRenderObservation), else ``frame``."""
+        return frame if self.frame_leaf is None else leaf_value(observation, self.frame_leaf)
+
     def _joint_state(self, index: int) -> Any:
         joints = self._joints[index]
         return None if joints is None else joints.sample()
@@ -225,6 +247,7 @@ class GymRecording:
         writer = self._open.get(index)
         if writer is None:
             return
+        frame = self._frame(observation, frame)
         self._tick(writer, action, reward, terminated, truncated, info)
         writer.steps += 1
         writer.ret += float(reward)

@@ -87,3 +87,20 @@ def test_jpeg_is_the_default_and_encoding_happens_in_the_worker(tmp_path: Path) 
         frame = next(iter(rec.frames("render")))
         assert np.abs(frame.image.astype(int) - first).mean() < 6
         assert rec.info.attributes is not None
+
+
+def test_image_observations_of_render_frames_become_the_camera(tmp_path: Path) -> None:
+    """AddRenderObservation's pixels (a Box(uint8, HxWx3) leaf) are the calibrated camera, not a numeric channel."""
+    inner = gym.wrappers.AddRenderObservation(_cheetah(), render_only=False)
+    env = RecordEpisodes(inner, tmp_path, encoding="png")
+    played = play(env, [5])
+    env.close()
+    episode = read_episode(env.files[0].path)
+    assert set(episode.observations) == {"observation.state"}
+    states = np.stack([o["state"] for o in played[0].observations])
+    np.testing.assert_array_equal(episode.observations["observation.state"], states)
+    with fr.open(env.files[0].path) as rec:
+        assert rec.cameras() == ("render",)
+        for k, frame in enumerate(rec.frames("render")):
+            np.testing.assert_array_equal(frame.image, played[0].observations[k]["pixels"])
+        assert rec.frame_count("render") == len(played[0].observations)

@@ -79,7 +79,7 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         self.files: list[Any] = []
 
     def _capture(self) -> Any:
-        self._frame = self.env.render() if self._recording.camera_recorded(0) else None
+        self._frame = self.env.render() if self._recording.wants_render(0) else None
         return self._frame
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:

@@ -93,7 +93,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
     def _frames(self) -> list[Any]:
         rec = self._recording
         return [
-            env.render() if env is not None and rec.camera_recorded(i) else None
+            env.render() if env is not None and rec.wants_render(i) else None
             for i, env in enumerate(self._sub_envs)
         ]
 
