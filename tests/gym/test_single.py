@@ -110,3 +110,21 @@ def test_an_exception_inside_the_env_commits_what_was_recorded_with_its_one_line
     assert failed.end["error"] == "RuntimeError: the physics blew up"
     assert not failed.end["terminated"]
     assert not failed.end["truncated"]
+
+
+def test_episodes_work_with_the_dataset_and_fsr_index(tmp_path: Path) -> None:
+    """The Dataset samples every recorded row of every episode; fsr index lists every file."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from fastsim_record.cli import main
+
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "out")
+    played = play(env, [1, 2, 3])
+    env.close()
+    dataset = fr.Dataset(sorted((tmp_path / "out").glob("*.fsr")), channels=["observation", "action"])
+    assert len(dataset) == sum(len(p.observations) for p in played)  # T + 1 rows per episode
+    last = dataset[len(dataset) - 1]
+    np.testing.assert_array_equal(last["observation"], played[-1].observations[-1])
+    assert main(["index", str(tmp_path / "out"), "-o", str(tmp_path / "index.parquet")]) == 0
+    assert pq.read_table(tmp_path / "index.parquet").num_rows == 3
