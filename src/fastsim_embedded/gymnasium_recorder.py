@@ -18,8 +18,8 @@ writer, transaction and validation, unchanged.
     |   |                        | reset/close, or the env raised (its one line in the reason)   |
     | 5 | ``close``              | end every open episode, wait for every commit                 |
 
-Both pools have ``close_workers`` threads (the pool of writers); at most ``2 *
-close_workers`` finished episodes wait for their commit, after which ``step`` waits.
+Both pools have ``writers`` threads (the pool of writers); at most ``2 *
+writers`` finished episodes wait for their commit, after which ``step`` waits.
 Together with the Record lanes' item and byte bounds (per episode) and the bounded
 pending ticks of an opening episode, memory does not grow with episode length.
 """
@@ -79,7 +79,7 @@ class RecordingOptions:
     integrity: str = "structural"
     numeric_queue_bytes: int = 32 * 1024 * 1024
     media_queue_items: int = 16
-    close_workers: int = 2
+    writers: int = 4
 
 
 @attrs.frozen
@@ -137,7 +137,7 @@ class GymRecording:
         self._factories = {RECORD: discover_plugin(RECORD)}
         self._open: dict[int, EpisodeWriter] = {}
         self._next = options.first_episode
-        workers = max(1, options.close_workers)
+        workers = max(1, options.writers)
         self._openers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-open")
         self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
         self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[SessionResult | None]]] = []
@@ -279,7 +279,7 @@ class GymRecording:
         try:
             self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
         finally:
-            self._slots.acquire()  # at most 2 * close_workers episodes wait for their commit
+            self._slots.acquire()  # at most 2 * writers episodes wait for their commit
             future = self._closers.submit(writer.finish, kind, reason)
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))

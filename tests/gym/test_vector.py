@@ -113,7 +113,7 @@ def test_writers_are_a_bounded_pool_whatever_the_number_of_episodes(tmp_path: Pa
     import threading
 
     before = threading.active_count()
-    envs = RecordVectorEpisodes(_vector(AutoresetMode.SAME_STEP, "sync", n=8), tmp_path, close_workers=2)
+    envs = RecordVectorEpisodes(_vector(AutoresetMode.SAME_STEP, "sync", n=8), tmp_path, writers=2)
     envs.action_space.seed(0)
     envs.reset(seed=0)
     peak = 0

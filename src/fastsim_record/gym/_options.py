@@ -15,7 +15,7 @@
     | 8 | render_state    | ``False``      | MuJoCo envs: record ``render.state`` (for ``fsr replay``)       |
     | 9 | info_keys       | ``()``         | scalar ``info`` entries kept as channels ``info.<key>``         |
     | 10| integrity       | ``"structural"`` | Record's ``integrity``                                       |
-    | 11| close_workers   | 2              | episodes committed in parallel off the env thread              |
+    | 11| writers         | 4              | threads that open and commit episode files off the env thread  |
 
 Every refusal is a ``GymWrapError`` with one line.
 """
@@ -35,7 +35,7 @@ __all__ = ["OPTIONS", "check_directory", "describe", "host_options"]
 
 OPTIONS = (
     "prefix", "resume", "fps", "cameras", "camera_envs", "encoding", "quality", "render_state",
-    "info_keys", "integrity", "close_workers",
+    "info_keys", "integrity", "writers",
 )
 _PREFIX = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}$")
 
@@ -69,15 +69,15 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
     info_keys = options.get("info_keys", ())
     if isinstance(info_keys, str) or not all(isinstance(k, str) and k for k in info_keys):  # type: ignore[attr-defined]
         raise GymWrapError(f"info_keys: must be a list of info key names (got {info_keys!r})")
-    workers = options.get("close_workers", 2)
+    workers = options.get("writers", 4)
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64:
-        raise GymWrapError(f"close_workers: must be an integer from 1 to 64 (got {workers!r})")
+        raise GymWrapError(f"writers: must be an integer from 1 to 64 (got {workers!r})")
     integrity = options.get("integrity", "structural")
     return host.Options(
         prefix=prefix, first_episode=first, fps=float(fps), cameras=bool(options.get("cameras", True)),
         camera_envs=camera_envs, encoding=encoding, quality=quality,
         render_state=bool(options.get("render_state", False)), info_keys=tuple(info_keys),  # type: ignore[arg-type]
-        integrity=integrity, close_workers=workers,
+        integrity=integrity, writers=workers,
     )
 
 
