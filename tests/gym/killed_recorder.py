@@ -1,6 +1,7 @@
 """A real process that records Pendulum episodes and is then killed mid-episode (test_kill.py).
 
-argv: DIRECTORY.  Three 20-step episodes are recorded and committed; the fourth runs
+argv: DIRECTORY.  Three 20-step episodes are recorded and committed; then a second
+wrapper continues in the same directory (``resume=True``) with an episode that runs
 until the process is killed.  Each step's action is appended to DIRECTORY/../actions.jsonl
 (flushed) and "mid" is printed once the fourth episode has run 400 steps.
 """
@@ -25,9 +26,7 @@ for seed in range(3):
     while not done:
         _, _, terminated, truncated, _ = env.step(env.action_space.sample())
         done = terminated or truncated
-while len(list(directory.glob("episode-*.fsr"))) < 3:  # the closing pool commits them off this thread
-    time.sleep(0.01)
-env.unwrapped.spec.max_episode_steps = None  # type: ignore[union-attr]
+env.close()  # waits for the three commits
 long_env = RecordEpisodes(gym.make("Pendulum-v1", max_episode_steps=1_000_000), directory, resume=True)
 long_env.reset(seed=99)
 with open(directory.parent / "actions.jsonl", "w") as log:

@@ -20,8 +20,10 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import attrs
 import gymnasium as gym
 
+from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError, gym_host
 from fastsim_record.gym._options import check_directory, describe, host_options
 
@@ -45,7 +47,7 @@ def open_recording(
     opts = {k: v for k, v in options.items() if k != "resume"}
     hopts = host_options(host, env, opts, num_envs=len(sub_envs), first=first)
     if hopts.cameras and getattr(env, "render_mode", None) != "rgb_array":
-        hopts = type(hopts)(**{**_fields(hopts), "cameras": False})
+        hopts = attrs.evolve(hopts, cameras=False)  # no frames to record
     sub = next((e for e in sub_envs if e is not None), None)
     try:
         recording = host.open(path, observation_space, action_space, sub_envs, describe(env, sub_env=sub), hopts,
@@ -58,12 +60,6 @@ def open_recording(
         recording.close()
         raise GymWrapError(f"{path}: cannot create the directory: {exc.strerror}") from None
     return recording
-
-
-def _fields(options: Any) -> dict[str, object]:
-    import attrs
-
-    return attrs.asdict(options, recurse=False)
 
 
 class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
@@ -85,7 +81,7 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Row 1 of the module table."""
         if self._recording.is_open(0):
-            self._recording.end(0, _stopped(), "truncated: reset() started a new episode")
+            self._recording.end(0, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         used = draw_seed() if seed is None else seed
         try:
             observation, info = self.env.reset(seed=used, options=options)
@@ -116,9 +112,3 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         if self._recording is not None:
             self.files = self._recording.close()
         super().close()
-
-
-def _stopped() -> Any:
-    from fastsim_contract.values import CompletionKind
-
-    return CompletionKind.STOPPED

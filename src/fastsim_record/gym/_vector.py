@@ -33,8 +33,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError
-from fastsim_record.gym._single import _stopped, draw_seed, open_recording
+from fastsim_record.gym._single import draw_seed, open_recording
 
 __all__ = ["RecordVectorEpisodes", "autoreset_mode"]
 
@@ -115,7 +116,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
                 continue
             sub_seed = used + i if isinstance(used, int) else used[i]
             if self._recording.is_open(i):
-                self._recording.end(i, _stopped(), "truncated: reset() started a new episode")
+                self._recording.end(i, CompletionKind.STOPPED, "truncated: reset() started a new episode")
             self._recording.begin(i, sub_seed, recorded, _item(observation, i), frames[i])
             self._autoreset[i] = False
         return observation, info
