@@ -75,6 +75,7 @@ class RecordingOptions:
     quality: int | None = None
     render_state: bool = False
     render_state_hz: float | None = None
+    geometry: bool = False  # scene.geometry@2 of a MuJoCo env
     info_keys: tuple[str, ...] = ()
     integrity: str = "structural"
     numeric_queue_bytes: int = 32 * 1024 * 1024
@@ -132,7 +133,8 @@ class GymRecording:
         for i, env in enumerate(self._envs):
             wanted = options.cameras and (options.camera_envs is None or i in options.camera_envs)
             self._cameras.append(calibration_of(env, options.camera) if wanted and env is not None else None)
-            self._render.append(render_source_of(env) if options.render_state and env is not None else None)
+            wants = options.render_state or options.geometry
+            self._render.append(render_source_of(env) if wants and env is not None else None)
         self._catalogs = discover_catalogs()  # found once per recording, not per episode
         self._factories = {RECORD: discover_plugin(RECORD)}
         self._open: dict[int, EpisodeWriter] = {}
@@ -168,8 +170,10 @@ class GymRecording:
             if o.quality is not None and o.encoding == "jpeg":
                 cam["quality"] = o.quality
             streams["cameras"] = {o.camera: cam}
-        if render_state:
+        if render_state and o.render_state:
             streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        if render_state and o.geometry:
+            streams["geometry"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
         queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
                   "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
         config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,

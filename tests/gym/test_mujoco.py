@@ -26,7 +26,7 @@ def _cheetah(**kwargs: Any) -> Any:
 
 def test_halfcheetah_frames_are_a_camera_calibrated_from_the_model_and_data(tmp_path: Path) -> None:
     """Frames (PNG: exact), K from the model's field of view, the pose from the camera that drew each frame."""
-    env = RecordEpisodes(_cheetah(), tmp_path, encoding="png", render_state=True)
+    env = RecordEpisodes(_cheetah(), tmp_path, encoding="png", render_state=True, geometry=True)
     frames, cams = [], []
     inner: Any = env.unwrapped
 
@@ -64,6 +64,7 @@ def test_halfcheetah_frames_are_a_camera_calibrated_from_the_model_and_data(tmp_
             np.testing.assert_allclose(_z_axis(calibration.quaternion_xyzw[k]), forward, atol=1e-6)
             assert abs(np.linalg.norm(lookat - calibration.translation[k]) - distance) < 0.05  # tracking lags a frame
         assert rec.info.records["render.state"] == 13
+        assert rec.info.records["geometry"] == 13  # the meshes once, then the moving bodies' transforms
 
 
 def test_a_non_mujoco_env_gets_no_invented_camera(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@
     | 6 | encoding        | ``"jpeg"``     | ``"jpeg"`` or ``"png"`` (encoded in the Record worker)          |
     | 7 | quality         | Record's       | JPEG quality 1-100                                             |
     | 8 | render_state    | ``False``      | MuJoCo envs: record ``render.state`` (for ``fsr replay``)       |
+    | 8b| geometry        | ``False``      | MuJoCo envs: record ``scene.geometry@2`` (meshes and transforms)|
     | 9 | info_keys       | ``()``         | scalar ``info`` entries kept as channels ``info.<key>``         |
     | 10| integrity       | ``"structural"`` | Record's ``integrity``                                       |
     | 11| writers         | 4              | threads that open and commit episode files off the env thread  |
@@ -34,7 +35,7 @@ from fastsim_record.gym._host import GymWrapError
 __all__ = ["OPTIONS", "check_directory", "describe", "host_options"]
 
 OPTIONS = (
-    "prefix", "resume", "fps", "cameras", "camera_envs", "encoding", "quality", "render_state",
+    "prefix", "resume", "fps", "cameras", "camera_envs", "encoding", "quality", "render_state", "geometry",
     "info_keys", "integrity", "writers",
 )
 _PREFIX = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}$")
@@ -76,7 +77,8 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
     return host.Options(
         prefix=prefix, first_episode=first, fps=float(fps), cameras=bool(options.get("cameras", True)),
         camera_envs=camera_envs, encoding=encoding, quality=quality,
-        render_state=bool(options.get("render_state", False)), info_keys=tuple(info_keys),  # type: ignore[arg-type]
+        render_state=bool(options.get("render_state", False)), geometry=bool(options.get("geometry", False)),
+        info_keys=tuple(info_keys),  # type: ignore[arg-type]
         integrity=integrity, writers=workers,
     )
 
