@@ -29,7 +29,7 @@ from fastsim_embedded.session import Episode, EpisodeClosed, SessionResult
 
 __all__ = ["EpisodeWriter"]
 
-Tick = tuple[Any, Sequence[CameraReading], tuple[ScenePluginEvent, ...], tuple[ControlCommand, ...]]
+Tick = tuple[Any, Sequence[CameraReading], tuple[ScenePluginEvent, ...], tuple[ControlCommand, ...], Any]
 
 
 class EpisodeWriter:
@@ -47,6 +47,7 @@ class EpisodeWriter:
         self.failure: str | None = None
         self.row: Any = None  # observation t's bytes, waiting for its action
         self.readings: Sequence[CameraReading] = ()
+        self.snapshot: Any = None  # the render side with observation t (``gymnasium_mujoco.RenderSnapshot``)
         self.events: tuple[ScenePluginEvent, ...] = ()
         self._max_pending = max_pending
         self._pending: list[Tick] = []
@@ -61,8 +62,8 @@ class EpisodeWriter:
             return None
 
     def _publish(self, episode: Episode, tick: Tick) -> None:
-        row, readings, events, commands = tick
-        self.backend.stage(row, readings)
+        row, readings, events, commands, snapshot = tick
+        self.backend.stage(row, readings, snapshot)
         try:
             episode.step(commands, events=events)
         except EpisodeClosed as exc:  # the Run stopped (e.g. its recording failed): keep nothing more
@@ -78,15 +79,15 @@ class EpisodeWriter:
 
     def tick(
         self, row: Any, readings: Sequence[CameraReading], events: tuple[ScenePluginEvent, ...],
-        commands: tuple[ControlCommand, ...] = (),
+        commands: tuple[ControlCommand, ...] = (), snapshot: Any = None,
     ) -> None:
         """Row 1: publish one tick now, or keep it until the Episode is open."""
         if self._future.done() and not self._pending:
             episode = self._episode()
             if episode is not None and self.failure is None:
-                self._publish(episode, (row, readings, events, commands))
+                self._publish(episode, (row, readings, events, commands, snapshot))
             return
-        self._pending.append((row, readings, events, commands))
+        self._pending.append((row, readings, events, commands, snapshot))
         if self._future.done() or len(self._pending) >= self._max_pending:
             self._drain()
 

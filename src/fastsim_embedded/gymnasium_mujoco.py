@@ -19,17 +19,20 @@ records no camera for it rather than invent a K (``describe()`` says so).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from fastsim_contract.calibration import calibration_digest, pinhole_profile
+from fastsim_contract.render_services import select_catalog
 from fastsim_embedded.backends.base import Array, CameraReading
 from fastsim_recording_format.encoding import readonly
 
 __all__ = [
-    "MujocoFrameCalibration", "MujocoJoints", "calibration_of", "joints_of", "render_observation_path",
-    "render_source_of",
+    "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
+    "calibration_of", "joints_of", "render_observation_path", "render_source_of",
 ]
 
 
@@ -168,3 +171,81 @@ def joints_of(env: Any) -> MujocoJoints | None:
         return None
     joints = MujocoJoints(parts[0], parts[1])
     return joints if joints.names else None
+
+
+@attrs.frozen
+class RenderSnapshot:
+    """``render.state`` and the moving bodies' transforms, read when an observation was returned."""
+
+    state: Mapping[str, Array] | None
+    transforms: object | None
+
+
+class RenderSnapshots:
+    """Takes a MuJoCo env's render-side snapshot at capture time (one per sub-env).
+
+    The recorded row of observation t is published one ``step()`` later (it waits for the
+    action chosen from it), when ``data`` already holds state t + 1; so the render side is
+    read when observation t is returned and published with its row (``StagedRenderSource``).
+    """
+
+    def __init__(self, inner: Any, *, state: bool, geometry: bool) -> None:
+        self.inner = inner
+        self.state = state
+        self.geometry = inner.scene_geometry() if geometry else None
+        self.moving: tuple[str, ...] = ()
+        if self.geometry is not None:
+            kind = select_catalog(self.geometry.catalog_kinds())
+            if kind is not None:
+                catalog = self.geometry.catalog(kind)
+                self.moving = tuple(b.name for b in catalog.bodies if b.motion != "static")
+
+    def take(self) -> RenderSnapshot:
+        """The snapshot now."""
+        state = self.inner.render_state() if self.state else None
+        transforms = self.geometry.transforms(self.moving) if self.geometry is not None and self.moving else None
+        return RenderSnapshot(state, transforms)
+
+
+class StagedRenderSource:
+    """One episode's render source: serves the snapshot staged with the row being published."""
+
+    def __init__(self, snapshots: RenderSnapshots) -> None:
+        self.snapshots = snapshots
+        self.current: RenderSnapshot | None = None
+
+    def render_state(self) -> Mapping[str, Array]:
+        """The staged snapshot's state (what the env's data held at observation time)."""
+        if self.current is None or self.current.state is None:
+            raise RuntimeError("render.state: no snapshot was staged with this row")
+        return self.current.state
+
+    def scene_geometry(self) -> Any:
+        """The geometry service, its transforms answered from the staged snapshot."""
+        return None if self.snapshots.geometry is None else _StagedGeometry(self)
+
+    def fluid_emitter(self) -> None:
+        """A Gymnasium env has no particle emitter."""
+        return None
+
+
+class _StagedGeometry:
+    def __init__(self, source: StagedRenderSource) -> None:
+        self._source = source
+        self._inner: Any = source.snapshots.geometry
+
+    def catalog_kinds(self) -> frozenset[str]:
+        kinds: frozenset[str] = self._inner.catalog_kinds()
+        return kinds
+
+    def catalog(self, kind: str) -> Any:
+        return self._inner.catalog(kind)
+
+    def read_resource(self, resource_id: str) -> Any:
+        return self._inner.read_resource(resource_id)
+
+    def transforms(self, bodies: Sequence[str]) -> object:
+        current = self._source.current
+        if current is not None and current.transforms is not None and tuple(bodies) == self._source.snapshots.moving:
+            return current.transforms
+        return self._inner.transforms(bodies)

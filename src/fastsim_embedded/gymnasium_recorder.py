@@ -48,6 +48,8 @@ from fastsim_embedded.backends.gymnasium_env import (
 from fastsim_embedded.compile import prepare_built
 from fastsim_embedded.gymnasium_episode import EpisodeWriter
 from fastsim_embedded.gymnasium_mujoco import (
+    RenderSnapshots,
+    StagedRenderSource,
     calibration_of,
     joints_of,
     render_observation_path,
@@ -133,8 +135,10 @@ class GymRecording:
         for i, env in enumerate(self._envs):
             wanted = options.cameras and (options.camera_envs is None or i in options.camera_envs)
             self._cameras.append(calibration_of(env, options.camera) if wanted and env is not None else None)
-            wants = options.render_state or options.geometry
-            self._render.append(render_source_of(env) if wants and env is not None else None)
+            inner = render_source_of(env) if (options.render_state or options.geometry) and env is not None else None
+            self._render.append(None if inner is None else RenderSnapshots(
+                inner, state=options.render_state, geometry=options.geometry,
+            ))
         self._catalogs = discover_catalogs()  # found once per recording, not per episode
         self._factories = {RECORD: discover_plugin(RECORD)}
         self._open: dict[int, EpisodeWriter] = {}
@@ -203,7 +207,8 @@ class GymRecording:
                      "camera": _camera_note(camera, frame_shape, o)}
         backend = GymnasiumBackend(
             self.row.packer, camera=o.camera if frame_shape else None, frame_shape=frame_shape,
-            render_source=self._render[index], description=described, actuators=self._actuators,
+            render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
+            description=described, actuators=self._actuators,
         )
         document = self._document(self.name(number, index), with_camera=frame_shape is not None,
                                   render_state=self._render[index] is not None)
@@ -221,12 +226,17 @@ class GymRecording:
         writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
         writer.row = self.row.start(observation, self._joint_state(index))
         writer.readings = self._readings(index, frame if frame_shape else None)
+        writer.snapshot = self._snapshot(index)
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
         self._open[index] = writer
 
     def _frame(self, observation: Any, frame: Any) -> Any:
         """The frame of this observation: the pixels it carries (AddRenderObservation), else ``frame``."""
         return frame if self.frame_leaf is None else leaf_value(observation, self.frame_leaf)
+
+    def _snapshot(self, index: int) -> Any:
+        snapshots = self._render[index]
+        return None if snapshots is None else snapshots.take()
 
     def _joint_state(self, index: int) -> Any:
         joints = self._joints[index]
@@ -256,6 +266,7 @@ class GymRecording:
         writer.steps += 1
         writer.ret += float(reward)
         writer.row, writer.readings = self.row.start(observation, self._joint_state(index)), self._readings(index, frame)
+        writer.snapshot = self._snapshot(index)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
@@ -270,7 +281,7 @@ class GymRecording:
         if self._actuators and action is not None:
             targets = np.asarray(action, dtype=np.float64).reshape(-1).tolist()
             commands = (ControlCommand(f"action-{writer.steps + 1}", ACTION_COMMAND, "robot", {"targets": targets}),)
-        writer.tick(row, writer.readings, (*first, *events), commands)
+        writer.tick(row, writer.readings, (*first, *events), commands, writer.snapshot)
 
     def _finish(
         self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,

@@ -17,6 +17,7 @@ _REGISTRY: dict[str, BackendFactory | str] = {
     "synthetic": "fastsim_embedded.backends.synthetic:create_backend",
     "mujoco": "fastsim_embedded.backends.mujoco_backend:create_backend",
     "synthetic+cameras": "fastsim_embedded.backends.synthetic_cameras:create_backend",
+    "gymnasium": "fastsim_embedded.backends.gymnasium_scene:create_backend",  # Replay of fastsim_record.gym files
 }
 
 

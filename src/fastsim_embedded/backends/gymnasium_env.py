@@ -162,11 +162,13 @@ class GymnasiumBackend:
         """The registry name."""
         return "gymnasium"
 
-    def stage(self, row: Array, frames: Sequence[CameraReading] = ()) -> None:
-        """What the next tick publishes: one packed row and its frame's camera readings
-        (read on the env thread when the frame was captured: ``gymnasium_mujoco``)."""
+    def stage(self, row: Array, frames: Sequence[CameraReading] = (), snapshot: Any = None) -> None:
+        """What the next tick publishes: one packed row, its frame's camera readings and its
+        render-side snapshot (all read on the env thread with the observation: ``gymnasium_mujoco``)."""
         self._staged = row
         self._frames = frames
+        if self.render is not None:
+            self.render.current = snapshot
 
     def channels(self) -> Sequence[ChannelDescriptor]:
         """The packed step channels, then the camera's four channels (when recorded)."""
