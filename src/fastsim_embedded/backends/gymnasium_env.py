@@ -21,6 +21,10 @@ Channels (one recorded row per tick, in this order, packed in one buffer):
     | 6 | ``cameras.<cam>.rgb`` + K,  | uint8 (H, W, 3), ...         | the frame ``render()`` returned with |
     |   | translation, quaternion     |                              | observation t (MuJoCo envs only)     |
 
+The render side (``render.state``, ``scene.geometry@2`` transforms) of a MuJoCo env is a
+snapshot read with observation t and staged with its row (``gymnasium_mujoco.StagedRenderSource``):
+the row is published one ``step()`` later, when the env's ``data`` already holds t + 1.
+
 A MuJoCo env's action (one ``Box`` of one value per actuator) is also published as the
 control command ``gym.action`` of its tick, applied with the actuators' names: the
 audited control target that ``fsr export --to lerobot`` and Replay read as the action.
