@@ -91,12 +91,18 @@ class EpisodeWriter:
         if self._future.done() or len(self._pending) >= self._max_pending:
             self._drain()
 
-    def finish(self, kind: CompletionKind, reason: str) -> SessionResult | None:
-        """Row 2 (in the writer pool): publish what was kept, then close (commit)."""
+    def finish(
+        self, kind: CompletionKind, reason: str, events: tuple[ScenePluginEvent, ...] = (),
+    ) -> SessionResult | None:
+        """Row 2 (in the writer pool): publish what was kept (then ``events``, when no row is
+        left to carry them), then close (commit)."""
         self._drain()
         episode = self._episode()
         if episode is None:
             return None
+        if not episode.stopping:
+            for event in events:
+                episode.host.publish_plugin_event(event.name, event.data, event.emitter)
         return episode.close(kind, reason)
 
 

@@ -197,6 +197,7 @@ class GymRecording:
         if index in self._open:
             self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         o = self.options
+        first_row = self.row.start(observation, self._joint_state(index))  # ValueError: nothing opened
         number = self._next
         self._next += 1
         camera = self._cameras[index]
@@ -224,7 +225,7 @@ class GymRecording:
 
         pending = o.media_queue_items if frame_shape else 4096  # ticks kept while the file opens: frames are big
         writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
-        writer.row = self.row.start(observation, self._joint_state(index))
+        writer.row = first_row
         writer.readings = self._readings(index, frame if frame_shape else None)
         writer.snapshot = self._snapshot(index)
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
@@ -262,10 +263,17 @@ class GymRecording:
         if writer is None:
             return
         frame = self._frame(observation, frame)
-        self._tick(writer, action, reward, terminated, truncated, info)
-        writer.steps += 1
-        writer.ret += float(reward)
-        writer.row, writer.readings = self.row.start(observation, self._joint_state(index)), self._readings(index, frame)
+        try:
+            self._tick(writer, action, reward, terminated, truncated, info)
+            writer.steps += 1
+            writer.ret += float(reward)
+            writer.row = None  # published: never again as the final row
+            writer.row = self.row.start(observation, self._joint_state(index))
+        except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
+            line = str(exc).splitlines()[0]
+            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
+            raise
+        writer.readings = self._readings(index, frame)
         writer.snapshot = self._snapshot(index)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
@@ -291,11 +299,14 @@ class GymRecording:
             "steps": writer.steps, "terminated": terminated, "truncated": truncated, "return": writer.ret,
             "reason": reason, "error": error, "sub_env": index if self.vector else None,
         }, "gymnasium")
+        trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it (the env broke its space)
         try:
-            self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
+            if writer.row is not None:
+                self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
+                trailing = ()
         finally:
             self._slots.acquire()  # at most 2 * writers episodes wait for their commit
-            future = self._closers.submit(writer.finish, kind, reason)
+            future = self._closers.submit(writer.finish, kind, reason, trailing)
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))
             self._collect(block=False)

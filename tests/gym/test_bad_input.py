@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -75,3 +76,35 @@ def test_frame_stacked_images_are_numeric_channels(tmp_path: Path) -> None:
     episode = read_episode(recorded.files[0].path)
     assert episode.observations["observation"].shape == (len(played[0].observations), 3, 12, 16)
     np.testing.assert_array_equal(episode.observations["observation"], np.stack(played[0].observations))
+
+
+class _Shrinking(gym.Wrapper[Any, Any, Any, Any]):
+    """Returns an observation that breaks the env's own space at step 3."""
+
+    def __init__(self, env: gym.Env[Any, Any]) -> None:
+        super().__init__(env)
+        self.t = 0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        self.t = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return (observation[:2] if self.t == 3 else observation), float(reward), terminated, truncated, info
+
+
+def test_a_value_outside_the_envs_own_space_is_one_line_and_keeps_what_was_recorded(tmp_path: Path) -> None:
+    """An observation of the wrong shape: one line naming the channel; the episode's earlier rows are committed."""
+    env = RecordEpisodes(_Shrinking(gym.make("CartPole-v1")), tmp_path)
+    env.reset(seed=1)
+    env.step(0)
+    env.step(1)
+    with pytest.raises(GymWrapError, match=r"^step\(\): observation: the env returned shape \(2,\), its space declares \(4,\)$"):
+        env.step(0)
+    env.close()
+    episode = read_episode(env.files[0].path)
+    assert episode.steps == 3
+    assert episode.end["error"] == "observation: the env returned shape (2,), its space declares (4,)"
+    assert env.files[0].completion == "stopped"

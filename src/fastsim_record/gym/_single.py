@@ -89,7 +89,10 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         except Exception as exc:
             self._recording.fail(exc)
             raise
-        self._recording.begin(0, used, options, observation, frame)
+        try:
+            self._recording.begin(0, used, options, observation, frame)
+        except ValueError as exc:  # the env's value does not fit its own space
+            raise GymWrapError(f"reset(): {exc}".splitlines()[0]) from None
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
@@ -100,7 +103,10 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         except Exception as exc:
             self._recording.fail(exc)
             raise
-        self._recording.step(0, action, observation, reward, terminated, truncated, info, frame)
+        try:
+            self._recording.step(0, action, observation, reward, terminated, truncated, info, frame)
+        except ValueError as exc:  # what was recorded is committed; the channel is named
+            raise GymWrapError(f"step(): {exc}".splitlines()[0]) from None
         return observation, reward, terminated, truncated, info
 
     def render(self) -> Any:
