@@ -125,3 +125,16 @@ def test_writers_are_a_bounded_pool_whatever_the_number_of_episodes(tmp_path: Pa
     # per open episode: its Record worker thread(s); plus the two pools of 2 threads; never one per episode recorded
     assert peak - before <= 8 * 2 + 2 * 2 + 4  # measured: 17
     assert threading.active_count() <= before + 1
+
+
+def test_a_vector_env_that_seeds_itself_as_a_whole_records_that_seed(tmp_path: Path) -> None:
+    """CartPole's own CartPoleVectorEnv takes one seed for all sub-envs: each file records it, and says so."""
+    envs = RecordVectorEpisodes(gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="vector_entry_point"),
+                                tmp_path)
+    observation, _ = envs.reset(seed=21)
+    envs.close()
+    for file in envs.files:
+        episode = read_episode(file.path)
+        assert episode.seed == 21
+        assert episode.reset["how"] == "reset (one seed for the whole vector env)"
+        np.testing.assert_array_equal(episode.observations["observation"][0], observation[file.sub_env])

@@ -111,13 +111,17 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
             self._recording.fail(exc)
             raise
         recorded = {k: v for k, v in (options or {}).items() if k != "reset_mask"} or None
+        # Sync/Async give sub-env i the seed seed + i (or seeds[i]); any other VectorEnv (e.g.
+        # CartPoleVectorEnv) seeds itself as a whole: each sub-env records that one seed
+        per_sub_env = isinstance(self.env.unwrapped, gym.vector.SyncVectorEnv | gym.vector.AsyncVectorEnv)
+        how = "reset" if per_sub_env else "reset (one seed for the whole vector env)"
         for i in range(self.n):
             if mask is not None and not bool(mask[i]):
                 continue
-            sub_seed = used + i if isinstance(used, int) else used[i]
+            sub_seed = used if not per_sub_env or used is None else (used + i if isinstance(used, int) else used[i])
             if self._recording.is_open(i):
                 self._recording.end(i, CompletionKind.STOPPED, "truncated: reset() started a new episode")
-            self._recording.begin(i, sub_seed, recorded, _item(observation, i), frames[i])
+            self._recording.begin(i, sub_seed, recorded, _item(observation, i), frames[i], how=how)
             self._autoreset[i] = False
         return observation, info
 
