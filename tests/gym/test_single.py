@@ -128,3 +128,31 @@ def test_episodes_work_with_the_dataset_and_fsr_index(tmp_path: Path) -> None:
     np.testing.assert_array_equal(last["observation"], played[-1].observations[-1])
     assert main(["index", str(tmp_path / "out"), "-o", str(tmp_path / "index.parquet")]) == 0
     assert pq.read_table(tmp_path / "index.parquet").num_rows == 3
+
+
+def test_an_episode_that_cannot_be_opened_is_reported_never_raised_into_the_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host refuses to open episode 1's file: the env keeps running, episodes 0 and 2 are committed,
+    and close() warns one line naming episode 1 and why."""
+    from fastsim_embedded import session
+    from fastsim_embedded.output import OutputRefused
+
+    real_open = session.Episode.open.__func__  # type: ignore[attr-defined]
+    calls = {"n": 0}
+
+    def flaky_open(cls: type, prepared: object, output_dir: Path, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OutputRefused(output_dir / "episode-000001.fsr", "another recorder is writing this name now")
+        return real_open(cls, prepared, output_dir, **kwargs)
+
+    monkeypatch.setattr(session.Episode, "open", classmethod(flaky_open))
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path)
+    played = play(env, [1, 2, 3])
+    with pytest.warns(RuntimeWarning, match=r"^episode 1: not committed: the episode could not be opened: "
+                                            r"OutputRefused: .*another recorder is writing this name now$"):
+        env.close()
+    assert [f.path is not None for f in env.files] == [True, False, True]
+    assert_recorded(env.files[0].path, played[0])
+    assert_recorded(env.files[2].path, played[2])

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import secrets
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,14 @@ from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError, gym_host
 from fastsim_record.gym._options import check_directory, describe, host_options
 
-__all__ = ["RecordEpisodes", "draw_seed", "open_recording"]
+__all__ = ["RecordEpisodes", "draw_seed", "open_recording", "warn_uncommitted"]
+
+
+def warn_uncommitted(files: list[Any]) -> None:
+    """One warning line per episode that could not be committed (its file is not there)."""
+    for file in files:
+        if file.path is None:
+            warnings.warn(f"episode {file.episode}: not committed: {file.reason}", RuntimeWarning, stacklevel=3)
 
 
 def draw_seed() -> int:
@@ -117,4 +125,5 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         """Row 5."""
         if self._recording is not None:
             self.files = self._recording.close()
+            warn_uncommitted(self.files)
         super().close()

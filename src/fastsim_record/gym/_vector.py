@@ -35,7 +35,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError
-from fastsim_record.gym._single import draw_seed, open_recording
+from fastsim_record.gym._single import draw_seed, open_recording, warn_uncommitted
 
 __all__ = ["RecordVectorEpisodes", "autoreset_mode"]
 
@@ -158,4 +158,5 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         """Open episodes end as truncated; waits for every commit (``files``)."""
         if self._recording is not None:
             self.files = self._recording.close()
+            warn_uncommitted(self.files)
         super().close(**kwargs)
