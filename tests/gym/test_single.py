@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -141,7 +142,7 @@ def test_an_episode_that_cannot_be_opened_is_reported_never_raised_into_the_env(
     real_open = session.Episode.open.__func__  # type: ignore[attr-defined]
     calls = {"n": 0}
 
-    def flaky_open(cls: type, prepared: object, output_dir: Path, **kwargs: object) -> object:
+    def flaky_open(cls: Any, /, prepared: object, output_dir: Path, **kwargs: object) -> object:
         calls["n"] += 1
         if calls["n"] == 2:
             raise OutputRefused(output_dir / "episode-000001.fsr", "another recorder is writing this name now")
