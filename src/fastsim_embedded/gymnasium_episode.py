@@ -52,6 +52,7 @@ class EpisodeWriter:
         self._max_pending = max_pending
         self._pending: list[Tick] = []
         self._future = pool.submit(opener)
+        self._ready: Episode | None = None  # the open Episode once nothing is kept any more
 
     def _episode(self) -> Episode | None:
         """The open Episode (waits for it), or ``None`` when it failed to open."""
@@ -82,9 +83,13 @@ class EpisodeWriter:
         commands: tuple[ControlCommand, ...] = (), snapshot: Any = None,
     ) -> None:
         """Row 1: publish one tick now, or keep it until the Episode is open."""
-        if self._future.done() and not self._pending:
-            episode = self._episode()
-            if episode is not None and self.failure is None:
+        episode = self._ready
+        if episode is None and self._future.done() and not self._pending:
+            episode = self._ready = self._episode()
+            if episode is None:
+                return
+        if episode is not None:
+            if self.failure is None:
                 self._publish(episode, (row, readings, events, commands, snapshot))
             return
         self._pending.append((row, readings, events, commands, snapshot))
