@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fastsim_record.cli import main
+from fastsim_record.gym import read_episode
+from tests.export.lerobot_rules import LeRobotRules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "gym" / "random_policy.py"
@@ -34,3 +37,11 @@ def test_the_random_policy_example_records_and_exports_to_lerobot(tmp_path: Path
         assert info["total_episodes"] == len(files)
         assert "observation.images.render" in info["features"]
         assert info["features"]["action"]["shape"] == [6]
+        # loaded the way LeRobot loads it: every row's frame by its timestamp rule, actions as recorded
+        loaded = LeRobotRules(dataset)
+        assert len(loaded.data) == sum(len(read_episode(f).rewards) + 1 for f in files)  # one frame per row
+        for row in loaded.data[:: max(1, len(loaded.data) // 10)]:
+            assert loaded.frame("observation.images.render", row).shape == (240, 320, 3)
+        first = read_episode(files[0])
+        exported = np.array([r["action"] for r in loaded.data if r["episode_index"] == 0][: first.steps])
+        np.testing.assert_allclose(exported, first.actions["action"].astype(np.float64), rtol=1e-6)
