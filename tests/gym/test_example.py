@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.export.lerobot_rules import LeRobotRules
 
 from fastsim_record.cli import main
 from fastsim_record.gym import read_episode
-from tests.export.lerobot_rules import LeRobotRules
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "gym" / "random_policy.py"
