@@ -20,11 +20,12 @@ def _registered() -> set[str]:
 
 
 def test_the_readme_lists_exactly_what_installing_registers() -> None:
-    """The README names every entry point pyproject registers (four and the fsr script) and never says 'only two'."""
+    """The README names every entry point pyproject registers (five and the fsr script) and never says 'only two'."""
     registered = _registered()
     assert registered == {
         "fastsim.components/fastsim.record", "fastsim.plugins/fastsim.record",
-        "fastsim.hosts/embedded", "fastsim.hosts/embedded-replay", "console_scripts/fsr",
+        "fastsim.hosts/embedded", "fastsim.hosts/embedded-replay", "fastsim.hosts/gymnasium",
+        "console_scripts/fsr",
     }
     paragraph = README.split("**What installing registers.**", 1)[1].split("\n\n", 1)[0]
     for entry in registered - {"console_scripts/fsr"}:

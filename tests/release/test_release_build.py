@@ -55,6 +55,7 @@ REGISTERED = {
     "fastsim.hosts": {
         "embedded": "fastsim_embedded.cli_record:COMMAND",
         "embedded-replay": "fastsim_embedded.cli_replay:COMMAND",
+        "gymnasium": "fastsim_embedded.gymnasium_recorder:HOST",
     },
     "console_scripts": {"fsr": "fastsim_record.cli:main"},
 }
