@@ -25,7 +25,7 @@ from fastsim_contract.run_errors import RunIssue
 from fastsim_contract.run_structure import describe, unknown_key_message
 from fastsim_embedded.backends.mujoco_randomize import parse_randomization
 
-__all__ = ["KNOWN_ROBOTS", "SCENE_SCHEMAS", "Key", "scene_issues"]
+__all__ = ["KNOWN_ROBOTS", "SCENE_SCHEMAS", "TASK_OBJECTS", "Key", "scene_issues"]
 
 Check = Callable[[object], "str | None"]
 
@@ -33,6 +33,8 @@ Check = Callable[[object], "str | None"]
 KNOWN_ROBOTS: Final = ("robot://droid/panda-2f85", "robot://example/robot")
 #: The DROID-like scene's cameras (``mujoco_scene.CAMERA_NAMES``, without importing MuJoCo).
 MUJOCO_CAMERAS: Final = ("exterior_left", "exterior_right", "wrist")
+#: The DROID-like scene's objects a pick task may name (``mujoco_scene.OBJECT_NAMES``).
+TASK_OBJECTS: Final = ("cube", "can", "block")
 
 
 @attrs.frozen
@@ -98,6 +100,17 @@ def names(choices: Sequence[str]) -> Check:
     return check
 
 
+def choice(what: str, choices: Sequence[str]) -> Check:
+    """One of ``choices``, with a did-you-mean."""
+    def check(value: object) -> str | None:
+        if isinstance(value, str) and value in choices:
+            return None
+        close = difflib.get_close_matches(str(value), choices, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(choices)})"
+        return f"unknown {what} {describe(value)}{hint}"
+    return check
+
+
 def robot(backend: str) -> Check:
     """A robot URI this backend can stand in for."""
     def check(value: object) -> str | None:
@@ -133,6 +146,14 @@ FLUID: Final = Key(keys={
     "capacity": Key(check=integer(1, 10_000_000)),
     "floor_z": Key(check=number(low=-1e6, high=1e6, above=False)),
 })
+_HOLD: Final = Key(check=number(high=1e6, above=False))
+REACH: Final = Key(keys={
+    "tolerance_m": Key(check=number(high=10.0)), "hold_s": _HOLD, "target": Key(check=vec3),
+})
+PICK: Final = Key(keys={
+    "object": Key(check=choice("object", TASK_OBJECTS)), "height_m": Key(check=number(high=10.0)),
+    "fall_m": Key(check=number(high=10.0)), "hold_s": _HOLD,
+})
 _SYNTHETIC_KNOBS: Final = {
     "numeric_channels": Key(check=integer(0, 100_000)),
     "dof": Key(check=integer(1, 10_000)),
@@ -152,6 +173,7 @@ _CAMERA_KNOBS: Final = {
 SCENE_SCHEMAS: Final[dict[str, Key]] = {
     "synthetic": Key(keys={
         "robots": _robots("synthetic"), "synthetic": Key(keys=_SYNTHETIC_KNOBS), "fluid": FLUID,
+        "task": Key(keys={"reach": REACH}),
     }),
     "synthetic+cameras": Key(keys={
         "robots": _robots("synthetic+cameras"),
@@ -169,6 +191,7 @@ SCENE_SCHEMAS: Final[dict[str, Key]] = {
             "randomize": Key(check=randomize),
         }),
         "fluid": FLUID,
+        "task": Key(keys={"pick": PICK, "reach": REACH}),
     }),
 }
 
