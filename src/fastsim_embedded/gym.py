@@ -38,7 +38,7 @@ Episodes (one ``fastsim_embedded.session.Episode`` each, one committed file each
 File names: the Run's output template rendered with the episode number (a name without
 fields gets ``-{episode:05d}``) and ``-env<k>`` before the extension, ``k`` the sub-env
 index, so sub-envs and processes never collide (``env_slot``).  ``info`` carries
-``tick``, ``episode``, ``seed``, ``control`` (each command's ``command_id``, ``accepted``,
+``tick``, ``seed``, ``control`` (each command's ``command_id``, ``accepted``,
 ``detail``), ``refused`` (the ids of refused commands), the task's ``success`` and
 ``failure``, and ``committed`` (paths) once the episode has ended.
 
@@ -224,7 +224,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             if self._done:
                 raise RuntimeError("FastSimRun-v0: the episode has ended; call reset() before step()")
             raise RuntimeError("FastSimRun-v0: step() before reset(); call reset() first")
-        commands = commands_for(self.controls, action, f"gym-{episode.prepared.episode}-{episode.ticks + 1}")
+        commands = commands_for(self.controls, action, f"gym-{episode.ticks + 1}")
         result = self._tick(episode, commands)
         self._steps += 1
         task = task_of(episode.backend)
@@ -263,7 +263,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             for c, o in zip(commands, result.outcomes, strict=True)
         ]
         return {
-            "tick": result.tick, "episode": episode.prepared.episode, "seed": episode.prepared.seed,
+            "tick": result.tick, "seed": episode.prepared.seed,
             "control": control, "refused": [c["command_id"] for c in control if not c["accepted"]],
             "success": bool(task is not None and task.success), "failure": bool(task is not None and task.failure),
         }

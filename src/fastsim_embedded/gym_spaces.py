@@ -86,6 +86,8 @@ def commands_for(controls: Sequence[ControlSpec], action: object, prefix: str) -
     else:
         raise ValueError(f"action: expected a mapping of {[c.command for c in controls]}")
     checked = [(spec, check_action(spec, parts[spec.command])) for spec in controls]
+    if len(checked) == 1:
+        return [checked[0][0].command_for(prefix, checked[0][1])]
     return [spec.command_for(f"{prefix}-{spec.command}", values) for spec, values in checked]
 
 
