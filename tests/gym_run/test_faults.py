@@ -136,9 +136,9 @@ def test_kill_9_leaves_the_recoverable_incomplete(tmp_path: Path) -> None:
     process.communicate(timeout=60)
     assert not list((tmp_path / "out").glob("*.fsr"))
     partial = _only_file(tmp_path / "out", "*.incomplete")
-    done = subprocess.run([sys.executable, "-m", "fastsim_record.cli", "recover", str(partial)],
+    recovered = tmp_path / "recovered.fsr"
+    done = subprocess.run([sys.executable, "-m", "fastsim_record.cli", "recover", str(partial), "-o", str(recovered)],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stderr
-    recovered = _only_file(tmp_path / "out", "*.fsr")
     assert validate(recovered).validated_bytes == recovered.stat().st_size
