@@ -25,8 +25,10 @@ Episodes (one ``fastsim_embedded.session.Episode`` each, one committed file each
     | # | call           | what happens                                                        |
     |---|----------------|---------------------------------------------------------------------|
     | 1 | reset(seed)    | the open episode is committed (``stopped``: abandoned); a new one   |
-    |   |                | is prepared with ``seed`` (default: the Run's seed, then +1 per    |
-    |   |                | episode) and episode number n, and opened; its first tick runs     |
+    |   |                | is prepared with ``seed`` (default: the Run's seed, then a draw    |
+    |   |                | from ``np_random``, so the sub-envs of a vector env seeded s, s+1, |
+    |   |                | ... never share a seed) and episode number n, and opened; its      |
+    |   |                | first tick runs                                                    |
     |   |                | without a command and is the returned observation                   |
     | 2 | step(action)   | the action is checked (``ValueError`` naming element and bound,     |
     |   |                | nothing sent), sent as the scene's command through Core's audited  |
@@ -189,8 +191,8 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         if self._open.episode is not None:
             kind = CompletionKind.NORMAL if self._done else CompletionKind.STOPPED
             self.committed += self._open.commit(kind, f"abandoned by reset() after {self._steps} steps")
-        if seed is None:
-            seed = (self._document.runtime.seed or 0) if self._seed is None else self._seed + 1
+        if seed is None:  # the Run's seed first, then draws from the env's seeded generator
+            seed = (self._document.runtime.seed or 0) if self._seed is None else int(self.np_random.integers(2**31))
         self._seed = seed
         episode = self._open_episode(seed)
         self._open.episode = episode

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -132,6 +133,7 @@ def test_sigint_inside_the_step_loop_stops_and_commits(tmp_path: Path) -> None:
 def test_kill_9_leaves_the_recoverable_incomplete(tmp_path: Path) -> None:
     process = _driver(tmp_path, "loop")
     _stepping(process)
+    time.sleep(3.0)  # several batch intervals: batches reach the disk before the kill
     process.kill()
     process.communicate(timeout=60)
     assert not list((tmp_path / "out").glob("*.fsr"))
