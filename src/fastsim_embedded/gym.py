@@ -1,7 +1,7 @@
 """``FastSimRun-v0``: a FastSim Run as a Gymnasium environment, recorded by Record.
 
     import gymnasium as gym
-    env = gym.make("fastsim_embedded.gym:FastSimRun-v0", run="examples/policy/reach.yaml",
+    env = gym.make("fastsim_embedded.gym:FastSimRun-v0", run="examples/policy/run.yaml",
                    output_dir="out/policy")
     obs, info = env.reset(seed=3)
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
@@ -41,8 +41,10 @@ File names: the Run's output template rendered with the episode number (a name w
 fields gets ``-{episode:05d}``) and ``-env<k>`` before the extension, ``k`` the sub-env
 index, so sub-envs and processes never collide (``env_slot``).  ``info`` carries
 ``tick``, ``seed``, ``control`` (each command's ``command_id``, ``accepted``,
-``detail``), ``refused`` (the ids of refused commands), the task's ``success`` and
-``failure``, and ``committed`` (paths) once the episode has ended.
+``detail``), ``refused`` (the ids of refused commands), the task's ``success``,
+``failure`` and ``return`` (the episode's return as Record writes it: the sum of
+``task.reward`` over every recorded tick, the reset tick's included), and ``committed``
+(paths) once the episode has ended.
 
 KeyboardInterrupt inside ``step`` commits the episode ``stopped`` (interrupted by the
 operator) and re-raises; an exception in user code between steps leaves the episode
@@ -268,6 +270,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             "tick": result.tick, "seed": episode.prepared.seed,
             "control": control, "refused": [c["command_id"] for c in control if not c["accepted"]],
             "success": bool(task is not None and task.success), "failure": bool(task is not None and task.failure),
+            "return": float(task.total) if task is not None else 0.0,
         }
 
     def close(self) -> None:

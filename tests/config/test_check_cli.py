@@ -16,7 +16,7 @@ from fastsim_record.config import RecordConfig, record_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["minimal", "observations-none", "render-once", "geometry", "full", "png-cameras"]
-SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep"]
+SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep", "policy"]
 
 
 def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

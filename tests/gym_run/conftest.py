@@ -11,7 +11,7 @@ pytest.importorskip("gymnasium")
 
 ROOT = Path(__file__).resolve().parents[2]
 PICK = ROOT / "examples" / "policy" / "pick.yaml"
-REACH = ROOT / "examples" / "policy" / "reach.yaml"
+REACH = ROOT / "examples" / "policy" / "run.yaml"
 
 
 def reach_run(

@@ -1,0 +1,110 @@
+"""Tasks in the scene schema, their outcome in every Run, and the outcome in fsr info / fsr index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import fastsim_record as fr
+from fastsim_embedded.compile import prepare_run
+from fastsim_embedded.session import run_session
+from fastsim_record.cli import main
+
+from .conftest import PICK, REACH, ROOT, reach_run
+
+POLICY = ROOT / "examples" / "policy" / "run_policy.py"
+
+
+@pytest.mark.parametrize(("task", "where", "hint"), [
+    ({"rech": {}}, "scenario.scene.task.rech", "did you mean 'reach'?"),
+    ({"reach": {"tolerence_m": 0.1}}, "scenario.scene.task.reach.tolerence_m", "did you mean 'tolerance_m'?"),
+    ({"reach": {"tolerance_m": -1}}, "scenario.scene.task.reach.tolerance_m", "must be a number above 0"),
+    ({"pick": {}}, "scenario.scene.task.pick", "valid keys are 'reach'"),  # the synthetic scene has no object
+])
+def test_fsr_check_validates_the_task_with_a_did_you_mean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], task: dict[str, object], where: str, hint: str
+) -> None:
+    code = main(["check", str(reach_run(tmp_path, task=task))])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert where in err and hint in err
+
+
+def test_fsr_check_names_a_mistyped_pick_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = yaml.safe_load(PICK.read_text())
+    document["scenario"]["scene"]["task"] = {"pick": {"object": "cub"}}
+    path = tmp_path / "pick.yaml"
+    path.write_text(yaml.safe_dump(document))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "scenario.scene.task.pick.object" in err and "did you mean 'cube'?" in err
+
+
+def test_a_scripted_pick_records_its_reward_and_succeeds(tmp_path: Path) -> None:
+    """No driver: the scene's own scripted pick plays (unchanged) and the task outcome is recorded."""
+    result = run_session(prepare_run(PICK, duration_s=4.0), tmp_path)
+    (path,) = result.outcome.committed
+    with fr.open(path) as rec:
+        (outcome,) = [e.data["data"] for e in rec.events() if e.data.get("event") == "task.result"]
+        reward = rec.numeric("task.reward").values[:, 0]
+        issued = [e.data for e in rec.control() if e.data.get("event") == "command.issued"]
+        task = rec.info.attributes["task"]
+    assert outcome["success"] is True and outcome["task"] == "pick" and outcome["steps"] == 60
+    assert outcome["return"] == pytest.approx(float(reward.sum()))
+    assert all(d["command"] == "set_joint_targets" and d["command_id"].startswith("pick-") for d in issued)
+    assert task["kind"] == "pick" and task["object"] == "cube" and task["height_m"] == 0.1
+    # the explicit include (joint state only) was extended with the task's channels
+    assert len(reward) == 60 and reward[-1] > reward[0]
+
+
+def test_a_run_without_a_task_records_no_task_and_info_shows_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "plain.yaml"
+    path.write_text((ROOT / "examples" / "minimal" / "run.yaml").read_text())
+    result = run_session(prepare_run(path, duration_s=0.5), tmp_path / "out")
+    (committed,) = result.outcome.committed
+    assert main(["info", "--json", str(committed)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["task"] is None
+    with fr.open(committed) as rec:
+        assert "task" not in rec.info.attributes
+        assert not [c for c in rec.channels() if c.startswith("task.")]
+
+
+def test_the_example_policies_succeed_and_fail_and_fsr_index_shows_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/policy: the scripted reach succeeds on every episode, the random policy on none."""
+    out = tmp_path / "policy"
+    for policy in ("scripted", "random"):
+        done = subprocess.run([sys.executable, str(POLICY), "--policy", policy, "--episodes", "2",
+                               "--output-dir", str(out), "--seed", "5"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        success = [line.split("success ")[1].split(",")[0] for line in done.stdout.splitlines()]
+        assert success == (["true", "true"] if policy == "scripted" else ["false", "false"])
+    assert main(["index", str(out), "-o", str(tmp_path / "index.parquet")]) == 0
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(tmp_path / "index.parquet").to_pylist()
+    assert sorted(r["success"] for r in rows) == [False, False, True, True]
+    assert all(r["task"] == "reach" and r["return"] > 0 for r in rows)
+    capsys.readouterr()
+    winner = next(r["path"] for r in rows if r["success"])
+    assert main(["info", winner]) == 0
+    assert "task reach: success true, return " in capsys.readouterr().out
+
+
+def test_fsr_info_json_carries_success_and_return(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_session(prepare_run(REACH, duration_s=0.5), tmp_path)
+    (path,) = result.outcome.committed
+    assert main(["info", "--json", str(path)]) == 0
+    task = json.loads(capsys.readouterr().out)["task"]
+    with fr.open(path) as rec:
+        total = float(np.sum(rec.numeric("task.reward").values))
+    assert task["task"] == "reach" and task["success"] is False and task["steps"] == 15
+    assert task["return"] == pytest.approx(total)
