@@ -114,6 +114,9 @@ def run_metadata(prepared: PreparedRun) -> dict[str, object]:
         },
         "scene": scene,
     }
+    controls = getattr(backend, "controls", None)
+    if callable(controls):  # what a driver may command (exports name the command's elements)
+        metadata["controls"] = [_plain(attrs.asdict(c)) for c in controls()]
     task = task_of(backend)
     if task is not None:  # the task spec: what the reward and the result mean
         metadata["task"] = {
