@@ -64,7 +64,8 @@ class ScriptedReach:
         self.goal = solve_reach(obs["robot.joint_position"], obs["task.target"])
 
     def __call__(self, obs: dict[str, np.ndarray]) -> np.ndarray:
-        assert self.goal is not None
+        if self.goal is None:
+            raise RuntimeError("reset the policy with the episode's first observation")
         return self.goal
 
 
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     for outcome in run(args.policy, args.episodes, args.output_dir, args.run, args.seed):
-        print(f"{outcome['path']}: success {str(outcome['success']).lower()}, return {outcome['return']:.3f}")
+        success = str(outcome["success"]).lower()
+        print(f"{outcome['path']}: success {success}, return {outcome['return']:.3f}")  # noqa: T201
     return 0
 
 

@@ -43,9 +43,9 @@ from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescripto
 from fastsim_embedded.backends import UnknownBackend, create_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec
 from fastsim_embedded.backends.scene_schema import scene_issues
-from fastsim_embedded.output_names import check_output_name
+from fastsim_embedded.output_names import check_output_name, with_suffix
 from fastsim_embedded.render_capture import RenderCapture
-from fastsim_embedded.task_capture import task_includes, with_includes
+from fastsim_embedded.task_capture import with_task_includes
 
 __all__ = ["PreparedRun", "capture_plan", "prepare_run"]
 
@@ -206,13 +206,6 @@ def episode_template(name: str) -> str:
     return f"{stem}-{{episode:05d}}.{suffix}"
 
 
-def with_suffix(name: str, suffix: str) -> str:
-    """``name`` with ``suffix`` before its extension: ``a-00001.fsr`` + ``-env2`` ->
-    ``a-00001-env2.fsr``."""
-    stem, dot, ext = name.rpartition(".")
-    return f"{stem}{suffix}.{ext}" if dot and stem else f"{name}{suffix}"
-
-
 def _rendered_names(
     document: RunDocument, compiled: CompiledRun, *, seed: int, episode: int, sweep: bool, suffix: str = ""
 ) -> tuple[dict[str, str], list[RunIssue]]:
@@ -317,8 +310,7 @@ def prepare_run(
     ``seed`` (default: ``runtime.seed``, else 0) reaches the backend; output-name
     templates are rendered with the Run's name, the seed and ``episode``.  ``sweep``
     gives a name without fields the ``-{episode:05d}`` suffix; ``name_suffix`` goes before
-    every rendered name's extension (a vector env's sub-env index).  ``path`` may also be
-    a loaded ``RunDocument``.
+    each rendered name's extension.  ``path`` may also be a loaded ``RunDocument``.
     """
     if isinstance(path, RunDocument):
         document = path
@@ -334,9 +326,7 @@ def prepare_run(
     if seed is None:
         seed = document.runtime.seed or 0
     compiled = compile_run(document)
-    names, name_issues = _rendered_names(
-        document, compiled, seed=seed, episode=episode, sweep=sweep, suffix=name_suffix
-    )
+    names, name_issues = _rendered_names(document, compiled, seed=seed, episode=episode, sweep=sweep, suffix=name_suffix)
     if name_issues:
         raise RunConfigError(name_issues)
     if names:
@@ -368,10 +358,7 @@ def prepare_run(
     except ImportError as exc:
         raise RunConfigError([RunIssue("backend", f"backend {document.backend!r} is not installed: {exc}")]) from None
     channels = tuple(built.channels())
-    extra = task_includes(compiled, built)
-    if extra:
-        document = with_includes(document, extra)
-        compiled = compile_run(document)
+    document, compiled = with_task_includes(document, compiled, built)
     owners = [
         c for c in compiled.components
         if c.manifest.recording_sources is not None and c.manifest.recording_sources.sole_ordered_capture_owner

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 import attrs
 
 from fastsim_contract.run import RunDocument
-from fastsim_contract.run_compiler import CompiledRun
+from fastsim_contract.run_compiler import CompiledRun, compile_run
 from fastsim_embedded.backends.base import Backend
 from fastsim_embedded.backends.tasks import TaskTracker
 
-__all__ = ["task_includes", "with_includes"]
+__all__ = ["task_includes", "with_includes", "with_task_includes"]
 
 
 def _get(mapping: object, *keys: str) -> object:
@@ -68,3 +68,14 @@ def with_includes(document: RunDocument, extra: Mapping[str, Mapping[str, str]])
             entry = attrs.evolve(entry, config=config)
         entries.append(entry)
     return attrs.evolve(document, plugins=tuple(entries))
+
+
+def with_task_includes(
+    document: RunDocument, compiled: CompiledRun, backend: Backend
+) -> tuple[RunDocument, CompiledRun]:
+    """``(document, compiled)`` with the task's channels in every explicit include."""
+    extra = task_includes(compiled, backend)
+    if not extra:
+        return document, compiled
+    document = with_includes(document, extra)
+    return document, compile_run(document)

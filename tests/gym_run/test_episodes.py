@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,26 +25,31 @@ def test_check_env_passes_on_the_synthetic_reach_scene(tmp_path: Path) -> None:
     env = FastSimRunEnv(reach_run(tmp_path), tmp_path / "out")
     check_env(env, skip_render_check=True)
     env.close()
-    assert env.committed and all(validate(p).validated_bytes == Path(p).stat().st_size for p in env.committed)
+    assert env.committed
+    assert all(validate(p).validated_bytes == Path(p).stat().st_size for p in env.committed)
 
 
 def test_check_env_passes_on_the_mujoco_pick_scene_with_cameras(tmp_path: Path) -> None:
     """The DROID-like scene: 7 arm joint targets + gripper from the model, images in the observation."""
     env = FastSimRunEnv(PICK, tmp_path / "out", cameras=True)
     space = env.action_space
-    assert isinstance(space, gym.spaces.Box) and space.shape == (8,)
+    assert isinstance(space, gym.spaces.Box)
+    assert space.shape == (8,)
     assert env.controls[0].element_names == (*(f"joint{k}" for k in range(1, 8)), "gripper")
     assert env.controls[0].units == ("rad",) * 7 + ("1",)
-    assert space.low[3] == pytest.approx(-3.0718) and space.high[3] == pytest.approx(-0.0698)  # joint4's range
+    assert space.low[3] == pytest.approx(-3.0718)
+    assert space.high[3] == pytest.approx(-0.0698)
     assert (space.low[7], space.high[7]) == (0.0, 1.0)
-    assert env.observation_space["sensors.wrist.camera.rgb"].shape == (120, 160, 3)
-    assert "sensors.exterior_left.camera.rgb" not in env.observation_space.spaces  # the Run records the wrist only
+    observations = env.observation_space
+    assert isinstance(observations, gym.spaces.Dict)
+    assert observations["sensors.wrist.camera.rgb"].shape == (120, 160, 3)
+    assert "sensors.exterior_left.camera.rgb" not in observations.spaces  # the Run records the wrist only
     assert env.channel_info["robot.joint_position"]["element_names"][0] == "joint1"
     check_env(env, skip_render_check=True)
     env.close()
 
 
-def _recorded(path: str) -> tuple[list[dict[str, Any]], dict[str, np.ndarray], list[dict[str, Any]]]:
+def _recorded(path: str) -> tuple[list[Mapping[str, Any]], dict[str, np.ndarray], list[Any]]:
     with fr.open(path) as rec:
         issued = [e.data for e in rec.control() if e.data.get("event") == "command.issued"]
         numeric = {name: series.values for name, series in rec.numeric_all().items()}
@@ -69,12 +75,14 @@ def test_three_random_episodes_commit_three_files_holding_exactly_what_was_sent_
             actions.append(action)
             rewards.append(reward)
             done = terminated or truncated
-        assert truncated and not terminated  # a random policy does not hold the reach
+        assert truncated
+        assert not terminated
         assert len(info["committed"]) == 1
         episodes.append((info["committed"][0], observations, actions, rewards))
     env.close()
     paths = [e[0] for e in episodes]
-    assert len(set(paths)) == 3 and all(Path(p).name.endswith("-env0.fsr") for p in paths)
+    assert len(set(paths)) == 3
+    assert all(Path(p).name.endswith("-env0.fsr") for p in paths)
     for path, observations, actions, rewards in episodes:
         assert validate(path).validated_bytes == Path(path).stat().st_size
         issued, numeric, results = _recorded(path)
@@ -84,7 +92,8 @@ def test_three_random_episodes_commit_three_files_holding_exactly_what_was_sent_
             np.testing.assert_array_equal(numeric[channel], expected)
         np.testing.assert_array_equal(numeric["task.reward"][1:, 0], np.array(rewards))
         (result,) = results
-        assert result["success"] is False and result["steps"] == len(observations)
+        assert result["success"] is False
+        assert result["steps"] == len(observations)
         assert result["return"] == pytest.approx(float(numeric["task.reward"].sum()))
         with fr.open(path) as rec:
             assert rec.info.completion == "normal"
@@ -117,7 +126,8 @@ def test_max_steps_truncates_and_commits_normal(tmp_path: Path) -> None:
         env.step(env.action_space.sample())
     env.close()
     with fr.open(env.committed[0]) as rec:
-        assert rec.info.completion == "normal" and rec.info.records["observations"] == 5
+        assert rec.info.completion == "normal"
+        assert rec.info.records["observations"] == 5
 
 
 def test_the_task_spec_is_in_the_run_metadata_and_the_reward_is_a_channel(tmp_path: Path) -> None:
@@ -129,6 +139,9 @@ def test_the_task_spec_is_in_the_run_metadata_and_the_reward_is_a_channel(tmp_pa
     with fr.open(env.committed[-1]) as rec:
         task = rec.info.attributes["task"]
         reward = rec.numeric("task.reward")
-    assert reward.names == ("reward",) and reward.units == ("1",)
-    assert task["kind"] == "reach" and task["tolerance_m"] == 0.05 and task["channels"][0] == "task.reward"
+    assert reward.names == ("reward",)
+    assert reward.units == ("1",)
+    assert task["kind"] == "reach"
+    assert task["tolerance_m"] == 0.05
+    assert task["channels"][0] == "task.reward"
     assert task["target"] == target.tolist()

@@ -7,7 +7,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,7 +25,7 @@ from .conftest import reach_run
 DRIVER = Path(__file__).with_name("driver.py")
 
 
-def _audit(path: str) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+def _audit(path: str) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     with fr.open(path) as rec:
         issued = [e.data for e in rec.control() if e.data.get("event") == "command.issued"]
         applied = [e.data for e in rec.control() if e.data.get("event") == "command.applied"]
@@ -40,10 +42,10 @@ def test_an_action_outside_the_space_raises_naming_element_and_bound_and_records
     with pytest.raises(ValueError, match=r"'joint3' \(index 2\) = 3.5 is above its bound 3.14159"):
         env.step(bad)
     bad[2] = -4.0
-    with pytest.raises(ValueError, match="'joint3' .* below its bound -3.14159"):
+    with pytest.raises(ValueError, match=r"'joint3' .* below its bound -3.14159"):
         env.step(bad)
     bad[2] = np.nan
-    with pytest.raises(ValueError, match="'joint3' .* not a finite number"):
+    with pytest.raises(ValueError, match=r"'joint3' .* not a finite number"):
         env.step(bad)
     with pytest.raises(ValueError, match=r"expected shape \(7,\), got \(6,\)"):
         env.step(np.zeros(6))
@@ -102,7 +104,8 @@ def _only_file(folder: Path, pattern: str) -> Path:
 def test_an_exception_in_user_code_commits_the_open_episode_stopped_at_exit(tmp_path: Path) -> None:
     process = _driver(tmp_path, "raise")
     _, err = process.communicate(timeout=120)
-    assert process.returncode == 1 and "the user's policy broke" in err
+    assert process.returncode == 1
+    assert "the user's policy broke" in err
     path = _only_file(tmp_path / "out", "*.fsr")
     assert validate(path).validated_bytes == path.stat().st_size
     with fr.open(path) as rec:
@@ -122,7 +125,8 @@ def test_sigint_inside_the_step_loop_stops_and_commits(tmp_path: Path) -> None:
     _stepping(process)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
-    assert process.returncode != 0 and "KeyboardInterrupt" in err
+    assert process.returncode != 0
+    assert "KeyboardInterrupt" in err
     path = _only_file(tmp_path / "out", "*.fsr")
     assert validate(path).validated_bytes == path.stat().st_size
     with fr.open(path) as rec:

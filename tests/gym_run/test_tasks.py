@@ -33,7 +33,8 @@ def test_fsr_check_validates_the_task_with_a_did_you_mean(
     code = main(["check", str(reach_run(tmp_path, task=task))])
     err = capsys.readouterr().err
     assert code == 2
-    assert where in err and hint in err
+    assert where in err
+    assert hint in err
 
 
 def test_fsr_check_names_a_mistyped_pick_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,7 +44,8 @@ def test_fsr_check_names_a_mistyped_pick_object(tmp_path: Path, capsys: pytest.C
     path.write_text(yaml.safe_dump(document))
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "scenario.scene.task.pick.object" in err and "did you mean 'cube'?" in err
+    assert "scenario.scene.task.pick.object" in err
+    assert "did you mean 'cube'?" in err
 
 
 def test_a_scripted_pick_records_its_reward_and_succeeds(tmp_path: Path) -> None:
@@ -55,12 +57,17 @@ def test_a_scripted_pick_records_its_reward_and_succeeds(tmp_path: Path) -> None
         reward = rec.numeric("task.reward").values[:, 0]
         issued = [e.data for e in rec.control() if e.data.get("event") == "command.issued"]
         task = rec.info.attributes["task"]
-    assert outcome["success"] is True and outcome["task"] == "pick" and outcome["steps"] == 60
+    assert outcome["success"] is True
+    assert outcome["task"] == "pick"
+    assert outcome["steps"] == 60
     assert outcome["return"] == pytest.approx(float(reward.sum()))
     assert all(d["command"] == "set_joint_targets" and d["command_id"].startswith("pick-") for d in issued)
-    assert task["kind"] == "pick" and task["object"] == "cube" and task["height_m"] == 0.1
+    assert task["kind"] == "pick"
+    assert task["object"] == "cube"
+    assert task["height_m"] == 0.1
     # the explicit include (joint state only) was extended with the task's channels
-    assert len(reward) == 60 and reward[-1] > reward[0]
+    assert len(reward) == 60
+    assert reward[-1] > reward[0]
 
 
 def test_a_run_without_a_task_records_no_task_and_info_shows_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,5 +113,7 @@ def test_fsr_info_json_carries_success_and_return(tmp_path: Path, capsys: pytest
     task = json.loads(capsys.readouterr().out)["task"]
     with fr.open(path) as rec:
         total = float(np.sum(rec.numeric("task.reward").values))
-    assert task["task"] == "reach" and task["success"] is False and task["steps"] == 15
+    assert task["task"] == "reach"
+    assert task["success"] is False
+    assert task["steps"] == 15
     assert task["return"] == pytest.approx(total)

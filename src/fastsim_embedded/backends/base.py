@@ -105,7 +105,7 @@ class ControlSpec:
     low: tuple[float, ...]
     high: tuple[float, ...]
 
-    def command_for(self, command_id: str, values: Sequence[float]) -> ControlCommand:
+    def command_for(self, command_id: str, values: Sequence[float] | Array) -> ControlCommand:
         """The command carrying ``values`` (as plain floats) in ``arg``."""
         return ControlCommand(command_id, self.command, self.target, {self.arg: [float(v) for v in values]})
 

@@ -170,7 +170,7 @@ class MujocoBackend:
         if self.task is not None:
             spec = self.task.spec
             if spec.kind == "pick":
-                self.task.reset(self.scene.object_position(spec.object))
+                self.task.reset(self.scene.object_position(spec.target_object))
             else:
                 rng = np.random.default_rng([self.spec.seed, 24])
                 drawn = np.array([0.45, 0.0, 0.3]) + rng.uniform([-0.1, -0.15, -0.05], [0.1, 0.15, 0.1])
@@ -220,7 +220,7 @@ class MujocoBackend:
         self.scene.step(substeps * self._mj_steps_per_substep)
         if self.task is not None:
             ee = np.array(self.scene.data.site("grasp_site").xpos, dtype=np.float64)
-            obj = self.scene.object_position(self.task.spec.object) if self.task.spec.kind == "pick" else None
+            obj = self.scene.object_position(self.task.spec.target_object) if self.task.spec.kind == "pick" else None
             self.task.update(ee, obj, self.scene.gripper_closure())
 
     def sample_numeric(self) -> Mapping[str, Array]:

@@ -201,7 +201,7 @@ class SyntheticBackend:
             self._q = self._current()[0][0][0].copy() - self._offset
             self._qd = np.zeros(self.dof)
         self._targets = targets
-        return ControlOutcome(True, {"targets": [float(v) for v in targets]})
+        return ControlOutcome(True)  # the audit holds the targets; the result adds nothing
 
     def step(self, substeps: int) -> None:
         """Advance physics: the state (closed-form in the step count, or servoed toward the

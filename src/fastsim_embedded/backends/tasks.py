@@ -56,8 +56,8 @@ class TaskSpec:
     kind: str  # "reach" | "pick"
     tolerance_m: float = 0.05
     hold_s: float = 0.5
-    target: tuple[float, float, float] | None = None  # reach: None draws one from the seed
-    object: str = "cube"  # pick
+    target: tuple[float, ...] | None = None  # reach: None draws one from the seed
+    target_object: str = "cube"  # pick: authored as ``object``
     height_m: float = 0.1
     fall_m: float = 0.1
 
@@ -67,7 +67,7 @@ class TaskSpec:
         if self.kind == "reach":
             target = None if self.target is None else list(self.target)
             return {**common, "tolerance_m": self.tolerance_m, "target": target}
-        return {**common, "object": self.object, "height_m": self.height_m, "fall_m": self.fall_m}
+        return {**common, "object": self.target_object, "height_m": self.height_m, "fall_m": self.fall_m}
 
 
 def parse_task(scene: Mapping[str, object], kinds: tuple[str, ...]) -> TaskSpec | None:
@@ -86,8 +86,8 @@ def parse_task(scene: Mapping[str, object], kinds: tuple[str, ...]) -> TaskSpec 
         kind=str(kind),
         tolerance_m=float(params.get("tolerance_m", 0.05)),
         hold_s=float(params.get("hold_s", 0.5)),
-        target=None if target is None else tuple(float(v) for v in target),  # type: ignore[arg-type, union-attr]
-        object=str(params.get("object", "cube")),
+        target=None if not isinstance(target, list | tuple) else tuple(float(v) for v in target),
+        target_object=str(params.get("object", "cube")),
         height_m=float(params.get("height_m", 0.1)),
         fall_m=float(params.get("fall_m", 0.1)),
     )
