@@ -14,7 +14,9 @@ Each configuration is measured ``--repeat`` times, rounds interleaved (off, on, 
 timed steps (no episode ends inside the timed window), then ``close`` (commit, timed
 apart).  Figures are medians over the rounds: steps per wall second, the step time, the
 Record cost ``step_on / step_off - 1`` (the baseline is the same Run with
-``record=False``: the same host and scene, nothing captured), and the commit time.
+``record=False``: the same host and scene, nothing captured), the stepping thread's CPU
+time per step and its cost (other jobs on the machine count less there), the whole
+process's CPU per step (Record's writer thread included), and the commit time.
 
 Target (issue 24): Record costs <= 10% of step time without cameras
 (``synthetic`` and ``mujoco``).  ``--json`` ends the output with ONE JSON line.
@@ -59,20 +61,22 @@ def _runs(folder: Path) -> dict[str, tuple[Path, bool]]:
     return out
 
 
-def _round(run: Path, cameras: bool, record: bool, steps: int, out: Path) -> tuple[float, float]:
-    """(seconds per step, commit seconds) of one fresh environment."""
+def _round(run: Path, cameras: bool, record: bool, steps: int, out: Path) -> tuple[float, float, float, float]:
+    """(wall s per step, commit s, stepping thread's CPU s per step, process CPU s per
+    step: every thread, Record's writer included) of one fresh environment."""
     env = FastSimRunEnv(run, out, cameras=cameras, record=record)
     env.action_space.seed(0)
     actions = [env.action_space.sample() for _ in range(steps)]
     env.reset(seed=0)
     step = env.step
-    start = time.perf_counter()
+    start, thread, process = time.perf_counter(), time.thread_time(), time.process_time()
     for action in actions:
         step(action)
     elapsed = time.perf_counter() - start
+    thread, process = time.thread_time() - thread, time.process_time() - process
     start = time.perf_counter()
     env.close()
-    return elapsed / steps, time.perf_counter() - start
+    return elapsed / steps, time.perf_counter() - start, thread / steps, process / steps
 
 
 def measure(scenes: list[str], steps: int, repeat: int) -> dict[str, dict[str, Any]]:
@@ -81,7 +85,7 @@ def measure(scenes: list[str], steps: int, repeat: int) -> dict[str, dict[str, A
     with tempfile.TemporaryDirectory(prefix="bench-gym-run-") as tmp:
         folder = Path(tmp)
         runs = _runs(folder)
-        samples: dict[tuple[str, bool], list[tuple[float, float]]] = {}
+        samples: dict[tuple[str, bool], list[tuple[float, float, float, float]]] = {}
         for k in range(repeat):
             for scene in scenes:
                 order = (False, True) if k % 2 == 0 else (True, False)
@@ -90,13 +94,18 @@ def measure(scenes: list[str], steps: int, repeat: int) -> dict[str, dict[str, A
                     samples.setdefault((scene, record), []).append(
                         _round(run, cameras, record, steps, folder / f"out-{scene}-{k}-{record}"))
         for scene in scenes:
-            off = statistics.median(s for s, _ in samples[(scene, False)])
-            on = statistics.median(s for s, _ in samples[(scene, True)])
+            def median(record: bool, k: int, scene: str = scene) -> float:
+                return statistics.median(s[k] for s in samples[(scene, record)])
+
+            off, on = median(False, 0), median(True, 0)
             costs = [a[0] / b[0] - 1 for a, b in zip(samples[(scene, True)], samples[(scene, False)], strict=True)]
             results[scene] = {
                 "steps_per_s_off": 1 / off, "steps_per_s_on": 1 / on, "step_ms_off": off * 1e3, "step_ms_on": on * 1e3,
                 "record_cost": on / off - 1, "record_cost_rounds": costs,
-                "commit_s_on": statistics.median(c for _, c in samples[(scene, True)]),
+                "commit_s_on": median(True, 1),
+                "thread_cpu_ms_off": median(False, 2) * 1e3, "thread_cpu_ms_on": median(True, 2) * 1e3,
+                "thread_cpu_cost": median(True, 2) / median(False, 2) - 1,
+                "process_cpu_ms_off": median(False, 3) * 1e3, "process_cpu_ms_on": median(True, 3) * 1e3,
             }
     return results
 
@@ -111,10 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     scenes = ["synthetic"] if args.no_mujoco else ["synthetic", "mujoco", "mujoco+cameras"]
     results = measure(scenes, args.steps, args.repeat)
     print(f"FastSimRun-v0, {args.steps} random steps per round, {args.repeat} interleaved rounds, medians")
-    print(f"{'scene':16} {'off steps/s':>12} {'on steps/s':>11} {'off ms':>8} {'on ms':>8} {'cost':>7} {'commit s':>9}")
+    print(f"{'scene':16} {'off steps/s':>12} {'on steps/s':>11} {'off ms':>8} {'on ms':>8} {'cost':>7} "
+          f"{'thread CPU ms off/on':>21} {'cost':>7} {'process CPU ms off/on':>22} {'commit s':>9}")
     for scene, r in results.items():
         print(f"{scene:16} {r['steps_per_s_off']:12.0f} {r['steps_per_s_on']:11.0f} {r['step_ms_off']:8.3f} "
-              f"{r['step_ms_on']:8.3f} {r['record_cost']:+7.1%} {r['commit_s_on']:9.3f}")
+              f"{r['step_ms_on']:8.3f} {r['record_cost']:+7.1%} "
+              f"{r['thread_cpu_ms_off']:10.3f}/{r['thread_cpu_ms_on']:<10.3f} {r['thread_cpu_cost']:+7.1%} "
+              f"{r['process_cpu_ms_off']:11.3f}/{r['process_cpu_ms_on']:<10.3f} {r['commit_s_on']:9.3f}")
     without = [scene for scene in results if "cameras" not in scene]
     ok = all(results[s]["record_cost"] <= TARGET_COST for s in without)
     print(f"target: Record costs <= {TARGET_COST:.0%} of step time without cameras: {'met' if ok else 'NOT met'}")
