@@ -58,8 +58,7 @@ def _recorded(path: str) -> tuple[list[Mapping[str, Any]], dict[str, np.ndarray]
 
 
 def test_three_random_episodes_commit_three_files_holding_exactly_what_was_sent_and_seen(tmp_path: Path) -> None:
-    """Control audit == the actions sent; numeric channels == the observations returned, bit for bit;
-    task.reward == the rewards returned; the result's return == their sum."""
+    """Audit == actions sent, numeric channels == observations returned (bit for bit), reward == task.reward."""
     env = gym.make(f"fastsim_embedded.gym:{ENV_ID}", run=reach_run(tmp_path, duration_s=0.5),
                    output_dir=tmp_path / "out")
     env.action_space.seed(0)

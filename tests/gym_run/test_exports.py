@@ -42,6 +42,7 @@ def _applied(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_lerobot_action_comes_from_the_recorded_commands(driven: tuple[Path, list[list[float]]], tmp_path: Path) -> None:
+    """LeRobot's action is the applied target of the latest command at each frame, not the joint state."""
     pytest.importorskip("av", reason="the lerobot extra is not installed")
     from tests.export.lerobot_rules import LeRobotRules
 
@@ -67,6 +68,7 @@ def test_lerobot_action_comes_from_the_recorded_commands(driven: tuple[Path, lis
 
 
 def test_mcap_carries_the_commands_beside_the_joint_states(driven: tuple[Path, list[list[float]]], tmp_path: Path) -> None:
+    """/command/robot.set_joint_targets holds the actions sent, with element names and units, beside /numeric."""
     pytest.importorskip("foxglove", reason="the mcap extra is not installed")
     from mcap.reader import make_reader
 
@@ -88,6 +90,7 @@ def test_mcap_carries_the_commands_beside_the_joint_states(driven: tuple[Path, l
 
 
 def test_rerun_carries_the_commands_beside_the_joint_states(driven: tuple[Path, list[list[float]]], tmp_path: Path) -> None:
+    """command/robot.set_joint_targets has one Scalars row per action and the element names as series names."""
     pytest.importorskip("rerun", reason="the rerun extra is not installed")
     from rerun.chunk import RrdReader
 

@@ -33,6 +33,7 @@ def _audit(path: str) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]
 
 
 def test_an_action_outside_the_space_raises_naming_element_and_bound_and_records_nothing(tmp_path: Path) -> None:
+    """ValueError names element and bound; the refused actions never reach Core; the episode goes on."""
     env = FastSimRunEnv(reach_run(tmp_path, duration_s=2.0), tmp_path / "out")
     env.reset(seed=1)
     good = np.zeros(7)
@@ -58,6 +59,7 @@ def test_an_action_outside_the_space_raises_naming_element_and_bound_and_records
 
 
 def test_step_before_reset_and_after_close_raise_a_clear_error(tmp_path: Path) -> None:
+    """step before reset, step or reset after close: a RuntimeError that says what to do; close is idempotent."""
     env = FastSimRunEnv(reach_run(tmp_path), tmp_path / "out")
     with pytest.raises(RuntimeError, match=r"step\(\) before reset\(\)"):
         env.step(np.zeros(7))
@@ -72,6 +74,7 @@ def test_step_before_reset_and_after_close_raise_a_clear_error(tmp_path: Path) -
 
 
 def test_a_refused_command_is_visible_in_info_and_in_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command the scene refuses is in info['refused'] and info['control'], and in control.result."""
     env = FastSimRunEnv(reach_run(tmp_path, duration_s=2.0), tmp_path / "out")
     env.reset(seed=1)
     original = SyntheticBackend.apply_control
@@ -102,6 +105,7 @@ def _only_file(folder: Path, pattern: str) -> Path:
 
 
 def test_an_exception_in_user_code_commits_the_open_episode_stopped_at_exit(tmp_path: Path) -> None:
+    """An exception escaping the user's program: the finaliser commits the open episode stopped at exit."""
     process = _driver(tmp_path, "raise")
     _, err = process.communicate(timeout=120)
     assert process.returncode == 1
@@ -121,6 +125,7 @@ def _stepping(process: subprocess.Popen[str]) -> None:
 
 
 def test_sigint_inside_the_step_loop_stops_and_commits(tmp_path: Path) -> None:
+    """Ctrl-C in a step loop commits the episode stopped, a valid file, and the program ends by KeyboardInterrupt."""
     process = _driver(tmp_path, "loop")
     _stepping(process)
     process.send_signal(signal.SIGINT)
@@ -135,6 +140,7 @@ def test_sigint_inside_the_step_loop_stops_and_commits(tmp_path: Path) -> None:
 
 
 def test_kill_9_leaves_the_recoverable_incomplete(tmp_path: Path) -> None:
+    """kill -9 mid-episode leaves only the .incomplete, and fsr recover makes it a valid file."""
     process = _driver(tmp_path, "loop")
     _stepping(process)
     time.sleep(3.0)  # several batch intervals: batches reach the disk before the kill

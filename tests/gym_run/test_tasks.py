@@ -30,6 +30,7 @@ POLICY = ROOT / "examples" / "policy" / "run_policy.py"
 def test_fsr_check_validates_the_task_with_a_did_you_mean(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], task: dict[str, object], where: str, hint: str
 ) -> None:
+    """fsr check reports a mistyped task, parameter or value at its full path, with a did-you-mean."""
     code = main(["check", str(reach_run(tmp_path, task=task))])
     err = capsys.readouterr().err
     assert code == 2
@@ -38,6 +39,7 @@ def test_fsr_check_validates_the_task_with_a_did_you_mean(
 
 
 def test_fsr_check_names_a_mistyped_pick_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pick task naming an unknown object gets a did-you-mean from the scene's objects."""
     document = yaml.safe_load(PICK.read_text())
     document["scenario"]["scene"]["task"] = {"pick": {"object": "cub"}}
     path = tmp_path / "pick.yaml"
@@ -71,6 +73,7 @@ def test_a_scripted_pick_records_its_reward_and_succeeds(tmp_path: Path) -> None
 
 
 def test_a_run_without_a_task_records_no_task_and_info_shows_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a task: no task channel, no task metadata, and fsr info's task is null."""
     path = tmp_path / "plain.yaml"
     path.write_text((ROOT / "examples" / "minimal" / "run.yaml").read_text())
     result = run_session(prepare_run(path, duration_s=0.5), tmp_path / "out")
@@ -107,6 +110,7 @@ def test_the_example_policies_succeed_and_fail_and_fsr_index_shows_both(
 
 
 def test_fsr_info_json_carries_success_and_return(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fsr info --json: task, success, steps, and the return equal to the sum of task.reward."""
     result = run_session(prepare_run(REACH, duration_s=0.5), tmp_path)
     (path,) = result.outcome.committed
     assert main(["info", "--json", str(path)]) == 0
