@@ -144,3 +144,26 @@ def test_the_task_spec_is_in_the_run_metadata_and_the_reward_is_a_channel(tmp_pa
     assert task["tolerance_m"] == 0.05
     assert task["channels"][0] == "task.reward"
     assert task["target"] == target.tolist()
+
+
+def test_record_false_runs_the_same_scene_and_writes_nothing(tmp_path: Path) -> None:
+    """record=False: the Run without its Record plugin gives the same observations and no file."""
+    recorded = FastSimRunEnv(reach_run(tmp_path, duration_s=0.3), tmp_path / "on")
+    bare = FastSimRunEnv(reach_run(tmp_path, duration_s=0.3), tmp_path / "off", record=False)
+    assert bare.observation_space == recorded.observation_space
+    for env in (recorded, bare):
+        env.action_space.seed(1)
+    a, _ = recorded.reset(seed=2)
+    b, _ = bare.reset(seed=2)
+    for _ in range(5):
+        action = recorded.action_space.sample()
+        bare.action_space.sample()
+        a = recorded.step(action)[0]
+        b = bare.step(action)[0]
+    for channel in a:
+        np.testing.assert_array_equal(a[channel], b[channel])
+    recorded.close()
+    bare.close()
+    assert len(recorded.committed) == 1
+    assert bare.committed == []
+    assert not [p for p in (tmp_path / "off").iterdir() if not p.name.startswith(".")]

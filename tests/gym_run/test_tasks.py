@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import fastsim_record as fr
+from fastsim_embedded.backends.tasks import TaskSpec, TaskTracker
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
 from fastsim_record.cli import main
@@ -103,6 +104,7 @@ def test_the_example_policies_succeed_and_fail_and_fsr_index_shows_both(
     rows = pq.read_table(tmp_path / "index.parquet").to_pylist()
     assert sorted(r["success"] for r in rows) == [False, False, True, True]
     assert all(r["task"] == "reach" and r["return"] > 0 for r in rows)
+    assert all(r["completion"] == "normal" for r in rows)  # terminated (success) and truncated both commit normal
     capsys.readouterr()
     winner = next(r["path"] for r in rows if r["success"])
     assert main(["info", winner]) == 0
@@ -121,3 +123,34 @@ def test_fsr_info_json_carries_success_and_return(tmp_path: Path, capsys: pytest
     assert task["success"] is False
     assert task["steps"] == 15
     assert task["return"] == pytest.approx(total)
+
+
+def test_reach_succeeds_only_after_holding_and_its_reward_is_dense() -> None:
+    """Reach: the reward grows as the end effector nears the target; success needs hold_s inside the tolerance."""
+    tracker = TaskTracker.create(TaskSpec("reach", tolerance_m=0.05, hold_s=0.1), sensor_hz=30.0)  # 3 ticks
+    tracker.reset(np.zeros(3))
+    far = tracker.update(np.array([0.5, 0.0, 0.0]))
+    near = tracker.update(np.array([0.1, 0.0, 0.0]))
+    assert 0.0 < far < near < 1.0
+    inside = [tracker.update(np.array([0.01, 0.0, 0.0])) and tracker.success for _ in range(3)]
+    assert inside == [False, False, True]
+    assert tracker.result()["success"] is True
+    assert tracker.result()["steps"] == 5
+    tracker.update(np.array([0.5, 0.0, 0.0]))
+    assert tracker.success is False
+    assert tracker.result()["success"] is True  # sticky over the episode
+
+
+def test_pick_succeeds_when_lifted_and_held_and_fails_when_the_object_falls() -> None:
+    """Pick: grasped and lifted pays more; held above height_m succeeds; falling fall_m fails."""
+    tracker = TaskTracker.create(TaskSpec("pick", height_m=0.1, hold_s=0.0), sensor_hz=15.0)
+    start = np.array([0.5, 0.0, 0.025])
+    tracker.reset(start)
+    resting = tracker.update(start + [0.0, 0.0, 0.01], start, gripper=0.0)
+    lifted = tracker.update(start + [0.0, 0.0, 0.12], start + [0.0, 0.0, 0.11], gripper=1.0)
+    assert tracker.success is True
+    assert lifted > resting + 2.0
+    tracker.reset(start)
+    tracker.update(start, start - [0.0, 0.0, 0.2], gripper=0.0)
+    assert tracker.failure is True
+    assert tracker.success is False
