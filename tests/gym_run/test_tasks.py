@@ -146,11 +146,12 @@ def test_pick_succeeds_when_lifted_and_held_and_fails_when_the_object_falls() ->
     tracker = TaskTracker.create(TaskSpec("pick", height_m=0.1, hold_s=0.0), sensor_hz=15.0)
     start = np.array([0.5, 0.0, 0.025])
     tracker.reset(start)
-    resting = tracker.update(start + [0.0, 0.0, 0.01], start, gripper=0.0)
-    lifted = tracker.update(start + [0.0, 0.0, 0.12], start + [0.0, 0.0, 0.11], gripper=1.0)
+    up = np.array([0.0, 0.0, 1.0])
+    resting = tracker.update(start + 0.01 * up, start, gripper=0.0)
+    lifted = tracker.update(start + 0.12 * up, start + 0.11 * up, gripper=1.0)
     assert tracker.success is True
     assert lifted > resting + 2.0
     tracker.reset(start)
-    tracker.update(start, start - [0.0, 0.0, 0.2], gripper=0.0)
+    tracker.update(start, start - 0.2 * up, gripper=0.0)
     assert tracker.failure is True
     assert tracker.success is False
