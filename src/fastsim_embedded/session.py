@@ -14,7 +14,8 @@
 A failure in phases 2-3 fails the Run: completion ``failed``, every created plugin is
 closed (close before finalization aborts its output), nothing is finalized, and Core
 revokes leftovers.  Plugins are found through the ``fastsim.plugins`` entry points:
-the component ``plugin://<ns>/<name>`` is the entry point named ``<name>``.
+the component ``plugin://<ns>/<name>`` is the entry point named ``<ns>.<name>``
+(``plugin://fastsim/record`` is ``fastsim.record``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import attrs
 
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.protocols import Plugin, PluginFactory
+from fastsim_contract.run_compiler import entry_point_name
 from fastsim_contract.run_errors import RunConfigError, RunIssue
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent, TickScript
@@ -67,12 +69,16 @@ class SessionResult:
 
 def discover_plugin(component_id: str) -> PluginFactory:
     """The installed factory for ``component_id`` (``RunConfigError`` if none)."""
-    name = component_id.rstrip("/").rsplit("/", 1)[-1]
+    name = entry_point_name(component_id)
     for ep in entry_points(group=PLUGINS_ENTRY_POINT_GROUP):
         if ep.name == name:
             factory: PluginFactory = ep.load()
             return factory
-    raise RunConfigError([RunIssue("plugins", f"no installed plugin factory for {component_id}")])
+    raise RunConfigError([RunIssue(
+        "plugins",
+        f"no installed plugin factory for {component_id} "
+        f"(no entry point {name!r} in group {PLUGINS_ENTRY_POINT_GROUP!r})",
+    )])
 
 
 def _plain(value: object) -> object:
