@@ -155,3 +155,22 @@ def test_pick_succeeds_when_lifted_and_held_and_fails_when_the_object_falls() ->
     tracker.update(start, start - 0.2 * up, gripper=0.0)
     assert tracker.failure is True
     assert tracker.success is False
+
+
+def test_an_index_made_before_the_task_columns_reads_its_files_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row of an older index (no task columns) is not reused: the file is read and its outcome filled in."""
+    import pyarrow.parquet as pq
+
+    result = run_session(prepare_run(REACH, duration_s=0.5), tmp_path / "out")
+    index = tmp_path / "index.parquet"
+    assert main(["index", str(tmp_path / "out"), "-o", str(index)]) == 0
+    table = pq.read_table(index)
+    pq.write_table(table.drop_columns(["task", "success", "return"]), index)  # the older layout, same metadata
+    assert main(["index", str(tmp_path / "out"), "-o", str(index)]) == 0
+    assert "1 read, 0 unchanged" in capsys.readouterr().out
+    (row,) = pq.read_table(index).to_pylist()
+    assert row["path"] == str(result.outcome.committed[0])
+    assert row["task"] == "reach"
+    assert row["success"] is False

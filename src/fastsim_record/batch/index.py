@@ -112,6 +112,8 @@ def reusable(row: dict[str, Any] | None, entry: Entry, profile: str, sha256: boo
     (a failed read or validation is tried again on every run)."""
     if row is None or row.get("error") or row.get("size") != entry.size:
         return False
+    if "success" not in row:  # made before the task columns existed: read the file again
+        return False
     if row.get("profile") != profile and profile != "structural":  # every profile checks the structure
         return False
     if sha256 and not row.get("sha256"):
