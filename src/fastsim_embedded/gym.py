@@ -181,6 +181,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             for c in [*numeric, *images]
         }
         self._observed = ([c.name for c in numeric], [c.name for c in images])
+        self._shapes = {c.name: tuple(c.shape) for c in images}
         self._ticks = tick_count(probe.duration_s, probe.sensor_hz)
         self.metadata = {"render_modes": [], "render_fps": probe.sensor_hz}
 
@@ -271,7 +272,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     def _observation(self, result: TickResult) -> dict[str, np.ndarray]:
         assert self._reader is not None  # noqa: S101 - set by reset
-        return {**self._reader.numeric(result.observation), **self._reader.cameras(result.cameras)}
+        return {**self._reader.numeric(result.observation), **self._reader.cameras(result.cameras, self._shapes)}
 
     def _info(self, episode: Episode, result: TickResult, commands: list[ControlCommand]) -> dict[str, Any]:
         task = task_of(episode.backend)

@@ -108,6 +108,7 @@ class ObservationReader:
                 offset += width
         layout = getattr(backend, "numeric_layout", None)
         self._layout: Mapping[str, tuple[int, int]] = layout() if callable(layout) else {}
+        self._latest: dict[str, np.ndarray] = {}
 
     def numeric(self, sample: object) -> dict[str, np.ndarray]:
         """The observed channels of ``sample`` (``None``: nothing was published, the
@@ -127,11 +128,20 @@ class ObservationReader:
         assert isinstance(sample, Mapping)  # noqa: S101 - the third publication form
         return {name: np.asarray(sample[name]) for name in self.names}
 
-    def cameras(self, readings: Sequence[CameraReading]) -> dict[str, np.ndarray]:
-        """The observed RGB images (the tick's readings, or the backend's now)."""
+    def cameras(self, readings: Sequence[CameraReading], shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+        """The observed RGB images: the tick's readings, else the backend's now (nothing
+        published them), else the latest frame on a tick without one (a camera slower
+        than the sensor rate), black before the first."""
         if not self.images:
             return {}
         by_channel = {r.channel: r.value for r in readings}
         if any(name not in by_channel for name in self.images):
-            by_channel = {r.channel: r.value for r in self.backend.sample_cameras()}
-        return {name: by_channel[name] for name in self.images}
+            by_channel = {r.channel: r.value for r in (readings or self.backend.sample_cameras())}
+        out = {}
+        for name in self.images:
+            if name in by_channel:
+                out[name] = self._latest[name] = by_channel[name]
+            else:  # a copy: every step returns its own arrays (Gymnasium's rule)
+                latest = self._latest.get(name)
+                out[name] = np.zeros(shapes[name], dtype=np.uint8) if latest is None else latest.copy()
+        return out

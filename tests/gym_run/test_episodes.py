@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import yaml
 from gymnasium.utils.env_checker import check_env
 
 import fastsim_record as fr
@@ -167,3 +168,35 @@ def test_record_false_runs_the_same_scene_and_writes_nothing(tmp_path: Path) -> 
     assert len(recorded.committed) == 1
     assert bare.committed == []
     assert not [p for p in (tmp_path / "off").iterdir() if not p.name.startswith(".")]
+
+
+def test_cameras_on_the_synthetic_camera_scene_hold_the_latest_frame(tmp_path: Path) -> None:
+    """synthetic+cameras at half the sensor rate: check_env passes; a tick without a frame shows the latest one."""
+    path = tmp_path / "cams.yaml"
+    path.write_text(yaml.safe_dump({
+        "schema": "fastsim/2", "name": "cams", "backend": "synthetic+cameras",
+        "scenario": {"scene": {
+            "robots": {"robot": {"use": "robot://example/robot"}},
+            "synthetic": {"cameras": 1, "camera_width": 32, "camera_height": 24, "camera_hz": 15.0,
+                          "command_every_s": None, "event_every_s": None},
+            "task": {"reach": {}},
+        }},
+        "runtime": {"sensor_hz": 30.0, "duration_s": 1.0},
+        "plugins": {"record": {"use": "plugin://fastsim/record", "config": {"streams": {"cameras": {"cam00": {
+            "rgb": "sensors.cam00.camera.rgb", "intrinsics": "sensors.cam00.camera.intrinsics",
+            "translation": "sensors.cam00.camera.extrinsics.translation",
+            "quaternion_xyzw": "sensors.cam00.camera.extrinsics.quaternion_xyzw", "encoding": "png"}}}}}},
+    }))
+    env = FastSimRunEnv(path, tmp_path / "out", cameras=True)
+    check_env(env, skip_render_check=True)
+    first, _ = env.reset(seed=1)  # tick 1: no frame yet at 15 Hz
+    images = [first["sensors.cam00.camera.rgb"]]
+    images += [env.step(np.zeros(7))[0]["sensors.cam00.camera.rgb"] for _ in range(4)]  # ticks 2..5
+    env.close()
+    assert not images[0].any()
+    np.testing.assert_array_equal(images[2], images[1])  # tick 3 holds tick 2's frame
+    assert not np.array_equal(images[3], images[2])  # tick 4 is a new frame
+    with fr.open(env.committed[-1]) as rec:
+        recorded = [frame.image for frame in rec.frames("cam00")]
+    np.testing.assert_array_equal(recorded[0], images[1])  # PNG: the recorded frame is the observed one
+    np.testing.assert_array_equal(recorded[1], images[3])

@@ -189,6 +189,7 @@ SCENE_SCHEMAS: Final[dict[str, Key]] = {
         "robots": _robots("synthetic+cameras"),
         "synthetic": Key(keys={**_SYNTHETIC_KNOBS, **_CAMERA_KNOBS}),
         "fluid": FLUID,
+        "task": Key(keys={"reach": REACH}),
     }),
     "mujoco": Key(keys={
         "robots": _robots("mujoco"),
