@@ -46,6 +46,8 @@ index, so sub-envs and processes never collide (``env_slot``).  ``info`` carries
 ``task.reward`` over every recorded tick, the reset tick's included), and ``committed``
 (paths) once the episode has ended.
 
+An exception inside the scene or a publisher during ``step`` fails the episode (nothing
+under a final name, as ``fsr record``) and is re-raised; ``step`` then asks for ``reset``.
 KeyboardInterrupt inside ``step`` commits the episode ``stopped`` (interrupted by the
 operator) and re-raises; an exception in user code between steps leaves the episode
 open, and ``close()`` or the interpreter's exit (a ``weakref.finalize``) commits it
@@ -262,9 +264,11 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             try:
                 result = episode.step(commands)
             except Exception:  # the scene or a publisher broke: the episode commits failed
+                self._done = True
                 self.committed += self._open.commit(CompletionKind.FAILED, "")
                 raise
             if held.interrupted:
+                self._done = True
                 self.committed += self._open.commit(CompletionKind.STOPPED, "interrupted by the operator")
         if held.interrupted:
             raise KeyboardInterrupt

@@ -154,3 +154,27 @@ def test_kill_9_leaves_the_recoverable_incomplete(tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 0, done.stderr
     assert validate(recovered).validated_bytes == recovered.stat().st_size
+
+
+def test_a_scene_failure_in_step_fails_the_episode_and_the_next_step_says_reset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scene exception in step: re-raised, no final file (as fsr record), step asks for reset(), then all is well."""
+    env = FastSimRunEnv(reach_run(tmp_path, duration_s=2.0), tmp_path / "out")
+    env.reset(seed=1)
+    env.step(np.zeros(7))
+
+    def broken(self: object, substeps: int) -> None:
+        raise RuntimeError("the physics blew up")
+
+    monkeypatch.setattr(SyntheticBackend, "step", broken)
+    with pytest.raises(RuntimeError, match="blew up"):
+        env.step(np.zeros(7))
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match=r"the episode has ended; call reset\(\)"):
+        env.step(np.zeros(7))
+    assert env.committed == []
+    assert not list((tmp_path / "out").glob("episode*"))
+    env.reset(seed=2)  # a new episode works
+    env.close()
+    assert [Path(p).name for p in env.committed] == ["episode-00001-env0.fsr"]
