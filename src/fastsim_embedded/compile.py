@@ -43,8 +43,9 @@ from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescripto
 from fastsim_embedded.backends import UnknownBackend, create_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec
 from fastsim_embedded.backends.scene_schema import scene_issues
-from fastsim_embedded.output_names import check_output_name
+from fastsim_embedded.output_names import check_output_name, with_suffix
 from fastsim_embedded.render_capture import RenderCapture
+from fastsim_embedded.task_capture import with_task_includes
 
 __all__ = ["PreparedRun", "capture_plan", "prepare_built", "prepare_run"]
 
@@ -206,7 +207,7 @@ def episode_template(name: str) -> str:
 
 
 def _rendered_names(
-    document: RunDocument, compiled: CompiledRun, *, seed: int, episode: int, sweep: bool
+    document: RunDocument, compiled: CompiledRun, *, seed: int, episode: int, sweep: bool, suffix: str = ""
 ) -> tuple[dict[str, str], list[RunIssue]]:
     """alias -> this episode's output name, for every component whose name changes."""
     names: dict[str, str] = {}
@@ -218,7 +219,7 @@ def _rendered_names(
         template = episode_template(authored) if sweep else authored
         where = f"plugins.{component.alias}.config.output.name"
         try:
-            name = render_output_name(template, name=document.name, seed=seed, episode=episode)
+            name = with_suffix(render_output_name(template, name=document.name, seed=seed, episode=episode), suffix)
         except (ValueError, IndexError, KeyError) as exc:
             issues.append(RunIssue(where, str(exc)))
             continue
@@ -294,7 +295,7 @@ MAX_DURATION_S = 365 * 24 * 3600.0
 
 
 def prepare_run(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RunDocument,
     *,
     backend: str | None = None,
     duration_s: float | None = None,
@@ -302,25 +303,30 @@ def prepare_run(
     seed: int | None = None,
     episode: int = 0,
     sweep: bool = False,
+    name_suffix: str = "",
 ) -> PreparedRun:
     """Load, compile and plan a Run; ``RunConfigError`` for anything authored wrong.
 
     ``seed`` (default: ``runtime.seed``, else 0) reaches the backend; output-name
     templates are rendered with the Run's name, the seed and ``episode``.  ``sweep``
-    gives a name without fields the ``-{episode:05d}`` suffix.
+    gives a name without fields the ``-{episode:05d}`` suffix; ``name_suffix`` goes before
+    each rendered name's extension.  ``path`` may also be a loaded ``RunDocument``.
     """
-    try:
-        document = load_run(path)
-    except RunConfigError:
-        # Errors in the Run must not hide the plugins' own: report them all at once.
-        load_and_compile(path)
-        raise
+    if isinstance(path, RunDocument):
+        document = path
+    else:
+        try:
+            document = load_run(path)
+        except RunConfigError:
+            # Errors in the Run must not hide the plugins' own: report them all at once.
+            load_and_compile(path)
+            raise
     if backend is not None:
         document = document.with_backend(backend)
     if seed is None:
         seed = document.runtime.seed or 0
     compiled = compile_run(document)
-    names, name_issues = _rendered_names(document, compiled, seed=seed, episode=episode, sweep=sweep)
+    names, name_issues = _rendered_names(document, compiled, seed=seed, episode=episode, sweep=sweep, suffix=name_suffix)
     if name_issues:
         raise RunConfigError(name_issues)
     if names:
@@ -364,6 +370,7 @@ def prepare_built(
     sensor, physics, substeps = _rates(document)
     duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
     channels = tuple(built.channels())
+    document, compiled = with_task_includes(document, compiled, built)
     owners = [
         c for c in compiled.components
         if c.manifest.recording_sources is not None and c.manifest.recording_sources.sole_ordered_capture_owner

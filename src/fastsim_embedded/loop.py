@@ -38,12 +38,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
 from fastsim_contract.values import CompletionKind
-from fastsim_embedded.backends.base import Backend, ControlOutcome, TickScript
+from fastsim_embedded.backends.base import Backend, CameraReading, ControlOutcome, TickScript
 from fastsim_embedded.core import EmbeddedHost
 from fastsim_embedded.render_capture import RenderCapture
 
@@ -59,12 +59,14 @@ Progress = Callable[[int, int], None]
 class TickResult:
     """What one tick did: its number and sim time, each command's outcome (in order),
     and the numeric sample published for it (``None`` when the plan selects none): the
-    backend's packed buffer, its blocks, or its per-channel mapping, exactly as published."""
+    backend's packed buffer, its blocks, or its per-channel mapping, exactly as published;
+    and the camera readings published for it (``()`` when the plan captures no camera)."""
 
     tick: int
     sim_time_ns: int
     outcomes: tuple[ControlOutcome, ...] = ()
     observation: object = None
+    cameras: Sequence[CameraReading] = ()
 
 
 def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], object] | None:
@@ -149,12 +151,14 @@ class TickStepper:
         if self._render is not None:
             self._render.after_step(self._render_dt)
         observation = self._observe() if self._observe is not None else None
+        readings: Sequence[CameraReading] = ()
         if self._cameras:
-            host.publish_cameras(backend.sample_cameras())
+            readings = backend.sample_cameras()
+            host.publish_cameras(readings)
         for event in script.events:
             host.publish_plugin_event(event.name, event.data, event.emitter)
         self.ticks = tick
-        return TickResult(tick, sim_time_ns, tuple(outcomes), observation)
+        return TickResult(tick, sim_time_ns, tuple(outcomes), observation, readings)
 
 
 def run_loop(

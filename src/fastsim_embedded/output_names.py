@@ -24,7 +24,9 @@ import attrs
 
 from fastsim_contract.errors import LeaseError
 
-__all__ = ["STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity"]
+__all__ = [
+    "STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity", "with_suffix",
+]
 
 STAGING_SUFFIX = ".incomplete"
 _NAME_MAX_DEFAULT = 255
@@ -36,6 +38,13 @@ class OutputRefused(LeaseError):
     def __init__(self, path: Path, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
+
+
+def with_suffix(name: str, suffix: str) -> str:
+    """``name`` with ``suffix`` before its extension: ``a-00001.fsr`` + ``-env2`` ->
+    ``a-00001-env2.fsr``."""
+    stem, dot, ext = name.rpartition(".")
+    return f"{stem}{suffix}.{ext}" if dot and stem else f"{name}{suffix}"
 
 
 def check_output_name(name: str, directory: Path | None = None) -> str | None:

@@ -33,6 +33,7 @@ from fastsim_contract.run_compiler import entry_point_name
 from fastsim_contract.run_errors import RunConfigError, RunIssue
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent, TickScript
+from fastsim_embedded.backends.tasks import TASK_RESULT_EVENT, TaskTracker
 from fastsim_embedded.compile import PreparedRun
 from fastsim_embedded.core import EmbeddedCore, EmbeddedHost, RunOutcome
 from fastsim_embedded.loop import HostWork, Progress, TickResult, TickStepper, run_loop, tick_count
@@ -41,7 +42,7 @@ from fastsim_embedded.render_capture import RenderCapture
 
 __all__ = [
     "PLUGINS_ENTRY_POINT_GROUP", "EmbeddedPluginContext", "Episode", "EpisodeClosed", "SessionResult",
-    "TickResult", "discover_plugin", "run_session",
+    "TickResult", "discover_plugin", "run_session", "task_of",
 ]
 
 PLUGINS_ENTRY_POINT_GROUP = "fastsim.plugins"
@@ -111,7 +112,7 @@ def run_metadata(prepared: PreparedRun) -> dict[str, object]:
         }
         for c in prepared.channels
     ]
-    return {
+    metadata: dict[str, object] = {
         "run": {
             "name": prepared.run.name, "backend": prepared.backend_name, "seed": prepared.seed,
             "episode": prepared.episode, "sensor_hz": prepared.sensor_hz,
@@ -119,6 +120,22 @@ def run_metadata(prepared: PreparedRun) -> dict[str, object]:
         },
         "scene": scene,
     }
+    controls = getattr(backend, "controls", None)
+    if callable(controls):  # what a driver may command (exports name the command's elements)
+        metadata["controls"] = [_plain(attrs.asdict(c)) for c in controls()]
+    task = task_of(backend)
+    if task is not None:  # the task spec: what the reward and the result mean
+        metadata["task"] = {
+            **task.spec.to_json(), "target": _plain(task.target.tolist()),
+            "channels": [c.name for c in task.channels()], "result_event": TASK_RESULT_EVENT,
+        }
+    return metadata
+
+
+def task_of(backend: object) -> TaskTracker | None:
+    """The task the scene declares (``scenario.scene.task``), if any."""
+    task = getattr(backend, "task", None)
+    return task if isinstance(task, TaskTracker) else None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -317,6 +334,9 @@ class Episode:
             self.result = SessionResult(host.outcome(None, (), failure=self.failure), 0, errors)
             return self.result
         host.request_completion(kind, reason or f"{kind.value} after {self.ticks} ticks")
+        task = task_of(self.backend)
+        if task is not None:  # the episode's result, before the cut seals the bus
+            host.publish_plugin_event(TASK_RESULT_EVENT, task.result(), emitter="task")
         cut = host.take_cut()
         if on_cut is not None:
             on_cut(host)

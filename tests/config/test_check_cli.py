@@ -16,7 +16,7 @@ from fastsim_record.config import RecordConfig, record_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["minimal", "observations-none", "render-once", "geometry", "full", "png-cameras"]
-SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep", "shapes", "shapes-replay"]
+SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep", "shapes", "shapes-replay", "policy"]
 SCRIPTED = ["gym"]  # Python examples, not Runs: tests/gym/test_example.py runs them
 
 

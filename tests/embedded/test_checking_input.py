@@ -56,7 +56,7 @@ def test_an_unknown_robot_and_stray_keys_are_rejected(tmp_path: Path, capsys: py
         "scenario.scnee: unknown key; did you mean 'scene'?",
         "scenario.scene.robots.robot.use: unknown robot 'robot://droid/panda-2f58' for backend 'synthetic'; "
         "did you mean 'robot://droid/panda-2f85'?",
-        "scenario.scene.extra: unknown key; valid keys are 'fluid', 'robots', 'synthetic'",
+        "scenario.scene.extra: unknown key; valid keys are 'fluid', 'robots', 'synthetic', 'task'",
         "scenario.scene.synthetic.reset_evry_s: unknown key; did you mean 'reset_every_s'?",
     ])
     assert not (tmp_path / "o").exists()

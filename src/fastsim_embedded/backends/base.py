@@ -37,6 +37,7 @@ __all__ = [
     "CameraReading",
     "ControlCommand",
     "ControlOutcome",
+    "ControlSpec",
     "PackedSampling",
     "ReadOnlySamples",
     "ScenePluginEvent",
@@ -86,6 +87,27 @@ class ControlCommand:
     name: str
     target: str
     args: Mapping[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ControlSpec:
+    """A command the scene accepts from a driver (``controls()``): one vector argument
+    ``arg`` whose elements (``element_names``, ``units``) lie within ``low``..``high``.
+
+    The Gymnasium environment builds its ``action_space`` from these and sends each
+    action as ``command_for(...)``, through Core's audited control path."""
+
+    command: str
+    target: str
+    arg: str
+    element_names: tuple[str, ...]
+    units: tuple[str, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+    def command_for(self, command_id: str, values: Sequence[float] | Array) -> ControlCommand:
+        """The command carrying ``values`` (as plain floats) in ``arg``."""
+        return ControlCommand(command_id, self.command, self.target, {self.arg: [float(v) for v in values]})
 
 
 @attrs.frozen

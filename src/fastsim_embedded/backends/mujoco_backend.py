@@ -28,6 +28,12 @@ Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
     | 6 | extra_cameras  | none     | cameras added to the model, declared after ``cameras``   |
     |   |                |          | (``fastsim_embedded.camera_mounts``)                     |
 
+``scenario.scene.task`` declares ``pick`` or ``reach`` (``fastsim_embedded.backends.tasks``):
+the scene then adds the ``task.*`` numeric channels after the joint state (end effector:
+the gripper's ``grasp_site``; a reach target without ``target`` is drawn from the seed).
+``controls()`` declares what a driver may command: ``set_joint_targets`` with the 7 arm
+joint targets (rad, the actuators' ranges from the model) and the gripper closure [0, 1].
+
 ``scenario.scene.fluid`` adds a particle emitter (``fastsim_embedded.fluid``): the scene
 then exposes ``fluid.audit`` and its particles enter ``render.state``.
 
@@ -54,6 +60,7 @@ from fastsim_embedded.backends.base import (
     CameraReading,
     ControlCommand,
     ControlOutcome,
+    ControlSpec,
     ScenePluginEvent,
     TickScript,
 )
@@ -61,13 +68,16 @@ from fastsim_embedded.backends.mujoco_randomize import parse_randomization
 from fastsim_embedded.backends.mujoco_scene import (
     CAMERA_NAMES,
     COMMAND_NAMES,
+    COMMAND_UNITS,
     JOINT_NAMES,
     JOINT_UNITS,
     MujocoDroidScene,
 )
+from fastsim_embedded.backends.tasks import TaskTracker, parse_task
 from fastsim_embedded.camera_mounts import parse_mounts
 from fastsim_embedded.fluid import emitter_from_scene
 from fastsim_embedded.mujoco_render import MujocoRenderSource
+from fastsim_recording_format.encoding import readonly
 
 __all__ = ["COMMAND_NAME", "MujocoBackend", "create_backend"]
 
@@ -92,6 +102,7 @@ class MujocoBackend:
     _generation_tick: int = attrs.field(init=False, default=0)
     _commands: int = attrs.field(init=False, default=0)
     _render_source: MujocoRenderSource | None = attrs.field(init=False, default=None)
+    task: TaskTracker | None = None
 
     @property
     def name(self) -> str:
@@ -116,6 +127,8 @@ class MujocoBackend:
                 attributes={"joint_names": list(JOINT_NAMES), "element_names": list(JOINT_NAMES)},
             ),
         ]
+        if self.task is not None:
+            declared += self.task.channels()
         for cam in self.cameras:
             fovy = float(self.scene.model.camera(cam).fovy[0])
             profile = pinhole_profile(cam, w, h, fovy)
@@ -136,15 +149,35 @@ class MujocoBackend:
                 ),
             ]
         self._declared = tuple(declared)
+        if self.task is not None:
+            self.reset(0)  # the task's target is known before the first tick
 
     def channels(self) -> Sequence[ChannelDescriptor]:
         """The joint-state channels and the four channels of every camera."""
         return self._declared
 
+    def controls(self) -> tuple[ControlSpec, ...]:
+        """``set_joint_targets``: 7 arm joint targets within the actuators' ranges, then
+        the gripper closure in [0, 1]."""
+        ranges = self.scene.model.actuator_ctrlrange
+        return (ControlSpec(
+            command=COMMAND_NAME, target=self.entity, arg="targets", element_names=tuple(COMMAND_NAMES),
+            units=tuple(COMMAND_UNITS), low=(*(float(v) for v in ranges[:7, 0]), 0.0),
+            high=(*(float(v) for v in ranges[:7, 1]), 1.0),
+        ),)
+
     def reset(self, generation: int) -> None:
         """Restore the initial state; the scripted pick restarts with the generation."""
         self.scene.reset()
         self._generation = generation
+        if self.task is not None:
+            spec = self.task.spec
+            if spec.kind == "pick":
+                self.task.reset(self.scene.object_position(spec.target_object))
+            else:
+                rng = np.random.default_rng([self.spec.seed, 24])
+                drawn = np.array([0.45, 0.0, 0.3]) + rng.uniform([-0.1, -0.15, -0.05], [0.1, 0.15, 0.1])
+                self.task.reset(np.array(spec.target) if spec.target is not None else drawn)
 
     def script(self, tick: int) -> TickScript:
         """Periodic resets, the pick's commands at ``control_hz`` and phase events."""
@@ -188,21 +221,35 @@ class MujocoBackend:
     def step(self, substeps: int) -> None:
         """Advance physics by ``substeps`` host substeps of ``1 / physics_hz`` each."""
         self.scene.step(substeps * self._mj_steps_per_substep)
+        if self.task is not None:
+            ee = np.array(self.scene.data.site("grasp_site").xpos, dtype=np.float64)
+            obj = self.scene.object_position(self.task.spec.target_object) if self.task.spec.kind == "pick" else None
+            self.task.update(ee, obj, self.scene.gripper_closure())
 
     def sample_numeric(self) -> Mapping[str, Array]:
-        """Joint position and velocity now, as new read-only float64 arrays."""
-        return {
+        """Joint position and velocity now (then the task's channels), as new read-only
+        float64 arrays."""
+        samples = {
             f"{self.entity}.joint_position": self.scene.joint_position(),
             f"{self.entity}.joint_velocity": self.scene.joint_velocity(),
         }
+        if self.task is not None:
+            values = self.task.values
+            for d, part in zip(self.task.channels(), (values[:1], values[1:4], values[4:7]), strict=True):
+                samples[d.name] = part
+        return samples
 
     def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]:
         """``PackedSampling``: joint position then joint velocity, float64, in one buffer."""
         return tuple((d.name, np.dtype(d.dtype).str, d.shape) for d in self._declared if d.kind == "numeric")
 
     def sample_numeric_packed(self) -> Array:
-        """``PackedSampling``: this tick's joint state as one new read-only buffer."""
-        return self.scene.joint_state()
+        """``PackedSampling``: this tick's joint state (then the task's values) as one new
+        read-only buffer."""
+        state = self.scene.joint_state()
+        if self.task is None:
+            return state
+        return readonly(np.concatenate((state, self.task.values)))
 
     def sample_cameras(self) -> Sequence[CameraReading]:
         """RGB, K, translation and quaternion of every declared camera, with its digest."""
@@ -281,6 +328,7 @@ def create_backend(spec: BackendSpec) -> MujocoBackend:
     reset_every = None if reset_s is None else max(
         1, round(_positive(knobs, "reset_every_s", 4.0) * spec.sensor_hz)
     )
+    task = parse_task(scene_cfg, ("pick", "reach"))
     return MujocoBackend(
         spec=spec,
         scene=MujocoDroidScene(
@@ -291,4 +339,5 @@ def create_backend(spec: BackendSpec) -> MujocoBackend:
         cameras=tuple(str(c) for c in cameras) + tuple(m.name for m in mounts),
         control_every=max(1, round(spec.sensor_hz / control_hz)),
         reset_every=reset_every,
+        task=None if task is None else TaskTracker.create(task, spec.sensor_hz),
     )

@@ -26,7 +26,7 @@ from fastsim_contract.run_structure import describe, unknown_key_message
 from fastsim_embedded.backends.mujoco_randomize import parse_randomization
 from fastsim_embedded.camera_mounts import parse_mounts
 
-__all__ = ["KNOWN_ROBOTS", "SCENE_SCHEMAS", "Key", "scene_issues"]
+__all__ = ["KNOWN_ROBOTS", "SCENE_SCHEMAS", "TASK_OBJECTS", "Key", "scene_issues"]
 
 Check = Callable[[object], "str | None"]
 
@@ -34,6 +34,8 @@ Check = Callable[[object], "str | None"]
 KNOWN_ROBOTS: Final = ("robot://droid/panda-2f85", "robot://example/robot")
 #: The DROID-like scene's cameras (``mujoco_scene.CAMERA_NAMES``, without importing MuJoCo).
 MUJOCO_CAMERAS: Final = ("exterior_left", "exterior_right", "wrist")
+#: The DROID-like scene's objects a pick task may name (``mujoco_scene.OBJECT_NAMES``).
+TASK_OBJECTS: Final = ("cube", "can", "block")
 
 
 @attrs.frozen
@@ -99,6 +101,17 @@ def names(choices: Sequence[str]) -> Check:
     return check
 
 
+def choice(what: str, choices: Sequence[str]) -> Check:
+    """One of ``choices``, with a did-you-mean."""
+    def check(value: object) -> str | None:
+        if isinstance(value, str) and value in choices:
+            return None
+        close = difflib.get_close_matches(str(value), choices, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(choices)})"
+        return f"unknown {what} {describe(value)}{hint}"
+    return check
+
+
 def robot(backend: str) -> Check:
     """A robot URI this backend can stand in for."""
     def check(value: object) -> str | None:
@@ -143,6 +156,14 @@ FLUID: Final = Key(keys={
     "capacity": Key(check=integer(1, 10_000_000)),
     "floor_z": Key(check=number(low=-1e6, high=1e6, above=False)),
 })
+_HOLD: Final = Key(check=number(high=1e6, above=False))
+REACH: Final = Key(keys={
+    "tolerance_m": Key(check=number(high=10.0)), "hold_s": _HOLD, "target": Key(check=vec3),
+})
+PICK: Final = Key(keys={
+    "object": Key(check=choice("object", TASK_OBJECTS)), "height_m": Key(check=number(high=10.0)),
+    "fall_m": Key(check=number(high=10.0)), "hold_s": _HOLD,
+})
 _SYNTHETIC_KNOBS: Final = {
     "numeric_channels": Key(check=integer(0, 100_000)),
     "dof": Key(check=integer(1, 10_000)),
@@ -162,11 +183,13 @@ _CAMERA_KNOBS: Final = {
 SCENE_SCHEMAS: Final[dict[str, Key]] = {
     "synthetic": Key(keys={
         "robots": _robots("synthetic"), "synthetic": Key(keys=_SYNTHETIC_KNOBS), "fluid": FLUID,
+        "task": Key(keys={"reach": REACH}),
     }),
     "synthetic+cameras": Key(keys={
         "robots": _robots("synthetic+cameras"),
         "synthetic": Key(keys={**_SYNTHETIC_KNOBS, **_CAMERA_KNOBS}),
         "fluid": FLUID,
+        "task": Key(keys={"reach": REACH}),
     }),
     "mujoco": Key(keys={
         "robots": _robots("mujoco"),
@@ -180,6 +203,7 @@ SCENE_SCHEMAS: Final[dict[str, Key]] = {
             "extra_cameras": Key(check=mounts),
         }),
         "fluid": FLUID,
+        "task": Key(keys={"pick": PICK, "reach": REACH}),
     }),
     "mujoco-shapes": Key(keys={
         "robots": _robots("mujoco-shapes"),

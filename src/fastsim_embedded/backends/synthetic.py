@@ -14,11 +14,15 @@ Scene (``scenario.scene``) and options (``BackendSpec.options``):
     | 6 | reset_every_s       | none    | a reset (new Runtime generation) period            |
     | 7 | scene.fluid         | none    | a particle emitter (``fastsim_embedded.fluid``):    |
     |   |                     |         | the scene then exposes ``fluid.audit``             |
+    | 8 | scene.task          | none    | ``reach`` (``fastsim_embedded.backends.tasks``):   |
+    |   |                     |         | adds the ``task.*`` channels after the others      |
 
 Joint positions follow seeded sinusoids of the simulation time plus the last commanded
 offset; velocities are their exact derivative; poses circle the origin.  Everything is a
 pure function of (seed, tick, generation, commands), so two runs with the same spec
-produce identical samples.  Numbers in the scene may also be given under
+produce identical samples.  A driver may also command the first entity's joints with
+``set_joint_targets`` (``controls()``; ``synthetic_arm``): from the first such command
+in a generation they servo toward the targets instead of following the sinusoids.  Numbers in the scene may also be given under
 ``scenario.scene.synthetic``.
 """
 
@@ -31,16 +35,19 @@ import attrs
 import numpy as np
 
 from fastsim_contract.values import ChannelDescriptor
+from fastsim_embedded.backends import synthetic_arm
 from fastsim_embedded.backends.base import (
     Array,
     BackendSpec,
     CameraReading,
     ControlCommand,
     ControlOutcome,
+    ControlSpec,
     ReadOnlySamples,
     ScenePluginEvent,
     TickScript,
 )
+from fastsim_embedded.backends.tasks import TaskTracker, parse_task
 from fastsim_embedded.fluid import emitter_from_scene
 from fastsim_embedded.synthetic_render import SyntheticRenderSource
 from fastsim_recording_format.encoding import readonly
@@ -83,6 +90,10 @@ class SyntheticBackend:
     _commands: int = 0
     _events: int = 0
     _render: SyntheticRenderSource | None = None
+    task: TaskTracker | None = None
+    _targets: Array | None = None  # the driven arm's joint targets (None: it follows the sinusoids)
+    _q: Array = attrs.field(factory=lambda: np.zeros(0))
+    _qd: Array = attrs.field(factory=lambda: np.zeros(0))
 
     @property
     def name(self) -> str:
@@ -121,10 +132,16 @@ class SyntheticBackend:
         self._flat_index = tuple(
             (index % len(_FAMILIES)) * n_entities + index // len(_FAMILIES) for index in range(len(declared))
         )
+        if self.task is not None:
+            self.reset(0)  # the task's target is known before the first tick
 
     def channels(self) -> Sequence[ChannelDescriptor]:
-        """The declared numeric channels (no cameras)."""
-        return self._declared
+        """The declared numeric channels (no cameras), then the task's."""
+        return self._declared + (self.task.channels() if self.task is not None else ())
+
+    def controls(self) -> tuple[ControlSpec, ...]:
+        """What a driver may command: the first entity's joint position targets."""
+        return (synthetic_arm.control_spec(self.entities[0], self.dof),)
 
     def reset(self, generation: int) -> None:
         """Start a generation: time restarts from the same seeded state, offsets clear."""
@@ -132,6 +149,12 @@ class SyntheticBackend:
         self._steps = 0
         self._offset = 0.0
         self._state = None
+        self._targets = None
+        if self.task is not None:
+            target = self.task.spec.target
+            self.task.reset(
+                np.array(target) if target is not None else synthetic_arm.seeded_target(self.spec.seed, self.dof)
+            )
 
     def script(self, tick: int) -> TickScript:
         """Resets, commands and events on their fixed tick periods."""
@@ -153,7 +176,10 @@ class SyntheticBackend:
         return TickScript(reset=reset, commands=commands, events=events)
 
     def apply_control(self, command: ControlCommand) -> ControlOutcome:
-        """``set_joint_offset`` shifts every joint target; anything else is rejected."""
+        """``set_joint_offset`` shifts every joint target; ``set_joint_targets`` servos the
+        first entity's joints (``synthetic_arm``); anything else is rejected."""
+        if command.name == "set_joint_targets":
+            return self._set_targets(command)
         offset = command.args.get("offset")
         if command.name != "set_joint_offset" or not isinstance(offset, int | float):
             return ControlOutcome(False, {"error": f"unsupported command {command.name!r}"})
@@ -161,25 +187,50 @@ class SyntheticBackend:
         self._state = None
         return ControlOutcome(True, {"offset": self._offset})
 
+    def _set_targets(self, command: ControlCommand) -> ControlOutcome:
+        if command.target != self.entities[0]:
+            return ControlOutcome(False, {"error": f"unknown target {command.target!r}"})
+        try:
+            targets = np.asarray(command.args.get("targets"), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            return ControlOutcome(False, {"error": f"targets: {exc}"})
+        limit = synthetic_arm.JOINT_LIMIT_RAD
+        if targets.shape != (self.dof,) or not np.all(np.abs(targets) <= limit):
+            return ControlOutcome(False, {"error": f"targets: expected {self.dof} numbers within +-{limit:g} rad"})
+        if self._targets is None:  # the arm takes over from where the sinusoids left it
+            self._q = self._current()[0][0][0].copy() - self._offset
+            self._qd = np.zeros(self.dof)
+        self._targets = targets
+        return ControlOutcome(True)  # the audit holds the targets; the result adds nothing
+
     def step(self, substeps: int) -> None:
-        """Advance physics: the state (closed-form in the step count) is computed here,
-        whether or not anyone samples it, as a simulator's step would."""
+        """Advance physics: the state (closed-form in the step count, or servoed toward the
+        driver's targets) is computed here, whether or not anyone samples it, as a
+        simulator's step would; then the task scores it."""
         self._steps += substeps
+        if self._targets is not None:
+            self._q, self._qd = synthetic_arm.track(self._q, self._targets, substeps / self.spec.physics_hz)
         self._state = self._compute_state()
+        if self.task is not None:
+            self.task.update(synthetic_arm.end_effector(self._state[0][0][0]))
+            self._state = self._with_task(self._state)
 
     def _time(self) -> float:
         return self._steps / self.spec.physics_hz
 
     def numeric_layout(self) -> Mapping[str, tuple[int, int]]:
-        """Channel -> (block, row): blocks are joint position, joint velocity, base pose."""
-        return {
+        """Channel -> (block, row): blocks are joint position, joint velocity, base pose
+        (then one block per task channel)."""
+        layout = {
             d.name: (index % len(_FAMILIES), index // len(_FAMILIES))
             for index, d in enumerate(self._declared)
         }
+        extra = self.task.channels() if self.task is not None else ()
+        return {**layout, **{d.name: (len(_FAMILIES) + k, 0) for k, d in enumerate(extra)}}
 
     def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]:
         """Every declared channel in packed-buffer order (the declared order)."""
-        return tuple((d.name, np.dtype(d.dtype).str, d.shape) for d in self._declared)
+        return tuple((d.name, np.dtype(d.dtype).str, d.shape) for d in self.channels())
 
     def sample_numeric_packed(self) -> Array:
         """The current state's read-only packed buffer (``PackedSampling``), made by the last step."""
@@ -191,8 +242,17 @@ class SyntheticBackend:
 
     def _current(self) -> tuple[tuple[Array, ...], Array]:
         if self._state is None:
-            self._state = self._compute_state()
+            self._state = self._with_task(self._compute_state())
         return self._state
+
+    def _with_task(self, state: tuple[tuple[Array, ...], Array]) -> tuple[tuple[Array, ...], Array]:
+        """The state with the task's values appended (packed) and as three 1-row blocks."""
+        if self.task is None:
+            return state
+        values = self.task.values
+        packed = readonly(np.concatenate((state[1], values)))
+        tail = packed[-len(values):]
+        return (*state[0], tail[:1].reshape(1, 1), tail[1:4].reshape(1, 3), tail[4:7].reshape(1, 3)), packed
 
     def _compute_state(self) -> tuple[tuple[Array, ...], Array]:
         """The state as one fresh read-only (entities x (2 dof + 7)) array, one row per
@@ -205,6 +265,9 @@ class SyntheticBackend:
         state = np.zeros((len(self.entities), 2 * dof + 7))
         state[:, :dof] = self._amp * np.sin(angle) + self._offset
         state[:, dof:2 * dof] = self._amp * self._omega * np.cos(angle)
+        if self._targets is not None:  # the driven arm (first entity)
+            state[0, :dof] = self._q + self._offset
+            state[0, dof:2 * dof] = self._qd
         rows = np.arange(len(self.entities), dtype=np.float64)
         yaw = 0.5 * t + rows
         pose = 2 * dof
@@ -219,9 +282,12 @@ class SyntheticBackend:
 
     def sample_numeric(self) -> Mapping[str, Array]:
         """Every declared channel: a read-only row view of this tick's blocks."""
-        position, velocity, poses = self.sample_numeric_blocks()
+        position, velocity, poses, *task = self.sample_numeric_blocks()
         flat = [*position, *velocity, *poses]  # row views, created in C
-        return ReadOnlySamples(zip(self._names, map(flat.__getitem__, self._flat_index)))
+        samples = ReadOnlySamples(zip(self._names, map(flat.__getitem__, self._flat_index)))
+        if self.task is not None:
+            samples.update((d.name, block[0]) for d, block in zip(self.task.channels(), task, strict=True))
+        return samples
 
     def sample_cameras(self) -> Sequence[CameraReading]:
         """The synthetic scene has no cameras."""
@@ -266,6 +332,7 @@ def create_backend(spec: BackendSpec) -> SyntheticBackend:
     dof = int(knobs.get("dof", 7))
     if dof < 1:
         raise ValueError(f"synthetic: dof must be >= 1 (got {dof})")
+    task = parse_task(scene, ("reach",))
     return SyntheticBackend(
         spec=spec,
         entities=tuple(entities),
@@ -274,4 +341,5 @@ def create_backend(spec: BackendSpec) -> SyntheticBackend:
         command_every=_period_ticks(knobs.get("command_every_s", 0.5), spec.sensor_hz),
         event_every=_period_ticks(knobs.get("event_every_s", 1.0), spec.sensor_hz),
         reset_every=_period_ticks(knobs.get("reset_every_s"), spec.sensor_hz),
+        task=None if task is None else TaskTracker.create(task, spec.sensor_hz),
     )

@@ -38,10 +38,12 @@ from fastsim_embedded.backends.base import (
     CameraReading,
     ControlCommand,
     ControlOutcome,
+    ControlSpec,
     TickScript,
 )
 from fastsim_embedded.backends.synthetic import SyntheticBackend
 from fastsim_embedded.backends.synthetic import create_backend as create_synthetic
+from fastsim_embedded.backends.tasks import TaskTracker
 from fastsim_recording_format.encoding import readonly
 from fastsim_recording_format.synth import scene_frame
 
@@ -111,16 +113,27 @@ class SyntheticCameraBackend:
         self.base.reset(generation)
 
     def script(self, tick: int) -> TickScript:
-        """The synthetic script; remembers the tick for the camera cadence."""
-        self._tick = tick
+        """The synthetic script; the step that follows is tick ``tick`` (camera cadence)."""
+        self._tick = tick - 1
         return self.base.script(tick)
+
+    def controls(self) -> tuple[ControlSpec, ...]:
+        """As the synthetic scene: its first robot's joint position targets."""
+        return self.base.controls()
+
+    @property
+    def task(self) -> TaskTracker | None:
+        """The synthetic scene's task (``scenario.scene.task``), if any."""
+        return self.base.task
 
     def apply_control(self, command: ControlCommand) -> ControlOutcome:
         """As the synthetic scene."""
         return self.base.apply_control(command)
 
     def step(self, substeps: int) -> None:
-        """As the synthetic scene."""
+        """As the synthetic scene; counts the tick (a driver that plays no script, such as
+        ``FastSimRun-v0``, gets the same camera cadence)."""
+        self._tick += 1
         self.base.step(substeps)
 
     def sample_numeric(self) -> Mapping[str, Array]:

@@ -7,8 +7,10 @@ Columns (``SCHEMA``): where the file is and which version of it (``path``, ``siz
 ``sim_duration_s``, ``wall_duration_s``); content (``records``, ``records_by_kind``,
 ``cameras``, ``codecs``, ``lost``, ``lost_by_stream``); trust (``integrity``, the file's
 policy; ``profile``, the validation profile; ``footer_identity`` and
-``completion_identity`` of the receipt; ``sha256`` with ``--sha256``); and ``error``, the
-one-line reason a file failed validation (its other Run columns are then null).
+``completion_identity`` of the receipt; ``sha256`` with ``--sha256``); ``error``, the
+one-line reason a file failed validation (its other Run columns are then null); and the
+task's outcome (``task``, ``success``, ``return``: the episode's ``task.result``, null
+for a Run without a task), so ``success == True`` selects the episodes that worked.
 
     | # | rule                                                                        |
     |---|-----------------------------------------------------------------------------|
@@ -59,6 +61,7 @@ def schema() -> Any:
         ("integrity", pa.string()), ("profile", pa.string()),
         ("footer_identity", pa.string()), ("completion_identity", pa.string()),
         ("sha256", pa.string()), ("error", pa.string()),
+        ("task", pa.string()), ("success", pa.bool_()), ("return", pa.float64()),
     ], metadata={INDEX_KEY: b"1"})
 
 
@@ -108,6 +111,8 @@ def reusable(row: dict[str, Any] | None, entry: Entry, profile: str, sha256: boo
     """Rule 3: the file has not changed since ``row`` was made, and ``row`` holds no error
     (a failed read or validation is tried again on every run)."""
     if row is None or row.get("error") or row.get("size") != entry.size:
+        return False
+    if "success" not in row:  # made before the task columns existed: read the file again
         return False
     if row.get("profile") != profile and profile != "structural":  # every profile checks the structure
         return False

@@ -142,6 +142,8 @@ def row_of(entry: Entry, info: dict[str, Any] | None, receipt: dict[str, Any] | 
         "lost": sum(lost.values()), "lost_by_stream": sorted(lost.items()),
         "integrity": info["integrity"],
     })
+    task = info.get("task") or {}
+    row.update({"task": task.get("task"), "success": task.get("success"), "return": task.get("return")})
     if receipt is not None:
         row["footer_identity"] = receipt["footer_identity"]
         row["completion_identity"] = receipt["completion_identity"]

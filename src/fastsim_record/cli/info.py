@@ -19,8 +19,10 @@ The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, 
 ``completion_id``, ``global_sequence`` and ``sim_time_ns``, and what the file says about
 its Run: ``completion`` (``kind``: normal, stopped, failed or cancelled, ``reason``,
 ``requested_by``; from the terminal fence), ``run`` (``name``, ``backend``, ``seed``,
-``episode``; from the run metadata a host recorded, else nulls) and ``wall_time_s`` (from
-the ``run.started`` to the ``run.stopping`` lifecycle record, else null).
+``episode``; from the run metadata a host recorded, else nulls), ``wall_time_s`` (from
+the ``run.started`` to the ``run.stopping`` lifecycle record, else null) and ``task``
+(``task``, ``success``, ``return``, ``steps``: the episode's result, the ``task.result``
+event of a Run whose scene declares a task, else null).
 """
 
 from __future__ import annotations
@@ -85,6 +87,28 @@ def _wall_time_s(reader: FsrReader) -> float | None:
     return max(0.0, (marks["run.stopping"] - marks["run.started"]) / 1e9)
 
 
+def _task_result(reader: FsrReader) -> dict[str, Any] | None:
+    """The last ``task.result`` event of a Run with a task (its metadata's ``task``)."""
+    attributes = reader.run.attributes if isinstance(reader.run.attributes, dict) else {}
+    if not isinstance(attributes.get("task"), dict) or not any(s.name == "events" for s in reader.streams):
+        return None
+    found = None
+    try:
+        for count, record in enumerate(reader.records("events")):
+            if count >= 1_000_000:  # never scan a hostile flood
+                break
+            if record.payload_length > 65536:
+                continue
+            data = json.loads(record.payload)
+            if isinstance(data, dict) and data.get("event") == "task.result" and isinstance(data.get("data"), dict):
+                found = data["data"]
+    except Exception:  # a damaged events stream only loses the result, never the summary
+        return None
+    if found is None:
+        return None
+    return {key: found.get(key) for key in ("task", "success", "return", "steps")}
+
+
 def summary(reader: FsrReader) -> dict[str, Any]:
     """The JSON summary of an open file."""
     footer = reader.footer
@@ -133,6 +157,7 @@ def summary(reader: FsrReader) -> dict[str, Any]:
         "completion": _completion(footer),
         "run": _run_facts(reader),
         "wall_time_s": _wall_time_s(reader),
+        "task": _task_result(reader),
     }
 
 
@@ -200,10 +225,17 @@ def _about(info: dict[str, Any]) -> list[str]:
     kind = completion["kind"] or "unknown"
     reason = f" ({_cell(str(completion['reason']))})" if completion["reason"] and kind != "normal" else ""
     wall = "-" if info["wall_time_s"] is None else f"{info['wall_time_s']:.3f} s"
-    return [
+    lines = [
         f"run {name}" + (f" ({facts})" if facts else ""),
         f"completion {kind}{reason}, wall time {wall}",
     ]
+    task = info.get("task")
+    if task:
+        success = "-" if task["success"] is None else str(task["success"]).lower()
+        total = task["return"]
+        shown = f"{total:.3f}" if isinstance(total, int | float) else "-"
+        lines.append(f"task {_cell(str(task['task']))}: success {success}, return {shown}, {task['steps']} steps")
+    return lines
 
 
 def _text(info: dict[str, Any]) -> str:

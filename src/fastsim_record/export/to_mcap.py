@@ -11,6 +11,8 @@ Topics (one message per FSR record of the stream it comes from):
     | ``/numeric/<channel>``         | JSON schema ``fsr.numeric`` | numeric channel: names + values    |
     | ``/lifecycle`` ``/events``     | JSON                        | the JSON streams, record as data   |
     | ``/control/audit`` ``/control/result`` | JSON                | control streams                    |
+    | ``/command/<target>.<command>``| JSON schema ``fsr.numeric`` | an issued command's vector, beside |
+    |                                |                             | the joint states (``_commands``)   |
     | ``/scene``                     | ``foxglove.SceneUpdate``    | geometry assets records (meshes)   |
     | ``/tf/bodies``                 | ``foxglove.FrameTransforms``| geometry transforms: world -> body |
     |                                |                             | (and the poses of an assets record)|
@@ -33,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from fastsim_record.export._commands import CommandSeries, command_series
 from fastsim_record.export._port import Progress, load_extra
 from fastsim_record.export._source import (
     PerSourceExporter,
@@ -119,6 +122,7 @@ class _Topics:
             self.numeric = numeric_channels(reader)
         self.sizes: dict[str, tuple[int, int]] = {}
         self.meshes: dict[str, tuple[Any, Any]] = {}
+        self.attributes = rec.info.attributes  # the Run's declared controls name command elements
 
     def _log(self, topic: str, make: Any, msg: Any, t: int) -> None:
         ch = self.chans.get(topic)
@@ -173,6 +177,12 @@ class _Topics:
         topic = _JSON_TOPICS.get(e.stream, "/" + e.stream.replace(".", "/"))
         msg = {"generation": e.generation, "sim_time_ns": e.time_ns, "stream": e.stream, "record": e.data}
         self._log(topic, lambda topic: self.fg.Channel(topic, message_encoding="json", context=self.ctx), msg, t)
+        series = command_series(e.stream, e.data, self.attributes)
+        if series is not None:
+            msg = {"generation": e.generation, "names": list(series.names), "units": list(series.units),
+                   "values": series.values.tolist()}
+            self._log(f"/command/{series.name}", lambda topic, ch=series: self.fg.Channel(
+                topic, schema=_numeric_schema(ch), context=self.ctx), msg, t)
 
     def geometry(self, payload: bytes, t: int) -> None:
         """An assets record as a SceneUpdate (and its poses); a transforms record as FrameTransforms."""
@@ -191,7 +201,7 @@ class _Topics:
             self._log("/tf/bodies", self._typed("FrameTransformsChannel"), msg, t)
 
 
-def _numeric_schema(ch: Channel) -> dict[str, Any]:
+def _numeric_schema(ch: Channel | CommandSeries) -> dict[str, Any]:
     return {
         "type": "object", "title": f"fsr.numeric {ch.name}",
         "properties": {

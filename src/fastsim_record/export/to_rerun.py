@@ -12,6 +12,9 @@ Entities (the recording id is the Run id, the application id ``fsr``):
     | ``numeric/<channel>``               | ``Scalars`` (``SeriesLines``   | numeric channel             |
     |                                     | names, static)                 |                             |
     | ``events``, ``lifecycle``, ``control`` | ``TextLog``                 | the JSON streams            |
+    | ``command/<target>.<command>``      | ``Scalars`` (names, static)    | an issued command's vector  |
+    |                                     |                                | (``_commands``), beside the |
+    |                                     |                                | joint states                |
     | ``world/bodies/<body>``             | ``Transform3D`` over time      | geometry transforms         |
     | ``world/bodies/<body>/<item>``      | ``Mesh3D`` / ``Boxes3D`` (static) | geometry assets          |
 
@@ -32,6 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fastsim_record.export._commands import command_series
 from fastsim_record.export._port import Progress, load_extra
 from fastsim_record.export._source import PerSourceExporter, generation_offsets
 from fastsim_record.export._stream import Channel, in_order, numeric_channels
@@ -104,6 +108,8 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     for ch in channels.values():
         stream.log(f"numeric/{ch.name}", rr.SeriesLines(names=list(ch.names)), static=True)
     meshes: dict[str, tuple[Array, Array]] = {}
+    attributes = info.attributes  # the Run's declared controls name the command elements
+    named: set[str] = set()
     done = 0
     for item in in_order(rec.path):
         t, g = item.time_ns, item.generation
@@ -124,6 +130,12 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
             e = item.value
             text = f"{e.stream} g{e.generation}: {json.dumps(e.data, sort_keys=True)}"
             out.add("text", _entity(e.stream), t, g, (text, "WARN" if e.data.get("accepted") is False else "INFO"))
+            series = command_series(e.stream, e.data, attributes)
+            if series is not None:
+                if series.name not in named:
+                    named.add(series.name)
+                    stream.log(f"command/{series.name}", rr.SeriesLines(names=list(series.names)), static=True)
+                out.add("scalars", f"command/{series.name}", t, g, series.values)
         else:
             for body, pose in _geometry(rr, stream, item.value, meshes).items():
                 out.add("body", f"world/bodies/{body}", t, g, pose)

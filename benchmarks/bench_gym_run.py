@@ -1,0 +1,152 @@
+"""Steps per second of ``FastSimRun-v0``, with and without Record, with and without cameras.
+
+Scenes (each a Run from ``examples/policy``, driven by seeded random actions):
+
+  * ``synthetic``        the reach Run (7 joints, 3 numeric channels + the task's 3);
+  * ``mujoco``           the DROID-like pick Run, joint state + task channels, no camera
+                         recorded or observed;
+  * ``mujoco+cameras``   the same with ``cameras=True`` and the Run's wrist camera
+                         (160x120, JPEG) recorded: without Record the environment
+                         renders the camera itself for the observation.
+
+Each configuration is measured ``--repeat`` times, rounds interleaved (off, on, off, on
+... with the order rotating), each round a fresh environment: ``reset`` then ``--steps``
+timed steps (no episode ends inside the timed window), then ``close`` (commit, timed
+apart).  Figures are medians over the rounds: steps per wall second, the step time, the
+Record cost ``step_on / step_off - 1`` (the baseline is the same Run with
+``record=False``: the same host and scene, nothing captured), the stepping thread's CPU
+time per step and its cost (other jobs on the machine count less there), the whole
+process's CPU per step (Record's writer thread included), and the commit time.
+
+Target (issue 24): Record costs <= 10% of step time without cameras
+(``synthetic`` and ``mujoco``).  ``--json`` ends the output with ONE JSON line.
+
+    python benchmarks/bench_gym_run.py [--steps 600] [--repeat 5] [--no-mujoco] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from fastsim_embedded.gym import FastSimRunEnv
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_COST = 0.10
+
+
+def _runs(folder: Path) -> dict[str, tuple[Path, bool]]:
+    """scene -> (Run file, cameras): long durations, so no episode ends while timed."""
+    reach = yaml.safe_load((REPO / "examples/policy/run.yaml").read_text())
+    reach["runtime"]["duration_s"] = 1e5
+    pick = yaml.safe_load((REPO / "examples/policy/pick.yaml").read_text())
+    pick["runtime"]["duration_s"] = 1e5
+    pick_cameras = yaml.safe_load(yaml.safe_dump(pick))
+    pick["plugins"]["record"]["config"]["streams"].pop("cameras")
+    pick["scenario"]["scene"]["mujoco"]["cameras"] = []
+    out = {}
+    for name, document, cameras in (("synthetic", reach, False), ("mujoco", pick, False),
+                                    ("mujoco+cameras", pick_cameras, True)):
+        path = folder / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(document))
+        out[name] = (path, cameras)
+    return out
+
+
+def _round(run: Path, cameras: bool, record: bool, steps: int, out: Path) -> tuple[float, float, float, float]:
+    """(wall s per step, commit s, stepping thread's CPU s per step, process CPU s per
+    step: every thread, Record's writer included) of one fresh environment."""
+    env = FastSimRunEnv(run, out, cameras=cameras, record=record)
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(steps)]
+    env.reset(seed=0)
+    step = env.step
+    start, thread, process = time.perf_counter(), time.thread_time(), time.process_time()
+    for action in actions:
+        step(action)
+    elapsed = time.perf_counter() - start
+    thread, process = time.thread_time() - thread, time.process_time() - process
+    start = time.perf_counter()
+    env.close()
+    return elapsed / steps, time.perf_counter() - start, thread / steps, process / steps
+
+
+def measure(scenes: list[str], steps: int, repeat: int) -> dict[str, dict[str, Any]]:
+    """Per scene: the median step time off and on, steps/s, the cost and the commit time."""
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-gym-run-") as tmp:
+        folder = Path(tmp)
+        runs = _runs(folder)
+        samples: dict[tuple[str, bool], list[tuple[float, float, float, float]]] = {}
+        for k in range(repeat):
+            for scene in scenes:
+                order = (False, True) if k % 2 == 0 else (True, False)
+                for record in order:
+                    run, cameras = runs[scene]
+                    samples.setdefault((scene, record), []).append(
+                        _round(run, cameras, record, steps, folder / f"out-{scene}-{k}-{record}"))
+        for scene in scenes:
+            def median(record: bool, k: int, scene: str = scene) -> float:
+                return statistics.median(s[k] for s in samples[(scene, record)])
+
+            off, on = median(False, 0), median(True, 0)
+            costs = [a[0] / b[0] - 1 for a, b in zip(samples[(scene, True)], samples[(scene, False)], strict=True)]
+            results[scene] = {
+                "steps_per_s_off": 1 / off, "steps_per_s_on": 1 / on, "step_ms_off": off * 1e3, "step_ms_on": on * 1e3,
+                "record_cost": on / off - 1, "record_cost_rounds": costs,
+                "commit_s_on": median(True, 1),
+                "thread_cpu_ms_off": median(False, 2) * 1e3, "thread_cpu_ms_on": median(True, 2) * 1e3,
+                "thread_cpu_cost": median(True, 2) / median(False, 2) - 1,
+                "process_cpu_ms_off": median(False, 3) * 1e3, "process_cpu_ms_on": median(True, 3) * 1e3,
+            }
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-mujoco", action="store_true", help="the synthetic scene only")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args(argv)
+    scenes = ["synthetic"] if args.no_mujoco else ["synthetic", "mujoco", "mujoco+cameras"]
+    results = measure(scenes, args.steps, args.repeat)
+    print(f"FastSimRun-v0, {args.steps} random steps per round, {args.repeat} interleaved rounds, medians")
+    print(f"{'scene':16} {'off steps/s':>12} {'on steps/s':>11} {'off ms':>8} {'on ms':>8} {'cost':>7} "
+          f"{'thread CPU ms off/on':>21} {'cost':>7} {'process CPU ms off/on':>22} {'commit s':>9}")
+    for scene, r in results.items():
+        print(f"{scene:16} {r['steps_per_s_off']:12.0f} {r['steps_per_s_on']:11.0f} {r['step_ms_off']:8.3f} "
+              f"{r['step_ms_on']:8.3f} {r['record_cost']:+7.1%} "
+              f"{r['thread_cpu_ms_off']:10.3f}/{r['thread_cpu_ms_on']:<10.3f} {r['thread_cpu_cost']:+7.1%} "
+              f"{r['process_cpu_ms_off']:11.3f}/{r['process_cpu_ms_on']:<10.3f} {r['commit_s_on']:9.3f}")
+    without = [scene for scene in results if "cameras" not in scene]
+    for scene in without:
+        results[scene]["target_met"] = results[scene]["record_cost"] <= TARGET_COST
+        verdict = "met" if results[scene]["target_met"] else "NOT met"
+        print(f"target: Record costs <= {TARGET_COST:.0%} of step time without cameras, {scene}: {verdict}")
+    ok = all(results[s]["target_met"] for s in without)
+    if args.json:
+        figures: dict[str, Any] = {"steps": args.steps, "repeat": args.repeat,
+                                   "target_record_cost_without_cameras": TARGET_COST, "target_met": ok}
+        for scene, r in results.items():
+            key = scene.replace("+", "_")
+            for name, value in r.items():
+                if isinstance(value, bool):
+                    figures[f"{key}_{name}"] = value
+                elif name != "record_cost_rounds":
+                    figures[f"{key}_{name}"] = round(float(value), 6)
+        print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=4)
+    raise SystemExit(main())
