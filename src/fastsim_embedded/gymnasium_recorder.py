@@ -209,7 +209,7 @@ class GymRecording:
         backend = GymnasiumBackend(
             self.row.packer, camera=o.camera if frame_shape else None, frame_shape=frame_shape,
             render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
-            description=described, actuators=self._actuators,
+            description=described, actuators=self._actuators, per_step=self.row.step_names,
         )
         document = self._document(self.name(number, index), with_camera=frame_shape is not None,
                                   render_state=self._render[index] is not None)
@@ -271,6 +271,8 @@ class GymRecording:
             writer.row = self.row.start(observation, self._joint_state(index))
         except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
             line = str(exc).splitlines()[0]
+            if writer.row is None and writer.steps:  # step t was published: its final tick has a fill observation
+                writer.row, writer.readings = self.row.start_fill(self._joint_state(index)), ()
             self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
             raise
         writer.readings = self._readings(index, frame)
@@ -299,7 +301,7 @@ class GymRecording:
             "steps": writer.steps, "terminated": terminated, "truncated": truncated, "return": writer.ret,
             "reason": reason, "error": error, "sub_env": index if self.vector else None,
         }, "gymnasium")
-        trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it (the env broke its space)
+        trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it
         try:
             if writer.row is not None:
                 self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))

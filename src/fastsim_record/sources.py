@@ -127,6 +127,9 @@ def _numeric(spec: SourceSpec, ctx: StreamContext) -> EncodedStream:
         "element_names": {c.name: list(c.attributes.get("element_names") or [])  # type: ignore[call-overload]
                           for c in ctx.numeric},
     }
+    per_step = [c.name for c in ctx.numeric if c.attributes.get("per_step")]
+    if per_step:  # one sample per step: the last tick of a generation holds a fill (docs/reading.md)
+        attributes["per_step_channels"] = per_step
     return EncodedStream(encoder, attributes, encoder.record_bytes)
 
 

@@ -9,6 +9,7 @@ import attrs
 import numpy as np
 from tests.gym.envs import flat
 
+import fastsim_record as fr
 from fastsim_record.gym import read_episode
 from fastsim_recording_format import validate
 
@@ -78,4 +79,21 @@ def assert_recorded(path: Path, played: Played, *, seed: int | str | None = "sam
     # one tick per observation: action row t shares observation row t's time (one stream)
     assert episode.time_ns.shape == (steps + 1,)
     assert bool(np.all(np.diff(episode.time_ns) > 0))
+    assert_step_channels(path, played)
     return episode
+
+
+def assert_step_channels(path: Path, played: Played) -> None:
+    """The reading API itself: per-step channels have T rows, timed with observations 0..T-1."""
+    steps = len(played.actions)
+    with fr.open(path) as rec:
+        reward = rec.numeric("reward")
+        first = next(c for c in rec.channels() if c.split(".")[0] == "observation")
+        observation = rec.numeric(first)
+        assert len(observation) == steps + 1
+        assert len(reward) == steps
+        np.testing.assert_array_equal(reward.values, np.asarray(played.rewards, np.float64))
+        np.testing.assert_array_equal(reward.time_ns, observation.time_ns[:steps])
+        both = rec.numeric_all(["reward", "terminated", first])
+        assert [len(both[n]) for n in both] == [steps, steps, steps + 1]
+        np.testing.assert_array_equal(both["terminated"].values.astype(bool), played.terminated)

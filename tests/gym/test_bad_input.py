@@ -105,6 +105,9 @@ def test_a_value_outside_the_envs_own_space_is_one_line_and_keeps_what_was_recor
         env.step(0)
     env.close()
     episode = read_episode(env.files[0].path)
-    assert episode.steps == 3
+    assert episode.steps == 3  # the three published steps, their rewards and actions (per-step channels)
+    assert episode.rewards.shape == (3,)
+    assert episode.observations["observation"].shape == (4, 4)
+    assert np.isnan(episode.observations["observation"][-1]).all()  # the final observation is a NaN fill
     assert episode.end["error"] == "observation: the env returned shape (2,), its space declares (4,)"
     assert env.files[0].completion == "stopped"

@@ -123,10 +123,22 @@ def test_episodes_work_with_the_dataset_and_fsr_index(tmp_path: Path) -> None:
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "out")
     played = play(env, [1, 2, 3])
     env.close()
-    dataset = fr.Dataset(sorted((tmp_path / "out").glob("*.fsr")), channels=["observation", "action"])
-    assert len(dataset) == sum(len(p.observations) for p in played)  # T + 1 rows per episode
-    last = dataset[len(dataset) - 1]
-    np.testing.assert_array_equal(last["observation"], played[-1].observations[-1])
+    paths = sorted((tmp_path / "out").glob("*.fsr"))
+    states = fr.Dataset(paths, channels=["observation"])
+    assert len(states) == sum(len(p.observations) for p in played)  # observations only: T + 1 per episode
+    np.testing.assert_array_equal(states[len(states) - 1]["observation"], played[-1].observations[-1])
+    dataset = fr.Dataset(paths, channels=["observation", "action", "reward"])
+    assert len(dataset) == sum(len(p.actions) for p in played)  # with a per-step channel: T per episode
+    last = dataset[len(dataset) - 1]  # observation T-1, the action chosen from it and its reward
+    np.testing.assert_array_equal(last["observation"], played[-1].observations[-2])
+    assert last["action"] == played[-1].actions[-1]
+    assert last["reward"] == played[-1].rewards[-1]
+    with fr.open(paths[0]) as rec:
+        table = rec.numeric_table(["observation", "reward"])
+    steps = len(played[0].actions)
+    assert table.num_rows == steps + 1
+    assert table.column("reward").null_count == 1
+    assert table.column("reward").to_pylist()[:steps] == played[0].rewards
     assert main(["index", str(tmp_path / "out"), "-o", str(tmp_path / "index.parquet")]) == 0
     assert pq.read_table(tmp_path / "index.parquet").num_rows == 3
 

@@ -31,8 +31,9 @@ audited control target that ``fsr export --to lerobot`` and Replay read as the a
 
 An episode of T steps has T + 1 rows: the last row holds the final observation, and its
 rows 2-5 are the *fill* (zeros, NaN reward; ``terminated``/``truncated`` repeat how the
-episode ended).  ``fastsim_record.gym.read_episode`` returns the T step rows and T + 1
-observations.
+episode ended).  Rows 2-5 are declared per-step (channel attribute ``per_step``, recorded
+as the stream's ``per_step_channels``), so the reading API drops the fill:
+``rec.numeric("action")`` has T rows, ``rec.numeric("observation")`` T + 1.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class StepRow:
                    ("truncated", np.dtype(np.uint8), ())]
         fields += [(f"info.{key}", np.dtype(np.float64), ()) for key in self.info_keys]
         self.packer = RowPacker(fields)
+        self.step_names = tuple(name for name, _, _ in fields[self._step_at:])  # rows 2-5: per-step
         self._fill = [
             np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, dtype=leaf.dtype).tobytes()
             for leaf in self.action
@@ -99,6 +101,12 @@ class StepRow:
     def start(self, observation: Any, joints: tuple[Array, Array] | None = None) -> list[bytes]:
         """Observation t's bytes and the joint state with it (the step channels come with ``complete``)."""
         values = [leaf_value(observation, leaf) for leaf in self.observation]
+        return self.packer.encode(0, values + list(joints) if joints is not None else values)
+
+    def start_fill(self, joints: tuple[Array, Array] | None = None) -> list[bytes]:
+        """A final row whose observation is a fill (NaN, or 0 for integers): the env returned
+        one outside its space, and the steps before it still need their final tick."""
+        values = [np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, leaf.dtype) for leaf in self.observation]
         return self.packer.encode(0, values + list(joints) if joints is not None else values)
 
     def complete(
@@ -137,6 +145,7 @@ class GymnasiumBackend:
         render_source: Any = None,
         description: Mapping[str, object] | None = None,
         actuators: Sequence[str] = (),
+        per_step: Sequence[str] = (),
     ) -> None:
         self.packer = packer
         self.actuators = list(actuators)
@@ -144,8 +153,10 @@ class GymnasiumBackend:
         self._description = dict(description or {})
         self._staged: Array | None = None
         self._frames: Sequence[CameraReading] = ()
+        steps = frozenset(per_step)  # one sample per step: the last tick's values are a fill
         declared = [
-            ChannelDescriptor(name, "numeric", np.dtype(dtype).name, shape, entity=name.split(".", 1)[0])
+            ChannelDescriptor(name, "numeric", np.dtype(dtype).name, shape, entity=name.split(".", 1)[0],
+                              attributes={"per_step": True} if name in steps else {})
             for name, dtype, shape in packer.fields
         ]
         if camera is not None and frame_shape is not None:

@@ -2,8 +2,8 @@
 
 A file of T steps holds T + 1 rows (``fastsim_embedded.backends.gymnasium_env``): every
 observation channel keeps all T + 1 rows (the reset observation first, the final one
-last); ``action*``, ``reward``, ``terminated``, ``truncated`` and ``info.*`` drop the
-final row, which is only the fill.  The ``gym.reset`` and ``gym.episode_end`` events give
+last); ``action*``, ``reward``, ``terminated``, ``truncated`` and ``info.*`` are per-step
+channels: the reading API already drops their final row, which is only the fill.  The ``gym.reset`` and ``gym.episode_end`` events give
 the seed, the reset options, the sub-env and how the episode ended.
 """
 
@@ -54,9 +54,9 @@ def read_episode(path: str | Path) -> GymEpisode:
         series = rec.numeric_all()
         events = {e.data.get("event"): e.data.get("data", {}) for e in rec.events()}
         description = dict(rec.info.attributes.get("scene", {}).get("backend", {}) or {})
-    rows = len(series["reward"].values)
     end = dict(events.get("gym.episode_end") or {})
-    steps = int(end.get("steps", rows - 1))
+    steps = int(end.get("steps", len(series["reward"].values)))
+    clock = next(s for n, s in series.items() if n.split(".")[0] == "observation")  # T + 1 ticks
 
     def step_rows(name: str) -> npt.NDArray[Any]:
         return np.asarray(series[name].values[:steps])
@@ -68,7 +68,7 @@ def read_episode(path: str | Path) -> GymEpisode:
         terminated=step_rows("terminated").astype(bool),
         truncated=step_rows("truncated").astype(bool),
         info={n.removeprefix("info."): step_rows(n) for n in series if n.startswith("info.")},
-        time_ns=np.asarray(series["reward"].time_ns),
+        time_ns=np.asarray(clock.time_ns),
         reset=dict(events.get("gym.reset") or {}),
         end=end,
         description=description,

@@ -12,6 +12,13 @@ back with :func:`numeric_layout`.
     | 2 | ``nbytes == prod(shape) * itemsize`` and channels tile ``[0, record_bytes)``  |
     |   | in declared order, C order, no padding                                        |
     | 3 | every DATA record's payload is exactly ``record_bytes`` long                  |
+
+Per-step channels: the stream attribute ``per_step_channels`` (a list of channel names,
+optional) names channels that hold one sample per *step* rather than per tick (a
+Gymnasium env's action, reward, flags and info).  The stream's last tick of each
+generation holds a fill for them (the tick is atomic: every channel has bytes in every
+record); readers drop that fill (``Channel.per_step``; docs/reading.md).  A reader that
+does not know the attribute returns the fill as one more sample.
 """
 
 from __future__ import annotations
@@ -82,6 +89,7 @@ class Channel:
     nbytes: int
     units: tuple[str, ...]
     element_names: tuple[str, ...]
+    per_step: bool = False  # named by ``per_step_channels``: no sample in a generation's last tick
 
 
 def _element_names(
@@ -110,6 +118,8 @@ def numeric_layout(spec: StreamSpec) -> tuple[int, tuple[Channel, ...]]:
     if not isinstance(entries, list):
         raise NumericPayloadError(f"{where}: missing")
     by_channel = spec.attributes.get("element_names")  # {channel: [names]} (the recorder's)
+    per_step = spec.attributes.get("per_step_channels")
+    steps = frozenset(str(n) for n in per_step) if isinstance(per_step, list) else frozenset()
     out: list[Channel] = []
     at = 0
     for k, entry in enumerate(entries):
@@ -126,7 +136,7 @@ def numeric_layout(spec: StreamSpec) -> tuple[int, tuple[Channel, ...]]:
         at += nbytes
         units = tuple(str(u) for u in entry.get("units", []))
         out.append(Channel(spec.name, name, dtype, shape, offset, nbytes, units,
-                           _element_names(name, shape, entry, by_channel)))
+                           _element_names(name, shape, entry, by_channel), name in steps))
     if at != record_bytes:
         raise NumericPayloadError(f"{where}: channels cover {at} bytes, record_bytes is {record_bytes}")
     return record_bytes, tuple(out)

@@ -13,6 +13,8 @@ spirit of LeRobot's ``delta_timestamps``:
     |   | ``<key>_is_pad[j]`` (never a tick of another episode or file)                   |
     | 4 | a camera key holds, for each tick, the latest frame at or before the tick's     |
     |   | simulation time in the same episode; with none, a zero image and a pad flag   |
+    | 5 | when a selected channel is per-step (``Channel.per_step``), an episode's last   |
+    |   | tick (its fill) is no sample: each sample has observation t with step t        |
 
 ``__getitem__`` returns a dict of numpy arrays: each channel and camera, the pad masks,
 and ``index``, ``file_index``, ``episode_index`` (position of the episode in the
@@ -134,6 +136,7 @@ class Dataset:
                     if alias not in rec.cameras():
                         raise unknown(f"camera (in {path})", alias, rec.cameras())
                 spec = state.channels[self.channels[0]][0]
+                trim = int(any(state.channels[name][2].per_step for name in self.channels))  # rule 5
                 rows = state.tables.rows(spec.stream_id)
                 gens = rows["generation"][rows["kind"] == DATA].astype(np.int64)
                 if len(gens):
@@ -141,7 +144,8 @@ class Dataset:
                     starts = np.concatenate(([0], cut))
                     stops = np.concatenate((cut, [len(gens)]))
                     episodes.extend(
-                        (f, int(gens[a]), int(a), int(b - a)) for a, b in zip(starts, stops)
+                        (f, int(gens[a]), int(a), int(b - a) - trim) for a, b in zip(starts, stops)
+                        if b - a > trim
                     )
         self.episodes = np.array(episodes, np.int64).reshape(-1, 4)
         self._first = np.concatenate(([0], np.cumsum(self.episodes[:, 3])))

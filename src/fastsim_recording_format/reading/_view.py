@@ -20,7 +20,17 @@ from fastsim_recording_format.reading._file import Array, File, as_int
 from fastsim_recording_format.reading._tables import LARGE, empty_bytes
 from fastsim_recording_format.reading._values import Event, NumericSeries
 
-__all__ = ["File", "View", "as_int"]
+__all__ = ["File", "View", "as_int", "step_ticks"]
+
+
+def step_ticks(generations: Array) -> Array:
+    """Which ticks hold a per-step channel's samples: all but each generation's last."""
+    gens = np.asarray(generations)
+    keep = np.ones(len(gens), bool)
+    if len(gens):
+        keep[np.flatnonzero(np.diff(gens))] = False
+        keep[-1] = False
+    return keep
 
 
 class View(CameraView):
@@ -53,9 +63,15 @@ class View(CameraView):
         return rows
 
     def numeric(self, channel: str) -> NumericSeries:
-        """One channel's every sample, decoded with numpy over whole batches."""
+        """One channel's every sample, decoded with numpy over whole batches.
+
+        A per-step channel (``Channel.per_step``) has no sample in the last tick of each
+        generation: that tick's fill is dropped (docs/reading.md).
+        """
         spec, record_bytes, ch = self._channel(channel)
         rows = self._tick_rows(spec, record_bytes)
+        if ch.per_step:
+            rows = rows[step_ticks(rows["generation"])]
         tables = self._file().tables
         starts = rows["payload_at"]
         if ch.nbytes * 4 < record_bytes:
@@ -78,8 +94,13 @@ class View(CameraView):
     def numeric_all(self, channels: Sequence[str] | None = None) -> dict[str, NumericSeries]:
         """Several channels at once (default: all): each stream's ticks are read once.
 
-        The values of channels of one stream are views of one shared buffer.
+        The values of channels of one stream are views of one shared buffer (a per-step
+        channel's are a copy without the fill of each generation's last tick).
         """
+        return self._numeric_all(channels, trim=True)
+
+    def _numeric_all(self, channels: Sequence[str] | None, *, trim: bool) -> dict[str, NumericSeries]:
+        """``numeric_all``; ``trim=False`` keeps every tick of per-step channels too."""
         f = self._file()
         wanted = list(f.channels) if channels is None else list(self._names(channels))
         by_stream: dict[str, list[str]] = {}
@@ -96,9 +117,14 @@ class View(CameraView):
                 rows = self._tick_rows(spec, record_bytes)
                 raw = f.tables.gather(rows["payload_at"], record_bytes, buffer.result() if buffer else None)
             clock = self._clock(rows)  # shared by the stream's channels
+            steps = step_ticks(rows["generation"]) if any(f.channels[name][2].per_step for name in names) else None
             for name in names:
                 ch = f.channels[name][2]
-                out[name] = self._series(ch, clock, raw[:, ch.offset:ch.offset + ch.nbytes])
+                values = raw[:, ch.offset:ch.offset + ch.nbytes]
+                if ch.per_step and steps is not None and trim:  # the fill of each generation's last tick
+                    out[name] = self._series(ch, (clock[0][steps], clock[1][steps]), values[steps])
+                else:
+                    out[name] = self._series(ch, clock, values)
             del stream
         return {name: out[name] for name in wanted}
 
@@ -113,7 +139,8 @@ class View(CameraView):
         """Every selected channel of every tick as one ``pyarrow.Table`` (extra ``read``).
 
         Columns: ``time_ns``, ``generation``, then one per channel (scalars as numbers,
-        vectors and matrices as fixed-size lists of their flattened elements).
+        vectors and matrices as fixed-size lists of their flattened elements).  A per-step
+        channel is null in the last tick of each generation (where the file holds a fill).
         """
         try:
             import pyarrow as pa
@@ -121,7 +148,7 @@ class View(CameraView):
             raise ImportError(
                 "numeric_table() needs pyarrow: pip install 'fastsim-plugin-record[read]'"
             ) from None
-        series = self.numeric_all(channels)
+        series = self._numeric_all(channels, trim=False)
         streams = {self._channel(name)[0].name for name in series}
         if len(streams) > 1:
             raise BadArgument(
@@ -131,12 +158,19 @@ class View(CameraView):
             return pa.table({"time_ns": pa.array([], pa.int64()), "generation": pa.array([], pa.int64())})
         first = next(iter(series.values()))
         columns: dict[str, Any] = {"time_ns": first.time_ns, "generation": first.generation}
+        fills = None
         for name, s in series.items():
             flat = np.ascontiguousarray(s.values).reshape(len(s), -1)
+            mask = None
+            if self._channel(name)[2].per_step:
+                if fills is None:
+                    fills = ~step_ticks(s.generation)
+                mask = fills
             if s.values.ndim == 1:
-                columns[name] = pa.array(flat[:, 0])
+                columns[name] = pa.array(flat[:, 0], mask=mask)
             else:
-                columns[name] = pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
+                columns[name] = pa.FixedSizeListArray.from_arrays(
+                    pa.array(flat.reshape(-1)), flat.shape[1], mask=None if mask is None else pa.array(mask))
         return pa.table(columns)
 
     # -- JSON streams -------------------------------------------------------------------
