@@ -25,13 +25,16 @@ from fastsim_recording_format.codecs.calibration import (
     canonical_profile_bytes,
     check_profile,
     intrinsic_matrix,
+    is_calibrated,
     plain_profile,
+    uncalibrated_profile,
 )
 from fastsim_recording_format.errors import CalibrationProfileError
 
 __all__ = [  # the format codec's profile rules, re-exported, and pinhole_profile
     "MAX_PROFILE_BYTES", "PROFILE_KEYS", "PROFILE_SCHEMA", "CalibrationProfileError", "calibration_digest",
-    "canonical_profile_bytes", "check_profile", "intrinsic_matrix", "pinhole_profile", "plain_profile",
+    "canonical_profile_bytes", "check_profile", "intrinsic_matrix", "is_calibrated", "pinhole_profile", "plain_profile",
+    "uncalibrated_profile",
 ]
 
 def pinhole_profile(

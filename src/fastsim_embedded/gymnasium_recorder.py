@@ -46,16 +46,15 @@ from fastsim_embedded.backends.gymnasium_env import (
     camera_channels,
 )
 from fastsim_embedded.compile import prepare_built
+from fastsim_embedded.gymnasium_cameras import camera_note, plan_cameras
 from fastsim_embedded.gymnasium_episode import EpisodeWriter
 from fastsim_embedded.gymnasium_mujoco import (
     RenderSnapshots,
     StagedRenderSource,
-    calibration_of,
     joints_of,
-    render_observation_path,
     render_source_of,
 )
-from fastsim_embedded.gymnasium_spaces import leaf_value, space_leaves
+from fastsim_embedded.gymnasium_spaces import space_leaves
 from fastsim_embedded.session import Episode, SessionResult, discover_plugin
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
@@ -70,7 +69,8 @@ class RecordingOptions:
     prefix: str = "episode"
     first_episode: int = 0
     fps: float = 30.0
-    cameras: bool = True  # record render() frames as a camera (calibrated envs only)
+    cameras: bool = True  # record render() frames as the camera ``camera`` (gymnasium_cameras)
+    images: bool = True  # Box(uint8, (H, W, 3)) observation leaves as cameras (False: numeric, exact)
     camera: str = "render"
     camera_envs: tuple[int, ...] | None = None  # sub-envs whose frames are recorded (None: all)
     encoding: str = "jpeg"
@@ -113,14 +113,10 @@ class GymRecording:
         # a MuJoCo env's joints (its robot state) and actuators, when the env is in this process
         self._joints = [joints_of(env) if env is not None else None for env in self._envs]
         first = self._joints[0] if self._joints and all(j is not None for j in self._joints) else None
-        observation = space_leaves(observation_space, "observation")
-        # AddRenderObservation's pixels are render() frames: a camera of a calibrated env, not a channel
-        path = render_observation_path(self._envs[0]) if self._envs and options.cameras else None
-        self.frame_leaf = next((leaf for leaf in observation if leaf.image and leaf.path == path), None)
-        if self.frame_leaf is not None and calibration_of(self._envs[0], options.camera) is not None:
-            observation = tuple(leaf for leaf in observation if leaf is not self.frame_leaf)
-        else:
-            self.frame_leaf = None
+        self.sources, observation = plan_cameras(
+            space_leaves(observation_space, "observation"), self._envs[0] if self._envs else None,
+            render_frames=options.cameras, render_alias=options.camera, images=options.images,
+        )
         self.row = StepRow(
             observation, space_leaves(action_space, "action"), options.info_keys,
             joints=len(first.names) if first is not None else 0,
@@ -130,11 +126,14 @@ class GymRecording:
             len(first.actuators),) and actions[0].dtype.kind == "f" else ()
         if first is None:
             self._joints = [None] * len(self._envs)
-        self._cameras: list[Any] = []
+        self._cameras: list[dict[str, Any]] = []  # per sub-env: alias -> its source of K and pose
         self._render: list[Any] = []
         for i, env in enumerate(self._envs):
-            wanted = options.cameras and (options.camera_envs is None or i in options.camera_envs)
-            self._cameras.append(calibration_of(env, options.camera) if wanted and env is not None else None)
+            wanted = options.camera_envs is None or i in options.camera_envs  # render() frames only
+            self._cameras.append({
+                src.alias: src.calibrator(env) for src in self.sources
+                if not src.render or (wanted and (src.leaf is not None or env is not None))
+            })
             inner = render_source_of(env) if (options.render_state or options.geometry) and env is not None else None
             self._render.append(None if inner is None else RenderSnapshots(
                 inner, state=options.render_state, geometry=options.geometry,
@@ -151,29 +150,31 @@ class GymRecording:
         self.files: list[EpisodeFile] = []
 
     def camera_recorded(self, index: int) -> bool:
-        """Whether sub-env ``index``'s frames are recorded (a calibrated camera)."""
-        return self._cameras[index] is not None
+        """Whether sub-env ``index`` records any camera."""
+        return bool(self._cameras[index])
 
     def wants_render(self, index: int) -> bool:
-        """Whether the wrapper must call ``render()`` for sub-env ``index`` (no frame in the observation)."""
-        return self._cameras[index] is not None and self.frame_leaf is None
+        """Whether the wrapper must call ``render()`` for sub-env ``index`` (frames not in the observation)."""
+        return any(src.leaf is None and src.alias in self._cameras[index] for src in self.sources)
 
     def name(self, number: int, index: int) -> str:
         """The episode's file name: sorts in episode order, carries the sub-env index."""
         sub = f"-env{index:03d}" if self.vector else ""
         return f"{self.options.prefix}-{number:06d}{sub}.fsr"
 
-    def _document(self, name: str, *, with_camera: bool, render_state: bool) -> dict[str, object]:
+    def _document(self, name: str, *, cameras: Sequence[str], render_state: bool) -> dict[str, object]:
         """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
         o = self.options
         streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
-        if with_camera:
-            rgb, k, t, q = camera_channels(o.camera)
-            cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
-                                      "encoding": o.encoding}
-            if o.quality is not None and o.encoding == "jpeg":
-                cam["quality"] = o.quality
-            streams["cameras"] = {o.camera: cam}
+        if cameras:
+            streams["cameras"] = configured = {}
+            for alias in cameras:
+                rgb, k, t, q = camera_channels(alias)
+                cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
+                                          "encoding": o.encoding}
+                if o.quality is not None and o.encoding == "jpeg":
+                    cam["quality"] = o.quality
+                configured[alias] = cam
         if render_state and o.render_state:
             streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
         if render_state and o.geometry:
@@ -193,25 +194,24 @@ class GymRecording:
         *, how: str = "reset",
     ) -> None:
         """Row 1: a new episode of sub-env ``index`` starts with ``observation`` (opened off this thread)."""
-        frame = self._frame(observation, frame)
+        frames = self._frames(index, observation, frame)
         if index in self._open:
             self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         o = self.options
         first_row = self.row.start(observation, self._joint_state(index))  # ValueError: nothing opened
         number = self._next
         self._next += 1
-        camera = self._cameras[index]
-        frame_shape = None if frame is None or camera is None else (int(frame.shape[0]), int(frame.shape[1]))
+        shapes = {alias: (int(f.shape[0]), int(f.shape[1])) for alias, f in frames.items()}
         reset = {"seed": seed, "options": _plain(reset_options), "sub_env": index if self.vector else None,
                  "how": how}
         described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
-                     "camera": _camera_note(camera, frame_shape, o)}
+                     "camera": camera_note({a: c for a, c in self._cameras[index].items() if a in shapes}, o.cameras)}
         backend = GymnasiumBackend(
-            self.row.packer, camera=o.camera if frame_shape else None, frame_shape=frame_shape,
+            self.row.packer, cameras=tuple(shapes.items()),
             render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
             description=described, actuators=self._actuators, per_step=self.row.step_names,
         )
-        document = self._document(self.name(number, index), with_camera=frame_shape is not None,
+        document = self._document(self.name(number, index), cameras=tuple(shapes),
                                   render_state=self._render[index] is not None)
 
         def opener() -> Episode:
@@ -223,17 +223,24 @@ class GymRecording:
                 raise RuntimeError(episode.failure)
             return episode
 
-        pending = o.media_queue_items if frame_shape else 4096  # ticks kept while the file opens: frames are big
+        pending = o.media_queue_items if shapes else 4096  # ticks kept while the file opens: frames are big
         writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
         writer.row = first_row
-        writer.readings = self._readings(index, frame if frame_shape else None)
+        writer.cameras = tuple(shapes)
+        writer.readings = self._readings(index, frames)
         writer.snapshot = self._snapshot(index)
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
         self._open[index] = writer
 
-    def _frame(self, observation: Any, frame: Any) -> Any:
-        """The frame of this observation: the pixels it carries (AddRenderObservation), else ``frame``."""
-        return frame if self.frame_leaf is None else leaf_value(observation, self.frame_leaf)
+    def _frames(self, index: int, observation: Any, rendered: Any) -> dict[str, Any]:
+        """This observation's frame of each camera of sub-env ``index`` (RGB uint8 frames only)."""
+        out = {}
+        for src in self.sources:
+            if src.alias in self._cameras[index]:
+                frame = src.frame(observation, rendered)
+                if isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
+                    out[src.alias] = frame
+        return out
 
     def _snapshot(self, index: int) -> Any:
         snapshots = self._render[index]
@@ -243,12 +250,9 @@ class GymRecording:
         joints = self._joints[index]
         return None if joints is None else joints.sample()
 
-    def _readings(self, index: int, frame: Any) -> Sequence[Any]:
-        camera = self._cameras[index]
-        if frame is None or camera is None:
-            return ()
-        readings: Sequence[Any] = camera.readings(frame, camera_channels(self.options.camera))
-        return readings
+    def _readings(self, index: int, frames: Mapping[str, Any]) -> Sequence[Any]:
+        cameras = self._cameras[index]
+        return tuple(r for alias, frame in frames.items() for r in cameras[alias].readings(frame, camera_channels(alias)))
 
     def is_open(self, index: int) -> bool:
         """Whether sub-env ``index`` has an episode being recorded."""
@@ -262,7 +266,7 @@ class GymRecording:
         writer = self._open.get(index)
         if writer is None:
             return
-        frame = self._frame(observation, frame)
+        frames = self._frames(index, observation, frame)
         try:
             self._tick(writer, action, reward, terminated, truncated, info)
             writer.steps += 1
@@ -275,7 +279,7 @@ class GymRecording:
                 writer.row, writer.readings = self.row.start_fill(self._joint_state(index)), ()
             self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
             raise
-        writer.readings = self._readings(index, frame)
+        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras})
         writer.snapshot = self._snapshot(index)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
@@ -354,17 +358,6 @@ class GymRecording:
         self._openers.shutdown(wait=True)
         self._closers.shutdown(wait=True)
         return sorted(self.files, key=lambda f: f.episode)
-
-
-def _camera_note(camera: Any, frame_shape: tuple[int, int] | None, o: RecordingOptions) -> str:
-    if not o.cameras:
-        return "render frames not asked for"
-    if camera is None:
-        return ("no camera recorded: this env has no calibration source (only MuJoCo envs give K and the pose); "
-                "Record never invents a K")
-    if frame_shape is None:
-        return "no camera recorded: the env returned no rgb_array frame"
-    return f"{o.camera}: MuJoCo renderer, K and pose of every frame read from the scene's GL camera"
 
 
 def _plain(value: object) -> object:

@@ -18,8 +18,8 @@ Channels (one recorded row per tick, in this order, packed in one buffer):
     | 4 | ``terminated``, ``truncated`` | uint8 ()                   | the flags that step returned         |
     | 5 | ``info.<key>``              | float64 ()                   | a whitelisted scalar ``info`` entry  |
     |   |                             |                              | (NaN when absent)                    |
-    | 6 | ``cameras.<cam>.rgb`` + K,  | uint8 (H, W, 3), ...         | the frame ``render()`` returned with |
-    |   | translation, quaternion     |                              | observation t (MuJoCo envs only)     |
+    | 6 | ``cameras.<cam>.rgb`` + K,  | uint8 (H, W, 3), ...         | each camera's frame of observation t |
+    |   | translation, quaternion     |                              | (``gymnasium_cameras``)              |
 
 The render side (``render.state``, ``scene.geometry@2`` transforms) of a MuJoCo env is a
 snapshot read with observation t and staged with its row (``gymnasium_mujoco.StagedRenderSource``):
@@ -140,8 +140,7 @@ class GymnasiumBackend:
         self,
         packer: RowPacker,
         *,
-        camera: str | None = None,
-        frame_shape: tuple[int, int] | None = None,
+        cameras: Sequence[tuple[str, tuple[int, int]]] = (),
         render_source: Any = None,
         description: Mapping[str, object] | None = None,
         actuators: Sequence[str] = (),
@@ -159,8 +158,7 @@ class GymnasiumBackend:
                               attributes={"per_step": True} if name in steps else {})
             for name, dtype, shape in packer.fields
         ]
-        if camera is not None and frame_shape is not None:
-            h, w = frame_shape
+        for camera, (h, w) in cameras:  # each recorded camera's four channels
             rgb, k, t, q = camera_channels(camera)
             declared += [
                 ChannelDescriptor(rgb, "rgb", "uint8", (h, w, 3), entity=camera),

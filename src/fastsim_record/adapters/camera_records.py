@@ -26,7 +26,8 @@ Sample checks (each failure is a fatal recording error, so the run fails closed)
     |---|---------------------------------------------------------------------|-------------------|
     | 1 | RGB is uint8 ``(H, W, 3)`` of the declared size                     | DescriptorDriftError   |
     | 2 | K / translation / quaternion are float64 of shape (3,3) / (3,) / (4,) | DescriptorDriftError |
-    | 3 | values are finite; the quaternion has unit norm (1e-6)              | CalibrationError  |
+    | 3 | values are finite; the quaternion has unit norm (1e-6); a camera   | CalibrationError  |
+    |   | whose profile is ``uncalibrated`` (format rule 3u) sends all NaN    |                   |
     | 4 | an intrinsics sample carries a valid profile whose digest is the sample's | CalibrationError |
     | 5 | K equals the profile's K, and the profile's size equals the RGB size | CalibrationError |
 
@@ -37,6 +38,7 @@ until the worker encodes them, exactly once, after queue admission.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
@@ -47,6 +49,7 @@ from fastsim_contract.calibration import (
     calibration_digest,
     check_profile,
     intrinsic_matrix,
+    is_calibrated,
 )
 from fastsim_contract.values import CameraSample
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
@@ -106,11 +109,18 @@ class CameraRecordEncoder:
             frame = _check_frame(sample.value, self._descriptor, stream)
             payload = self.encoder.encode(frame)
         else:
-            array = _check_array(sample.value, role, stream)
+            array = _check_array(sample.value, role, stream, unknown=self._uncalibrated(sample))
             if role == "intrinsics":
                 metadata["calibration_profile"] = self._check_intrinsics(sample, array, stream)
             payload = array.astype("<f8", copy=False).tobytes()
         return EncodedCameraRecord(stream, role, payload, metadata)
+
+    def _uncalibrated(self, sample: CameraSample) -> bool:
+        """Whether the sample belongs to an uncalibrated epoch (no K, no pose: all NaN)."""
+        if sample.role == "intrinsics":
+            return isinstance(sample.profile, Mapping) and not is_calibrated(sample.profile)
+        last = self._validated
+        return last is not None and last[0] == sample.calibration_digest and not is_calibrated(last[2])
 
     def _check_intrinsics(
         self, sample: CameraSample, k: np.ndarray[Any, Any], stream: str
@@ -118,7 +128,7 @@ class CameraRecordEncoder:
         last = self._validated
         if last is not None and last[0] == sample.calibration_digest and last[1] == sample.profile:
             # the same profile as the last validated one (rule 4 holds): only K is new
-            if not np.array_equal(k, last[3]):
+            if not np.array_equal(k, last[3], equal_nan=True):
                 raise CalibrationError(
                     f"{stream}: K does not match the calibration profile", stream=stream
                 )
@@ -135,7 +145,7 @@ class CameraRecordEncoder:
                 stream=stream,
             )
         expected = np.asarray(intrinsic_matrix(profile), dtype=np.float64)
-        if not np.array_equal(k, expected):
+        if not np.array_equal(k, expected, equal_nan=True):
             raise CalibrationError(f"{stream}: K does not match the calibration profile", stream=stream)
         size = (profile["width"], profile["height"])
         if size != (self._descriptor.width, self._descriptor.height):
@@ -156,7 +166,7 @@ def _check_frame(value: object, descriptor: ImageDescriptor, stream: str) -> Any
         raise DescriptorDriftError(f"{stream}: {exc}", stream=stream) from None
 
 
-def _check_array(value: object, role: str, stream: str) -> np.ndarray[Any, Any]:
+def _check_array(value: object, role: str, stream: str, *, unknown: bool = False) -> np.ndarray[Any, Any]:
     shape = ARRAY_SHAPES[role]
     if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.shape != shape:
         got = (
@@ -167,6 +177,10 @@ def _check_array(value: object, role: str, stream: str) -> np.ndarray[Any, Any]:
         raise DescriptorDriftError(
             f"{stream}: expected float64{list(shape)}, got {got}", stream=stream
         )
+    if unknown:  # an uncalibrated camera: no value is known, none is invented
+        if not bool(np.isnan(value).all()):
+            raise CalibrationError(f"{stream}: an uncalibrated camera's values must all be NaN", stream=stream)
+        return value
     if not bool(np.isfinite(value).all()):
         raise CalibrationError(f"{stream}: non-finite value", stream=stream)
     if role == "quaternion_xyzw":

@@ -7,8 +7,11 @@
     |   |                 |                | file with this run's names is refused)                         |
     | 3 | fps             | the env's      | tick rate of the recorded time axis (``metadata["render_fps"]``, |
     |   |                 | ``render_fps``, else 30 |                                                       |
-    | 4 | cameras         | ``True``       | record ``render()`` frames (``render_mode="rgb_array"``) of     |
-    |   |                 |                | calibrated (MuJoCo) envs as the camera ``render``              |
+    | 4 | cameras         | ``True``       | record ``render()`` frames (``render_mode="rgb_array"``) as the |
+    |   |                 |                | camera ``render``: MuJoCo envs calibrated, any other env        |
+    |   |                 |                | ``uncalibrated`` (no K, no pose: never invented)               |
+    | 4b| images          | ``True``       | ``Box(uint8, (H, W, 3))`` observation leaves as cameras (one per |
+    |   |                 |                | leaf, uncalibrated); ``False`` keeps them numeric (exact)      |
     | 5 | camera_envs     | all            | vector envs: the sub-envs whose frames are recorded            |
     | 6 | encoding        | ``"jpeg"``     | ``"jpeg"`` or ``"png"`` (encoded in the Record worker)          |
     | 7 | quality         | Record's       | JPEG quality 1-100                                             |
@@ -35,7 +38,7 @@ from fastsim_record.gym._host import GymWrapError
 __all__ = ["OPTIONS", "check_directory", "describe", "host_options"]
 
 OPTIONS = (
-    "prefix", "resume", "fps", "cameras", "camera_envs", "encoding", "quality", "render_state", "geometry",
+    "prefix", "resume", "fps", "cameras", "images", "camera_envs", "encoding", "quality", "render_state", "geometry",
     "info_keys", "integrity", "writers",
 )
 _PREFIX = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}$")
@@ -76,6 +79,7 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
     integrity = options.get("integrity", "structural")
     return host.Options(
         prefix=prefix, first_episode=first, fps=float(fps), cameras=bool(options.get("cameras", True)),
+        images=bool(options.get("images", True)),
         camera_envs=camera_envs, encoding=encoding, quality=quality,
         render_state=bool(options.get("render_state", False)), geometry=bool(options.get("geometry", False)),
         info_keys=tuple(info_keys),  # type: ignore[arg-type]

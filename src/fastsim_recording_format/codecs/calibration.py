@@ -15,6 +15,13 @@ Profile rules (:func:`check_profile`):
     | 3 | ``model`` is ``pinhole`` and ``distortion`` is an empty list                  |
     | 4 | only the keys below; strings at most 256 characters                           |
     | 5 | the canonical JSON encoding is at most ``MAX_PROFILE_BYTES`` bytes            |
+    | 3u| or ``model`` is ``uncalibrated``: ``fx``, ``fy``, ``cx``, ``cy`` are ``null``,  |
+    |   | ``distortion`` is empty and ``extrinsics`` is ``unknown`` (rule 2 keeps only   |
+    |   | ``width``/``height``).  Such a camera has no K and no pose: its intrinsics,   |
+    |   | translation and quaternion payloads keep their sizes and are all NaN          |
+
+An FSR 1.2 reader without rule 3u refuses an ``uncalibrated`` profile at rule 3 (one
+line naming ``model``); it refuses nothing it accepted before.
 
 Digest: ``"sha256:" + hex(sha256(canonical_json(profile)))`` where canonical JSON has
 sorted keys, no whitespace, UTF-8 and no NaN or Infinity.
@@ -42,13 +49,17 @@ __all__ = [
     "canonical_profile_bytes",
     "check_profile",
     "intrinsic_matrix",
+    "is_calibrated",
     "k_matches",
     "plain_profile",
+    "uncalibrated_profile",
 ]
 
 PROFILE_SCHEMA: Final = "fastsim-camera-calibration/1"
 MAX_PROFILE_BYTES: Final = 4096
 K_PAYLOAD_BYTES: Final = 72
+PINHOLE: Final = "pinhole"
+UNCALIBRATED: Final = "uncalibrated"  # rule 3u
 _MAX_STR: Final = 256
 
 #: Every key a profile has (all required).
@@ -103,16 +114,23 @@ def check_profile(raw: object) -> dict[str, Any]:
         value = profile[name]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             _bad(name, "must be a positive integer")
+    model = profile["model"]
+    if model not in (PINHOLE, UNCALIBRATED):
+        _bad("model", f"must be {PINHOLE!r} or {UNCALIBRATED!r}")
     for name in ("fx", "fy", "cx", "cy"):
         value = profile[name]
+        if model == UNCALIBRATED:  # rule 3u: no K is ever invented
+            if value is not None:
+                _bad(name, "must be null for the uncalibrated model")
+            continue
         if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
             _bad(name, "must be a finite number")
         if name in ("fx", "fy") and value <= 0:
             _bad(name, "must be positive")
-    if profile["model"] != "pinhole":
-        _bad("model", "must be 'pinhole'")
     if profile["distortion"] != []:
-        _bad("distortion", "must be an empty list for the pinhole model")
+        _bad("distortion", f"must be an empty list for the {model} model")
+    if model == UNCALIBRATED and profile["extrinsics"] != "unknown":
+        _bad("extrinsics", "must be 'unknown' for the uncalibrated model")
     for name in ("camera", "optical_frame", "extrinsics"):
         value = profile[name]
         if not isinstance(value, str) or not 0 < len(value) <= _MAX_STR:
@@ -126,17 +144,34 @@ def check_profile(raw: object) -> dict[str, Any]:
     return profile
 
 
+def is_calibrated(profile: Mapping[str, object]) -> bool:
+    """Whether a checked profile has a K and a pose (``pinhole``), not ``uncalibrated`` (rule 3u)."""
+    return profile.get("model") != UNCALIBRATED
+
+
+def uncalibrated_profile(camera: str, width: int, height: int) -> dict[str, object]:
+    """The profile of a camera whose frames are known but whose K and pose are not (rule 3u)."""
+    return {
+        "schema": PROFILE_SCHEMA, "camera": camera, "model": UNCALIBRATED, "width": int(width),
+        "height": int(height), "fx": None, "fy": None, "cx": None, "cy": None, "distortion": [],
+        "optical_frame": "opencv", "extrinsics": "unknown", "units": {},
+    }
+
+
 def intrinsic_matrix(profile: Mapping[str, object]) -> tuple[tuple[float, float, float], ...]:
-    """The 3x3 K matrix (row-major) a checked profile describes."""
+    """The 3x3 K matrix (row-major) a checked profile describes; all NaN when uncalibrated."""
+    if not is_calibrated(profile):
+        return ((math.nan,) * 3,) * 3
     fx, fy, cx, cy = (_num(profile, k) for k in ("fx", "fy", "cx", "cy"))
     return ((fx, 0.0, cx), (0.0, fy, cy), (0.0, 0.0, 1.0))
 
 
 def k_matches(payload: bytes, profile: Mapping[str, object]) -> bool:
-    """Whether an intrinsics record's payload is the 72-byte K matrix of ``profile``."""
+    """Whether an intrinsics record's payload is the 72-byte K matrix of ``profile``
+    (nine NaN for an uncalibrated profile)."""
     return len(payload) == K_PAYLOAD_BYTES and np.array_equal(
         np.frombuffer(payload, dtype="<f8").reshape(3, 3),
-        np.asarray(intrinsic_matrix(profile), dtype=np.float64),
+        np.asarray(intrinsic_matrix(profile), dtype=np.float64), equal_nan=not is_calibrated(profile),
     )
 
 
