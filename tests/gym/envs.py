@@ -3,7 +3,8 @@
 ``DictEnv``: Dict observations and actions over every mappable leaf kind (Box, Discrete,
 MultiBinary, Tuple, MultiDiscrete).  ``SpaceEnv``: observations of a space given to it
 (``Text``, ``Graph``, ``Sequence`` for the refusal tests).  ``Failing``: a wrapper whose
-env raises at a chosen step.
+env raises at a chosen step.  ``ImageEnv``: a Dict observation with an RGB ``image``, a
+``state``, a 1-channel ``mask`` and a 4-channel ``rgba`` image.
 """
 
 from __future__ import annotations
@@ -71,6 +72,47 @@ class SpaceEnv(gym.Env[Any, Any]):
 
     def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         return self.observation_space.sample(), 0.0, False, False, {}
+
+
+class ImageEnv(gym.Env[dict[str, Any], Any]):
+    """A square moves over a gradient; the observation shows it (``image``) and holds its position
+    (``state``); ``mask`` (H, W) and ``rgba`` (H, W, 4) are the 1- and 4-channel images.  Ends after 15 steps."""
+
+    metadata = {"render_modes": [], "render_fps": 10}  # noqa: RUF012 (Gymnasium declares it per instance)
+    H, W = 24, 32
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Dict({
+            "image": spaces.Box(0, 255, (self.H, self.W, 3), np.uint8),
+            "state": spaces.Box(-100.0, 100.0, (2,), np.float32),
+            "mask": spaces.Box(0, 255, (self.H, self.W), np.uint8),
+            "rgba": spaces.Box(0, 255, (self.H, self.W, 4), np.uint8),
+        })
+        self.action_space = spaces.Discrete(4)
+        self._pos = np.zeros(2, np.int64)
+        self._t = 0
+
+    def _obs(self) -> dict[str, Any]:
+        y, x = np.mgrid[0:self.H, 0:self.W]
+        image = np.stack([x * 8, y * 10, np.full_like(x, 60)], axis=-1).astype(np.uint8)
+        r, c = int(self._pos[0]), int(self._pos[1])
+        image[r:r + 6, c:c + 6] = (250, 250, 20)
+        mask = np.zeros((self.H, self.W), np.uint8)
+        mask[r:r + 6, c:c + 6] = 255
+        rgba = np.concatenate([image, mask[..., None]], axis=-1)
+        return {"image": image, "state": self._pos.astype(np.float32), "mask": mask, "rgba": rgba}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self._pos = self.np_random.integers(0, [self.H - 6, self.W - 6])
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        move = [(0, 1), (0, -1), (1, 0), (-1, 0)][int(action)]
+        self._pos = np.clip(self._pos + move, 0, [self.H - 6, self.W - 6])
+        self._t += 1
+        return self._obs(), float(self._pos[1]), self._t >= 15, False, {}
 
 
 class Failing(gym.Wrapper[Any, Any, Any, Any]):

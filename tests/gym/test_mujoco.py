@@ -68,17 +68,6 @@ def test_halfcheetah_frames_are_a_camera_calibrated_from_the_model_and_data(tmp_
         assert rec.info.records["geometry"] == 13  # the meshes once, then the moving bodies' transforms
 
 
-def test_a_non_mujoco_env_gets_no_invented_camera(tmp_path: Path) -> None:
-    """CartPole renders rgb_array frames but has no calibration source: no camera, and the file says why."""
-    env = RecordEpisodes(gym.make("CartPole-v1", render_mode="rgb_array"), tmp_path)
-    played = play(env, [2])
-    env.close()
-    episode = assert_recorded(env.files[0].path, played[0])
-    assert "never invents a K" in episode.description["camera"]
-    with fr.open(env.files[0].path) as rec:
-        assert rec.cameras() == ()
-
-
 def test_jpeg_is_the_default_and_encoding_happens_in_the_worker(tmp_path: Path) -> None:
     """The default camera encoding is JPEG (decoded frames close to what render() returned)."""
     env = RecordEpisodes(_cheetah(), tmp_path)

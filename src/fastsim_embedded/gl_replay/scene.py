@@ -130,11 +130,16 @@ class RecordedScene:
         try:
             recording = open_recording(self.path)
             try:
-                return {c: recording.calibration(c) for c in recording.cameras()}
+                cameras = {c: recording.calibration(c) for c in recording.cameras()}
             finally:
                 recording.close()
         except (ReadError, ValueError) as exc:
             raise SceneRefused(f"{self.path}: camera calibration: {str(exc).splitlines()[0]}") from None
+        for alias, series in cameras.items():
+            if any(e.profile.get("model") == "uncalibrated" for e in series.epochs):
+                raise SceneRefused(f"{self.path}: camera {alias!r} is uncalibrated (no K, no pose): "
+                                   "replay needs K to render it")
+        return cameras
 
     # -- geometry -------------------------------------------------------------------
     def _apply(self, record: Record, tick: str | None) -> None:

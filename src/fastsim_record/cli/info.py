@@ -158,7 +158,22 @@ def summary(reader: FsrReader) -> dict[str, Any]:
         "run": _run_facts(reader),
         "wall_time_s": _wall_time_s(reader),
         "task": _task_result(reader),
+        "cameras": _cameras(reader),
     }
+
+
+def _cameras(reader: FsrReader) -> dict[str, Any]:
+    """Each camera's first calibration profile: its model (``pinhole`` or ``uncalibrated``) and size."""
+    out: dict[str, Any] = {}
+    for spec in reader.streams:
+        if spec.kind != "camera.intrinsics":
+            continue
+        first = next((r for r in reader.records(spec.name) if r.kind.name == "DATA"), None)
+        profile = first.metadata.get("calibration_profile") if first is not None else None
+        if isinstance(profile, dict):
+            alias = str(spec.attributes.get("camera") or spec.name.split(".")[1])
+            out[alias] = {k: profile.get(k) for k in ("model", "width", "height")}
+    return out
 
 
 def lost_records(totals: dict[str, Any]) -> int:
@@ -249,6 +264,9 @@ def _text(info: dict[str, Any]) -> str:
     ]
     if info["source_sha256"]:
         lines.append(f"source sha256 {info['source_sha256']}")
+    for alias, cam in info.get("cameras", {}).items():
+        what = "uncalibrated (no K, no pose)" if cam["model"] == "uncalibrated" else f"{cam['model']} (K and pose)"
+        lines.append(f"camera {_cell(alias)}: {cam['width']}x{cam['height']}, {what}")
     return "\n".join(lines + table(info["streams"]))
 
 

@@ -204,7 +204,7 @@ class FrameRow:
 def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     """The frames of one source in order, with state, action and calibration sampled at each."""
     frames = {c: decoded_frames(path, c) for c in plan.cameras}
-    cals = {c: calibration_samples(path, c) for c in plan.cameras}
+    cals = {c: calibration_samples(path, c, need_k=False) for c in plan.cameras}  # NaN when uncalibrated
     state_chs = [plan.position] + ([plan.velocity] if plan.velocity else [])
     streams = {ch.stream for ch in state_chs}
     holds = {s: Hold((t.generation, t.time_ns, t.values) for t in

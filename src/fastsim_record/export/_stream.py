@@ -120,15 +120,16 @@ def _data(reader: FsrReader, stream: str) -> Iterator[Any]:
     return (r for r in reader.records(stream) if r.kind is RecordKind.DATA)
 
 
-def calibration_samples(path: str, camera: str) -> Iterator[CalibrationSample]:
-    """A camera's intrinsics and extrinsics records, zipped, one sample at a time."""
+def calibration_samples(path: str, camera: str, *, need_k: bool = True) -> Iterator[CalibrationSample]:
+    """A camera's intrinsics and extrinsics records, zipped, one sample at a time
+    (``need_k=False``: an uncalibrated camera's NaN K and pose are passed on as they are)."""
     base = f"cameras.{camera}"
     names = (f"{base}.intrinsics", f"{base}.extrinsics.translation", f"{base}.extrinsics.quaternion_xyzw")
     readers = [FsrReader(path) for _ in names]
     try:
         its = [_data(rd, name) for rd, name in zip(readers, names)]
         for slots in zip(*its, strict=True):
-            yield _calibration(path, camera, list(slots))
+            yield _calibration(path, camera, list(slots), need_k=need_k)
     except ValueError as exc:  # zip(strict=True): the streams have different lengths
         raise ExportError(f"{path}: {base} calibration streams have different record counts ({exc})") from None
     finally:
@@ -293,7 +294,7 @@ def in_order(path: str) -> Iterator[Item]:
                     yield Item(kind, name, t, g, _calibration(path, name, slots))
 
 
-def _calibration(path: str, camera: str, slots: list[Any]) -> CalibrationSample:
+def _calibration(path: str, camera: str, slots: list[Any], *, need_k: bool = True) -> CalibrationSample:
     ri, rt, rq = slots
     if not ri.sim_time_ns == rt.sim_time_ns == rq.sim_time_ns:
         raise ExportError(f"{path}: cameras.{camera} calibration records at different times "
@@ -302,5 +303,8 @@ def _calibration(path: str, camera: str, slots: list[Any]) -> CalibrationSample:
     if (len(k), len(t), len(q)) != (72, 24, 32):
         raise ExportError(f"{path}: cameras.{camera} calibration payload at offset {ri.payload_offset} has "
                           f"{(len(k), len(t), len(q))} bytes, not (72, 24, 32)")
+    if need_k and ri.metadata.get("calibration_profile", {}).get("model") == "uncalibrated":
+        raise ExportError(f"{path}: camera {camera!r} is uncalibrated (no K, no pose; docs/fsr-format.md): "
+                          "this export needs K; --to lerobot exports its frames")
     return CalibrationSample(ri.sim_time_ns, ri.generation, np.frombuffer(k, "<f8").reshape(3, 3),
                              np.frombuffer(t, "<f8"), np.frombuffer(q, "<f8"))

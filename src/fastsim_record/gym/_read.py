@@ -52,11 +52,14 @@ def read_episode(path: str | Path) -> GymEpisode:
     """Read one Gymnasium episode file (``fastsim_recording_format.reading`` errors as they are)."""
     with open_recording(path) as rec:
         series = rec.numeric_all()
+        names = [n for n in series if n.split(".")[0] == "observation"]
+        # T + 1 ticks: an observation channel's clock, else (all pixels: cameras) the first camera's frames
+        time_ns = (np.asarray(series[names[0]].time_ns) if names else
+                   np.array([f.time_ns for f in rec.frames(rec.cameras()[0])], np.int64))
         events = {e.data.get("event"): e.data.get("data", {}) for e in rec.events()}
         description = dict(rec.info.attributes.get("scene", {}).get("backend", {}) or {})
     end = dict(events.get("gym.episode_end") or {})
     steps = int(end.get("steps", len(series["reward"].values)))
-    clock = next(s for n, s in series.items() if n.split(".")[0] == "observation")  # T + 1 ticks
 
     def step_rows(name: str) -> npt.NDArray[Any]:
         return np.asarray(series[name].values[:steps])
@@ -68,7 +71,7 @@ def read_episode(path: str | Path) -> GymEpisode:
         terminated=step_rows("terminated").astype(bool),
         truncated=step_rows("truncated").astype(bool),
         info={n.removeprefix("info."): step_rows(n) for n in series if n.startswith("info.")},
-        time_ns=np.asarray(clock.time_ns),
+        time_ns=time_ns,
         reset=dict(events.get("gym.reset") or {}),
         end=end,
         description=description,
