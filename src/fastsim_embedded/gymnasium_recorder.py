@@ -132,7 +132,7 @@ class GymRecording:
             wanted = options.camera_envs is None or i in options.camera_envs  # render() frames only
             self._cameras.append({
                 src.alias: src.calibrator(env) for src in self.sources
-                if not src.render or (wanted and (src.leaf is not None or env is not None))
+                if not src.render or wanted  # an env in another process: its frames come from call("render")
             })
             inner = render_source_of(env) if (options.render_state or options.geometry) and env is not None else None
             self._render.append(None if inner is None else RenderSnapshots(

@@ -191,3 +191,26 @@ def test_uncalibrated_profile_rule_3u_and_the_record_checks() -> None:
     half = attrs.evolve(samples[2], value=np.array([0.0, np.nan, np.nan]))
     with pytest.raises(CalibrationError, match="uncalibrated camera's values must all be NaN"):
         enc.encode(half)
+
+
+def test_async_vector_render_frames_of_the_selected_sub_envs(tmp_path: Path) -> None:
+    """AsyncVectorEnv CartPole rgb_array, camera_envs=[1]: sub-env 1's file has the uncalibrated camera
+    ``render`` with exactly the frames its process rendered; sub-env 0's has none."""
+    envs = gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1", render_mode="rgb_array")] * 2)
+    env = RecordVectorEpisodes(envs, tmp_path, camera_envs=[1], encoding="png")
+    env.reset(seed=[5, 6])
+    seen = [envs.call("render")[1].copy()]
+    for _ in range(6):
+        _, _, terminated, truncated, _ = env.step(np.array([0, 1]))
+        assert not (terminated.any() or truncated.any())
+        seen.append(envs.call("render")[1].copy())
+    env.close()
+    by_env = {f.sub_env: f for f in env.files}
+    with fr.open(by_env[0].path) as rec:
+        assert rec.cameras() == ()
+    with fr.open(by_env[1].path) as rec:
+        images = [f.image for f in rec.frames("render")]
+        _uncalibrated(rec, "render", 7, (600, 400))
+    assert len(images) == 7
+    for image, expected in zip(images, seen, strict=True):
+        np.testing.assert_array_equal(image, expected)

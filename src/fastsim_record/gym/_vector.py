@@ -18,10 +18,12 @@ The autoreset mode is read from ``metadata["autoreset_mode"]``, never guessed:
     | 4 | missing or any other value: refused at wrap time with one line                           |
 
 Autoreset episodes carry no seed of their own (the sub-env's RNG continues): their
-``gym.reset`` event says ``how: autoreset`` and ``seed: null``.  Frames are recorded for
-``SyncVectorEnv`` sub-envs of MuJoCo envs (``camera_envs`` picks which); the sub-envs of
-an ``AsyncVectorEnv`` live in other processes, so their frames have no calibration
-source and are not recorded (their numeric data is).
+``gym.reset`` event says ``how: autoreset`` and ``seed: null``.  ``render()`` frames of
+the sub-envs ``camera_envs`` picks are recorded: a ``SyncVectorEnv``'s through each
+sub-env (calibrated when MuJoCo); an ``AsyncVectorEnv``'s sub-envs live in other
+processes, so their frames come from one ``call("render")`` per step (every sub-env
+renders: Gymnasium has no call on a subset) and are ``uncalibrated``.  Image
+observations travel with the observation and are cameras of every sub-env.
 """
 
 from __future__ import annotations
@@ -93,8 +95,14 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
 
     def _frames(self) -> list[Any]:
         rec = self._recording
+        wanted = [rec.wants_render(i) for i in range(self.n)]
+        remote: Any = None
+        if any(w and env is None for w, env in zip(wanted, self._sub_envs, strict=True)):
+            # sub-envs in other processes: one call("render") renders every sub-env (Gymnasium has no subset
+            # call), in parallel in their processes; only the selected frames are kept
+            remote = self.env.call("render")
         return [
-            env.render() if env is not None and rec.wants_render(i) else None
+            None if not wanted[i] else env.render() if env is not None else remote[i]
             for i, env in enumerate(self._sub_envs)
         ]
 
