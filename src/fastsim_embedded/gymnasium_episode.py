@@ -48,6 +48,7 @@ class EpisodeWriter:
         self.row: Any = None  # observation t's bytes, waiting for its action
         self.readings: Sequence[CameraReading] = ()
         self.cameras: tuple[str, ...] = ()  # the camera aliases this episode declared
+        self.bytes = 0  # raw bytes staged so far (``max_episode_bytes``)
         self.snapshot: Any = None  # the render side with observation t (``gymnasium_mujoco.RenderSnapshot``)
         self.events: tuple[ScenePluginEvent, ...] = ()
         self._max_pending = max_pending

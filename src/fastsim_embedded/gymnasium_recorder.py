@@ -83,6 +83,7 @@ class RecordingOptions:
     numeric_queue_bytes: int = 32 * 1024 * 1024
     media_queue_items: int = 16
     writers: int = 4
+    max_episode_bytes: int | None = None  # raw bytes (rows + frames) one episode may record, then it ends
 
 
 @attrs.frozen
@@ -227,6 +228,7 @@ class GymRecording:
         writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
         writer.row = first_row
         writer.cameras = tuple(shapes)
+        writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
         writer.readings = self._readings(index, frames)
         writer.snapshot = self._snapshot(index)
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
@@ -267,6 +269,14 @@ class GymRecording:
         if writer is None:
             return
         frames = self._frames(index, observation, frame)
+        limit = self.options.max_episode_bytes
+        if limit is not None:  # rows and frames as staged (before JPEG/PNG), the final row included
+            added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
+            if writer.bytes + added > limit:  # this transition is not recorded; the file ends on observation t
+                self._finish(index, False, True, CompletionKind.STOPPED,
+                             f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
+                return
+            writer.bytes += added
         try:
             self._tick(writer, action, reward, terminated, truncated, info)
             writer.steps += 1

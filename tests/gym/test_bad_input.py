@@ -111,3 +111,32 @@ def test_a_value_outside_the_envs_own_space_is_one_line_and_keeps_what_was_recor
     assert np.isnan(episode.observations["observation"][-1]).all()  # the final observation is a NaN fill
     assert episode.end["error"] == "observation: the env returned shape (2,), its space declares (4,)"
     assert env.files[0].completion == "stopped"
+
+
+def test_max_episode_bytes_ends_the_episode_file_and_keeps_every_step_before_it(tmp_path: Path) -> None:
+    """max_episode_bytes: the step that would pass the limit ends the file (truncated, completion stopped, the
+    reason names the limit); the env keeps running unrecorded until its next reset, which starts a new file."""
+    from tests.gym.play import Played, assert_step_channels
+
+    env = RecordEpisodes(gym.make("Pendulum-v1"), tmp_path, max_episode_bytes=26 * 10)  # a row is 26 bytes
+    observation, _ = env.reset(seed=1)
+    played = Played(1, [observation])
+    env.action_space.seed(0)
+    for _ in range(30):
+        action = env.action_space.sample()
+        result = env.step(action)
+        if len(played.actions) < 9:
+            played.step(action, *result[:4])
+    env.reset(seed=2)
+    env.step(env.action_space.sample())
+    env.close()
+    first, second = env.files
+    assert first.steps == 9
+    assert first.completion == "stopped"
+    assert first.reason == "truncated: max_episode_bytes 260 reached after 9 steps"
+    episode = read_episode(first.path)
+    np.testing.assert_array_equal(episode.observations["observation"], np.stack(played.observations))
+    assert_step_channels(first.path, played)  # 9 steps, 10 rows of 26 bytes: within the limit
+    assert (second.steps, second.seed) == (1, 2)
+    with pytest.raises(GymWrapError, match=r"^max_episode_bytes: must be a positive integer \(got 0\)$"):
+        RecordEpisodes(gym.make("Pendulum-v1"), tmp_path / "x", max_episode_bytes=0)

@@ -20,6 +20,9 @@
     | 9 | info_keys       | ``()``         | scalar ``info`` entries kept as channels ``info.<key>``         |
     | 10| integrity       | ``"structural"`` | Record's ``integrity``                                       |
     | 11| writers         | 4              | threads that open and commit episode files off the env thread  |
+    | 12| max_episode_bytes | none         | raw bytes (rows + frames, before JPEG/PNG) one episode may     |
+    |   |                 |                | record; the step that would pass it ends the episode's file    |
+    |   |                 |                | (truncated, completion ``stopped``, the reason says so)        |
 
 Every refusal is a ``GymWrapError`` with one line.
 """
@@ -39,7 +42,7 @@ __all__ = ["OPTIONS", "check_directory", "describe", "host_options"]
 
 OPTIONS = (
     "prefix", "resume", "fps", "cameras", "images", "camera_envs", "encoding", "quality", "render_state", "geometry",
-    "info_keys", "integrity", "writers",
+    "info_keys", "integrity", "writers", "max_episode_bytes",
 )
 _PREFIX = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}$")
 
@@ -77,13 +80,16 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64:
         raise GymWrapError(f"writers: must be an integer from 1 to 64 (got {workers!r})")
     integrity = options.get("integrity", "structural")
+    limit = options.get("max_episode_bytes")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise GymWrapError(f"max_episode_bytes: must be a positive integer (got {limit!r})")
     return host.Options(
         prefix=prefix, first_episode=first, fps=float(fps), cameras=bool(options.get("cameras", True)),
         images=bool(options.get("images", True)),
         camera_envs=camera_envs, encoding=encoding, quality=quality,
         render_state=bool(options.get("render_state", False)), geometry=bool(options.get("geometry", False)),
         info_keys=tuple(info_keys),  # type: ignore[arg-type]
-        integrity=integrity, writers=workers,
+        integrity=integrity, writers=workers, max_episode_bytes=limit,
     )
 
 
