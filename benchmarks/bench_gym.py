@@ -13,8 +13,10 @@ Figures, each measured in this run against a baseline of the same run:
     render with ``offsamples=0`` and ``shadowsize=0`` (the defaults cost 200-270 ms per
     frame on this CPU renderer, the same for both).
   * peak RSS (``VmHWM`` of a fresh child process): one Pendulum episode of 1,000 and
-    of 100,000 steps; a ``SyncVectorEnv`` CartPole with 1 and 16 sub-envs (numeric only,
-    2,000 vector steps); HalfCheetah sub-envs with 1 and 4 recorded camera streams
+    of 100,000 steps; a ``SyncVectorEnv`` CartPole with 1, 16 and 64 sub-envs (numeric only,
+    2,000 vector steps, with the peak number of live threads: each open episode is one
+    Record Run with its worker thread, so both grow with the number of sub-envs, never with
+    episode length or the number of episodes); HalfCheetah sub-envs with 1 and 4 recorded camera streams
     (160x120, 300 vector steps).  Each against the same child without recording.
   * peer: Minari 0.5.4's ``DataCollector`` (its own venv ``.venv-minari``, with jax),
     the same CartPole episodes and the Pendulum 1,000/100,000-step RSS, when installed.
@@ -23,7 +25,7 @@ Rounds are interleaved (bare, recorded, bare, ...) and medians quoted.  Targets:
 time <= 1.3x bare for CartPole and <= 1.1x for the rendering env; peak RSS independent of
 episode length (ratio 100k/1k ~ 1) and growing at most linearly in recorded camera streams.
 
-    python benchmarks/bench_gym.py [--quick] [--rounds 5] [--json]
+    python benchmarks/bench_gym.py [--quick] [--rounds 5] [--json] [--vector-only]
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -147,11 +150,14 @@ def child(mode: str, steps: int, envs: int, record: str, directory: str) -> None
 
             vector = RecordVectorEpisodes(vector, directory)
         vector.reset(seed=0)
+        threads = threading.active_count()
         for _ in range(steps):
             vector.step(vector.action_space.sample())
             if mode == "camera" and not record:
                 vector.render()  # the bare child renders what the recorded one records
+            threads = max(threads, threading.active_count())
         vector.close()
+        print("threads", threads)
     print(_peak_rss_mb())
 
 
@@ -164,13 +170,37 @@ def _peak_rss_mb() -> float:
 
 
 def _rss(python: Path | str, mode: str, steps: int, envs: int, record: str, workdir: Path) -> float:
+    return _child(python, mode, steps, envs, record, workdir)[0]
+
+
+def _child(
+    python: Path | str, mode: str, steps: int, envs: int, record: str, workdir: Path,
+) -> tuple[float, int]:
+    """A fresh child's (peak RSS in MB, peak live threads; 0 when not counted)."""
     directory = tempfile.mkdtemp(dir=workdir)
     env = {**os.environ, "MUJOCO_GL": "egl", "MINARI_DATASETS_PATH": directory}
     out = subprocess.run(
         [str(python), __file__, "--child", mode, str(steps), str(envs), record, directory],
         capture_output=True, text=True, env=env, check=True, timeout=3600,
     )
-    return float(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    threads = next((int(line.split()[1]) for line in lines if line.startswith("threads ")), 0)
+    return float(lines[-1]), threads
+
+
+def vector_figures(workdir: Path) -> dict[str, float]:
+    """Peak RSS and live threads of a recorded CartPole SyncVectorEnv with 1, 16 and 64 sub-envs."""
+    py = sys.executable
+    out: dict[str, float] = {}
+    for n in (1, 16, 64):
+        out[f"rss_vector_{n}_mb"], threads = _child(py, "vector", 2_000, n, "1", workdir)
+        out[f"threads_vector_{n}"] = threads
+        out[f"rss_vector_{n}_bare_mb"], bare = _child(py, "vector", 2_000, n, "", workdir)
+        out[f"threads_vector_{n}_bare"] = bare
+    added = [out[f"rss_vector_{n}_mb"] - out[f"rss_vector_{n}_bare_mb"] for n in (1, 64)]
+    out["rss_vector_added_per_sub_env_mb"] = (added[1] - added[0]) / 63
+    out["threads_vector_per_sub_env"] = (out["threads_vector_64"] - out["threads_vector_1"]) / 63
+    return out
 
 
 def rss_figures(workdir: Path, quick: bool) -> dict[str, float]:
@@ -182,9 +212,7 @@ def rss_figures(workdir: Path, quick: bool) -> dict[str, float]:
         out[f"rss_pendulum_{steps}_mb"] = _rss(py, "pendulum", steps, 1, "1", workdir)
         out[f"rss_pendulum_{steps}_bare_mb"] = _rss(py, "pendulum", steps, 1, "", workdir)
     out["rss_length_ratio"] = out[f"rss_pendulum_{long}_mb"] / out["rss_pendulum_1000_mb"]
-    for n in (1, 16):
-        out[f"rss_vector_{n}_mb"] = _rss(py, "vector", 2_000, n, "1", workdir)
-        out[f"rss_vector_{n}_bare_mb"] = _rss(py, "vector", 2_000, n, "", workdir)
+    out.update(vector_figures(workdir))
     for n in (1, 4):
         out[f"rss_camera_{n}_mb"] = _rss(py, "camera", 300, n, "1", workdir)
         out[f"rss_camera_{n}_bare_mb"] = _rss(py, "camera", 300, n, "", workdir)
@@ -228,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
+    parser.add_argument("--vector-only", action="store_true", help="only the 1/16/64 sub-env RSS and threads")
     args = parser.parse_args(argv)
     if args.child:
         mode, steps, envs, record, directory = args.child
@@ -238,15 +267,22 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        if args.vector_only:
+            figures.update(vector_figures(work))
+            return _report(figures, as_json=args.json)
         figures.update(step_overhead("cartpole", 1_000 if args.quick else 5_000, rounds, work))
         figures.update(step_overhead("render", 20 if args.quick else 60, rounds, work))
         figures.update(minari_steps(1_000 if args.quick else 5_000, rounds))
         figures.update(rss_figures(work, args.quick))
     figures["target_cartpole_ratio"] = 1.3
     figures["target_render_ratio"] = 1.1
+    return _report(figures, as_json=args.json)
+
+
+def _report(figures: dict[str, float], *, as_json: bool) -> int:
     for key, value in figures.items():
         print(f"{key:40s} {value:12.3f}")
-    if args.json:
+    if as_json:
         print(json.dumps({k: round(v, 4) for k, v in figures.items()}))
     return 0
 

@@ -100,7 +100,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         if any(w and env is None for w, env in zip(wanted, self._sub_envs, strict=True)):
             # sub-envs in other processes: one call("render") renders every sub-env (Gymnasium has no subset
             # call), in parallel in their processes; only the selected frames are kept
-            remote = self.env.call("render")
+            remote = self.env.unwrapped.call("render")  # type: ignore[attr-defined]  # Sync/AsyncVectorEnv
         return [
             None if not wanted[i] else env.render() if env is not None else remote[i]
             for i, env in enumerate(self._sub_envs)
