@@ -32,7 +32,7 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 
 Carriers (``try_admit``): a lane built with ``materialize`` may hold cheap carriers; the
 item is built only on the overload paths (A2-A9, every eviction victim included) and at
-the worker's drain.  ``materialize`` passes a ``CapturedItem`` through unchanged, and
+the worker's drain (``drain_held`` hands carriers over unbuilt).  ``materialize`` passes a ``CapturedItem`` through unchanged, and
 decisions and accounting are the same for both forms.
 
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
@@ -361,6 +361,16 @@ class Lane:
             freed += SIZE_CEILING if size is None else size
         self._bytes -= freed
         self._dequeued += n
+        return out
+
+    def drain_held(self) -> list[Any]:
+        """Remove and return everything held, as held: carriers are not built (the
+        worker's columnar path builds runs of them); accounting as ``drain()``."""
+        items = self._items
+        out = list(items)
+        items.clear()
+        self._bytes = 0
+        self._dequeued += len(out)
         return out
 
     def take_gaps(self) -> list[GapRecord]:

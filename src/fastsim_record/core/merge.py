@@ -13,17 +13,20 @@ asks for what may be released.  Rules:
 | M4 | an unexplained hole is held, never skipped; everything after it waits             |
 | M5 | releasing an item advances its source's progress to its capture sequence (a gap:  |
 |    | to its last capture sequence); the fence compares progress with the cut           |
+| M6 | a ``CapturedRun`` (``push_run``) stands for its items a..b: held at a, it is      |
+|    | released in one piece when a is next, like the items in order (M1-M5)             |
 
 Because of M1-M4, any arrival order of the same items releases the same output.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import cast
 
 import attrs
 
-from fastsim_record.core.captured import CapturedItem
+from fastsim_record.core.captured import CapturedItem, CapturedRun
 from fastsim_record.core.gaps import GapRecord
 
 __all__ = ["MergeConflict", "OrderedMerge"]
@@ -72,16 +75,29 @@ class OrderedMerge:
             pending[s] = _COVERED
         return None
 
+    def push_run(self, run: CapturedRun) -> MergeConflict | None:
+        """Hold ``run`` for release in one piece (rule M6); a conflict if any of its
+        sequences repeats (then the whole run is ignored)."""
+        first, last = run.first_global, run.last_global
+        pending = self._pending
+        if first < self._next or not pending.keys().isdisjoint(range(first, last + 1)):
+            seq = first if first < self._next else min(pending.keys() & set(range(first, last + 1)))
+            return self._conflict(seq)
+        pending[first] = run
+        if last > first:
+            pending.update(dict.fromkeys(range(first + 1, last + 1), _COVERED))
+        return None
+
     def _conflict(self, seq: int) -> MergeConflict:
         where = "already released" if seq < self._next else "already held"
         return MergeConflict(seq, f"duplicate global sequence {seq} ({where})")
 
-    def release(self) -> list[CapturedItem | GapRecord]:
+    def release(self) -> list[CapturedItem | CapturedRun | GapRecord]:
         """Everything releasable now, in global order (possibly empty)."""
         pending = self._pending
         if self._next not in pending:
             return []
-        out: list[CapturedItem | GapRecord] = []
+        out: list[CapturedItem | CapturedRun | GapRecord] = []
         progress = self._progress
         nxt = self._next
         pop = pending.pop
@@ -93,6 +109,13 @@ class OrderedMerge:
                 progress[item.source] = item.capture_sequence
                 out.append(item)
                 nxt += 1
+            elif item.__class__ is CapturedRun:  # M6
+                run = cast(CapturedRun, item)
+                progress[run.source] = run.last_capture
+                out.append(run)
+                if run.last_global > nxt:
+                    deque(map(pending.__delitem__, range(nxt + 1, run.last_global + 1)), maxlen=0)
+                nxt = run.last_global + 1
             else:
                 gap = cast(GapRecord, item)
                 progress[gap.source] = gap.last_capture

@@ -1,0 +1,165 @@
+"""A batch's record table, metadata blob and payload parts, from rows and columnar blocks.
+
+``FsrWriter.write_batch`` takes records in global order as rows (``RecordIn`` or
+``RecordRow``, one object per record) or as :class:`RecordBlock` values (many DATA
+records of one stream held column-wise).  Both produce the same bytes: a block is only
+a cheaper way to hand the writer the records it stands for.
+
+    | # | part             | rows                                 | a block                      |
+    |---|------------------|--------------------------------------|------------------------------|
+    | 1 | record table     | fields picked per row (``fromiter``)  | columns assigned at once      |
+    | 2 | payload lengths  | each payload's byte count            | ``record_bytes`` each         |
+    | 3 | payload parts    | each payload, in order               | one contiguous buffer         |
+    | 4 | metadata         | each non-empty map, by record index  | each entry of ``metadata``    |
+    |   |                  |                                      | (sparse: record index -> map) |
+
+Field values out of range raise ``ValueError`` (the writer's contract), never wrap.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from fastsim_recording_format._layout import RECORD_DTYPE
+from fastsim_recording_format.encoding import Array
+from fastsim_recording_format.model import Payload, RecordIn, RecordKind, RecordRow
+
+__all__ = ["Assembled", "RecordBlock", "assemble"]
+
+_FIELDS = (
+    "stream_id", "kind", "global_sequence", "global_last", "stream_sequence", "stream_last",
+    "generation", "sim_time_ns",
+)
+_GET = operator.attrgetter(*_FIELDS)
+_PICK = np.dtype([(name, RECORD_DTYPE.fields[name][0]) for name in _FIELDS])  # type: ignore[index]
+_BYTES = frozenset({bytes, bytearray})
+_U64 = np.iinfo(np.uint64).max
+_U32 = np.iinfo(np.uint32).max
+
+
+@attrs.frozen(eq=False)
+class RecordBlock:
+    """Many DATA records of one stream and generation, column-wise (module table).
+
+    ``global_sequence``, ``stream_sequence`` and ``sim_time_ns`` hold one value per
+    record; ``payload`` is every record's payload back to back (``record_bytes`` each,
+    one contiguous buffer); ``metadata`` maps a record's index in the block to its
+    metadata (records not named have none)."""
+
+    stream_id: int
+    generation: int
+    global_sequence: Array
+    stream_sequence: Array
+    sim_time_ns: Array
+    record_bytes: int
+    payload: Payload | Array
+    metadata: Mapping[int, Mapping[str, Any]] = attrs.field(factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.global_sequence)
+
+
+@attrs.frozen(eq=False)
+class Assembled:
+    """One batch's parts: its record table, payload parts (in order) and the records'
+    non-empty metadata as ``(record index, mapping)`` pairs, ascending (the writer
+    encodes them: ``metadata_length``/``metadata_offset`` are still zero here)."""
+
+    table: Array
+    payloads: tuple[Payload, ...]
+    payload_length: int
+    metadata: tuple[tuple[int, Any], ...]
+
+
+def _rows_table(rows: Sequence[RecordIn | RecordRow], base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[Payload]]:
+    n = len(rows)
+    table = np.zeros(n, RECORD_DTYPE)
+    try:
+        picked = np.fromiter(map(_GET, rows), _PICK, n)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise ValueError(f"record field out of range: {exc}") from None
+    for name in _FIELDS:
+        table[name] = picked[name]
+    payloads = [r.payload for r in rows]
+    if set(map(type, payloads)) <= _BYTES:
+        table["payload_length"] = np.fromiter(map(len, payloads), np.uint64, n)
+    else:  # memoryviews and other buffers: count bytes, not items
+        table["payload_length"] = np.fromiter((memoryview(p).nbytes for p in payloads), np.uint64, n)
+    row_metas = [r.metadata for r in rows]
+    if any(row_metas):
+        metas.extend((base + k, m) for k, m in enumerate(row_metas) if m)
+    return table, payloads
+
+
+def _column(values: Array, limit: int, name: str) -> Array:
+    array = np.asarray(values)
+    if array.dtype.kind not in "iu" or (len(array) and (int(array.min()) < 0 or int(array.max()) > limit)):
+        raise ValueError(f"record field out of range: block {name}")
+    return array
+
+
+def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, Payload]:
+    n = len(block)
+    if not (len(block.stream_sequence) == len(block.sim_time_ns) == n) or n == 0:
+        raise ValueError("a record block needs one or more records and equally long columns")
+    if not (0 <= block.stream_id <= _U32 and 0 <= block.generation <= _U32 and block.record_bytes >= 0):
+        raise ValueError("record field out of range: block stream_id, generation or record_bytes")
+    payload = memoryview(block.payload).cast("B")  # type: ignore[arg-type]
+    if payload.nbytes != n * block.record_bytes:
+        raise ValueError(f"record block payload of {payload.nbytes} bytes, expected {n} x {block.record_bytes}")
+    table = np.zeros(n, RECORD_DTYPE)
+    table["stream_id"] = block.stream_id
+    table["kind"] = int(RecordKind.DATA)
+    g = _column(block.global_sequence, int(_U64), "global_sequence")
+    s = _column(block.stream_sequence, int(_U64), "stream_sequence")
+    table["global_sequence"] = table["global_last"] = g
+    table["stream_sequence"] = table["stream_last"] = s
+    table["generation"] = block.generation
+    t = np.asarray(block.sim_time_ns)
+    if t.dtype.kind not in "iu" or (t.dtype.kind == "u" and len(t) and int(t.max()) > np.iinfo(np.int64).max):
+        raise ValueError("record field out of range: block sim_time_ns")
+    table["sim_time_ns"] = t
+    table["payload_length"] = block.record_bytes
+    for k, meta in sorted(block.metadata.items()):
+        if not 0 <= k < n:
+            raise ValueError(f"record block metadata names record {k} of {n}")
+        if meta:
+            metas.append((base + k, meta))
+    return table, payload
+
+
+def assemble(records: Sequence[RecordIn | RecordRow | RecordBlock]) -> Assembled:
+    """Rows 1-4 of the module table over ``records`` (rows and blocks in any mix)."""
+    metas: list[tuple[int, Any]] = []  # (record index, metadata), ascending
+    if not any(r.__class__ is RecordBlock for r in records):
+        table, payloads = _rows_table(records, 0, metas)  # type: ignore[arg-type]
+        parts: list[Payload] = payloads
+    else:
+        tables: list[Array] = []
+        parts = []
+        rows: list[RecordIn | RecordRow] = []
+        base = 0
+        for record in (*records, None):
+            if record is not None and record.__class__ is not RecordBlock:
+                rows.append(record)  # type: ignore[arg-type]
+                continue
+            if rows:
+                t, p = _rows_table(rows, base, metas)
+                tables.append(t)
+                parts.extend(p)
+                base += len(rows)
+                rows = []
+            if record is not None:
+                t, one = _block_table(record, base, metas)  # type: ignore[arg-type]
+                tables.append(t)
+                parts.append(one)
+                base += len(t)
+        table = np.concatenate(tables)
+    plen = table["payload_length"]
+    table["payload_offset"] = np.cumsum(plen, dtype=np.uint64) - plen
+    return Assembled(table, tuple(parts), int(plen.sum()), tuple(metas))
