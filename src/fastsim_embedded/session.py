@@ -58,6 +58,8 @@ class SessionResult:
     outcome: RunOutcome
     ticks: int
     teardown_errors: tuple[str, ...] = ()
+    flow_waits: int = 0  # unpaced ticks after which the loop waited on a consumer's gauge
+    flow_waited_s: float = 0.0  # how long it waited in all
 
 
 def discover_plugin(component_id: str) -> PluginFactory:
@@ -212,7 +214,9 @@ def run_session(
         errors = _teardown(plugins)
         host.cleanup(time.monotonic() + host.revoke_grace_s)
         backend.close()
-        return SessionResult(host.outcome(cut, finalizers), ticks, errors)
+        return SessionResult(
+            host.outcome(cut, finalizers), ticks, errors, host.flow.waits, host.flow.waited_s
+        )
     host.request_completion(CompletionKind.FAILED, failure)
     errors = _teardown(plugins)
     host.cleanup(time.monotonic() + host.revoke_grace_s)

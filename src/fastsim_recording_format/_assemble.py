@@ -14,6 +14,9 @@ a cheaper way to hand the writer the records it stands for.
     |   |                  |                                      | (sparse: record index -> map) |
 
 Field values out of range raise ``ValueError`` (the writer's contract), never wrap.
+A batch that is one block (the steady state of a numeric recording) starts from a cached
+template table of its stream, generation and size: one copy, then the sequence and
+time columns.
 """
 
 from __future__ import annotations
@@ -98,6 +101,8 @@ def _rows_table(rows: Sequence[RecordIn | RecordRow], base: int, metas: list[tup
 
 def _column(values: Array, limit: int, name: str) -> Array:
     array = np.asarray(values)
+    if array.dtype == np.uint64:  # every value fits the u8 field
+        return array
     if array.dtype.kind not in "iu" or (len(array) and (int(array.min()) < 0 or int(array.max()) > limit)):
         raise ValueError(f"record field out of range: block {name}")
     return array
@@ -112,19 +117,15 @@ def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) ->
     payload = memoryview(block.payload).cast("B")  # type: ignore[arg-type]
     if payload.nbytes != n * block.record_bytes:
         raise ValueError(f"record block payload of {payload.nbytes} bytes, expected {n} x {block.record_bytes}")
-    table = np.zeros(n, RECORD_DTYPE)
-    table["stream_id"] = block.stream_id
-    table["kind"] = int(RecordKind.DATA)
+    table = _template(block.stream_id, block.generation, block.record_bytes, n).copy()
     g = _column(block.global_sequence, int(_U64), "global_sequence")
     s = _column(block.stream_sequence, int(_U64), "stream_sequence")
     table["global_sequence"] = table["global_last"] = g
     table["stream_sequence"] = table["stream_last"] = s
-    table["generation"] = block.generation
     t = np.asarray(block.sim_time_ns)
     if t.dtype.kind not in "iu" or (t.dtype.kind == "u" and len(t) and int(t.max()) > np.iinfo(np.int64).max):
         raise ValueError("record field out of range: block sim_time_ns")
     table["sim_time_ns"] = t
-    table["payload_length"] = block.record_bytes
     for k, meta in sorted(block.metadata.items()):
         if not 0 <= k < n:
             raise ValueError(f"record block metadata names record {k} of {n}")
@@ -133,9 +134,34 @@ def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) ->
     return table, payload
 
 
+_TEMPLATES: dict[tuple[int, int, int, int], Array] = {}
+
+
+def _template(stream_id: int, generation: int, record_bytes: int, n: int) -> Array:
+    """A block's table with every column that does not vary by record filled in (read-only,
+    cached: a steady recording's batches share a handful)."""
+    key = (stream_id, generation, record_bytes, n)
+    table = _TEMPLATES.get(key)
+    if table is None:
+        if len(_TEMPLATES) >= 64:
+            _TEMPLATES.clear()
+        table = np.zeros(n, RECORD_DTYPE)
+        table["stream_id"] = stream_id
+        table["kind"] = int(RecordKind.DATA)
+        table["generation"] = generation
+        table["payload_length"] = record_bytes
+        table["payload_offset"] = np.arange(n, dtype=np.uint64) * np.uint64(record_bytes)
+        table.flags.writeable = False
+        _TEMPLATES[key] = table
+    return table
+
+
 def assemble(records: Sequence[RecordIn | RecordRow | RecordBlock]) -> Assembled:
     """Rows 1-4 of the module table over ``records`` (rows and blocks in any mix)."""
     metas: list[tuple[int, Any]] = []  # (record index, metadata), ascending
+    if len(records) == 1 and records[0].__class__ is RecordBlock:  # one block: offsets are the template's
+        table, one = _block_table(records[0], 0, metas)  # type: ignore[arg-type]
+        return Assembled(table, (one,), len(table) * records[0].record_bytes, tuple(metas))  # type: ignore[union-attr]
     if not any(r.__class__ is RecordBlock for r in records):
         table, payloads = _rows_table(records, 0, metas)  # type: ignore[arg-type]
         parts: list[Payload] = payloads

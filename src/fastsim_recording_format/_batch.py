@@ -33,6 +33,7 @@ from fastsim_recording_format._layout import (
 )
 from fastsim_recording_format._source import Source
 from fastsim_recording_format._table_rules import BatchFacts
+from fastsim_recording_format._table_rules import analyse_block_table as _analyse_block
 from fastsim_recording_format._table_rules import analyse_table as _analyse
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
@@ -43,10 +44,12 @@ __all__ = ["Accumulator", "BatchFacts", "ParsedBatch", "analyse_table", "check_i
 
 def analyse_table(
     table: Array, metadata_length: int, payload_length: int, header_offset: int, ordinal: int,
-    stream_ids: Array,
+    stream_ids: Array, *, block: bool = False,
 ) -> BatchFacts:
-    """Check 2 (record-local rules, ``_table_rules``) against this module's metadata bound."""
-    return _analyse(
+    """Check 2 (record-local rules, ``_table_rules``) against this module's metadata bound;
+    ``block``: the table was built from one ``RecordBlock`` (``analyse_block_table``)."""
+    check = _analyse_block if block else _analyse
+    return check(
         table, metadata_length, payload_length, header_offset, ordinal, stream_ids, MAX_RECORD_METADATA_BYTES
     )
 

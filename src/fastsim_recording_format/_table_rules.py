@@ -17,6 +17,11 @@ exactly as each rule is listed:
     |   | never go backwards                                                      |
 
 A batch of one stream (the common steady state) derives its facts without sorting.
+``analyse_block_table`` is the same check for a table the writer built from one
+``RecordBlock`` (``_assemble``): kind, flags, single-sequence ranges and the tiling of
+both areas hold by construction there, so only the stream id, the metadata bound and
+rules 3 and 5 are computed; anything it does not accept goes through ``analyse_table``,
+so both accept and refuse exactly the same tables.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import RecordKind
 
-__all__ = ["BatchFacts", "analyse_table"]
+__all__ = ["BatchFacts", "analyse_block_table", "analyse_table"]
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _HDR = BATCH_HEADER.size
@@ -83,6 +88,30 @@ def analyse_table(
         if facts is not None:
             return facts
     return _facts(table, header_offset, ordinal, stream_ids)
+
+
+def analyse_block_table(
+    table: Array,
+    metadata_length: int,
+    payload_length: int,
+    header_offset: int,
+    ordinal: int,
+    stream_ids: Array,
+    max_metadata: int = MAX_RECORD_METADATA_BYTES,
+) -> BatchFacts:
+    """``analyse_table`` for a table built from one ``RecordBlock`` (module header)."""
+    n = len(table)
+    g, sid = table["global_sequence"], int(table["stream_id"][0])
+    k = int(np.searchsorted(stream_ids, sid)) if len(stream_ids) else 0
+    if (
+        k < len(stream_ids) and int(stream_ids[k]) == sid
+        and int(g[-1]) - int(g[0]) == n - 1 and (n == 1 or bool((g[1:] == g[:-1] + _ONE).all()))
+        and int(table["metadata_length"].max()) <= max_metadata
+    ):
+        facts = _one_stream(table, ordinal, stream_ids)
+        if facts is not None:
+            return facts
+    return analyse_table(table, metadata_length, payload_length, header_offset, ordinal, stream_ids, max_metadata)
 
 
 def _clean(

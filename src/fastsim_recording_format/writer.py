@@ -55,6 +55,7 @@ from fastsim_recording_format.model import (
 
 __all__ = ["FsrWriter", "RecordBlock"]
 
+_NO_SHA = bytes(32)
 #: average payload size from which a batch's payloads are written without joining them
 _SPLIT_AVERAGE = 64 * 1024
 
@@ -160,45 +161,58 @@ class FsrWriter(Closing):
         meta = _metadata(table, parts_in.metadata)
         pay_len = parts_in.payload_length
         try:
-            facts = analyse_table(table, len(meta), pay_len, self._pos, self._acc.batches, self._acc.stream_ids)
+            facts = analyse_table(
+                table, len(meta), pay_len, self._pos, self._acc.batches, self._acc.stream_ids,
+                block=len(records) == 1 and records[0].__class__ is RecordBlock,
+            )
             self._acc.check(table, facts, self._pos)
         except FormatError as exc:
             raise ValueError(f"invalid batch: {exc.reason}") from None
         body = b"".join((table.tobytes(), meta, bytes(pad8(len(meta)) - len(meta))))
         pad = bytes(pad8(pay_len) - pay_len)
+        payload_crc, sha = 0, _NO_SHA
+        digests = self._crc or self._strong
         if pay_len >= _SPLIT_AVERAGE * n:
             # Large payloads (frames): written as they are, no joined copy; the CRC and
             # digest run over each one in turn (chained), so the payload bytes are read
             # once for checking and once for writing, never copied in between.
             parts: tuple[Payload, ...] = (body, *payloads, pad)
-            payload_crc = 0
             digest = hashlib.sha256() if self._strong else None
-            for part in payloads:
+            for part in payloads if digests else ():
                 if self._crc:
                     payload_crc = _crc32c(part, payload_crc)
                 if digest is not None:
                     digest.update(part)
-            sha = digest.digest() if digest is not None else bytes(32)
-        else:
+            sha = digest.digest() if digest is not None else _NO_SHA
+        elif digests:
             buf = b"".join((body, *payloads, pad))
             parts = (buf,)
             payload_area = memoryview(buf)[len(body):len(body) + pay_len]
-            sha = hashlib.sha256(payload_area).digest() if self._strong else bytes(32)
+            sha = hashlib.sha256(payload_area).digest() if self._strong else _NO_SHA
             payload_crc = crc(payload_area) if self._crc else 0
-        flags = self._flags
-        header = BATCH_HEADER.pack(
-            BATCH_MAGIC, flags, self._acc.batches, n, payload_crc, len(meta), pay_len, facts.first_global,
-            facts.last_global, facts.generation_min, facts.generation_max, facts.sim_time_min,
-            facts.sim_time_max, sha, crc(body), 0,
-        )
-        header = header[:116] + crc(header[:116]).to_bytes(4, "little")
-        self._write(header, *parts)
+        else:  # no payload digest: the header goes first, so the batch is one write
+            parts = ()
+        header = self._header(n, payload_crc, len(meta), pay_len, facts, sha, crc(body))
+        if parts:
+            self._write(header, *parts)
+        else:
+            self._write(b"".join((header, body, *payloads, pad)))
         length = len(header) + len(body) + pay_len + len(pad)
-        self._acc.add(self._pos, length, flags, table, facts)
+        self._acc.add(self._pos, length, self._flags, table, facts)
         self._pos += length
         if facts.kind_counts[:, 1].any():
             self._degraded = True
         return length
+
+    def _header(
+        self, n: int, payload_crc: int, meta_len: int, pay_len: int, facts: Any, sha: bytes, table_crc: int
+    ) -> bytes:
+        header = BATCH_HEADER.pack(
+            BATCH_MAGIC, self._flags, self._acc.batches, n, payload_crc, meta_len, pay_len, facts.first_global,
+            facts.last_global, facts.generation_min, facts.generation_max, facts.sim_time_min,
+            facts.sim_time_max, sha, table_crc, 0,
+        )
+        return header[:116] + crc(header[:116]).to_bytes(4, "little")
 
     def _write(self, *parts: Payload) -> None:
         try:

@@ -119,8 +119,12 @@ class LeaseReader(io.RawIOBase):
 
 def channel_sequence_metadata(channel_sequence: Any) -> dict[int, dict[str, int]]:
     """Rule CS1: the sparse record metadata that keeps a block's ``channel_sequence``."""
-    if channel_sequence is None or not len(channel_sequence):
+    n = len(channel_sequence) if channel_sequence is not None else 0
+    if n == 0:
         return {}
+    first = int(channel_sequence[0])
+    if int(channel_sequence[-1]) - first == n - 1 and (n == 1 or bool((np.diff(channel_sequence) == 1).all())):
+        return {0: {"channel_sequence": first}}  # the steady state: one value
     jumps = np.flatnonzero(np.diff(channel_sequence) != 1) + 1
     keep = [0, *jumps.tolist()]
     values = channel_sequence[keep].tolist()

@@ -8,7 +8,8 @@ Each row is still one atomic record, with the same bytes as ``NumericTickEncoder
 
     | # | the run qualifies when every tick ...                               | else   |
     |---|---------------------------------------------------------------------|--------|
-    | 1 | is an ``ObservationTick`` of a ``SampleBlock`` over ``PackedValues`` | None   |
+    | 1 | is an ``ObservationTick`` (the pump checked it) of a ``SampleBlock``  | None   |
+    |   | over ``PackedValues``                                               |        |
     | 2 | shares one channel tuple, the stream's declared order                | None   |
     | 3 | shares one ``PackedLayout`` that is the record layout (rules 1-3 of  | None   |
     |   | ``payloads``), and a C-contiguous buffer                             |        |
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from fastsim_contract.values import ObservationTick, PackedLayout, PackedValues, SampleBlock
+from fastsim_contract.values import PackedLayout, PackedValues
 from fastsim_record.ports.sinks import RecordColumns
 
 __all__ = ["numeric_columns"]
@@ -38,17 +39,10 @@ _CHANNELS = operator.attrgetter("channels")
 _VALUES = operator.attrgetter("values")
 _LAYOUT = operator.attrgetter("layout")
 _BUFFER = operator.attrgetter("buffer")
-_GLOBAL = operator.attrgetter("global_sequence")
-_SOURCE_SEQ = operator.attrgetter("source_sequence")
+_STAMP = operator.attrgetter("global_sequence", "source_sequence", "sim_time_ns")
+_STAMP_DTYPE = np.dtype([("g", np.uint64), ("s", np.uint64), ("t", np.int64)])
 _GENERATION = operator.attrgetter("generation")
-_SIM_TIME = operator.attrgetter("sim_time_ns")
 _CHANNEL_SEQ = operator.attrgetter("channel_sequence")
-
-
-def _one(values: Any) -> Any:
-    """The one distinct object identity in ``values``, or ``None``."""
-    ids = set(map(id, values))
-    return values[0] if len(ids) == 1 else None
 
 
 def numeric_columns(
@@ -63,20 +57,19 @@ def numeric_columns(
     if n == 0:
         return None
     envelopes = list(map(_ENVELOPE, carriers))
-    ticks = list(map(_PAYLOAD, envelopes))
-    if set(map(type, ticks)) != {ObservationTick}:
+    try:  # ticks were checked to be ObservationTick values at the pump (binding rule 4)
+        blocks = list(map(_SAMPLES, map(_PAYLOAD, envelopes)))
+        channel_ids = set(map(id, map(_CHANNELS, blocks)))  # only a SampleBlock has channels
+        values = list(map(_VALUES, blocks))
+    except AttributeError:
         return None
-    blocks = list(map(_SAMPLES, ticks))
-    if set(map(type, blocks)) != {SampleBlock}:  # rule 1
+    channels = blocks[0].channels
+    if len(channel_ids) != 1 or (channels is not order and channels != order):  # rule 2
         return None
-    channels = _one(list(map(_CHANNELS, blocks)))
-    if channels is None or (channels is not order and channels != order):  # rule 2
+    if set(map(type, values)) != {PackedValues}:  # rule 1
         return None
-    values = list(map(_VALUES, blocks))
-    if set(map(type, values)) != {PackedValues}:
-        return None
-    layout = _one(list(map(_LAYOUT, values)))
-    if layout is None or not layout_ok(layout):  # rule 3
+    layout = values[0].layout
+    if len(set(map(id, map(_LAYOUT, values)))) != 1 or not layout_ok(layout):  # rule 3
         return None
     if len(set(map(_GENERATION, envelopes))) != 1:  # rule 4
         return None
@@ -86,11 +79,8 @@ def numeric_columns(
         return None
     if len(payload) != n * record_bytes:
         return None
+    fields = np.fromiter(map(_STAMP, envelopes), _STAMP_DTYPE, n)  # one pass over the envelopes
     return RecordColumns(
-        stream, int(envelopes[0].generation),
-        np.fromiter(map(_GLOBAL, envelopes), np.uint64, n),
-        np.fromiter(map(_SOURCE_SEQ, envelopes), np.uint64, n),
-        np.fromiter(map(_SIM_TIME, envelopes), np.int64, n),
-        record_bytes, payload,
+        stream, int(envelopes[0].generation), fields["g"], fields["s"], fields["t"], record_bytes, payload,
         np.fromiter(map(_CHANNEL_SEQ, blocks), np.int64, n),
     )

@@ -20,7 +20,9 @@ The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, 
 its Run: ``completion`` (``kind``: normal, stopped, failed or cancelled, ``reason``,
 ``requested_by``; from the terminal fence), ``run`` (``name``, ``backend``, ``seed``,
 ``episode``; from the run metadata a host recorded, else nulls) and ``wall_time_s`` (from
-the ``run.started`` to the ``run.stopping`` lifecycle record, else null).
+the ``run.started`` to the ``run.stopping`` lifecycle record, else null), and ``cameras``:
+per camera alias, the ``renderer`` its first calibration profile names (``name``,
+``version``, ``gl_backend``, ``msaa_samples``, ``shadow_map_size``), else null.
 """
 
 from __future__ import annotations
@@ -85,6 +87,29 @@ def _wall_time_s(reader: FsrReader) -> float | None:
     return max(0.0, (marks["run.stopping"] - marks["run.started"]) / 1e9)
 
 
+def _cameras(reader: FsrReader) -> dict[str, Any]:
+    """Per camera alias: the renderer of its first intrinsics record's calibration profile."""
+    out: dict[str, Any] = {}
+    for spec in reader.streams:
+        attributes = spec.attributes if isinstance(spec.attributes, dict) else {}
+        if attributes.get("role") != "intrinsics":
+            continue
+        renderer = None
+        try:
+            for count, record in enumerate(reader.records(spec.stream_id)):
+                profile = record.metadata.get("calibration_profile") if isinstance(record.metadata, dict) else None
+                if isinstance(profile, dict):
+                    found = profile.get("renderer")
+                    renderer = found if isinstance(found, dict) else None
+                    break
+                if count >= 16:  # gaps first at most; never scan a hostile flood
+                    break
+        except FormatError:
+            renderer = None
+        out[str(attributes.get("camera", spec.name))] = {"renderer": renderer}
+    return out
+
+
 def summary(reader: FsrReader) -> dict[str, Any]:
     """The JSON summary of an open file."""
     footer = reader.footer
@@ -132,6 +157,7 @@ def summary(reader: FsrReader) -> dict[str, Any]:
         "completion": _completion(footer),
         "run": _run_facts(reader),
         "wall_time_s": _wall_time_s(reader),
+        "cameras": _cameras(reader),
     }
 
 
@@ -193,6 +219,16 @@ def _about(info: dict[str, Any]) -> list[str]:
     ]
 
 
+def _renderer(renderer: dict[str, Any] | None) -> str:
+    if not renderer:
+        return "renderer not recorded"
+    gl = f" ({_cell(str(renderer['gl_backend']))})" if renderer.get("gl_backend") else ""
+    return (
+        f"rendered by {_cell(str(renderer.get('name')))} {_cell(str(renderer.get('version')))}{gl}, "
+        f"MSAA {renderer.get('msaa_samples')} samples, shadow map {renderer.get('shadow_map_size')}"
+    )
+
+
 def _text(info: dict[str, Any]) -> str:
     lines = [
         *_about(info),
@@ -204,6 +240,8 @@ def _text(info: dict[str, Any]) -> str:
     ]
     if info["source_sha256"]:
         lines.append(f"source sha256 {info['source_sha256']}")
+    for alias, camera in info.get("cameras", {}).items():
+        lines.append(f"camera {_cell(alias)}: {_renderer(camera['renderer'])}")
     return "\n".join(lines + table(info["streams"]))
 
 
