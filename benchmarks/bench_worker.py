@@ -1,7 +1,7 @@
 """Writer-worker CPU per numeric record (90 channels), against writing the same bytes plainly.
 
-Scene: the synthetic backend, 90 numeric channels at 120 Hz (one 720-byte atomic tick
-record per tick), published through the embedded host's packed path exactly as a Run
+Scene: the synthetic backend, 90 numeric channels at 120 Hz (one 5,040-byte atomic tick
+record per tick: 630 float64), published through the embedded host's packed path exactly as a Run
 publishes it.  Ticks are published in chunks of 200 (below the lane's pressure mark, so
 the worker drains on its own wake-ups); after each chunk the loop waits, untimed, until
 the worker has drained.  The figure is the worker thread's own CPU time
@@ -60,6 +60,7 @@ def worker_round(ticks: int, channels: int) -> dict[str, Any]:
     """One Run's worker CPU per record (and the tick buffers, for the baseline)."""
     run = RecordRun.build(record=True, channels=channels)
     host, backend, plugin = run.host, run.prepared.backend, run.plugin
+    record_bytes = int(plugin.encoders["observations"].record_bytes)
     backend.step(1)
     observe = observation_publisher(host, backend)
     assert observe is not None
@@ -79,13 +80,13 @@ def worker_round(ticks: int, channels: int) -> dict[str, Any]:
     if outcome.status != "succeeded":
         raise SystemExit(f"bench_worker: the Run did not succeed: {outcome.reason}")
     return {"us_per_record": 1e6 * cpu / max(records, 1), "records": records, "runs": runs,
-            "lost": lane_losses(summary)}
+            "lost": lane_losses(summary), "record_bytes": record_bytes}
 
 
 def baseline_round(ticks: int, record_bytes: int, per_batch: int) -> float:
     """CPU us per record of concatenating and writing the same bytes in the same batches."""
     rng = np.random.default_rng(0)
-    buffers = [rng.random(record_bytes // 8) for _ in range(min(ticks, 4096))]
+    buffers = [rng.random(record_bytes // 8) for _ in range(min(ticks, 512))]
     with tempfile.TemporaryDirectory(prefix="fsr-bench-worker-") as tmp:
         fd = os.open(os.path.join(tmp, "plain.bin"), os.O_WRONLY | os.O_CREAT)
         try:
@@ -109,19 +110,21 @@ def main() -> int:
     load = load_average()
     worker: list[dict[str, Any]] = []
     plain: list[float] = []
+    record_bytes = 0
     for round_ in range(args.rounds):
-        order = ("worker", "plain") if round_ % 2 == 0 else ("plain", "worker")
+        order = ("worker", "plain") if round_ % 2 == 0 or not worker else ("plain", "worker")
         for name in order:
             if name == "worker":
                 worker.append(worker_round(args.ticks, args.channels))
-            else:
-                plain.append(baseline_round(args.ticks, args.channels * 8, 120))
+                record_bytes = worker[-1]["record_bytes"]
+            else:  # the first round measures the worker first: record_bytes is known here
+                plain.append(baseline_round(args.ticks, record_bytes or worker[-1]["record_bytes"], 120))
         print(f"  round {round_ + 1}: worker {worker[-1]['us_per_record']:.2f} us/record "
               f"({worker[-1]['runs']} column runs), plain copy+write {plain[-1]:.2f} us/record", flush=True)
     us = statistics.median(r["us_per_record"] for r in worker)
     base = statistics.median(plain)
     lost = sum(int(r["lost"]) for r in worker)
-    print(f"\nwriter worker, {args.channels} numeric channels at 120 Hz, {args.ticks} ticks, "
+    print(f"\nwriter worker, {args.channels} numeric channels ({record_bytes} bytes per tick) at 120 Hz, {args.ticks} ticks, "
           f"{args.rounds} interleaved rounds (load average {load})")
     print(f"  worker CPU per numeric record : {us:8.2f} us   (target <= {TARGET_US:g} us)")
     print(f"  plain concatenate + write     : {base:8.2f} us   (same bytes, same batches)")

@@ -101,16 +101,26 @@ def analyse_block_table(
 ) -> BatchFacts:
     """``analyse_table`` for a table built from one ``RecordBlock`` (module header)."""
     n = len(table)
-    g, sid = table["global_sequence"], int(table["stream_id"][0])
+    g, s, t = table["global_sequence"], table["stream_sequence"], table["sim_time_ns"]
+    sid = int(table["stream_id"][0])
     k = int(np.searchsorted(stream_ids, sid)) if len(stream_ids) else 0
-    if (
+    g0, s0, t0, t1 = int(g[0]), int(s[0]), int(t[0]), int(t[-1])
+    if (  # rules 1-5 that do not hold by construction (the module header)
         k < len(stream_ids) and int(stream_ids[k]) == sid
-        and int(g[-1]) - int(g[0]) == n - 1 and (n == 1 or bool((g[1:] == g[:-1] + _ONE).all()))
+        and int(g[-1]) - g0 == n - 1 and int(s[-1]) - s0 == n - 1
+        and (n == 1 or not ((np.diff(g) != 1) | (np.diff(s) != 1) | (np.diff(t) < 0)).any())
         and int(table["metadata_length"].max()) <= max_metadata
     ):
-        facts = _one_stream(table, ordinal, stream_ids)
-        if facts is not None:
-            return facts
+        generation = int(table["generation"][0])
+        kinds = np.zeros((len(stream_ids), 3), np.int64)
+        kinds[k, 0] = n
+        payload = np.zeros(len(stream_ids), np.float64)
+        payload[k] = float(n * int(table["payload_length"][0]))
+        proj = np.array([(sid, generation, ordinal, n, s0, s0 + n - 1, t0, t1)], PROJECTION_DTYPE)
+        return BatchFacts(
+            g0, g0 + n - 1, generation, generation, t0, t1, proj, kinds, payload,
+            np.zeros(1, np.intp), np.full(1, n - 1, np.intp),
+        )
     return analyse_table(table, metadata_length, payload_length, header_offset, ordinal, stream_ids, max_metadata)
 
 

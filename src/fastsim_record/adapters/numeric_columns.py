@@ -39,8 +39,9 @@ _CHANNELS = operator.attrgetter("channels")
 _VALUES = operator.attrgetter("values")
 _LAYOUT = operator.attrgetter("layout")
 _BUFFER = operator.attrgetter("buffer")
-_STAMP = operator.attrgetter("global_sequence", "source_sequence", "sim_time_ns")
-_STAMP_DTYPE = np.dtype([("g", np.uint64), ("s", np.uint64), ("t", np.int64)])
+_GLOBAL = operator.attrgetter("global_sequence")
+_SOURCE_SEQ = operator.attrgetter("source_sequence")
+_SIM_TIME = operator.attrgetter("sim_time_ns")
 _GENERATION = operator.attrgetter("generation")
 _CHANNEL_SEQ = operator.attrgetter("channel_sequence")
 
@@ -79,8 +80,10 @@ def numeric_columns(
         return None
     if len(payload) != n * record_bytes:
         return None
-    fields = np.fromiter(map(_STAMP, envelopes), _STAMP_DTYPE, n)  # one pass over the envelopes
     return RecordColumns(
-        stream, int(envelopes[0].generation), fields["g"], fields["s"], fields["t"], record_bytes, payload,
-        np.fromiter(map(_CHANNEL_SEQ, blocks), np.int64, n),
+        stream, int(envelopes[0].generation),
+        np.fromiter(map(_GLOBAL, envelopes), np.uint64, n),
+        np.fromiter(map(_SOURCE_SEQ, envelopes), np.uint64, n),
+        np.fromiter(map(_SIM_TIME, envelopes), np.int64, n),
+        record_bytes, payload, np.fromiter(map(_CHANNEL_SEQ, blocks), np.int64, n),
     )
