@@ -56,6 +56,8 @@ from fastsim_recording_format.model import (
 __all__ = ["FsrWriter", "RecordBlock"]
 
 _NO_SHA = bytes(32)
+#: a batch with at most this many payload parts writes them without joining them first
+_FEW_PARTS = 4
 #: average payload size from which a batch's payloads are written without joining them
 _SPLIT_AVERAGE = 64 * 1024
 
@@ -190,11 +192,13 @@ class FsrWriter(Closing):
             payload_area = memoryview(buf)[len(body):len(body) + pay_len]
             sha = hashlib.sha256(payload_area).digest() if self._strong else _NO_SHA
             payload_crc = crc(payload_area) if self._crc else 0
-        else:  # no payload digest: the header goes first, so the batch is one write
+        else:  # no payload digest: the header goes first (one write, or a few without a joined copy)
             parts = ()
         header = self._header(n, payload_crc, len(meta), pay_len, facts, sha, crc(body))
         if parts:
             self._write(header, *parts)
+        elif len(payloads) <= _FEW_PARTS:  # column blocks: their payload buffers as they are
+            self._write(header + body, *(p for p in (*payloads, pad) if len(p)))
         else:
             self._write(b"".join((header, body, *payloads, pad)))
         length = len(header) + len(body) + pay_len + len(pad)
