@@ -82,6 +82,11 @@ def _metadata(table: Any, metas: Sequence[tuple[int, Any]]) -> bytes:
     for blob in blobs:
         if len(blob) > MAX_JSON_ITEMS and json_items(blob) > MAX_JSON_ITEMS:
             raise ValueError(f"record metadata has more than {MAX_JSON_ITEMS} JSON items")
+    if len(metas) == 1:  # one record's metadata (a column block's first): no cumulative sum
+        k, size = metas[0][0], len(blobs[0])
+        table["metadata_length"][k] = size
+        table["metadata_offset"][k + 1:] = size
+        return blobs[0]
     mlen = np.zeros(len(table), np.uint64)
     mlen[[k for k, _ in metas]] = [len(b) for b in blobs]
     table["metadata_length"] = mlen
@@ -204,7 +209,7 @@ class FsrWriter(Closing):
         length = len(header) + len(body) + pay_len + len(pad)
         self._acc.add(self._pos, length, self._flags, table, facts)
         self._pos += length
-        if facts.kind_counts[:, 1].any():
+        if np.count_nonzero(facts.kind_counts[:, 1]):
             self._degraded = True
         return length
 

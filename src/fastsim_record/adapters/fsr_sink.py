@@ -123,7 +123,9 @@ def channel_sequence_metadata(channel_sequence: Any) -> dict[int, dict[str, int]
     if n == 0:
         return {}
     first = int(channel_sequence[0])
-    if int(channel_sequence[-1]) - first == n - 1 and (n == 1 or bool((np.diff(channel_sequence) == 1).all())):
+    if int(channel_sequence[-1]) - first == n - 1 and (
+        n == 1 or not np.count_nonzero(channel_sequence[1:] != channel_sequence[:-1] + 1)
+    ):
         return {0: {"channel_sequence": first}}  # the steady state: one value
     jumps = np.flatnonzero(np.diff(channel_sequence) != 1) + 1
     keep = [0, *jumps.tolist()]
