@@ -242,7 +242,8 @@ def bench_droid_sized(workdir: Path, hours: float, rounds: int) -> dict[str, flo
     if not mcap_path.exists():
         write_mcap(fsr, mcap_path)
     read_fsr(fsr), read_mcap(mcap_path)
-    fsr_rates, mcap_rates = [], []
+    fsr_rates: list[float] = []
+    mcap_rates: list[float] = []
     for r in range(rounds):
         order: list[tuple[Callable[[Path], int], Path, list[float]]] = [
             (read_fsr, fsr, fsr_rates), (read_mcap, mcap_path, mcap_rates),

@@ -227,7 +227,7 @@ def _median(values: list[float]) -> float:
 
 def _per_tick_ratio(base: Measured, other: Measured, field: str = "wall_s") -> float:
     """``other``'s busy time (or thread CPU time) per tick over ``base``'s, minus one."""
-    a, b = getattr(base, field), getattr(other, field)
+    a, b = float(getattr(base, field)), float(getattr(other, field))
     return (b / max(other.ticks - 1, 1)) / (a / max(base.ticks - 1, 1)) - 1.0
 
 

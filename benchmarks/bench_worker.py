@@ -59,7 +59,8 @@ def _settle(plugin: Any) -> None:
 def worker_round(ticks: int, channels: int) -> dict[str, Any]:
     """One Run's worker CPU per record (and the tick buffers, for the baseline)."""
     run = RecordRun.build(record=True, channels=channels)
-    host, backend, plugin = run.host, run.prepared.backend, run.plugin
+    host, backend = run.host, run.prepared.backend
+    plugin: Any = run.plugin  # the Record plugin: its encoders and worker
     record_bytes = int(plugin.encoders["observations"].record_bytes)
     backend.step(1)
     observe = observation_publisher(host, backend)

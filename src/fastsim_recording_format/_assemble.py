@@ -160,8 +160,8 @@ def assemble(records: Sequence[RecordIn | RecordRow | RecordBlock]) -> Assembled
     """Rows 1-4 of the module table over ``records`` (rows and blocks in any mix)."""
     metas: list[tuple[int, Any]] = []  # (record index, metadata), ascending
     if len(records) == 1 and records[0].__class__ is RecordBlock:  # one block: offsets are the template's
-        table, one = _block_table(records[0], 0, metas)  # type: ignore[arg-type]
-        return Assembled(table, (one,), len(table) * records[0].record_bytes, tuple(metas))  # type: ignore[union-attr]
+        table, one = _block_table(records[0], 0, metas)
+        return Assembled(table, (one,), len(table) * records[0].record_bytes, tuple(metas))
     if not any(r.__class__ is RecordBlock for r in records):
         table, payloads = _rows_table(records, 0, metas)  # type: ignore[arg-type]
         parts: list[Payload] = payloads
@@ -181,7 +181,7 @@ def assemble(records: Sequence[RecordIn | RecordRow | RecordBlock]) -> Assembled
                 base += len(rows)
                 rows = []
             if record is not None:
-                t, one = _block_table(record, base, metas)  # type: ignore[arg-type]
+                t, one = _block_table(record, base, metas)
                 tables.append(t)
                 parts.append(one)
                 base += len(t)

@@ -160,7 +160,7 @@ class FsrWriter(Closing):
         Records are rows (one object each) or :class:`RecordBlock` values (many DATA
         records of one stream, column-wise); both give the same bytes."""
         self._require("open")
-        n = sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)  # type: ignore[arg-type]
+        n = sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)
         if n == 0:
             raise ValueError("a batch needs at least one record")
         parts_in = assemble(records)

@@ -49,12 +49,12 @@ def test_m6_a_run_is_released_in_order_with_items_around_it() -> None:
     merge = OrderedMerge()
     items = [f.record("lifecycle", source="lifecycle") for _ in range(1)]
     assert merge.push_run(_run(2, 5)) is None
-    assert merge.release() == []  # 1 is still a hole
+    assert merge.release_entries() == []  # 1 is still a hole
     after = CapturedRun(source="x", stream="x", lane=LaneName.NUMERIC, generation=0,
                         first_global=6, last_global=6, first_capture=1, last_capture=1)
     assert merge.push_run(after) is None
     assert merge.push(items[0]) is None
-    released = merge.release()
+    released = merge.release_entries()
     assert [type(r).__name__ for r in released] == ["CapturedItem", "CapturedRun", "CapturedRun"]
     assert merge.next_sequence == 7
     assert merge.source_progress()["observations"] == 5
@@ -66,10 +66,11 @@ def test_m6_a_run_overlapping_anything_held_or_released_is_a_conflict(first: int
     """M3 for runs: any sequence of the run already held or released is a duplicate."""
     merge = OrderedMerge()
     assert merge.push_run(_run(1, 2)) is None
-    merge.release()
+    merge.release_entries()
     assert merge.push_run(_run(4, 5)) is None
     conflict = merge.push_run(_run(first, last))
-    assert conflict is not None and "duplicate global sequence" in conflict.reason
+    assert conflict is not None
+    assert "duplicate global sequence" in conflict.reason
 
 
 def test_captured_run_refuses_ranges_of_different_lengths() -> None:
@@ -77,3 +78,11 @@ def test_captured_run_refuses_ranges_of_different_lengths() -> None:
     with pytest.raises(ValueError, match="contiguous ranges of one length"):
         CapturedRun(source="s", stream="s", lane=LaneName.NUMERIC, generation=0,
                     first_global=1, last_global=3, first_capture=1, last_capture=2)
+
+
+def test_release_refuses_to_hide_a_run() -> None:
+    """``release`` serves merges without runs; a due run makes it point at release_entries."""
+    merge = OrderedMerge()
+    assert merge.push_run(_run(1, 2)) is None
+    with pytest.raises(TypeError, match="release_entries"):
+        merge.release()

@@ -62,7 +62,8 @@ def test_a_block_writes_the_bytes_of_its_rows(payload_crc: bool) -> None:
                             blocks[1].sim_time_ns, SIZE, blocks[1].payload, {0: {"channel_sequence": 12}})
     as_blocks, e1 = _write([[head, blocks[0]], [blocks[1]]], payload_crc)
     as_rows, e2 = _write([[head, *_as_rows(blocks[0])], _as_rows(blocks[1])], payload_crc)
-    assert not e1 and not e2
+    assert not e1
+    assert not e2
     assert as_blocks == as_rows
 
 

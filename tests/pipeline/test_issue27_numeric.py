@@ -68,10 +68,10 @@ def test_numeric_ticks_keep_their_channel_sequence(tmp_path: Path) -> None:
 
 def test_channel_sequence_on_the_per_record_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ticks that take the per-record path (no run formed) keep it too."""
-    from fastsim_record.pipeline import columns
     from fastsim_record.pipeline.columns import RunBuilder
+    from fastsim_record.ports.sources import materialize
 
-    monkeypatch.setattr(RunBuilder, "split", lambda self, items: list(map(columns.materialize, items)))
+    monkeypatch.setattr(RunBuilder, "split", lambda self, items: list(map(materialize, items)))
     path = _record(tmp_path, "chan1")
     recording = fr.open(path)
     np.testing.assert_array_equal(
@@ -88,7 +88,8 @@ def test_default_recording_has_no_payload_crc(tmp_path: Path, capsys: pytest.Cap
     capsys.readouterr()
     assert fsr_main(["validate", "--integrity", "crc", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "without payload CRC-32Cs" in err and "runtime.output.payload_crc: true" in err
+    assert "without payload CRC-32Cs" in err
+    assert "runtime.output.payload_crc: true" in err
     assert fsr_main(["validate", str(path)]) == 0
 
 

@@ -153,7 +153,7 @@ def _channel_sequence(tick: object) -> int | None:
     """The tick's diagnostic live sequence (module header)."""
     samples = getattr(tick, "samples", None)
     if samples.__class__ is SampleBlock:
-        return int(samples.channel_sequence)  # type: ignore[union-attr]
+        return int(samples.channel_sequence)
     seqs = [getattr(s, "channel_sequence", None) for s in samples or ()]
     known = [s for s in seqs if isinstance(s, int)]
     return min(known) if known else None

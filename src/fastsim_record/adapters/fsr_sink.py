@@ -165,6 +165,8 @@ def receipt_mapping(receipt: ValidationReceipt) -> dict[str, object]:
 class FsrSink:
     """One FSR artifact over one write lease; all methods run on the writer worker."""
 
+    accepts_columns = True  # a ``ColumnSink``: column runs become ``RecordBlock`` values
+
     def __init__(
         self,
         outputs: OutputService,

@@ -14,7 +14,8 @@ asks for what may be released.  Rules:
 | M5 | releasing an item advances its source's progress to its capture sequence (a gap:  |
 |    | to its last capture sequence); the fence compares progress with the cut           |
 | M6 | a ``CapturedRun`` (``push_run``) stands for its items a..b: held at a, it is      |
-|    | released in one piece when a is next, like the items in order (M1-M5)             |
+|    | released in one piece when a is next, like the items in order (M1-M5), by         |
+|    | ``release_entries``; ``release`` serves a merge that holds no run                 |
 
 Because of M1-M4, any arrival order of the same items releases the same output.
 """
@@ -92,8 +93,16 @@ class OrderedMerge:
         where = "already released" if seq < self._next else "already held"
         return MergeConflict(seq, f"duplicate global sequence {seq} ({where})")
 
-    def release(self) -> list[CapturedItem | CapturedRun | GapRecord]:
-        """Everything releasable now, in global order (possibly empty)."""
+    def release(self) -> list[CapturedItem | GapRecord]:
+        """Everything releasable now, in global order (possibly empty), for a merge that
+        was never given a run (``TypeError`` if one is due: use ``release_entries``)."""
+        out = self.release_entries()
+        if any(entry.__class__ is CapturedRun for entry in out):
+            raise TypeError("OrderedMerge.release: a run is due; use release_entries()")
+        return cast(list[CapturedItem | GapRecord], out)
+
+    def release_entries(self) -> list[CapturedItem | CapturedRun | GapRecord]:
+        """Everything releasable now, runs included (M6), in global order (possibly empty)."""
         pending = self._pending
         if self._next not in pending:
             return []
@@ -110,7 +119,7 @@ class OrderedMerge:
                 out.append(item)
                 nxt += 1
             elif item.__class__ is CapturedRun:  # M6
-                run = cast(CapturedRun, item)
+                run: CapturedRun = item
                 progress[run.source] = run.last_capture
                 out.append(run)
                 if run.last_global > nxt:

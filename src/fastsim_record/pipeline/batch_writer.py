@@ -22,10 +22,11 @@ A write that fails raises: the sink's own ``RecordError``, or ``OutputError`` na
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from fastsim_record.core.batching import Batcher, BatchLimits, BatchSummary, FlushReason
 from fastsim_record.errors import OutputError, RecordError
-from fastsim_record.ports.sinks import OutRecord, RecordColumns, RecordSink
+from fastsim_record.ports.sinks import ColumnSink, OutRecord, RecordColumns, RecordSink
 
 __all__ = ["BatchWriter"]
 
@@ -106,7 +107,7 @@ class BatchWriter:
             return
         started = time.perf_counter()
         try:
-            self.written_bytes += self.sink.write_batch(batch)
+            self.written_bytes += cast(ColumnSink, self.sink).write_batch(batch)
         except RecordError:
             raise
         except Exception as exc:
@@ -116,7 +117,7 @@ class BatchWriter:
         for entry in batch:
             if entry.__class__ is OutRecord:
                 self.records += 1
-                self.payload_bytes += len(entry.payload)  # type: ignore[union-attr]
+                self.payload_bytes += len(entry.payload)
             else:
                 columns: RecordColumns = entry  # type: ignore[assignment]
                 self.records += columns.count

@@ -123,7 +123,8 @@ class WriterWorker:
         self._wake = wake
         self._gauge = gauge if gauge is not None else PressureGauge()
         self._records = RecordEncoder(encoders, barrier_encoder, camera_stage)
-        self._runs = RunBuilder(encoders)
+        # column runs only for a sink that takes them (``ColumnSink``: the FSR sink)
+        self._runs = RunBuilder(encoders if getattr(sink, "accepts_columns", False) else {})
         self._writer = BatchWriter(sink, limits)
         self._monitor = monitor
         self._poll = poll_s
@@ -254,7 +255,7 @@ class WriterWorker:
     def _step(self) -> None:
         merge = self._merge
         while self._drain():
-            released = merge.release()
+            released = merge.release_entries()
             if released and self._failed is None:
                 self._write_released(released)
             held = self._pushed - merge.released_items
@@ -285,8 +286,8 @@ class WriterWorker:
                 if clock() > slice_end:  # offer the GIL to a waiting simulation thread
                     time.sleep(0)
                     slice_end = clock() + slice_s
-                if item.__class__ is CapturedRun:
-                    writer.add_columns(records.run(item))  # type: ignore[arg-type]
+                if isinstance(item, CapturedRun):
+                    writer.add_columns(records.run(item))
                     continue
                 if isinstance(item, GapRecord):
                     record = records.gap(item)

@@ -19,7 +19,9 @@ from typing import Any, NamedTuple, Protocol
 
 import attrs
 
-__all__ = ["ColumnEncoder", "OutRecord", "PayloadEncoder", "RecordColumns", "RecordSink", "StreamDecl"]
+__all__ = [
+    "ColumnEncoder", "ColumnSink", "OutRecord", "PayloadEncoder", "RecordColumns", "RecordSink", "StreamDecl",
+]
 
 _NO_METADATA: Mapping[str, object] = MappingProxyType({})
 
@@ -111,7 +113,7 @@ class PayloadEncoder(Protocol):
 class RecordSink(Protocol):
     """The artifact being written; every method runs on the writer worker."""
 
-    def write_batch(self, records: Sequence[OutRecord | RecordColumns]) -> int:
+    def write_batch(self, records: Sequence[OutRecord]) -> int:
         """Append one batch (records in global order); returns the bytes written."""
         ...
 
@@ -126,4 +128,15 @@ class RecordSink(Protocol):
 
     def abort(self) -> None:
         """Abort the output transaction (never after a host deadline cancel)."""
+        ...
+
+
+class ColumnSink(RecordSink, Protocol):
+    """A sink that also takes ``RecordColumns`` in a batch (the FSR sink); the worker forms
+    column runs only for a sink that says so (``accepts_columns``)."""
+
+    accepts_columns: bool
+
+    def write_batch(self, records: Sequence[OutRecord | RecordColumns]) -> int:
+        """Append one batch of records and column runs, in global order."""
         ...
