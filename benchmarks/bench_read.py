@@ -46,6 +46,7 @@ Run: ``python benchmarks/bench_read.py [--hours H] [--rounds N] [--workdir DIR] 
 from __future__ import annotations
 
 import argparse
+import importlib
 import multiprocessing
 import os
 import random
@@ -152,9 +153,11 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def droid_sized_recording(workdir: Path, hours: float) -> Path:
     """DROID-sized ticks (13 + 13 + 7 + 1 float64) at 120 Hz, written by the format's writer."""
-    from fastsim_recording_format import FsrWriter, RunMetadata, StreamSpec
+    from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec
     from fastsim_recording_format.codecs import numeric
-    from fastsim_recording_format.writer import RecordBlock
+
+    # a version without column blocks (the "before" of issue 26) is given rows
+    block: Any = getattr(importlib.import_module("fastsim_recording_format.writer"), "RecordBlock", None)
 
     target = workdir / f"droid-sized-{hours:g}h.fsr"
     if target.exists():
@@ -174,7 +177,14 @@ def droid_sized_recording(workdir: Path, hours: float) -> Path:
             n = min(120, ticks - start)
             g = np.arange(start + 1, start + n + 1, dtype=np.uint64)
             t = (g.astype(np.int64) - 1) * (10**9 // 120)
-            writer.write_batch([RecordBlock(1, 0, g, g, t, size, rng.random((n, size // 8)).tobytes())])
+            payload = rng.random((n, size // 8)).tobytes()
+            if block is not None:
+                writer.write_batch([block(1, 0, g, g, t, size, payload)])
+            else:
+                writer.write_batch([
+                    RecordIn.data(1, int(g[k]), int(g[k]), 0, int(t[k]), payload[k * size:(k + 1) * size])
+                    for k in range(n)
+                ])
         writer.seal()
     return target
 
