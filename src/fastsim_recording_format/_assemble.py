@@ -156,6 +156,37 @@ def _template(stream_id: int, generation: int, record_bytes: int, n: int) -> Arr
     return np.frombuffer(bytearray(raw), RECORD_DTYPE)
 
 
+def _mixed(records: Sequence[RecordIn | RecordRow | RecordBlock], metas: list[tuple[int, Any]]) -> tuple[Array, list[Payload]]:
+    """Rows and blocks: every row's fields in one pass (``_rows_table``), each block from its
+    template, then the table as bytes in record order (concatenating structured arrays is
+    slow in numpy; bytes are not)."""
+    rows = [r for r in records if r.__class__ is not RecordBlock]
+    row_metas: list[tuple[int, Any]] = []
+    row_table, row_payloads = _rows_table(rows, 0, row_metas) if rows else (None, [])  # type: ignore[arg-type]
+    row_meta = dict(row_metas)
+    pieces: list[bytes] = []
+    parts: list[Payload] = []
+    base = 0  # records so far
+    k = 0  # rows so far
+    run = 0  # rows waiting to be copied as one slice
+    for record in (*records, None):
+        if record is not None and record.__class__ is not RecordBlock:
+            if k + run in row_meta:
+                metas.append((base + run, row_meta[k + run]))
+            run += 1
+            continue
+        if run:
+            pieces.append(row_table[k:k + run].tobytes())  # type: ignore[index]
+            parts.extend(row_payloads[k:k + run])
+            base, k, run = base + run, k + run, 0
+        if record is not None:
+            t, one = _block_table(record, base, metas)
+            pieces.append(t.tobytes())
+            parts.append(one)
+            base += len(t)
+    return np.frombuffer(bytearray(b"".join(pieces)), RECORD_DTYPE), parts
+
+
 def assemble(records: Sequence[RecordIn | RecordRow | RecordBlock]) -> Assembled:
     """Rows 1-4 of the module table over ``records`` (rows and blocks in any mix)."""
     metas: list[tuple[int, Any]] = []  # (record index, metadata), ascending
@@ -166,26 +197,7 @@ def assemble(records: Sequence[RecordIn | RecordRow | RecordBlock]) -> Assembled
         table, payloads = _rows_table(records, 0, metas)  # type: ignore[arg-type]
         parts: list[Payload] = payloads
     else:
-        tables: list[Array] = []
-        parts = []
-        rows: list[RecordIn | RecordRow] = []
-        base = 0
-        for record in (*records, None):
-            if record is not None and record.__class__ is not RecordBlock:
-                rows.append(record)  # type: ignore[arg-type]
-                continue
-            if rows:
-                t, p = _rows_table(rows, base, metas)
-                tables.append(t)
-                parts.extend(p)
-                base += len(rows)
-                rows = []
-            if record is not None:
-                t, one = _block_table(record, base, metas)
-                tables.append(t)
-                parts.append(one)
-                base += len(t)
-        table = np.concatenate(tables)
+        table, parts = _mixed(records, metas)
     plen = table["payload_length"]
     table["payload_offset"] = np.cumsum(plen, dtype=np.uint64) - plen
     return Assembled(table, tuple(parts), int(plen.sum()), tuple(metas))

@@ -108,9 +108,7 @@ def test_joint_state_recorded_alongside(recorded: CameraRun) -> None:
 def test_calibration_profiles_say_how_the_frames_were_made(
     recorded: CameraRun, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 26: each camera's calibration profile names the renderer, its version and its
-    quality settings (MSAA samples, shadow map size: the DROID-like MJCF turns both off),
-    and ``fsr info`` shows them per camera (text and JSON)."""
+    """Each camera's profile names renderer, version, MSAA and shadow map; fsr info shows them."""
     import json
 
     import mujoco

@@ -24,8 +24,7 @@ from fastsim_record.testing.envelopes import EnvelopeFactory
 def test_b7_add_run_closes_the_batches_adding_one_by_one_closes(
     limits: BatchLimits, runs: list[tuple[int, list[int], int]], start: int
 ) -> None:
-    """B7: for any limits and any runs (a generation, non-decreasing times, one payload
-    size), add_run returns exactly the batches that one add per record returns."""
+    """B7: for any limits and runs, add_run closes exactly the batches one add per record closes."""
     one, many = Batcher(limits), Batcher(limits)
     t = start
     for generation, steps, size in runs:

@@ -75,8 +75,7 @@ def test_a_block_writes_the_bytes_of_its_rows(payload_crc: bool) -> None:
 def test_a_block_is_refused_exactly_when_its_rows_are(
     first: int, n: int, stream_id: int, step: int, jump: int, seq_shift: int
 ) -> None:
-    """Undeclared streams, sequence holes, and time that goes backwards: the block path
-    refuses with the same message as the row path, and accepts the same blocks."""
+    """A block is refused with the rows' message (stream, holes, time) and accepted as they are."""
     block = _block(first, n, stream_id=stream_id, step=step)
     g = block.global_sequence.copy()
     s = block.stream_sequence.copy()

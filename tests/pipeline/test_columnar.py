@@ -52,8 +52,7 @@ def _records(path: Path) -> list[tuple[Any, ...]]:
 def test_columnar_and_per_record_paths_write_the_same_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same Run written column-wise and one record at a time holds the same records
-    (sequences, times, kinds) and the same numeric payload bytes, tick for tick."""
+    """One Run written column-wise and per record holds the same records and tick bytes."""
     formed: list[int] = []
     split = RunBuilder.split
 
@@ -74,8 +73,7 @@ def test_columnar_and_per_record_paths_write_the_same_records(
 
 
 def test_columnar_path_keeps_generations_and_payloads_across_resets(tmp_path: Path) -> None:
-    """Resets (barriers) split runs; every tick is one record in its generation and its
-    payload is the 30 float64 channels the backend published."""
+    """Resets split runs; every tick stays one record of its generation, of the tick's size."""
     _, path, _ = _record(tmp_path, "resets", seconds=3.0, reset_every_s=1.0)
     with FsrReader(path) as reader:
         spec = reader.stream("observations")

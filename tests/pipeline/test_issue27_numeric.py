@@ -51,8 +51,7 @@ def _expected_channel_sequences(path: Path) -> np.ndarray[Any, Any]:
 
 
 def test_numeric_ticks_keep_their_channel_sequence(tmp_path: Path) -> None:
-    """Every tick's channel_sequence is recorded (across resets, which cut runs), and only
-    a few records carry it: one per run of ticks in a batch."""
+    """Every tick's channel_sequence is kept across resets, carried by few records (CS1)."""
     path = _record(tmp_path, "chan")
     recording = fr.open(path)
     channel = recording.channels()[0]
@@ -80,8 +79,7 @@ def test_channel_sequence_on_the_per_record_path(tmp_path: Path, monkeypatch: py
 
 
 def test_default_recording_has_no_payload_crc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """By default no CRC pass runs over payload bytes: the file says it has none, and
-    ``fsr validate --integrity crc`` says why it cannot check them."""
+    """By default no payload CRC is made; validate --integrity crc says why it cannot check."""
     path = _record(tmp_path, "plain", seconds=0.5)
     with FsrReader(path) as reader:
         assert reader.payload_crc is False

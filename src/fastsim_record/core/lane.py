@@ -32,8 +32,8 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 
 Carriers (``try_admit``): a lane built with ``materialize`` may hold cheap carriers; the
 item is built only on the overload paths (A2-A9, every eviction victim included) and at
-the worker's drain (``drain_held`` hands carriers over unbuilt).  ``materialize`` passes a ``CapturedItem`` through unchanged, and
-decisions and accounting are the same for both forms.
+the worker's drain (``drain_held`` hands them over unbuilt).  ``materialize`` passes a
+``CapturedItem`` through unchanged, and decisions and accounting are the same for both.
 
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
 envelope leaves exactly one single-sequence ``GapRecord`` for the worker
@@ -54,16 +54,8 @@ from fastsim_record.core.errors import InvalidLimits, LanePolicyError, RuleId
 from fastsim_record.core.gaps import GapReason, GapRecord
 
 __all__ = [
-    "ACCEPTED",
-    "PRESSED",
-    "Admission",
-    "AdmissionOutcome",
-    "AdmissionRule",
-    "Lane",
-    "LaneCounters",
-    "LaneSpec",
-    "OverloadPolicy",
-    "overload_problem",
+    "ACCEPTED", "PRESSED", "Admission", "AdmissionOutcome", "AdmissionRule", "Lane", "LaneCounters",
+    "LaneSpec", "OverloadPolicy", "overload_problem",
 ]
 
 
@@ -364,11 +356,9 @@ class Lane:
         return out
 
     def drain_held(self) -> list[Any]:
-        """Remove and return everything held, as held: carriers are not built (the
-        worker's columnar path builds runs of them); accounting as ``drain()``."""
-        items = self._items
-        out = list(items)
-        items.clear()
+        """Remove and return everything held, carriers unbuilt (accounting as ``drain()``)."""
+        out = list(self._items)
+        self._items.clear()
         self._bytes = 0
         self._dequeued += len(out)
         return out

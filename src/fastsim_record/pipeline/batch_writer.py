@@ -45,8 +45,11 @@ class BatchWriter:
         self.batch_elapsed_s = 0.0
         self.flush_reasons: dict[str, int] = {}
 
-    def add(self, record: OutRecord) -> None:
-        """Account ``record``; write the batches it closes."""
+    def add(self, record: OutRecord | RecordColumns) -> None:
+        """Account ``record`` (or a run of records: ``add_columns``); write the batches it closes."""
+        if record.__class__ is RecordColumns:
+            self.add_columns(record)
+            return
         self._pending.append(record)
         for closed in self._batcher.add(record.generation, record.sim_time_ns, len(record.payload)):
             self._write(closed.items, closed.reason)

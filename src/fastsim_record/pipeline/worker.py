@@ -10,10 +10,9 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
 
     | # | step                                                                   |
     |---|------------------------------------------------------------------------|
-    | 1 | drain each lane (as held) and its gaps under the lane lock; runs of    |
-    |   | numeric ticks become ``CapturedRun`` values (``columns.RunBuilder``)    |
-    | 2 | push envelopes, runs and gaps into the ordered merge; a duplicate is    |
-    |   | fatal                                                                   |
+    | 1 | drain each lane as held, and its gaps, under the lane lock             |
+    | 2 | push envelopes, runs of ticks (``columns.RunBuilder``) and gaps into   |
+    |   | the ordered merge; a duplicate is fatal                                |
     | 3 | release in global order: gaps -> GAP records, barriers close the batch  |
     |   | (B5) and become BARRIER records, items are encoded once -> DATA         |
     |   | (``RecordEncoder``); a run is written column-wise (``add_columns``)     |
@@ -64,7 +63,7 @@ from fastsim_record.pipeline.columns import RunBuilder
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge
 from fastsim_record.pipeline.record_encoder import RecordEncoder
-from fastsim_record.ports.sinks import PayloadEncoder, RecordSink
+from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordColumns, RecordSink
 
 __all__ = [
     "BACKLOG_ITEMS", "BACKLOG_YIELD_AFTER_S", "POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker",
@@ -123,8 +122,7 @@ class WriterWorker:
         self._wake = wake
         self._gauge = gauge if gauge is not None else PressureGauge()
         self._records = RecordEncoder(encoders, barrier_encoder, camera_stage)
-        # column runs only for a sink that takes them (``ColumnSink``: the FSR sink)
-        self._runs = RunBuilder(encoders if getattr(sink, "accepts_columns", False) else {})
+        self._runs = RunBuilder(encoders if getattr(sink, "accepts_columns", False) else {})  # ColumnSink
         self._writer = BatchWriter(sink, limits)
         self._monitor = monitor
         self._poll = poll_s
@@ -240,8 +238,7 @@ class WriterWorker:
             if not held and not gaps:
                 continue
             moved = True
-            items = self._runs.split(held)
-            self._pushed += len(items) + len(gaps)
+            self._pushed += len(items := self._runs.split(held)) + len(gaps)
             for gap in gaps:
                 conflict = merge.explain(gap)
                 if conflict is not None:
@@ -286,10 +283,9 @@ class WriterWorker:
                 if clock() > slice_end:  # offer the GIL to a waiting simulation thread
                     time.sleep(0)
                     slice_end = clock() + slice_s
-                if isinstance(item, CapturedRun):
-                    writer.add_columns(records.run(item))
-                    continue
-                if isinstance(item, GapRecord):
+                if isinstance(item, CapturedRun):  # a run of ticks: its records column-wise
+                    record: OutRecord | RecordColumns = records.run(item)
+                elif isinstance(item, GapRecord):
                     record = records.gap(item)
                 elif item.kind is _BARRIER:
                     writer.close_generation(item.generation)  # B5
