@@ -117,3 +117,19 @@ def test_recovery_says_whether_payloads_were_checked(
         assert "payloads checked against their CRC-32Cs" in out
     else:
         assert "payloads not checked: the file has no payload CRC-32Cs" in out
+
+
+def test_upload_says_which_files_had_no_payload_crc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``fsr upload`` validates at crc where a file has CRCs and counts the files that had none."""
+    plain = _record(tmp_path, "up-plain", seconds=0.3)
+    checked = _record(tmp_path, "up-crc", output={"payload_crc": True}, seconds=0.3)
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    plain.rename(folder / "plain.fsr")
+    checked.rename(folder / "crc.fsr")
+    capsys.readouterr()
+    store = tmp_path / "store"
+    assert fsr_main(["upload", str(folder), f"file://{store}", "--no-index", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "2 uploaded and verified" in out
+    assert "1 file had no payload CRC-32Cs" in out
