@@ -207,7 +207,7 @@ def bench_numeric(workdir: Path, hours: float, rounds: int) -> dict[str, float]:
     def file_read(path: Path) -> int:  # numpy reading the whole file (reported, no target)
         out = np.empty(path.stat().st_size, np.uint8)
         with path.open("rb", buffering=0) as stream:
-            stream.readinto(memoryview(out))
+            stream.readinto(out.data)
         return len(plain)
 
     touched = np.ones_like(plain)  # memory already backed: the bandwidth alone (reported, no target)
