@@ -49,6 +49,7 @@ def test_m6_a_run_is_released_in_order_with_items_around_it() -> None:
     items = [f.record("lifecycle", source="lifecycle") for _ in range(1)]
     assert merge.push_run(_run(2, 5)) is None
     assert merge.release_entries() == []  # 1 is still a hole
+    assert merge.held == 4
     after = CapturedRun(source="x", stream="x", lane=LaneName.NUMERIC, generation=0,
                         first_global=6, last_global=6, first_capture=1, last_capture=1)
     assert merge.push_run(after) is None
@@ -56,6 +57,7 @@ def test_m6_a_run_is_released_in_order_with_items_around_it() -> None:
     released = merge.release_entries()
     assert [type(r).__name__ for r in released] == ["CapturedItem", "CapturedRun", "CapturedRun"]
     assert merge.next_sequence == 7
+    assert merge.released_items == 6  # a run counts as its envelopes (worker rule 7)
     assert merge.source_progress()["observations"] == 5
     assert merge.holes(7) == [(7, 7)]
 

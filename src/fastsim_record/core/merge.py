@@ -124,6 +124,7 @@ class OrderedMerge:
                 out.append(run)
                 if run.last_global > nxt:
                     deque(map(pending.__delitem__, range(nxt + 1, run.last_global + 1)), maxlen=0)
+                self._released += run.last_global - nxt  # a run counts as its envelopes
                 nxt = run.last_global + 1
             else:
                 gap = cast(GapRecord, item)
@@ -151,12 +152,13 @@ class OrderedMerge:
 
     @property
     def held(self) -> int:
-        """Items waiting behind an unexplained hole (rule M4)."""
-        return sum(1 for v in self._pending.values() if v is not _COVERED)
+        """Items waiting behind an unexplained hole (rule M4); a run counts its envelopes."""
+        counts = [v.count if isinstance(v, CapturedRun) else 1 for v in self._pending.values() if v is not _COVERED]
+        return sum(counts)
 
     @property
     def released_items(self) -> int:
-        """Envelopes and gaps released so far."""
+        """Envelopes (each of a run's) and gaps released so far."""
         return self._released
 
     def holes(self, through: int) -> list[tuple[int, int]]:

@@ -238,12 +238,12 @@ class WriterWorker:
             if not held and not gaps:
                 continue
             moved = True
-            self._pushed += len(items := self._runs.split(held)) + len(gaps)
+            self._pushed += len(held) + len(gaps)  # envelopes, as the merge counts runs (rule 7)
             for gap in gaps:
                 conflict = merge.explain(gap)
                 if conflict is not None:
                     self._fail(RecordingFailed(conflict.reason))
-            for entry in items:
+            for entry in self._runs.split(held):
                 conflict = merge.push(entry) if entry.__class__ is CapturedItem else merge.push_run(entry)  # type: ignore[arg-type]
                 if conflict is not None:
                     self._fail(RecordingFailed(conflict.reason))
