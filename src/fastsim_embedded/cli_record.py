@@ -11,7 +11,9 @@ or refused output, 3 stopped; 128+N abandoned by a third signal).  Signals:
     | 2 | --episodes N      | N episodes with seeds S..S+N-1 (a sweep; names are templates)   |
     | 3 | --jobs J          | parallel episode processes (default: the number of cores)       |
     | 4 | --overwrite       | replace existing final files (never a crashed ``.incomplete``)  |
-    | 5 | --verbose, --json | the finalizer's full table / one JSON object on stdout           |
+    | 5 | --verbose, --json | the flow-control gauge (how often and how long the simulation  |
+    |   |                   | waited on Record) and the finalizer's full table / one JSON     |
+    |   |                   | object on stdout (``flow``: waits, waited_s)                    |
 
 No traceback reaches the user.
 """
@@ -53,6 +55,10 @@ def _flatten(prefix: str, value: object, out: list[tuple[str, str]]) -> None:
 
 
 def _print_table(console: Console, result: SessionResult) -> None:
+    flow = Table(title="flow control (unpaced: the simulation waits on a pressed gauge)", show_header=False)
+    flow.add_row("waits", f"{result.flow_waits} of {result.ticks} ticks")
+    flow.add_row("waited_s", f"{result.flow_waited_s:.3f}")
+    console.print(flow)
     for finalizer in result.outcome.finalizers:
         table = Table(title=f"finalizer {finalizer.request.component}", show_header=False)
         rows: list[tuple[str, str]] = [("ok", str(finalizer.result.ok))]
@@ -165,6 +171,7 @@ class RecordCommand:
         if args.json or args.sweep_worker:
             data = report.to_json()
             if result is not None:
+                data["flow"] = {"waits": result.flow_waits, "waited_s": result.flow_waited_s}
                 data["finalizers"] = [
                     {"component": f.request.component, "ok": f.result.ok, "reason": f.result.reason,
                      "summary": f.result.summary}

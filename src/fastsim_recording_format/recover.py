@@ -52,6 +52,7 @@ class RecoveryReport:
     bytes_dropped: int
     size: int
     reason: str | None  # why the tail was dropped, or None
+    payload_crc: bool = False  # the kept batches' payloads were checked against their CRC-32Cs
 
     @property
     def lossless(self) -> bool:
@@ -127,7 +128,7 @@ def recover(
     finally:
         src.close()
     return RecoveryReport(
-        acc.batches, int(acc.kind_counts.sum()), dropped_records, dropped_bytes, size, reason
+        acc.batches, int(acc.kind_counts.sum()), dropped_records, dropped_bytes, size, reason, head.payload_crc
     )
 
 

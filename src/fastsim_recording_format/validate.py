@@ -147,8 +147,8 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
         )
     if integrity == "crc" and not head.payload_crc:
         raise ProfileUnsupportedError(
-            integrity, "the file was written without payload CRC-32Cs (before they existed, or "
-            "with payload_crc=False)", supported_profiles(head),
+            integrity, "the file was written without payload CRC-32Cs (recorded without "
+            "runtime.output.payload_crc: true, or before they existed)", supported_profiles(head),
         )
     tail = read_tail(src, head)
     acc = Accumulator(head.stream_ids)

@@ -7,8 +7,9 @@ objects is written once at the end (``fastsim_record.batch.index``).
     |---|-------------------|----------------------------------------------------------------|
     | 1 | select            | only sealed files: never ``*.incomplete``, nothing under      |
     |   |                   | ``.quarantine/``, no hidden temporary file                     |
-    | 2 | validate          | ``crc`` where the file has payload CRCs, else ``structural``; |
-    |   |                   | an invalid file is not uploaded (the batch fails, naming it)   |
+    | 2 | validate          | ``crc`` where the file has payload CRCs, else ``structural``  |
+    |   |                   | (the command says how many files had none); an invalid file   |
+    |   |                   | is not uploaded (the batch fails, naming it)                   |
     | 3 | skip              | an object of the same size whose index row has the same ETag  |
     |   |                   | and SHA-256 is skipped unread; one of the same size without    |
     |   |                   | such a row is re-read: the same SHA-256 is skipped too         |
@@ -137,4 +138,4 @@ def upload_job(task: UploadTask) -> Outcome:
     entry = Entry(url=task.url, size=size, etag=None if current is None else etag_of(current),
                   mtime_ns=None if current is None or not is_local_fs(fs) else os.stat(remote).st_mtime_ns)
     row = row_of(entry, info, receipt, receipt["profile"], digest, None)
-    return Outcome(task.path, 0, None, {"status": status, "row": row})
+    return Outcome(task.path, 0, None, {"status": status, "row": row, "payload_crc": receipt["profile"] == "crc"})

@@ -96,4 +96,8 @@ def run(args: argparse.Namespace) -> int:
     where = f", index {index_url}" if not args.no_index and rows else ""
     print(f"upload of {files(len(outcomes))} to {_dest(args.url)}: {counts['uploaded']} uploaded and verified, "
           f"{counts['skipped']} already there (identical), {failed} failed{where}")
+    no_crc = sum(1 for o in outcomes if o.code == 0 and o.data is not None and not o.data.get("payload_crc"))
+    if no_crc:
+        print(f"{files(no_crc)} had no payload CRC-32Cs (recorded without runtime.output.payload_crc: true): "
+              "validated structurally, payload bytes not checked before upload")
     return failures(PROG, outcomes)
