@@ -7,16 +7,24 @@ temporary local copy).  Every source is validated first (``--jobs J`` processes,
 the export is made locally, then uploaded.  The export is written
 to a temporary ``.OUT.exporting-<pid>`` next to OUT and renamed to OUT only when it is
 complete, so OUT is never half-written; an existing OUT is replaced only with
-``--overwrite`` (and only after the new export is complete).
+``--overwrite`` (and only after the new export is complete).  OUT is never a source, nor
+a folder holding one, even with ``--overwrite`` (``fastsim_recording_format.overlap``).
+Staging left by a dead export is removed first (``cli._staging``).  Every source is
+validated with its payload CRC-32Cs when it has them (a flipped payload byte is refused,
+never exported as a wrong value); a source without them is validated structurally.
 
     | # | outcome                                                   | output              | exit |
     |---|-----------------------------------------------------------|---------------------|------|
     | 1 | exported                                                  | one summary line    | 0    |
-    | 2 | a source is not a valid FSR file, or cannot be exported   | one line naming the | 1    |
-    |   | to the target (e.g. LeRobot: cameras at different rates)  | file and the field  |      |
+    | 2 | a source is not a valid FSR file, its payload fails its   | one line naming the | 1    |
+    |   | CRC, or it cannot be exported to the target (e.g.         | file and the field  |      |
+    |   | LeRobot: cameras at different rates); the disk is full    | (ENOSPC: one line)  |      |
     | 3 | a SOURCE does not exist or a folder holds no FSR file;    | one line            | 2    |
-    |   | OUT exists (without ``--overwrite``); the target's extra  | (names the          |      |
-    |   | is not installed                                          | ``pip install``)    |      |
+    |   | OUT exists (without ``--overwrite``); OUT is a source or  | (names the          |      |
+    |   | holds one; the target's extra is not installed; a live    | ``pip install``)    |      |
+    |   | export's staging is in the way                           |                     |      |
+    | 4 | SIGINT / SIGTERM / SIGHUP                                 | one line; staging   | 128+N|
+    |   |                                                           | removed             |      |
 
 Never a traceback.  A progress bar (records exported) is drawn on stderr when it is a
 terminal.
@@ -26,11 +34,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
+
+from fastsim_record.cli import _signals
+from fastsim_record.cli._staging import clear_stale, publish, remove, staging
+from fastsim_recording_format.overlap import OutputOverlapsInput, refuse_overlap
 
 __all__ = ["add_arguments", "run"]
 
@@ -94,20 +106,34 @@ class _Bar:
 
     def total(self, records: int) -> None:
         """Set the bar's total."""
+        _signals.reinstall()
         if self._bar is not None:
             self._bar.update(self._task, total=records)
 
     def advance(self, records: int) -> None:
-        """Move the bar."""
+        """Move the bar (and, between records, take SIGINT back from a native SDK)."""
+        _signals.reinstall()
         if self._bar is not None:
             self._bar.advance(self._task, records)
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
+def _failure(exc: Exception, out: Path) -> tuple[int, str]:
+    """The exit code and the one line of a failed export (the staging is already gone)."""
+    from fastsim_record.export import ExportError, MissingExtra
+    from fastsim_recording_format import FormatError
+    from fastsim_recording_format.reading import ReadError
+
+    if isinstance(exc, ExportError | ReadError | FormatError):
+        return 1, f"fsr export: {exc}"
+    if isinstance(exc, MissingExtra):
+        return 2, f"fsr export: {exc}"
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ENOSPC:
+            return 1, f"fsr export: no space left on the device of {out} (ENOSPC); nothing was written"
+        if isinstance(exc, FileExistsError):
+            return 2, f"fsr export: {exc.filename or out} {exc.strerror}"
+        return 1, f"fsr export: {exc.strerror or exc}: {exc.filename or out}"
+    return 1, f"fsr export: internal error: {type(exc).__name__}: {exc}".splitlines()[0]
 
 
 def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
@@ -215,57 +241,45 @@ def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib
 
 def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> int:
     """Export local sources to a local OUT."""
-    from fastsim_record.export import (
-        ExportError,
-        ExportOptions,
-        MissingExtra,
-        collect_sources,
-        exporter,
-    )
-    from fastsim_recording_format import FormatError
-    from fastsim_recording_format.reading import ReadError
+    from fastsim_record.export import ExportOptions, MissingExtra, collect_sources, exporter
 
     try:
         sources = collect_sources(raw_sources)
     except FileNotFoundError as exc:
         return _fail(2, f"fsr export: {exc}")
     out = Path(output)
-    if (out.exists() or out.is_symlink()) and not args.overwrite:
+    try:  # never replace or remove a file this command reads, even with --overwrite
+        refuse_overlap(out, [*raw_sources, *sources])
+    except OutputOverlapsInput as exc:
+        return _fail(2, f"fsr export: {exc}")
+    if os.path.lexists(out) and not args.overwrite:
         return _fail(2, f"fsr export: {out} exists; pass --overwrite to replace it")
     if not out.parent.is_dir():
         return _fail(2, f"fsr export: {out.parent}: no such folder for OUT")
+    busy = clear_stale(out, ("exporting",))
+    if busy:
+        return _fail(2, f"fsr export: {busy[0]} belongs to a running export (its PID is alive); "
+                        "wait for it, or remove it if that process is not an export")
     try:
         target = exporter(args.to)
     except MissingExtra as exc:
         return _fail(2, f"fsr export: {exc}")
+    _signals.reinstall(0.0)  # a native SDK imported above may have taken SIGINT
     code = _checked(args, sources)
     if code:
         return code
-    tmp = out.parent / f".{out.name}.exporting-{os.getpid()}"
-    if tmp.exists() or tmp.is_symlink():
-        return _fail(2, f"fsr export: {tmp} exists (another export?); remove it first")
+    tmp = staging(out, "exporting")
     options = ExportOptions(task=args.task, video_codec=args.video_codec)
     try:
         with _Bar(f"export {args.to}", not args.quiet and sys.stderr.isatty()) as bar:
             summary = target.export(sources, tmp, options, bar)
-    except (ExportError, ReadError, FormatError) as exc:
-        _remove(tmp)
-        return _fail(1, f"fsr export: {exc}")
-    except MissingExtra as exc:
-        _remove(tmp)
-        return _fail(2, f"fsr export: {exc}")
-    except OSError as exc:
-        _remove(tmp)
-        return _fail(1, f"fsr export: {exc.strerror or exc}: {exc.filename or out}")
-    except Exception as exc:  # a defect of this program: still one line, never a traceback
-        _remove(tmp)
-        return _fail(1, f"fsr export: internal error: {type(exc).__name__}: {exc}")
-    except BaseException:
-        _remove(tmp)
+        publish(tmp, out, args.overwrite)
+    except BaseException as exc:
+        with _signals.deferred():
+            remove(tmp)
+        if isinstance(exc, Exception):
+            return _fail(*_failure(exc, out))
         raise
-    if out.exists() or out.is_symlink():  # only reached with --overwrite
-        _remove(out)
-    os.replace(tmp, out)
     total = sum(summary.counts.values())
     unit = {"lerobot": "frames", "mcap": "messages", "rerun": "rows"}.get(args.to, "items")
     print(f"exported {len(sources)} recording(s), {summary.episodes} episode(s), {total} {unit} to {out} ({args.to})")

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _sweep(host: Any, args: argparse.Namespace) -> int:
     from fastsim_record.batch.executors import MissingRay, choose
-    from fastsim_record.batch.index import EpisodeIndexError, read_index, write_index
+    from fastsim_record.batch.index import EpisodeIndexError, read_index, update_index
     from fastsim_record.batch.sweep import EpisodeTask, episode_job
 
     first, lines = host.check_sweep(args)
@@ -95,14 +95,14 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
         return 2
     finally:
         executor.close()
-    rows = dict(old)
+    mine: dict[str, Any] = {}
     for outcome in outcomes:
         for row in (outcome.data or {}).get("rows", []):
-            rows[row["path"]] = row
+            mine[row["path"]] = row
     index_problem = None
-    if index_url and rows:
-        try:
-            write_index(index_url, rows.values())
+    if index_url and (old or mine):
+        try:  # merged with the index as it is now: another writer's rows are kept
+            update_index(index_url, lambda now: {**(now or {}), **mine}.values())
         except EpisodeIndexError as exc:  # the episodes are uploaded; only the index is missing
             index_problem = str(exc)
     code = _report(args, outcomes)
