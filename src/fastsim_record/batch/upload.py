@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_record.batch.jobs import Outcome, row_of, sha256_file
+from fastsim_record.batch.jobs import Outcome, payload_receipt, row_of, sha256_file
 from fastsim_record.batch.sources import (
     Entry,
     etag_of,
@@ -41,7 +41,7 @@ from fastsim_record.batch.sources import (
     skipped,
     store_error,
 )
-from fastsim_recording_format import FormatError, FsrReader, ProfileUnsupportedError, validate
+from fastsim_recording_format import FormatError, FsrReader
 
 __all__ = ["UploadTask", "object_sha256", "upload_job"]
 
@@ -92,19 +92,12 @@ def _info(fs: Any, remote: str) -> dict[str, Any] | None:
     return info
 
 
-def _receipt(path: str) -> dict[str, Any]:
-    try:
-        return validate(path, "crc").to_json()
-    except ProfileUnsupportedError:
-        return validate(path, "structural").to_json()
-
-
 def upload_job(task: UploadTask) -> Outcome:
     """Steps 1-5 for one file; ``data`` is its index row (``status``: uploaded or skipped)."""
     if skipped(task.path):
         return Outcome(task.path, 1, "not a committed file (.incomplete, .quarantine or temporary); not uploaded")
     try:
-        receipt = _receipt(task.path)
+        receipt = payload_receipt(task.path).to_json()
         with FsrReader(task.path) as reader:
             from fastsim_record.cli.info import summary
 

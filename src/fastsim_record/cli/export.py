@@ -143,11 +143,12 @@ def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
     from fastsim_recording_format import FormatError
 
     if args.jobs is not None or args.ray is not None:
-        from fastsim_record.batch.jobs import CheckTask, validate_job
+        from fastsim_record.batch.jobs import CRC_IF_PRESENT, CheckTask, validate_job
         from fastsim_record.batch.runner import run_all
         from fastsim_record.batch.sources import Entry
 
-        outcomes = run_all("fsr export", args, validate_job, [CheckTask(Entry(str(p), 0)) for p in sources])
+        tasks = [CheckTask(Entry(str(p), 0), CRC_IF_PRESENT) for p in sources]
+        outcomes = run_all("fsr export", args, validate_job, tasks)
         if isinstance(outcomes, int):
             return outcomes
         for o in outcomes:
