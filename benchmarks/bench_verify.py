@@ -14,9 +14,9 @@ alternating order and times three reads:
 
 Each read is timed twice over: cold (the file's pages dropped from the page cache with
 ``posix_fadvise(DONTNEED)`` before every read: a dataset's first read) and warm (in the
-page cache: a file read again and again).  The default is chosen on the cold full read:
-verification happens on the first read of each batch, and a file has payload CRCs only
-when its writer chose to pay for them.  Prints, per read, the median of the paired time
+page cache: a file read again and again).  The default (``verify=True``) holds while no read
+costs more than ``TARGET_MAX_RATIO`` (2x) with the check: verification happens once per
+batch per open, and a file has payload CRCs only when its writer chose them.  Prints, per read, the median of the paired time
 ratios verify/no-verify (the cost of the check, 1.0 = free) and the medians of each side; ``--json`` ends with one JSON line of the
 figures.  The README and ``docs/reading.md`` quote the figures that chose the default.
 """
@@ -41,7 +41,10 @@ from fastsim_recording_format.reading import open as open_recording
 
 CHANNELS = 90
 FRAME = (120, 160, 3)
-TARGET_FULL_READ = 1.25  # verify costs at most 25 % on a first full read: then it is the default
+#: verify=True is the default when no read measured here costs more than this with it: a
+#: file carries payload CRCs only when its writer chose them, so the check is what its
+#: owner asked for, and a wrong value is never an acceptable price for speed
+TARGET_MAX_RATIO = 2.0
 
 
 def write_file(path: Path, ticks: int) -> None:
@@ -123,10 +126,12 @@ def main() -> None:
                 figures[f"{cache}_{name}_verify_ms"] = round(statistics.median(on) * 1e3, 2)
                 figures[f"{cache}_{name}_no_verify_ms"] = round(statistics.median(off) * 1e3, 2)
     figures["file_mib"] = round(size / 2**20, 1)
-    figures["target_cold_numeric_all_verify_ratio_max"] = TARGET_FULL_READ
-    met = figures["cold_numeric_all_verify_ratio"] <= TARGET_FULL_READ
-    print(f"verify on a first (cold) full read costs {figures['cold_numeric_all_verify_ratio']:.2f}x "
-          f"(at most {TARGET_FULL_READ}x makes verify=True the default): {'met' if met else 'NOT met'}")
+    worst = max(v for k, v in figures.items() if k.endswith("_verify_ratio"))
+    figures["worst_verify_ratio"] = worst
+    figures["target_worst_verify_ratio_max"] = TARGET_MAX_RATIO
+    met = worst <= TARGET_MAX_RATIO
+    print(f"the check costs at most {worst:.2f}x on these reads (at most {TARGET_MAX_RATIO}x keeps "
+          f"verify=True the default): {'met' if met else 'NOT met'}")
     if args.json:
         print(json.dumps(figures, sort_keys=True))
 

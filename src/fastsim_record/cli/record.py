@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sweep(host: Any, args: argparse.Namespace) -> int:
-    from fastsim_record.batch.executors import MissingRay, choose
+    from fastsim_record.batch.executors import MissingRay, ProcessPool, choose
     from fastsim_record.batch.index import EpisodeIndexError, read_index, update_index
     from fastsim_record.batch.sweep import EpisodeTask, episode_job
 
@@ -85,8 +85,10 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
     import os
 
     executor = choose(args.jobs or os.cpu_count() or 1, args.ray)
+    done = False
     try:
         outcomes = list(executor.map(episode_job, tasks, idempotent=False))
+        done = True
     except MissingRay as exc:
         print(f"fsr record: {exc}", file=sys.stderr)
         return 2
@@ -94,7 +96,7 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
         print(f"fsr record: --ray: {exc}".splitlines()[0], file=sys.stderr)
         return 2
     finally:
-        executor.close()
+        executor.close(abort=not done) if isinstance(executor, ProcessPool) else executor.close()
     mine: dict[str, Any] = {}
     for outcome in outcomes:
         for row in (outcome.data or {}).get("rows", []):
