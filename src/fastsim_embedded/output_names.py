@@ -2,9 +2,11 @@
 
     | # | check                                   | refusal (``OutputRefused``, one line)        |
     |---|-----------------------------------------|----------------------------------------------|
-    | 1 | bare name: no separator, NUL or control | names the character                          |
-    |   | character                               |                                              |
-    | 2 | ``<name>.incomplete`` fits NAME_MAX     | names the length and the limit               |
+    | 1 | ``fastsim_contract.output_names``: bare,| names the character, the hidden or unsealed  |
+    |   | printable, not hidden, not              | name, or the sizes and the limit (NAME_MAX   |
+    |   | ``.incomplete``, short enough for the   | of the output folder's file system)          |
+    |   | hidden staging name                     |                                              |
+    | 2 | (kept for the table's numbering)        |                                              |
     | 3 | ``.<name>.lock`` is free (``flock``)    | another recorder is writing this name now    |
     | 4 | the lock file is a plain file           | a planted symlink is never followed          |
 
@@ -23,11 +25,10 @@ from pathlib import Path
 import attrs
 
 from fastsim_contract.errors import LeaseError
+from fastsim_contract.output_names import NAME_MAX, STAGING_SUFFIX, output_name_refusal
 
 __all__ = ["STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity"]
 
-STAGING_SUFFIX = ".incomplete"
-_NAME_MAX_DEFAULT = 255
 
 
 class OutputRefused(LeaseError):
@@ -39,27 +40,16 @@ class OutputRefused(LeaseError):
 
 
 def check_output_name(name: str, directory: Path | None = None) -> str | None:
-    """Why ``name`` cannot be an output file name (``None`` when it can).
-
-    A bare name with no separator, NUL or control character, and short enough that
-    ``<name>.incomplete`` fits the file system's name limit (of ``directory`` when it
-    exists, else 255 bytes).
-    """
-    if not name or name in (".", "..") or "/" in name or "\\" in name:
-        return f"{name!r} is not a bare file name"
-    bad = [c for c in name if ord(c) < 32 or ord(c) == 127]
-    if bad:
-        return f"{name!r} contains a control character ({bad[0]!r}); use printable characters only"
-    limit = _NAME_MAX_DEFAULT
+    """Why ``name`` cannot be an output file name (``None`` when it can): the Core
+    contract's one rule (``fastsim_contract.output_names``), with the name limit of
+    ``directory``'s file system when it exists (else 255 bytes)."""
+    limit = NAME_MAX
     if directory is not None:
         try:
             limit = os.pathconf(directory, "PC_NAME_MAX")
         except (OSError, ValueError):
-            limit = _NAME_MAX_DEFAULT
-    size = len((name + STAGING_SUFFIX).encode("utf-8", "surrogateescape"))
-    if size > limit:
-        return f"{name!r} is too long: {name}{STAGING_SUFFIX} would be {size} bytes, over the file system's {limit}-byte limit"
-    return None
+            limit = NAME_MAX
+    return output_name_refusal(name, limit)
 
 
 def identity_of(info: os.stat_result) -> tuple[int, int]:
