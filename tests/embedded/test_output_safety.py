@@ -168,8 +168,7 @@ def test_a_name_too_long_for_its_staging_file_is_refused(tmp_path: Path) -> None
 
 
 def test_the_longest_name_fsr_check_accepts_is_one_the_host_can_stage(tmp_path: Path) -> None:
-    """One limit in one place: a name of exactly the contract's longest length reserves and
-    stages (its hidden staging name fits NAME_MAX); one byte more is refused by both sides."""
+    """One limit in one place: the longest name the contract allows stages at exactly NAME_MAX; one byte more is refused."""
     from fastsim_contract.output_names import NAME_MAX, STAGING_OVERHEAD
 
     longest = "x" * (NAME_MAX - STAGING_OVERHEAD - 4) + ".fsr"
@@ -177,7 +176,8 @@ def test_the_longest_name_fsr_check_accepts_is_one_the_host_can_stage(tmp_path: 
     service = _service(tmp_path)
     lease = service.open_write(longest)
     staged = [p.name for p in tmp_path.iterdir() if ".incomplete-" in p.name]
-    assert len(staged) == 1 and len(staged[0].encode()) == NAME_MAX  # exactly what the contract budgets
+    assert len(staged) == 1
+    assert len(staged[0].encode()) == NAME_MAX  # exactly what the contract budgets
     service.abort(lease)
     assert check_output_name("y" + longest, tmp_path) is not None
 

@@ -37,6 +37,8 @@ import contextlib
 import errno
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +80,7 @@ def _fail(code: int, message: str) -> int:
 class _Bar:
     """A rich progress bar on stderr, or nothing when stderr is not a terminal."""
 
-    def __init__(self, label: str, show: bool) -> None:
+    def __init__(self, label: str, show: bool, terminal: Any = None) -> None:
         self._bar: Any = None
         self._task: Any = None
         if show:
@@ -92,7 +94,7 @@ class _Bar:
             )
 
             self._bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=Console(stderr=True), transient=True)
+                                 console=Console(file=terminal, stderr=terminal is None), transient=True)
             self._task = self._bar.add_task(label, total=None)
 
     def __enter__(self) -> _Bar:
@@ -115,6 +117,44 @@ class _Bar:
         _signals.reinstall()
         if self._bar is not None:
             self._bar.advance(self._task, records)
+
+
+_NO_SPACE = (b"No space left on device", b"os error 28", b"StorageFull", b"ENOSPC")
+
+
+@contextlib.contextmanager
+def _native_logs(said: list[bytes]) -> Iterator[Any]:
+    """The export's file descriptor 2 goes to a temporary file while the exporter runs: a
+    native SDK (Foxglove, Rerun) logs each failed write there, not hundreds of lines (with
+    ANSI colours) on the terminal.  Yields a stream on the real stderr (for the progress
+    bar); ``said`` receives the first MiB of what was logged."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    terminal = os.fdopen(os.dup(saved), "w", encoding="utf-8", errors="replace")
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield terminal
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            terminal.close()
+            log.seek(0)
+            said.append(log.read(1 << 20))
+
+
+def _quiet_stderr() -> None:
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _out_of_space(said: list[bytes]) -> bool:
+    """Whether the native logs name a full disk (ENOSPC)."""
+    return any(mark in text for text in said for mark in _NO_SPACE)
 
 
 def _failure(exc: Exception, out: Path) -> tuple[int, str]:
@@ -271,15 +311,24 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> in
         return code
     tmp = staging(out, "exporting")
     options = ExportOptions(task=args.task, video_codec=args.video_codec)
+    show = not args.quiet and sys.stderr.isatty()
+    logs: list[bytes] = []
     try:
-        with _Bar(f"export {args.to}", not args.quiet and sys.stderr.isatty()) as bar:
+        with _native_logs(logs) as terminal, _Bar(f"export {args.to}", show, terminal) as bar:
             summary = target.export(sources, tmp, options, bar)
+        if _out_of_space(logs):  # an SDK that logged a failed write and went on
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out))
         publish(tmp, out, args.overwrite)
     except BaseException as exc:
         with _signals.deferred():
             remove(tmp)
         if isinstance(exc, Exception):
-            return _fail(*_failure(exc, out))
+            if _out_of_space(logs) and not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+                exc = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out))
+            code = _fail(*_failure(exc, out))
+            if _signals.installed():  # the console script: an SDK's logs at interpreter exit stay quiet too
+                _quiet_stderr()
+            return code
         raise
     total = sum(summary.counts.values())
     unit = {"lerobot": "frames", "mcap": "messages", "rerun": "rows"}.get(args.to, "items")
