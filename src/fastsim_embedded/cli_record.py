@@ -41,6 +41,7 @@ from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.backends import backend_names
 from fastsim_embedded.compile import PreparedRun, check_duration, prepare_run
 from fastsim_embedded.output import OutputRefused
+from fastsim_embedded.output_names import protect_inputs
 from fastsim_embedded.record_summary import EXIT_CONFIG, EXIT_FAILED, EpisodeReport, report_of
 from fastsim_embedded.session import SessionResult, run_session
 from fastsim_embedded.stop_signals import StopSignals
@@ -157,6 +158,7 @@ class RecordCommand:
             err.print("--jobs: only with --episodes", markup=False)
             return EXIT_CONFIG
         owns_process = bool(getattr(args, "owns_process", False)) or args.sweep_worker
+        protect_inputs([args.run])  # an output never replaces the Run file, even with --overwrite
         stop = StopSignals(watchdog=owns_process).install()
         if args.sweep_worker:  # an episode never outlives its sweep (SIGTERM: it commits what it has)
             end_with_parent(signal.SIGTERM)

@@ -26,6 +26,7 @@ import attrs
 
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.output import OutputRefused
+from fastsim_embedded.output_names import protect_inputs
 from fastsim_embedded.replay import replay
 from fastsim_embedded.stop_signals import StopSignals
 
@@ -51,6 +52,7 @@ class ReplayCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         """Replay; never raise."""
+        protect_inputs([args.source, args.run])  # never replaced, even with --overwrite
         stop = StopSignals(command="fsr replay", watchdog=bool(getattr(args, "owns_process", False))).install()
         try:
             result, backend = replay(

@@ -7,6 +7,9 @@
     |   | ``.incomplete``, short enough for the   | of the output folder's file system)          |
     |   | hidden staging name                     |                                              |
     | 2 | (kept for the table's numbering)        |                                              |
+    | 5 | not a file this process reads           | ``fastsim_recording_format.overlap``: the    |
+    |   | (``protect_inputs``: a Replay's SOURCE, | same file (links too) as an input, even with |
+    |   | the Run file), nor a folder holding one | ``--overwrite``                              |
     | 3 | ``.<name>.lock`` is free (``flock``)    | another recorder is writing this name now    |
     | 4 | the lock file is a plain file           | a planted symlink is never followed          |
 
@@ -26,8 +29,11 @@ import attrs
 
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_names import NAME_MAX, STAGING_SUFFIX, output_name_refusal
+from fastsim_recording_format.overlap import overlap
 
-__all__ = ["STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity"]
+__all__ = [
+    "STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity", "protect_inputs",
+]
 
 
 
@@ -39,17 +45,29 @@ class OutputRefused(LeaseError):
         super().__init__(f"{path}: {message}")
 
 
+#: files this process was asked to read (a Replay's SOURCE, the Run file): never an output
+_INPUTS: list[str] = []
+
+
+def protect_inputs(paths: list[str]) -> None:
+    """Row 5: no output of this process may replace ``paths`` or a folder holding one."""
+    _INPUTS.extend(os.fspath(p) for p in paths)
+
+
 def check_output_name(name: str, directory: Path | None = None) -> str | None:
     """Why ``name`` cannot be an output file name (``None`` when it can): the Core
     contract's one rule (``fastsim_contract.output_names``), with the name limit of
-    ``directory``'s file system when it exists (else 255 bytes)."""
+    ``directory``'s file system when it exists (else 255 bytes); and row 5."""
     limit = NAME_MAX
     if directory is not None:
         try:
             limit = os.pathconf(directory, "PC_NAME_MAX")
         except (OSError, ValueError):
             limit = NAME_MAX
-    return output_name_refusal(name, limit)
+    refusal = output_name_refusal(name, limit)
+    if refusal is None and directory is not None and _INPUTS:
+        refusal = overlap(directory / name, _INPUTS)
+    return refusal
 
 
 def identity_of(info: os.stat_result) -> tuple[int, int]:

@@ -93,7 +93,7 @@ def plan(sources: list[str], url: str) -> list[tuple[str, str]]:
             local = str(file)
             problem = _segments_problem("the key", key)
             if problem is not None:
-                raise SourceError(f"{local}: {problem}")
+                raise SourceError(f"{local if local.isprintable() else repr(local)}: {problem}")
             target = f"{dest}/{key}"
             if target in pairs and os.path.abspath(pairs[target]) != os.path.abspath(local):
                 raise SourceError(f"{local}: would overwrite {target}, also the target of {pairs[target]}")
