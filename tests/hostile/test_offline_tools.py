@@ -344,7 +344,7 @@ def test_a_file_without_payload_crcs_is_read_and_exported_unchecked(tmp_path: Pa
     write_numeric(path, 100, payload_crc=False)
     with open_recording(path) as rec:
         assert rec.payload_crc is False
-        assert rec.numeric("robot.ch1").values[:2].tolist() == [0.5, 1.5]
+        assert rec.numeric("robot.ch1").values[:2, 0].tolist() == [0.5, 1.5]
     assert fsr("export", str(path), "--to", "mcap", "-o", str(tmp_path / "o.mcap")).returncode == 0
 
 
