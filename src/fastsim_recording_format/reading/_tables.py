@@ -30,7 +30,6 @@ import mmap
 import os
 
 import numpy as np
-from crc32c import crc32c
 
 from fastsim_recording_format import FormatError, FsrReader, RecordKind
 from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, RECORD_DTYPE, crc, pad8
@@ -201,13 +200,14 @@ class FileTables:
             self._map.madvise(mmap.MADV_WILLNEED, page, at + length - page)
         view = memoryview(self._map) if self._map is not None else memoryview(b"")
         try:
-            value = crc32c(view[at:at + length])
+            value = crc(view[at:at + length])
         finally:
             view.release()
         if value != expected:
             ids = sorted(set(np.frombuffer(table, RECORD_DTYPE)["stream_id"].tolist()))
             names = {s.stream_id: s.name for s in self.reader.streams}
-            streams = ", ".join(names.get(i, str(i)) for i in ids)
+            streams = ", ".join(names.get(i, str(i)) for i in ids[:6]) + (
+                f" and {len(ids) - 6} more" if len(ids) > 6 else "")
             raise FormatError(off + 20, f"{self.path}: batch payload CRC-32C mismatch (streams {streams}); "
                                         "the payload bytes changed after they were written")
 
