@@ -16,6 +16,7 @@ __all__ = ["IMPLEMENTATIONS", "load"]
 IMPLEMENTATIONS: list[tuple[str, str]] = [
     ("embedded", "fastsim_embedded.contract_driver:make_driver"),
     ("fake", "fastsim_record.testing.contract_driver:make_driver"),
+    ("gymnasium", "fastsim_embedded.gymnasium_contract_driver:make_driver"),
 ]
 
 

@@ -58,3 +58,32 @@ def test_public_fakes_strategies_and_the_format_import_without_the_test_extras()
         [sys.executable, "-c", _WITHOUT_TEST_EXTRAS], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def _pyproject() -> dict[str, object]:
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    project: dict[str, object] = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def test_the_plugin_is_registered_as_fastsim_record_in_both_groups() -> None:
+    """pyproject registers `fastsim.record` in fastsim.components and fastsim.plugins, as the plugin README names them."""
+    groups = _pyproject()["entry-points"]
+    assert isinstance(groups, dict)
+    assert groups["fastsim.components"] == {"fastsim.record": "fastsim_record.config.catalog:CATALOG"}
+    assert groups["fastsim.plugins"] == {"fastsim.record": "fastsim_record.bootstrap:create_plugin"}
+
+
+def test_the_project_is_released_under_apache_2() -> None:
+    """LICENSE is the Apache License 2.0 text and pyproject's licence field says so."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "LICENSE").read_text()
+    assert _pyproject()["license"] == "Apache-2.0"
+    assert "Apache License\n                           Version 2.0, January 2004" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert "All rights reserved" not in text

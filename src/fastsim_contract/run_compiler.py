@@ -55,10 +55,21 @@ __all__ = [
     "RecordingSources",
     "compile_run",
     "discover_catalogs",
+    "entry_point_name",
     "load_and_compile",
 ]
 
 COMPONENTS_ENTRY_POINT_GROUP = "fastsim.components"
+
+
+def entry_point_name(component_id: str) -> str:
+    """The entry-point name of a component in both discovery groups.
+
+    ``plugin://<ns>/<name>`` is registered as ``<ns>.<name>``: ``plugin://fastsim/record``
+    is ``fastsim.record`` in ``fastsim.components`` and in ``fastsim.plugins``.
+    """
+    _, _, path = component_id.partition("://")
+    return ".".join(part for part in path.split("/") if part)
 
 
 @attrs.frozen
@@ -200,11 +211,16 @@ def _within_schema(value: Any, schema: Mapping[str, Any]) -> Any:
 
 
 def discover_catalogs() -> dict[str, ComponentCatalog]:
-    """Installed catalogs from the ``fastsim.components`` entry points, by component id."""
+    """Installed catalogs from the ``fastsim.components`` entry points, by component id.
+
+    A catalog counts only under its own name (``entry_point_name``): Core looks a
+    component up by that name, so one registered under another name is not found.
+    """
     found: dict[str, ComponentCatalog] = {}
     for ep in entry_points(group=COMPONENTS_ENTRY_POINT_GROUP):
         catalog = ep.load()
-        found[catalog.component_id] = catalog
+        if ep.name == entry_point_name(catalog.component_id):
+            found[catalog.component_id] = catalog
     return found
 
 

@@ -5,8 +5,9 @@ Module map (the Core side; the contract is ``fastsim_contract`` and ``contracts/
     | module             | what it owns                                                          |
     |--------------------|-----------------------------------------------------------------------|
     | compile            | ``prepare_run``: load_run -> compile_run -> backend -> CapturePlan     |
-    | session            | ``run_session``: boot, plugin discovery/prepare/start, loop, terminal |
-    | loop               | ``run_loop``: ticks at the sensor rate, host-work hook, pacing         |
+    | session            | ``Episode``: one Run as an object (open, step, close); ``run_session``  |
+    |                    | = ``Episode.open`` + the scripted driver + ``close``                  |
+    | loop               | ``TickStepper`` (one tick); ``run_loop``: the scripted driver (pacing) |
     | core               | ``EmbeddedHost`` (publishers, cut) and ``EmbeddedCore`` (CoreServices) |
     | bus                | global/per-source sequences, atomic history-plus-live delivery        |
     | terminal           | completion (first wins), finalizer deadline, cancel, run status       |

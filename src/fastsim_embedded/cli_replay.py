@@ -3,7 +3,8 @@
 Reached through the ``fastsim.hosts`` entry point ``embedded-replay`` (``fastsim_record``
 never imports this package).  RUN.yaml names the scene (``backend: mujoco``), the
 cameras and a Record instance; the scene is posed from SOURCE's ``render.state`` and
-never stepped.  Exit codes:
+never stepped.  ``--renderer moderngl`` draws SOURCE's recorded geometry instead, with no
+physics engine (``fastsim_embedded.gl_replay``; the ``[gl]`` extra).  Exit codes:
 
     | # | code | when                                                                  |
     |---|------|-----------------------------------------------------------------------|
@@ -27,7 +28,7 @@ import attrs
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.output import OutputRefused
 from fastsim_embedded.output_names import protect_inputs
-from fastsim_embedded.replay import replay
+from fastsim_embedded.replay import RENDERERS, replay
 from fastsim_embedded.stop_signals import StopSignals
 
 __all__ = ["COMMAND", "ReplayCommand"]
@@ -42,11 +43,13 @@ class ReplayCommand:
     """The ``replay`` subcommand as the ``fsr`` dispatcher expects it."""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Declare ``SOURCE.fsr RUN.yaml [--output-dir DIR] [--backend NAME]``."""
+        """Declare ``SOURCE.fsr RUN.yaml [--output-dir DIR] [--backend NAME] [--renderer NAME]``."""
         parser.add_argument("source", metavar="SOURCE.fsr", help="an FSR with a render.state stream")
         parser.add_argument("run", metavar="RUN.yaml", help="the Replay Run (scene, cameras, Record)")
         parser.add_argument("--output-dir", default=".", metavar="DIR", help="where the new FSR is committed")
         parser.add_argument("--backend", default=None, metavar="NAME", help="override the Run's backend")
+        parser.add_argument("--renderer", default="mujoco", metavar="|".join(RENDERERS),
+                            help="mujoco: pose the Run's scene; moderngl: draw the recorded geometry, no physics")
         parser.add_argument("--overwrite", action="store_true",
                             help="replace an existing output file (default: refuse, exit 2)")
 
@@ -57,7 +60,7 @@ class ReplayCommand:
         try:
             result, backend = replay(
                 args.source, args.run, Path(args.output_dir), backend=args.backend, overwrite=args.overwrite,
-                on_host=stop.attach, on_cut=stop.arm,
+                on_host=stop.attach, on_cut=stop.arm, renderer=args.renderer,
             )
         except OutputRefused as exc:
             _err(f"fsr replay: {exc}")
@@ -80,7 +83,7 @@ class ReplayCommand:
         if outcome.ok and outcome.committed:
             for path in outcome.committed:
                 print(f"committed {path}")
-            print(f"replayed {len(backend.applied)} render.state samples, mode render")
+            print(f"replayed {len(backend.applied)} render.state samples, mode render, renderer {args.renderer}")
             return 0
         _err(f"fsr replay: replay {outcome.status}: {outcome.reason or 'nothing was committed'}")
         return 1

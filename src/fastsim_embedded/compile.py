@@ -46,7 +46,7 @@ from fastsim_embedded.backends.scene_schema import scene_issues
 from fastsim_embedded.output_names import check_output_name
 from fastsim_embedded.render_capture import RenderCapture
 
-__all__ = ["PreparedRun", "capture_plan", "prepare_run"]
+__all__ = ["PreparedRun", "capture_plan", "prepare_built", "prepare_run"]
 
 _MANDATORY = frozenset(
     {
@@ -326,7 +326,7 @@ def prepare_run(
     if names:
         document = _with_names(document, names)
         compiled = compile_run(document)
-    sensor, physics, substeps = _rates(document)
+    sensor, physics, _substeps = _rates(document)
     duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
     check_duration(duration)
     scene = _get(document.scenario, "scene")
@@ -351,6 +351,18 @@ def prepare_run(
         raise RunConfigError([RunIssue("scenario.scene", str(exc))]) from None
     except ImportError as exc:
         raise RunConfigError([RunIssue("backend", f"backend {document.backend!r} is not installed: {exc}")]) from None
+    return prepare_built(compiled, built, seed=seed, episode=episode, duration_s=duration)
+
+
+def prepare_built(
+    compiled: CompiledRun, built: Backend, *, seed: int = 0, episode: int = 0, duration_s: float | None = None
+) -> PreparedRun:
+    """The capture plan and rates of a compiled Run whose backend a driver built itself
+    (e.g. a Gymnasium environment presented as a backend); ``prepare_run`` ends here too.
+    ``RunConfigError`` (and ``built`` closed) for a selection the backend cannot serve."""
+    document = compiled.run
+    sensor, physics, substeps = _rates(document)
+    duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
     channels = tuple(built.channels())
     owners = [
         c for c in compiled.components
@@ -375,18 +387,8 @@ def prepare_run(
         if isinstance(name := _get(c.config.to_mapping(), "output", "name"), str)
     )
     return PreparedRun(
-        compiled=compiled,
-        backend_name=document.backend,
-        backend=built,
-        channels=channels,
-        capture=plan,
-        capture_owner=owner,
-        sensor_hz=sensor,
-        physics_hz=physics,
-        substeps=substeps,
-        rate_policy=document.runtime.rate_policy,
-        duration_s=duration,
-        output_names=output_names,
-        seed=seed,
-        episode=episode,
+        compiled=compiled, backend_name=document.backend, backend=built, channels=channels, capture=plan,
+        capture_owner=owner, sensor_hz=sensor, physics_hz=physics, substeps=substeps,
+        rate_policy=document.runtime.rate_policy, duration_s=duration, output_names=output_names,
+        seed=seed, episode=episode,
     )

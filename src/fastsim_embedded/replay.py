@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import numpy as np
 import numpy.typing as npt
 
 from fastsim_contract.render_services import RENDER_REPLAY_SERVICE, ReplaySource
@@ -52,8 +53,10 @@ from fastsim_embedded.backends.base import (
     ControlOutcome,
     TickScript,
 )
+from fastsim_embedded.backends.scene_schema import scene_issues
 from fastsim_embedded.compile import PreparedRun, prepare_run
 from fastsim_embedded.core import EmbeddedHost
+from fastsim_embedded.gl_replay.scene import tick_name
 from fastsim_embedded.session import SessionResult, run_session
 from fastsim_recording_format import FsrReader, Record
 from fastsim_recording_format.codecs.render_state import decode_render_state
@@ -155,13 +158,16 @@ class ReplayBackend:
             name = getattr(self.inner, "name", type(self.inner).__name__)
             raise RunConfigError([RunIssue("backend", f"backend {name!r} cannot be posed for Replay; use backend: mujoco")])
         self._render = factory()
-        if not hasattr(self._render, "apply_state"):
+        if not hasattr(self._render, "apply_state") and not hasattr(self._render, "pose_sample"):
             raise RunConfigError([RunIssue("backend", "the backend's render source cannot apply a recorded state")])
         try:
             self._render.check_state(decode_render_state(self.track.records[0].payload).arrays)
         except Exception as exc:
             raise RunConfigError([RunIssue("SOURCE", str(exc).splitlines()[0])]) from None
-        import mujoco  # the only simulator import, and only when a Replay runs
+        self.entity = getattr(self.inner, "entity", self.entity)
+        if hasattr(self._render, "pose_sample"):  # a renderer without physics poses itself
+            return
+        import mujoco  # the only simulator import, and only when a MuJoCo Replay runs
 
         first = decode_render_state(self.track.records[0].payload).arrays
         decorators = getattr(getattr(self.inner, "scene", None), "decorators", None)
@@ -170,7 +176,6 @@ class ReplayBackend:
             decorators.append(self._render.draw_particles)  # recorded particles in every camera
         model, data = self._render.model, self._render.data
         self._forward = lambda: mujoco.mj_forward(model, data)
-        self.entity = getattr(self.inner, "entity", self.entity)
 
     @property
     def name(self) -> str:
@@ -203,9 +208,16 @@ class ReplayBackend:
 
     def step(self, substeps: int) -> None:
         """Pose sample ``tick`` exactly and run forward kinematics; physics never steps."""
-        state = decode_render_state(self.track.records[self._tick - 1].payload)
-        self._render.apply_state(state.arrays)
-        self._forward()
+        record = self.track.records[self._tick - 1]
+        state = decode_render_state(record.payload)
+        for key, value in state.arrays.items():  # refused before either renderer sees it
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{self.track.path.name}: {tick_name(self._tick, record)}: render.state {key!r} is not finite")
+        if self._forward is None:
+            self._render.pose_sample(self._tick, record, state.arrays)
+        else:
+            self._render.apply_state(state.arrays)
+            self._forward()
         self.applied.append(self._render.joint_positions(self.entity))
 
     def sample_numeric(self) -> Mapping[str, npt.NDArray[Any]]:
@@ -222,6 +234,7 @@ class ReplayBackend:
         """The inner scene's description plus the Replay source."""
         inner = getattr(self.inner, "describe", None)
         described: dict[str, object] = dict(inner()) if callable(inner) else {}
+        described.setdefault("renderer", {"renderer": "mujoco"})  # which renderer drew the frames
         described["replay_source"] = {"path": str(self.track.path), "sha256": self.track.sha256}
         return described
 
@@ -245,19 +258,54 @@ def _recorded_seed(track: RenderTrack) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**63 else None
 
 
-def prepare_replay(
-    source: str | os.PathLike[str], run: str | os.PathLike[str], *, backend: str | None = None
-) -> tuple[PreparedRun, ReplayBackend, RenderTrack]:
-    """Steps 1-2."""
-    track = read_track(source)
+RENDERERS = ("mujoco", "moderngl")
+
+
+def _renderer_backend(track: RenderTrack, run: str | os.PathLike[str], renderer: str) -> tuple[str | None, dict[str, object]]:
+    """The backend name and options that draw ``track`` with ``renderer`` (``None``: the Run's)."""
+    if renderer == "mujoco":
+        return None, {}
+    if renderer != "moderngl":
+        raise RunConfigError([RunIssue("--renderer", f"unknown renderer {renderer!r} (known: {', '.join(RENDERERS)})")])
+    from fastsim_embedded.gl_replay.gl import MissingExtra, load_moderngl
+    from fastsim_embedded.gl_replay.scene import RecordedScene, SceneRefused
+
+    try:
+        load_moderngl()
+        scene = RecordedScene.read(track.path, track.reader) if track.reader is not None else None
+    except (MissingExtra, SceneRefused) as exc:
+        raise RunConfigError([RunIssue("SOURCE" if isinstance(exc, SceneRefused) else "--renderer", str(exc))]) from None
     document = load_run(run)
-    sensor_hz = float(document.runtime.sensor_hz)
-    duration = len(track.records) / sensor_hz
-    seed = document.runtime.seed if document.runtime.seed is not None else _recorded_seed(track)
-    prepared = prepare_run(run, backend=backend, duration_s=duration, seed=seed)
-    if math.floor(duration * sensor_hz + 1e-9) != len(track.records):  # pragma: no cover
-        raise RunConfigError([RunIssue("runtime.sensor_hz", "cannot map one tick to each recorded sample")])
-    wrapped = ReplayBackend(prepared.backend, track)
+    scene_problems = scene_issues(document.backend, document.scenario.get("scene"))
+    if scene_problems:
+        raise RunConfigError(scene_problems)
+    return "moderngl", {"scene": scene, "scene_backend": document.backend}
+
+
+def prepare_replay(
+    source: str | os.PathLike[str],
+    run: str | os.PathLike[str],
+    *,
+    backend: str | None = None,
+    renderer: str = "mujoco",
+) -> tuple[PreparedRun, ReplayBackend, RenderTrack]:
+    """Steps 1-2; ``renderer`` ``moderngl`` draws the recorded geometry instead of the Run's scene."""
+    track = read_track(source)
+    try:
+        document = load_run(run)
+        sensor_hz = float(document.runtime.sensor_hz)
+        duration = len(track.records) / sensor_hz
+        seed = document.runtime.seed if document.runtime.seed is not None else _recorded_seed(track)
+        drawn_by, options = _renderer_backend(track, run, renderer)
+        prepared = prepare_run(
+            run, backend=drawn_by or backend, duration_s=duration, seed=seed, backend_options=options or None
+        )
+        if math.floor(duration * sensor_hz + 1e-9) != len(track.records):  # pragma: no cover
+            raise RunConfigError([RunIssue("runtime.sensor_hz", "cannot map one tick to each recorded sample")])
+        wrapped = ReplayBackend(prepared.backend, track)
+    except BaseException:
+        track.close()
+        raise
     return attrs.evolve(prepared, backend=wrapped), wrapped, track
 
 
@@ -267,10 +315,11 @@ def replay(
     output_dir: Path,
     *,
     backend: str | None = None,
+    renderer: str = "mujoco",
     **session_options: Any,
 ) -> tuple[SessionResult, ReplayBackend]:
-    """Run a camera-only Replay of ``source`` with ``run``; returns the session result."""
-    prepared, wrapped, track = prepare_replay(source, run, backend=backend)
+    """Run a camera-only Replay of ``source`` with ``run`` drawn by ``renderer``."""
+    prepared, wrapped, track = prepare_replay(source, run, backend=backend, renderer=renderer)
     for component in prepared.compiled.components:  # never commit over the file being replayed
         output = component.config.to_mapping().get("output")
         name = output.get("name") if isinstance(output, Mapping) else None

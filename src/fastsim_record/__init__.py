@@ -1,8 +1,10 @@
 """fastsim-plugin-record: the Record plugin for FastSim Runs.
 
-Installing the package only registers its component catalog (``fastsim.components``)
-and its managed plugin factory (``fastsim.plugins``).  A Run pays the recording cost
-only when ``plugin://fastsim/record`` is selected.
+The plugin registers its component catalog (``fastsim.components`` / ``fastsim.record``)
+and its managed plugin factory (``fastsim.plugins`` / ``fastsim.record``); the same
+distribution also carries the embedded host's two ``fastsim.hosts`` entry points and the
+``fsr`` script (README, "What this repository is").  A Run pays the recording cost only
+when ``plugin://fastsim/record`` is selected.
 """
 
 from typing import TYPE_CHECKING, Any

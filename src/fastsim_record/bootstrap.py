@@ -184,5 +184,5 @@ def wire(plugin: RecordPlugin) -> None:
 
 
 def create_plugin(context: PluginContext) -> RecordPlugin:
-    """The ``fastsim.plugins`` / ``record`` entry point: a plugin that :func:`wire` builds."""
+    """The ``fastsim.plugins`` / ``fastsim.record`` entry point: a plugin that :func:`wire` builds."""
     return RecordPlugin(context, wire)

@@ -16,7 +16,8 @@ from fastsim_record.config import RecordConfig, record_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["minimal", "observations-none", "render-once", "geometry", "full", "png-cameras"]
-SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep"]
+SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep", "shapes", "shapes-replay"]
+SCRIPTED = ["gym"]  # Python examples, not Runs: tests/gym/test_example.py runs them
 
 
 def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -26,8 +27,8 @@ def _check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, st
 
 
 def test_every_shipped_example_is_tested() -> None:
-    """Every directory under examples/ is in the compile test (a new example cannot slip by)."""
-    assert sorted(p.name for p in (ROOT / "examples").iterdir() if p.is_dir()) == sorted(SHIPPED)
+    """Every directory under examples/ is in the compile test or a scripted test (a new example cannot slip by)."""
+    assert sorted(p.name for p in (ROOT / "examples").iterdir() if p.is_dir()) == sorted([*SHIPPED, *SCRIPTED])
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -218,3 +219,23 @@ def test_check_malformed_documents_exact_lines(
     code, out, err = _check(run, capsys)
     assert (code, out) == (2, "")
     assert expected.format(run=run) in err.splitlines()
+
+
+def test_the_plugin_readmes_minimal_run_says_isaaclab_needs_the_real_core(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`fsr check` on the plugin README's exact minimal Run (backend isaaclab): one line naming this host's backends."""
+    from fastsim_embedded.backends import backend_names
+
+    fixture = ROOT / "tests" / "fixtures" / "runs" / "plugin-readme-minimal.yaml"
+    assert "backend: isaaclab\n" in fixture.read_text()
+    code, out, err = _check(fixture, capsys)
+    assert code == 2
+    assert "# plugins.record.config (plugin://fastsim/record 0.3.12)" in out
+    assert err == (
+        "backend: 'isaaclab' needs the real FastSim Core; this embedded host has the backends "
+        + ", ".join(backend_names()) + "\n"
+    )
+    assert "synthetic" in backend_names()
+    # the repository's own minimal example stays on a backend this host has
+    assert "backend: synthetic" in (ROOT / "examples" / "minimal" / "run.yaml").read_text()

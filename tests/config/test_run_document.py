@@ -148,6 +148,24 @@ def test_compile_run_discovers_the_catalog_through_entry_points() -> None:
     assert compiled.component("record").manifest == CATALOG.manifest("0.3.12")
 
 
+def test_core_finds_the_catalog_only_under_fastsim_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog counts under its own entry-point name, `fastsim.record`; under `record` Core does not find it."""
+    import fastsim_contract.run_compiler as run_compiler
+
+    class _EntryPoint:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def load(self) -> object:
+            return CATALOG
+
+    assert run_compiler.entry_point_name(COMPONENT_ID) == "fastsim.record"
+    monkeypatch.setattr(run_compiler, "entry_points", lambda **_: (_EntryPoint("fastsim.record"),))
+    assert run_compiler.discover_catalogs() == {COMPONENT_ID: CATALOG}
+    monkeypatch.setattr(run_compiler, "entry_points", lambda **_: (_EntryPoint("record"),))
+    assert run_compiler.discover_catalogs() == {}
+
+
 def _load_issues(tmp_path: Path, text: str) -> list[str]:
     path = tmp_path / "run.yaml"
     path.write_text(text)

@@ -22,12 +22,12 @@ import sys
 SDKS = {"mujoco", "isaaclab", "isaacsim", "omni", "pxr", "pybullet", "sapien", "genesis", "dm_control", "gymnasium"}
 groups = {g: {ep.name: ep.value for ep in md.entry_points(group=g)}
           for g in ("fastsim.components", "fastsim.plugins")}
-catalog = md.entry_points(group="fastsim.components")["record"].load()
-plugin_module = groups["fastsim.plugins"]["record"].split(":")[0]
+catalog = md.entry_points(group="fastsim.components")["fastsim.record"].load()
+plugin_module = groups["fastsim.plugins"]["fastsim.record"].split(":")[0]
 has_plugin = importlib.util.find_spec(plugin_module) is not None
 factory_callable = None
 if has_plugin:
-    factory_callable = callable(md.entry_points(group="fastsim.plugins")["record"].load())
+    factory_callable = callable(md.entry_points(group="fastsim.plugins")["fastsim.record"].load())
 print(json.dumps({
     "groups": groups,
     "component_id": catalog.component_id,
@@ -67,8 +67,8 @@ def test_wheel_installs_isolated_with_discoverable_entry_points(tmp_path: Path) 
     assert "No broken requirements found" in _run(python, "-m", "pip", "check")
 
     report = json.loads(_run(python, "-c", PROBE, cwd=tmp_path))
-    assert report["groups"]["fastsim.components"] == {"record": "fastsim_record.config.catalog:CATALOG"}
-    assert report["groups"]["fastsim.plugins"] == {"record": "fastsim_record.bootstrap:create_plugin"}
+    assert report["groups"]["fastsim.components"] == {"fastsim.record": "fastsim_record.config.catalog:CATALOG"}
+    assert report["groups"]["fastsim.plugins"] == {"fastsim.record": "fastsim_record.bootstrap:create_plugin"}
     assert report["component_id"] == "plugin://fastsim/record"
     assert report["versions"][0] == "0.3.0"
     assert report["versions"][-1] == "0.3.12"

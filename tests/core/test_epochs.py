@@ -154,3 +154,40 @@ def test_epochs_are_independent_per_camera() -> None:
     tr.observe("b", RGB, "d1", tick=1, generation=0)
     violations = tr.at_cut()
     assert [(v.rule, v.camera) for v in violations] == [(CalibrationRule.DEADLINE, "b")]
+
+
+def test_c8_an_optional_cameras_lost_intrinsics_marks_the_epoch_instead_of_failing() -> None:
+    """C8: RGB and extrinsics forward-reference d2, its intrinsics sample is lost: no C4, one mark naming d1."""
+    tr = CalibrationTracker({"a": False})
+    _tick(tr, 1, "d1")
+    tr.observe("a", RGB, "d2", tick=2, generation=0)
+    tr.lost("a", K, tick=2, generation=0)
+    _tick(tr, 2, "d2", roles=(T, Q))
+    _tick(tr, 3, "d2", roles=(RGB, T, Q))  # the next tick's intrinsics is lost too
+    tr.lost("a", K, tick=3, generation=0)
+    assert _rules(tr) == []
+    (mark,) = tr.lost_declarations
+    assert (mark.camera, mark.generation, mark.digest, mark.epoch) == ("a", 0, "d2", "d1")
+    assert (mark.first_tick, mark.ticks) == (2, 2)
+
+
+def test_c8_a_first_tick_without_intrinsics_has_no_epoch_to_keep() -> None:
+    """C8: the generation's first declaration lost: the mark's epoch is None."""
+    tr = CalibrationTracker({"a": False})
+    tr.lost("a", K, tick=1, generation=0)
+    _tick(tr, 1, "d1", roles=(RGB, T, Q))
+    assert _rules(tr) == []
+    assert [(m.digest, m.epoch) for m in tr.lost_declarations] == [("d1", None)]
+
+
+def test_c8_never_excuses_a_required_camera_or_another_lost_role() -> None:
+    """C8 is for an optional camera's intrinsics only: a required camera, or a lost RGB, still fails C4."""
+    required = CalibrationTracker({"a": True})
+    required.observe("a", RGB, "d1", tick=1, generation=0)
+    required.lost("a", K, tick=1, generation=0)
+    assert CalibrationRule.DEADLINE in _rules(required)
+    assert required.lost_declarations == ()
+    optional = CalibrationTracker({"a": False})
+    optional.observe("a", T, "d1", tick=1, generation=0)
+    optional.lost("a", RGB, tick=1, generation=0)
+    assert _rules(optional) == [CalibrationRule.DEADLINE]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 
 import pytest
@@ -69,6 +70,19 @@ def test_a5_drop_newest_loses_the_new_envelope_as_a_gap() -> None:
     assert [g.first_global for g in adm.gaps] == [new.global_sequence]
     assert lane.take_gaps() == list(adm.gaps)
     assert adm.gaps[0].reason is GapReason.DROP_NEWEST
+
+
+def test_g5_consecutive_losses_of_one_stream_are_one_gap_with_a_count() -> None:
+    """G5: 204 consecutive drops of one stream and generation are handed out as one gap of 204."""
+    lane, f = _lane(OverloadPolicy.DROP_NEWEST, max_items=1), EnvelopeFactory()
+    lane.try_publish(_optional(f))
+    dropped = [_optional(f) for _ in range(204)]
+    for envelope in dropped:
+        assert lane.try_publish(envelope).outcome is AdmissionOutcome.DROPPED
+    (gap,) = lane.take_gaps()
+    assert (gap.first_global, gap.last_global) == (dropped[0].global_sequence, dropped[-1].global_sequence)
+    assert (gap.first_capture, gap.last_capture) == (dropped[0].capture_sequence, dropped[-1].capture_sequence)
+    assert gap.count == lane.counters().lost == 204
 
 
 def test_a6_drop_oldest_evicts_until_the_new_envelope_fits() -> None:
@@ -158,7 +172,7 @@ def test_counters_conserve(spec: LaneSpec, script: list[CapturedItem], pops: lis
         lane.try_publish(env)
         if pops and pops[i % len(pops)]:
             lane.drain(pops[i % len(pops)])
-        gaps += len(lane.take_gaps())
+        gaps += sum(g.count for g in lane.take_gaps())
         c = lane.counters()
         assert c.enqueued == c.dequeued + c.depth + c.lost
         assert c.lost == gaps
@@ -275,7 +289,9 @@ class LaneMachine(RuleBasedStateMachine):
     @rule()
     def take_gaps(self) -> None:
         assert self.lane is not None
-        self.taken += [(g.first_global, g.reason) for g in self.lane.take_gaps()]
+        taken = self.lane.take_gaps()
+        assert not any(a.extends(b) for a, b in itertools.pairwise(taken))  # G5: fully coalesced
+        self.taken += [(s, g.reason) for g in taken for s in g.global_sequences]
 
     @invariant()
     def counters_match_the_model(self) -> None:

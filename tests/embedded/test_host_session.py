@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -171,11 +172,34 @@ def test_portable_size_can_be_switched_off(probe_session: ProbeSession) -> None:
 
 
 def test_record_plugin_is_found_through_its_entry_point() -> None:
-    """The host discovers plugin://fastsim/record via the installed fastsim.plugins entry point."""
+    """The host discovers plugin://fastsim/record via the installed fastsim.plugins entry point `fastsim.record`."""
     factory = discover_plugin("plugin://fastsim/record")
     assert factory.__module__ == "fastsim_record.bootstrap"
-    with pytest.raises(RunConfigError):
+    with pytest.raises(RunConfigError) as caught:
         discover_plugin("plugin://nobody/nothing")
+    assert "no entry point 'nobody.nothing' in group 'fastsim.plugins'" in str(caught.value)
+
+
+def test_the_host_looks_the_plugin_up_by_its_dotted_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plugin://fastsim/record is the entry point `fastsim.record`; one named `record` is not it."""
+    import fastsim_embedded.session as session
+
+    class _EntryPoint:
+        def __init__(self, name: str, value: object) -> None:
+            self.name, self._value = name, value
+
+        def load(self) -> object:
+            return self._value
+
+    def factory(context: object) -> None:
+        return None
+
+    monkeypatch.setattr(session, "entry_points", lambda **_: (_EntryPoint("record", print),
+                                                              _EntryPoint("fastsim.record", factory)))
+    assert discover_plugin("plugin://fastsim/record") is cast(object, factory)
+    monkeypatch.setattr(session, "entry_points", lambda **_: (_EntryPoint("record", factory),))
+    with pytest.raises(RunConfigError):
+        discover_plugin("plugin://fastsim/record")
 
 
 def test_unknown_backend_is_a_config_error(write_run: Callable[..., Path]) -> None:

@@ -75,15 +75,15 @@ def test_info_table_columns_fit_long_stream_names(tmp_path: Path, capsys: Captur
     lines = capsys.readouterr().out.splitlines()
     head = next(k for k, line in enumerate(lines) if line.startswith("stream "))
     header, rows = _cells(lines[head]), [_cells(line) for line in lines[head + 1:]]
-    assert len(header) == 6
+    assert len(header) == 7
     assert len(rows) == 3
-    right = (1, 2)  # records and gaps are right-aligned; the rest left-aligned
+    right = (1, 2, 3)  # records, gaps and lost are right-aligned; the rest left-aligned
     for row, line in zip(rows, lines[head + 1:]):
-        assert len(row) == 6, line
+        assert len(row) == 7, line
         for k, ((start, end), (h_start, h_end)) in enumerate(zip(row, header)):
             assert end == h_end if k in right else start == h_start, (k, line)
     assert lines[head + 1].startswith(LONG + "  ")
-    assert lines[head + 1].split()[1:3] == ["2", "0"]
+    assert lines[head + 1].split()[1:4] == ["2", "0", "0"]
 
 
 def test_info_of_a_forged_footer_exits_1_without_a_traceback(fsr_file: Path, capsys: Capture) -> None:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+import fastsim_record
 from fastsim_contract.values import CompletionKind
+from fastsim_record.cli.info import summary as info_summary
 from fastsim_record.testing.harness import Harness, make_config, summary_of
 from fastsim_recording_format.model import RecordKind
 from fastsim_recording_format.reader import FsrReader
+from fastsim_recording_format.validate import validate
 
 _WAIT = 30.0  # a hang guard, never a timing assertion
 
@@ -59,6 +63,33 @@ def test_bounded_overload_leaves_exact_gaps(policy: str) -> None:
     assert summary_of(result)["degraded"]
     if policy == "degrade_recording":
         assert numeric["degradations"] == numeric["lost"]
+
+
+def test_consecutive_losses_are_one_gap_record_with_a_count(tmp_path: Path) -> None:
+    """G5 in production: a stalled writer's run of lost ticks is one GAP record; the file validates and reads."""
+    h = _lossy("drop_newest")
+    _stall_then_flood(h, 60)
+    result = h.finish()
+    assert result.ok, result.reason
+    reader = h.reader()
+    gaps = [r for r in reader.records() if r.kind is RecordKind.GAP]
+    lost = summary_of(result)["lanes"]["numeric"]["lost"]
+    assert lost > 1
+    assert len(gaps) < lost  # before: one GAP record per lost tick
+    assert sum(g.global_last - g.global_sequence + 1 for g in gaps) == lost
+    assert sum(g.metadata["lost"] for g in gaps) == lost
+    # consecutive gaps in one stream always come apart at a kept record: none could be merged
+    ordered = list(reader.records())
+    for gap in gaps:
+        after = [r for r in ordered if r.global_sequence == gap.global_last + 1]
+        assert not after or after[0].kind is not RecordKind.GAP or after[0].stream_id != gap.stream_id
+    path = tmp_path / "copy.fsr"
+    path.write_bytes(h.data())
+    assert validate(path).profile == "structural"
+    with fastsim_record.open(path) as rec:
+        assert rec.numeric("robot.c000").values.shape[0] == rec.info.records["observations"]
+    (obs,) = [s for s in info_summary(h.reader())["streams"] if s["name"] == "observations"]
+    assert (obs["gap"], obs["lost"]) == (len(gaps), lost)
 
 
 def test_concurrent_loss_accounting_conserves_counters() -> None:

@@ -11,13 +11,21 @@ import importlib
 
 from fastsim_embedded.backends.base import Backend, BackendFactory, BackendSpec
 
-__all__ = ["UnknownBackend", "backend_names", "create_backend", "register_backend"]
+__all__ = ["REAL_CORE_BACKENDS", "UnknownBackend", "backend_names", "create_backend", "register_backend"]
 
 _REGISTRY: dict[str, BackendFactory | str] = {
     "synthetic": "fastsim_embedded.backends.synthetic:create_backend",
     "mujoco": "fastsim_embedded.backends.mujoco_backend:create_backend",
     "synthetic+cameras": "fastsim_embedded.backends.synthetic_cameras:create_backend",
+    "mujoco-shapes": "fastsim_embedded.backends.mujoco_shapes:create_backend",
+    "moderngl": "fastsim_embedded.gl_replay.backend:create_backend",  # only under fsr replay --renderer
+    "gymnasium": "fastsim_embedded.backends.gymnasium_scene:create_backend",  # Replay of fastsim_record.gym files
 }
+
+
+#: Backends of the real FastSim Core that this embedded host does not have (the plugin
+#: README's own minimal Run uses ``isaaclab``): naming one says so instead of "unknown".
+REAL_CORE_BACKENDS = frozenset({"isaaclab"})
 
 
 class UnknownBackend(LookupError):
@@ -40,6 +48,11 @@ def create_backend(name: str, spec: BackendSpec) -> Backend:
         entry = _REGISTRY[name]
     except KeyError:
         known = ", ".join(backend_names())
+        if name in REAL_CORE_BACKENDS:
+            raise UnknownBackend(
+                f"backend: {name!r} needs the real FastSim Core; this embedded host has the "
+                f"backends {known}"
+            ) from None
         close = difflib.get_close_matches(name, backend_names(), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UnknownBackend(f"backend: unknown backend {name!r} (known: {known}){hint}") from None

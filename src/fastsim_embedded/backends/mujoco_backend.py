@@ -25,6 +25,8 @@ Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
     | 3 | control_hz     | 15       | rate of the scripted ``set_joint_targets`` commands      |
     | 4 | reset_every_s  | 4.0      | a reset (new Runtime generation) period; null: never     |
     | 5 | randomize      | defaults | seeded ranges (``mujoco_randomize``); false: none        |
+    | 6 | extra_cameras  | none     | cameras added to the model, declared after ``cameras``   |
+    |   |                |          | (``fastsim_embedded.camera_mounts``)                     |
 
 ``scenario.scene.fluid`` adds a particle emitter (``fastsim_embedded.fluid``): the scene
 then exposes ``fluid.audit`` and its particles enter ``render.state``.
@@ -63,6 +65,7 @@ from fastsim_embedded.backends.mujoco_scene import (
     JOINT_UNITS,
     MujocoDroidScene,
 )
+from fastsim_embedded.camera_mounts import parse_mounts
 from fastsim_embedded.fluid import emitter_from_scene
 from fastsim_embedded.mujoco_render import MujocoRenderSource
 
@@ -272,6 +275,7 @@ def create_backend(spec: BackendSpec) -> MujocoBackend:
         c not in CAMERA_NAMES for c in cameras
     ):
         raise ValueError(f"mujoco: cameras must be a list drawn from {list(CAMERA_NAMES)}")
+    mounts = parse_mounts(knobs.get("extra_cameras"), "mujoco.extra_cameras")  # declared after ``cameras``
     control_hz = _positive(knobs, "control_hz", 15.0)
     reset_s = knobs.get("reset_every_s", 4.0)
     reset_every = None if reset_s is None else max(
@@ -281,10 +285,10 @@ def create_backend(spec: BackendSpec) -> MujocoBackend:
         spec=spec,
         scene=MujocoDroidScene(
             width=width, height=height, seed=spec.seed,
-            randomization=parse_randomization(knobs.get("randomize")),
+            randomization=parse_randomization(knobs.get("randomize")), extra_cameras=mounts,
         ),
         entity=str(entity),
-        cameras=tuple(str(c) for c in cameras),
+        cameras=tuple(str(c) for c in cameras) + tuple(m.name for m in mounts),
         control_every=max(1, round(spec.sensor_hz / control_hz)),
         reset_every=reset_every,
     )

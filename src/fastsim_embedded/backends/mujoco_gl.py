@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from fastsim_embedded.camera_mounts import CameraMount
+
 __all__ = [
     "OffscreenRenderers",
+    "add_cameras",
     "RenderUnavailable",
     "gl_message",
     "intrinsics_from_fovy",
@@ -54,6 +58,26 @@ except ModuleNotFoundError as _exc:  # mujoco itself missing: the [sim] extra, n
 except Exception as _exc:  # an invalid MUJOCO_GL value, or its GL library missing (osmesa
     # without libOSMesa fails inside PyOpenGL with an AttributeError), fails the import itself
     raise RenderUnavailable(gl_message(_exc)) from _exc
+
+
+def add_cameras(xml: str, mounts: Sequence[CameraMount], reserved: Sequence[str] = ()) -> Any:
+    """The model of MJCF ``xml`` with ``mounts`` added as cameras (``MjSpec``, MuJoCo >= 3.2).
+
+    Without mounts the XML is compiled as it is.  A mount on a body the model lacks, or
+    named like a ``reserved`` camera, is one ``ValueError`` line with its path."""
+    if not mounts:
+        return mujoco.MjModel.from_xml_string(xml)
+    spec = mujoco.MjSpec.from_string(xml)
+    for mount in mounts:
+        where = f"extra_cameras.{mount.name}"
+        parent = spec.worldbody if mount.body == "world" else spec.body(mount.body)
+        if parent is None:
+            raise ValueError(f"{where}.body: the scene has no body {mount.body!r}")
+        if mount.name in reserved:
+            raise ValueError(f"{where}: the scene already has a camera {mount.name!r}")
+        x, y, z, w = mount.quat_xyzw
+        parent.add_camera(name=mount.name, pos=list(mount.pos), quat=[w, x, y, z], fovy=mount.fovy)
+    return spec.compile()
 
 
 class OffscreenRenderers:

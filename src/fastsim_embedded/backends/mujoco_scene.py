@@ -52,12 +52,14 @@ from fastsim_embedded.backends import mujoco_pick
 from fastsim_embedded.backends.mujoco_gl import (
     OffscreenRenderers,
     RenderUnavailable,
+    add_cameras,
     intrinsics_from_fovy,
     mujoco,
     mujoco_to_opencv_quaternion,
 )
 from fastsim_embedded.backends.mujoco_pick import PICK_DURATION_S, PICK_PHASE_NAMES
 from fastsim_embedded.backends.mujoco_randomize import Randomization, apply_randomization
+from fastsim_embedded.camera_mounts import CameraMount
 from fastsim_recording_format.encoding import readonly
 
 __all__ = [
@@ -172,12 +174,14 @@ class MujocoDroidScene:
     _waypoints: dict[str, F64] = attrs.field(init=False, factory=dict, repr=False)
     #: called with the renderer's ``MjvScene`` after ``update_scene`` (e.g. fluid particles)
     decorators: list[Callable[[Any], None]] = attrs.field(init=False, factory=list, repr=False)
+    #: cameras the Run adds to the model (``camera_mounts``), after CAMERA_NAMES
+    extra_cameras: tuple[CameraMount, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
             raise ValueError(f"render size must be positive, got {self.width}x{self.height}")
-        xml = resources.files("fastsim_embedded.backends").joinpath("assets", ASSET)
-        self.model = mujoco.MjModel.from_xml_string(xml.read_text(encoding="utf-8"))
+        xml = resources.files("fastsim_embedded.backends").joinpath("assets", ASSET).read_text(encoding="utf-8")
+        self.model = add_cameras(xml, self.extra_cameras, CAMERA_NAMES)
         self.data = mujoco.MjData(self.model)
         joints = [self.model.joint(name) for name in JOINT_NAMES]
         self._qposadr = np.array([int(j.qposadr[0]) for j in joints], dtype=np.intp)

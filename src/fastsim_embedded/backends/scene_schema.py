@@ -24,6 +24,7 @@ import attrs
 from fastsim_contract.run_errors import RunIssue
 from fastsim_contract.run_structure import describe, unknown_key_message
 from fastsim_embedded.backends.mujoco_randomize import parse_randomization
+from fastsim_embedded.camera_mounts import parse_mounts
 
 __all__ = ["KNOWN_ROBOTS", "SCENE_SCHEMAS", "Key", "scene_issues"]
 
@@ -120,6 +121,15 @@ def randomize(value: object) -> str | None:
     return None
 
 
+def mounts(value: object) -> str | None:
+    """Added cameras (``camera_mounts``): ``.name.key: message`` on the first problem."""
+    try:
+        parse_mounts(value, "")
+    except ValueError as exc:
+        return str(exc).removeprefix(": ")
+    return None
+
+
 def _robots(backend: str) -> Key:
     return Key(each=Key(keys={"use": Key(check=robot(backend))}))
 
@@ -167,8 +177,17 @@ SCENE_SCHEMAS: Final[dict[str, Key]] = {
             "control_hz": Key(check=number(high=10_000.0)),
             "reset_every_s": Key(check=number(high=1e6, nullable=True)),
             "randomize": Key(check=randomize),
+            "extra_cameras": Key(check=mounts),
         }),
         "fluid": FLUID,
+    }),
+    "mujoco-shapes": Key(keys={
+        "robots": _robots("mujoco-shapes"),
+        "mujoco-shapes": Key(keys={
+            "width": Key(check=integer(1, 4096)),
+            "height": Key(check=integer(1, 4096)),
+            "cameras": Key(check=names(("front", "top"))),  # mujoco_shapes.CAMERAS
+        }),
     }),
 }
 

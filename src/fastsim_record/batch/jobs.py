@@ -140,8 +140,8 @@ def row_of(entry: Entry, info: dict[str, Any] | None, receipt: dict[str, Any] | 
     cameras, codecs, generations = set(), set(), set()
     for s in info["streams"]:
         by_kind[s["kind"]] = by_kind.get(s["kind"], 0) + int(s["records"])
-        if s["gap"]:
-            lost[s["name"]] = int(s["gap"])
+        if s["gap"]:  # a GAP record covers a run of lost records (G5): count what they cover
+            lost[s["name"]] = int(s["lost"])
         if str(s["kind"]).startswith("camera"):
             cameras.add(str(s["name"]).split(".")[1] if s["name"].count(".") > 1 else s["name"])
         label = s["codec"].get("payload_codec") or s["codec"].get("codec") or s["codec"].get("media_type")

@@ -10,6 +10,11 @@
     | 5 | the host (``fastsim.hosts``) cannot      | effective config YAML  | every issue, 1/line| 2    |
     |   | resolve the backend, the scene or a      |                        | (did-you-mean)     |      |
     |   | selected channel                         |                        |                    |      |
+    | 6 | a config the prepare step will refuse    | effective config YAML  | one line per entry | 2    |
+    |   | whatever the lock (a Run locked before   |                        | (field and rule)   |      |
+    |   | 0.3.8 that disables a global source,     |                        |                    |      |
+    |   | incomplete preservation, or adds a       |                        |                    |      |
+    |   | postprocessor: config rules 4-6)         |                        |                    |      |
 
 Row 5: when a host is installed, it resolves the backend and its declared channels
 without stepping the simulation (``resolve``), so a misspelled backend, scene key or
@@ -33,6 +38,8 @@ from fastsim_contract.run_errors import RunConfigError
 from fastsim_record import COMPONENT_ID
 from fastsim_record.cli._host import load_host
 from fastsim_record.config.catalog import CATALOG
+from fastsim_record.config.model import RecordConfig
+from fastsim_record.config.rules import prepare_refusal
 
 __all__ = ["add_arguments", "run"]
 
@@ -73,12 +80,19 @@ def run(args: argparse.Namespace) -> int:
         documents.append(header + body)
     sys.stdout.write("---\n".join(documents))
     sys.stdout.flush()
+    failed = False
+    for component in records:  # row 6: what the prepare step refuses whatever the lock
+        config = component.config
+        refusal = prepare_refusal(config, f"plugins.{component.alias}.config") if isinstance(
+            config, RecordConfig) else None
+        if refusal is not None:
+            print(refusal, file=sys.stderr)
+            failed = True
     host, _ = load_host()
     resolve = getattr(host, "resolve", None)
     if callable(resolve):
         issues, _channels = resolve(args.run_file)
         for line in issues:
             print(line, file=sys.stderr)
-        if issues:
-            return 2
-    return 0
+        failed = failed or bool(issues)
+    return 2 if failed else 0

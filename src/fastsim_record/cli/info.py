@@ -13,8 +13,8 @@ else the worst code.
     | 3 | unreadable path             | -                    | ``fsr info: <error>`` | 2    |
 
 The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, ``kind``,
-``records``, ``data``, ``gap``, ``barrier``, ``payload_bytes``, ``codec``,
-``generations``, ``sim_time_ns``), ``records``, ``batches``, ``payload_bytes``, ``size``,
+``records``, ``data``, ``gap``, ``lost`` (records the gaps stand in for), ``barrier``,
+``payload_bytes``, ``codec``, ``generations``, ``sim_time_ns``), ``records``, ``batches``, ``payload_bytes``, ``size``,
 ``degraded``, ``recovered``, ``integrity``, ``mode``, ``source_sha256``, ``run_id``,
 ``completion_id``, ``global_sequence`` and ``sim_time_ns``, and what the file says about
 its Run: ``completion`` (``kind``: normal, stopped, failed or cancelled, ``reason``,
@@ -102,6 +102,7 @@ def summary(reader: FsrReader) -> dict[str, Any]:
             "records": t["records"],
             "data": t["data"],
             "gap": t["gap"],
+            "lost": lost_records(t),
             "barrier": t["barrier"],
             "payload_bytes": t["payload_bytes"],
             "codec": spec.codec,
@@ -135,6 +136,18 @@ def summary(reader: FsrReader) -> dict[str, Any]:
     }
 
 
+def lost_records(totals: dict[str, Any]) -> int:
+    """Records of a stream that its GAP records stand in for.
+
+    A GAP record covers a run of lost records (rule G5), and a stream's records tile its
+    stream sequences, so what its gaps cover is its span less its DATA and BARRIER records.
+    """
+    if not totals["gap"]:
+        return 0
+    span = int(totals["last_stream_sequence"]) - int(totals["first_stream_sequence"]) + 1
+    return span - int(totals["data"]) - int(totals["barrier"])
+
+
 def _cell(text: str) -> str:
     """``text`` as one table cell: control characters are shown escaped."""
     return text if text.isprintable() else json.dumps(text)[1:-1]
@@ -154,7 +167,7 @@ def _generations(gens: list[int]) -> str:
 
 
 #: the stream table's columns: title, right-aligned
-_COLUMNS = (("stream", False), ("records", True), ("gaps", True), ("codec", False),
+_COLUMNS = (("stream", False), ("records", True), ("gaps", True), ("lost", True), ("codec", False),
             ("generations", False), ("sim time", False))
 
 
@@ -164,7 +177,7 @@ def table(streams: list[dict[str, Any]]) -> list[str]:
     for s in streams:
         codec = s["codec"].get("codec") or s["codec"].get("media_type") or "-"
         rows.append([
-            _cell(s["name"]), str(s["records"]), str(s["gap"]), _cell(str(codec)),
+            _cell(s["name"]), str(s["records"]), str(s["gap"]), str(s["lost"]), _cell(str(codec)),
             _generations(s["generations"]), _span(s["sim_time_ns"]),
         ])
     widths = [max(len(row[k]) for row in rows) for k in range(len(_COLUMNS))]

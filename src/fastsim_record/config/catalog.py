@@ -1,6 +1,6 @@
 """The Record component catalog: every historical manifest, 0.3.0 through 0.3.12.
 
-``CATALOG`` is the ``fastsim.components`` / ``record`` entry point.  It satisfies
+``CATALOG`` is the ``fastsim.components`` / ``fastsim.record`` entry point.  It satisfies
 ``fastsim_contract.run_compiler.ComponentCatalog``: Core asks it for a version's
 manifest and has it compile a plugin entry's authored config.  A Run's lock selects
 an earlier version; new compilation selects ``latest`` (0.3.12).

@@ -38,9 +38,12 @@ from fastsim_contract.run import RunDocument
 from fastsim_contract.run_errors import RunIssue
 from fastsim_contract.run_structure import describe
 from fastsim_record.config.model import CAMERA_ENCODINGS, LEGACY_RAW_ENCODING, RecordConfig
-from fastsim_record.config.versions import SchemaProfile
+from fastsim_record.config.versions import LATEST, SchemaProfile
 
-__all__ = ["Finding", "check_available_keys", "check_rules", "lane_required_streams", "rule_findings"]
+__all__ = [
+    "Finding", "check_available_keys", "check_rules", "lane_required_streams", "prepare_contract_issues",
+    "prepare_refusal", "rule_findings",
+]
 
 _COMPONENT = "plugin://fastsim/record"
 _ALIAS = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
@@ -108,6 +111,53 @@ def _finding(path: str, message: str, *inputs: str) -> Finding:
     return RunIssue(path, message), (path, *inputs)
 
 
+def prepare_contract_issues(config: RecordConfig) -> list[tuple[int, RunIssue]]:
+    """Rules 4-6 (the prepare contract from 0.3.8 on), each issue with its rule number.
+
+    The compiler applies them to Runs locked to 0.3.8 or later; ``RecordPlugin.prepare``
+    applies them to every config, whatever the Run's lock, as defence in depth.
+    """
+    out: list[tuple[int, RunIssue]] = []
+    for name in ("lifecycle", "events", "control"):
+        if not getattr(config.streams, name):
+            out.append((4, RunIssue(
+                f"streams.{name}",
+                "must be true: the global capture source mask is compiled before plugin startup (got false)",
+            )))
+    if not config.finalize.preserve_incomplete:
+        out.append((5, RunIssue(
+            "finalize.preserve_incomplete",
+            "must be true: Core's RunOutputPolicy decides incomplete preservation (got false)",
+        )))
+    if config.finalize.postprocessors:
+        count = len(config.finalize.postprocessors)
+        out.append((6, RunIssue(
+            "finalize.postprocessors",
+            "must be empty: Record produces only the primary FSR artifact"
+            f" (got {count} entr{'y' if count == 1 else 'ies'})",
+        )))
+    return out
+
+
+def prepare_refusal(config: RecordConfig, prefix: str) -> RunIssue | None:
+    """The prepare step's refusal of rules 4-6, whatever the lock, as one issue (one line).
+
+    It names the first field and its rule, then any other refused field; ``prefix`` is
+    the component config's path (``plugins.<alias>.config``).
+    """
+    refused = prepare_contract_issues(config)
+    if not refused:
+        return None
+    rule, issue = refused[0]
+    also = ", ".join(f"{prefix}.{other.path}" for _, other in refused[1:])
+    return RunIssue(
+        f"{prefix}.{issue.path}",
+        f"{issue.message}; refused at prepare by config rule {rule} of the {_COMPONENT} "
+        f"{LATEST} prepare contract, whatever the Run's lock"
+        + (f" (also refused: {also})" if also else ""),
+    )
+
+
 def check_rules(
     config: RecordConfig, *, run: RunDocument, profile: SchemaProfile
 ) -> Iterator[RunIssue]:
@@ -120,24 +170,7 @@ def rule_findings(config: RecordConfig, *, run: RunDocument, profile: SchemaProf
     """Rules 4-14, each issue with the paths it was judged from."""
     streams = config.streams
     if profile.strict_prepare_contract:
-        for name in ("lifecycle", "events", "control"):
-            if not getattr(streams, name):
-                yield _finding(
-                    f"streams.{name}",
-                    "must be true: the global capture source mask is compiled before plugin startup (got false)",
-                )
-        if not config.finalize.preserve_incomplete:
-            yield _finding(
-                "finalize.preserve_incomplete",
-                "must be true: Core's RunOutputPolicy decides incomplete preservation (got false)",
-            )
-        if config.finalize.postprocessors:
-            count = len(config.finalize.postprocessors)
-            yield _finding(
-                "finalize.postprocessors",
-                "must be empty: Record produces only the primary FSR artifact"
-                f" (got {count} entr{'y' if count == 1 else 'ies'})",
-            )
+        yield from (_finding(issue.path, issue.message) for _, issue in prepare_contract_issues(config))
     observations = streams.observations
     if observations.mode != "explicit" and observations.include:
         yield _finding(

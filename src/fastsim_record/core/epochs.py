@@ -20,8 +20,15 @@ reset barrier and ``at_cut`` at the terminal cut.  Rules:
 | C6 | an invalid calibration contract fails closed: unknown camera, empty digest, two   |
 |    | intrinsics digests in one tick, a tick or generation that moves backwards         |
 | C7 | a reset barrier ends the generation: every camera starts the next one undeclared  |
+| C8 | an optional camera whose intrinsics sample of a tick was lost (a declared gap,     |
+|    | ``lost``) does not fail C4: when the tick ends, its undischarged forward          |
+|    | references become ``LostDeclaration`` values instead.  The records that made them  |
+|    | are kept as they are (their digest is the camera's own) and marked by this value,  |
+|    | which names the last declared epoch of that camera and generation (None if none). |
+|    | A required camera never loses a sample without failing (lane rules L2, A9; F4).    |
 
-Every violation is latched; ``violations`` lists them in order of detection.
+Every violation is latched; ``violations`` lists them in order of detection, and
+``lost_declarations`` lists the C8 marks.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import attrs
 
 from fastsim_record.core.errors import RuleId
 
-__all__ = ["CalibrationRule", "CalibrationTracker", "CalibrationViolation", "CameraRole"]
+__all__ = ["CalibrationRule", "CalibrationTracker", "CalibrationViolation", "CameraRole", "LostDeclaration"]
 
 
 class CameraRole(enum.Enum):
@@ -71,12 +78,32 @@ class CalibrationViolation:
     reason: str
 
 
+@attrs.frozen
+class LostDeclaration:
+    """Rule C8: a calibration digest whose declaring intrinsics samples were lost.
+
+    Records of ``camera`` referenced ``digest`` in ``ticks`` ticks of ``generation``
+    (the first is ``first_tick``) whose intrinsics sample was lost; they are kept, and
+    unless an intrinsics record of the same generation declares ``digest`` their
+    calibration is ``epoch``, the last digest that camera declared in that generation
+    before ``first_tick`` (None: none yet).
+    """
+
+    camera: str
+    generation: int
+    digest: str
+    epoch: str | None
+    first_tick: int
+    ticks: int = 1
+
+
 @attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class _CameraState:
     digest: str | None = None
     pending: dict[str, CameraRole] = attrs.field(factory=dict)
     roles: set[CameraRole] = attrs.field(factory=set)
     declared_this_tick: str | None = None
+    intrinsics_lost: bool = False  # C8: this tick's intrinsics sample was lost
 
 
 def _cameras(value: Mapping[str, bool]) -> dict[str, bool]:
@@ -92,6 +119,7 @@ class CalibrationTracker:
     _tick: int | None = attrs.field(init=False, default=None)
     _state: dict[str, _CameraState] = attrs.field(init=False, factory=dict)
     _violations: list[CalibrationViolation] = attrs.field(init=False, factory=list)
+    _lost: dict[tuple[str, int, str], LostDeclaration] = attrs.field(init=False, factory=dict)
 
     def observe(
         self, camera: str, role: CameraRole, digest: str, *, tick: int, generation: int
@@ -113,6 +141,15 @@ class CalibrationTracker:
             elif digest != state.digest:  # C3
                 state.pending.setdefault(digest, role)
         return self._violations[before] if len(self._violations) > before else None
+
+    def lost(self, camera: str, role: CameraRole, *, tick: int, generation: int) -> None:
+        """A camera sample lost to its lane's declared policy (a gap); rule C8 for intrinsics."""
+        self._advance(camera, tick, generation)
+        if role is CameraRole.INTRINSICS and camera in self.cameras and not self.cameras[camera]:
+            state = self._state.get(camera)
+            if state is None:
+                state = self._state[camera] = _CameraState()
+            state.intrinsics_lost = True
 
     def _declare(self, camera: str, state: _CameraState, digest: str) -> None:
         if state.declared_this_tick is not None and state.declared_this_tick != digest:
@@ -151,6 +188,16 @@ class CalibrationTracker:
 
     def _end_tick(self, why: str) -> None:
         for camera, state in self._state.items():
+            if state.intrinsics_lost:  # C8: the declaration was lost, not broken
+                for digest in state.pending:
+                    key = (camera, self.generation, digest)
+                    known = self._lost.get(key)
+                    self._lost[key] = (
+                        LostDeclaration(camera, self.generation, digest, state.digest, self._tick or 0)
+                        if known is None else attrs.evolve(known, ticks=known.ticks + 1)
+                    )
+                state.pending.clear()
+                state.intrinsics_lost = False
             for digest, role in state.pending.items():  # C4
                 self._fail(
                     CalibrationRule.DEADLINE,
@@ -191,6 +238,11 @@ class CalibrationTracker:
         """The terminal cut: end the tick (C4, C5) and return every violation."""
         self._end_tick("the terminal cut")
         return tuple(self._violations)
+
+    @property
+    def lost_declarations(self) -> tuple[LostDeclaration, ...]:
+        """Rule C8's marks: one per camera, generation and digest, in order of first loss."""
+        return tuple(self._lost.values())
 
     @property
     def violations(self) -> tuple[CalibrationViolation, ...]:

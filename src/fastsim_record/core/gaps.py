@@ -1,6 +1,6 @@
 """Gap accounting: declared optional loss as exact, ordered ``GapRecord`` values.
 
-Rules (checked by ``GapLedger.record`` and ``coalesce``):
+Rules (checked by ``GapLedger.record``, ``coalesce`` and ``append_gap``):
 
 | #  | rule                                                                             |
 |----|----------------------------------------------------------------------------------|
@@ -10,7 +10,9 @@ Rules (checked by ``GapLedger.record`` and ``coalesce``):
 | G3 | any gap marks the artifact degraded                                              |
 | G4 | a gap on a required stream is a required loss, which is fatal                    |
 | G5 | adjacent gaps coalesce only when global and capture sequences are both           |
-|    | contiguous and stream, source, lane, generation, reason and required all match   |
+|    | contiguous and stream, source, lane, generation, reason and required all match;  |
+|    | the lanes keep their gaps coalesced (``append_gap``), so consecutive losses of     |
+|    | one stream and generation become one gap with a count                            |
 | G6 | per lane, the sum of gap counts equals the lane's ``lost`` counter               |
 """
 
@@ -24,7 +26,7 @@ import attrs
 
 from fastsim_record.core.captured import CapturedItem, LaneName
 
-__all__ = ["GapLedger", "GapReason", "GapRecord", "coalesce"]
+__all__ = ["GapLedger", "GapReason", "GapRecord", "append_gap", "coalesce"]
 
 class GapReason(enum.Enum):
     """Why envelopes were lost."""
@@ -51,6 +53,7 @@ class GapRecord:
     last_global: int
     first_capture: int
     last_capture: int
+    tick: int = 0  # the tick of the first lost envelope (camera calibration, rule C8)
 
     @property
     def count(self) -> int:
@@ -70,6 +73,7 @@ class GapRecord:
             stream=envelope.stream, source=envelope.source, lane=envelope.lane, reason=reason,
             generation=envelope.generation, required=envelope.required,
             first_global=seq, last_global=seq, first_capture=capture, last_capture=capture,
+            tick=envelope.tick,
         )
 
     def extends(self, other: GapRecord) -> bool:
@@ -86,6 +90,11 @@ class GapRecord:
         )
 
 
+    def joined(self, other: GapRecord) -> GapRecord:
+        """This gap and ``other``, which ``extends`` it, as one gap (rule G5)."""
+        return attrs.evolve(self, last_global=other.last_global, last_capture=other.last_capture)
+
+
 def coalesce(items: Iterable[T | GapRecord]) -> list[T | GapRecord]:
     """Merge directly adjacent gaps in an ordered release stream (rule G5).
 
@@ -96,12 +105,22 @@ def coalesce(items: Iterable[T | GapRecord]) -> list[T | GapRecord]:
         if isinstance(item, GapRecord) and out:
             last = out[-1]
             if isinstance(last, GapRecord) and last.extends(item):
-                out[-1] = attrs.evolve(
-                    last, last_global=item.last_global, last_capture=item.last_capture
-                )
+                out[-1] = last.joined(item)
                 continue
         out.append(item)
     return out
+
+
+def append_gap(gaps: list[GapRecord], gap: GapRecord) -> None:
+    """Append ``gap`` to an ordered list, joined to the last gap when it continues it (G5).
+
+    The lanes keep their lost envelopes this way, so a run of consecutive losses in one
+    stream and generation is one ``GapRecord`` (and one FSR GAP record) however long it is.
+    """
+    if gaps and gaps[-1].extends(gap):
+        gaps[-1] = gaps[-1].joined(gap)
+    else:
+        gaps.append(gap)
 
 
 @attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)

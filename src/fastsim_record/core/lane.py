@@ -25,7 +25,7 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 | A4 | full, fail_run                             | FATAL     | latch fatal, failures+1     |
 | A5 | full, drop_newest                          | DROPPED   | enqueued+1 lost+1, gap      |
 | A6 | full, drop_oldest, fits once evicted       | EVICTED   | evict oldest until it fits; |
-|    |                                            |           | enqueued+1, lost+n, n gaps  |
+|    |                                            |           | enqueued+1, lost+n, gaps    |
 | A7 | full, drop_oldest, never fits (size > max) | DROPPED   | as A5                       |
 | A8 | full, degrade_recording                    | DROPPED   | latch degraded, then A3     |
 | A9 | a lossy rule would lose a required envelope| FATAL     | latch fatal, failures+1     |
@@ -36,8 +36,9 @@ the worker's drain.  ``materialize`` passes a ``CapturedItem`` through unchanged
 decisions and accounting are the same for both forms.
 
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
-envelope leaves exactly one single-sequence ``GapRecord`` for the worker
-(``take_gaps``), so the lane's ``lost`` counter and the gap records agree.
+envelope is covered by exactly one ``GapRecord`` for the worker (``take_gaps``); a run
+of consecutive losses of one stream and generation is one gap (rule G5, ``append_gap``),
+so the lane's ``lost`` counter equals the sum of the gaps' counts.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import attrs
 
 from fastsim_record.core.captured import SIZE_CEILING, CapturedItem, LaneName
 from fastsim_record.core.errors import InvalidLimits, LanePolicyError, RuleId
-from fastsim_record.core.gaps import GapReason, GapRecord
+from fastsim_record.core.gaps import GapReason, GapRecord, append_gap
 
 __all__ = [
     "ACCEPTED",
@@ -102,7 +103,6 @@ class AdmissionRule(RuleId):
     NEVER_FITS = "A7"
     FULL_DEGRADE = "A8"
     REQUIRED_LOSS = "A9"
-
 
 
 @attrs.frozen
@@ -303,7 +303,8 @@ class Lane:
             gaps.append(GapRecord.for_envelope(victim, GapReason.DROP_OLDEST))
         self._bytes -= freed
         self._lost += evict
-        self._gaps.extend(gaps)
+        for gap in gaps:
+            append_gap(self._gaps, gap)
         items.append(item)
         self._bytes += size
         self._enqueued += 1
@@ -315,7 +316,7 @@ class Lane:
         if envelope.required:  # A9
             return self._required_loss(envelope)
         gap = GapRecord.for_envelope(envelope, reason)
-        self._gaps.append(gap)
+        append_gap(self._gaps, gap)
         self._enqueued += 1
         self._lost += 1
         if reason is GapReason.DEGRADED:
@@ -364,7 +365,7 @@ class Lane:
         return out
 
     def take_gaps(self) -> list[GapRecord]:
-        """Remove and return the gaps of every envelope lost since the last call."""
+        """Remove and return the gaps of every envelope lost since the last call (coalesced, G5)."""
         gaps = self._gaps
         self._gaps = []
         return gaps

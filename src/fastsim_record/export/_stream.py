@@ -283,6 +283,8 @@ def in_order(path: str) -> Iterator[Item]:
                 yield Item(kind, name, t, g, r.payload)
             else:
                 slots = pending.setdefault(name, [None, None, None])
+                if reader.degraded and any(s is not None and s.sim_time_ns != t for s in slots):
+                    slots = pending[name] = [None, None, None]  # a tick lost samples (GAPs): skip it
                 if slots[extra] is not None:
                     raise ExportError(f"{path}: cameras.{name} calibration records are not in step at {t}")
                 slots[extra] = r

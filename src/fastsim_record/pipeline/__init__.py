@@ -1,6 +1,6 @@
 """The Record pipeline: pumps, the writer worker, the monitor, the finalizer, and the
 plugin's lifecycle (``plugin.RecordPlugin``; ``fastsim_record.bootstrap.create_plugin`` is
-the ``fastsim.plugins`` / ``record`` entry point).  The composition root that builds the
+the ``fastsim.plugins`` / ``fastsim.record`` entry point).  The composition root that builds the
 adapters and wires these pieces is ``fastsim_record.bootstrap``, reading every source's
 row of the registry ``fastsim_record.sources``; the pumps and the worker see the Core
 binding and the sink only through ``fastsim_record.ports``.

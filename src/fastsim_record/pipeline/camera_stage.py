@@ -22,6 +22,11 @@ The writer worker hands every released media envelope (in global order) to
 
 Every violation is also kept, so :meth:`at_cut` hands the fence (rule F5) the complete
 list; a stage that raised once is failed for good (fail closed).
+
+A lost sample of an optional camera (a gap from the media lane's declared policy) is
+handed to :meth:`lost`: a lost intrinsics sample releases that tick's forward references
+under rule C8 instead of failing C4, and :meth:`lost_declarations` lists the marks the
+terminal fence records (``calibration_lost``).
 """
 
 from __future__ import annotations
@@ -34,7 +39,13 @@ import numpy as np
 from fastsim_contract.values import CameraSample, ChannelDescriptor
 from fastsim_record.core.captured import CapturedItem
 from fastsim_record.core.descriptors import DescriptorTracker
-from fastsim_record.core.epochs import CalibrationRule, CalibrationTracker, CameraRole
+from fastsim_record.core.epochs import (
+    CalibrationRule,
+    CalibrationTracker,
+    CameraRole,
+    LostDeclaration,
+)
+from fastsim_record.core.gaps import GapRecord
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.pipeline.camera_pump import camera_channel_keys
 from fastsim_record.ports.cameras import (
@@ -96,6 +107,7 @@ class CameraStage:
     _tick_cameras: set[str] = attrs.field(init=False, factory=set)
     _published: set[str] = attrs.field(init=False, factory=set)
     _required: frozenset[str] = attrs.field(init=False)
+    _roles: dict[str, tuple[str, CameraRole]] = attrs.field(init=False, factory=dict)  # stream ->
 
     def __attrs_post_init__(self) -> None:
         self._encoders = {s.alias: self.make_encoding(s.alias, s.encoder) for s in self.setups}
@@ -104,6 +116,7 @@ class CameraStage:
         for setup in self.setups:
             for role in ("rgb", "intrinsics", "translation", "quaternion_xyzw"):
                 self._descriptors.observe(camera_stream_name(setup.alias, role), _declared(setup, role))
+                self._roles[camera_stream_name(setup.alias, role)] = (setup.alias, CameraRole(role))
 
     def streams(self) -> tuple[StreamDecl, ...]:
         """The four stream declarations of every camera, in selection order."""
@@ -153,6 +166,17 @@ class CameraStage:
             return self._encoders[sample.camera].encode(sample)
         except (DescriptorDriftError, CalibrationError) as exc:
             raise self._latch(exc) from None
+
+    def lost(self, gap: GapRecord) -> None:
+        """A declared gap on a camera stream (rule C8 when it is an intrinsics sample)."""
+        where = self._roles.get(gap.stream)
+        if where is not None and not self._failures:
+            self._calibration.lost(where[0], where[1], tick=gap.tick, generation=gap.generation)
+
+    @property
+    def lost_declarations(self) -> tuple[LostDeclaration, ...]:
+        """Rule C8's marks so far (complete after :meth:`at_cut`)."""
+        return self._calibration.lost_declarations
 
     def barrier(self, generation: int) -> None:
         """A reset barrier: a pending forward reference or incomplete tick raises (fail closed)."""

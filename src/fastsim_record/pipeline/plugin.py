@@ -7,9 +7,11 @@ holds what it built, through ports, and runs the lifecycle:
 
     | # | call     | effect                                                             |
     |---|----------|--------------------------------------------------------------------|
-    | 1 | prepare  | ``bootstrap.wire``; on any fault everything done so far is undone  |
-    |   |          | (pumps cancelled, finalizer unregistered, worker stopped, lease    |
-    |   |          | aborted) and one ``RecordError`` line is raised                    |
+    | 1 | prepare  | refuse a config outside the prepare contract (config rules 4-6,    |
+    |   |          | whatever the Run's lock: defence in depth), before anything is     |
+    |   |          | wired; then ``bootstrap.wire``; on any fault everything done so far|
+    |   |          | is undone (pumps cancelled, finalizer unregistered, worker stopped,|
+    |   |          | lease aborted) and one ``RecordError`` line is raised              |
     | 2 | start    | arm the monitor                                                    |
     | 3 | stop     | disarm the monitor (idempotent); capture continues to the cut      |
     | 4 | close    | cancel pumps, stop the worker; abort the output unless it was      |
@@ -26,6 +28,7 @@ from fastsim_contract.protocols import FinalizerRegistration, PluginContext
 from fastsim_contract.run_errors import RunIssue
 from fastsim_record import COMPONENT_ID
 from fastsim_record.config.model import RecordConfig
+from fastsim_record.config.rules import prepare_refusal
 from fastsim_record.core.captured import LaneName
 from fastsim_record.core.errors import DomainError
 from fastsim_record.errors import ConfigError, ContractError, RecordError, translate
@@ -74,6 +77,11 @@ class RecordPlugin:
         """Row 1: ``bootstrap.wire`` (its steps 1-8), undone on any fault."""
         if self._state != "new":
             raise ContractError(f"prepare called on a {self._state} Record plugin")
+        alias = getattr(self.context, "alias", "") or "record"
+        refused = prepare_refusal(self.config, f"plugins.{alias}.config")
+        if refused is not None:  # nothing is wired yet: no lease, no subscription, no finalizer
+            self._state = "closed"
+            raise ConfigError([refused])
         try:
             self._wire(self)
         except BaseException as exc:

@@ -7,7 +7,8 @@ The writer worker (``worker.py``) releases items in global order and hands each 
     |---|--------------------------------|-------------------------------------------------|
     | 1 | a ``GapRecord``                | GAP: accounted in the ``GapLedger``; its time is |
     |   |                                | the stream's previous record time in the gap's  |
-    |   |                                | generation, else 0 (FSR gap rule)               |
+    |   |                                | generation, else 0 (FSR gap rule); a camera     |
+    |   |                                | stream's gap goes to the camera stage (C8)      |
     | 2 | a barrier                      | BARRIER: the barrier encoder's payload; camera  |
     |   |                                | calibration obligations end at the reset        |
     | 3 | a camera stream's item         | DATA: the camera stage checks and encodes it    |
@@ -27,7 +28,11 @@ from fastsim_record.errors import RecordError, RecordingFailed
 from fastsim_record.pipeline.camera_stage import CameraStage
 from fastsim_record.ports.sinks import OutRecord, PayloadEncoder
 
-__all__ = ["RecordEncoder"]
+__all__ = ["MAX_LOST_DECLARATIONS", "RecordEncoder"]
+
+#: The terminal fence lists at most this many rule-C8 marks (and always their count), so
+#: the footer stays bounded; each one is a calibration epoch whose declaration was lost.
+MAX_LOST_DECLARATIONS = 1024
 
 
 class RecordEncoder:
@@ -53,6 +58,8 @@ class RecordEncoder:
     def gap(self, gap: GapRecord) -> OutRecord:
         """Row 1."""
         self.ledger.record(gap)
+        if self._cameras is not None and gap.stream in self._camera_streams:
+            self._cameras.lost(gap)
         last = self._stream_last.get(gap.stream)
         sim_time_ns = last.sim_time_ns if last is not None and last.generation == gap.generation else 0
         record = OutRecord(
@@ -105,3 +112,14 @@ class RecordEncoder:
         """Calibration obligations due at the cut (fence F5)."""
         if self._cameras is not None:
             self.calibration_violations = self._cameras.at_cut()
+
+    def fence_marks(self) -> dict[str, object]:
+        """What the terminal fence records besides the decision: rule C8's marks, if any."""
+        lost = self._cameras.lost_declarations if self._cameras is not None else ()
+        if not lost:
+            return {}
+        return {"calibration_lost": [
+            {"camera": m.camera, "generation": m.generation, "digest": m.digest, "epoch": m.epoch,
+             "first_tick": m.first_tick, "ticks": m.ticks}
+            for m in lost[:MAX_LOST_DECLARATIONS]
+        ], "calibration_lost_count": len(lost)}

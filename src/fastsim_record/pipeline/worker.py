@@ -336,7 +336,7 @@ class WriterWorker:
             self._complete(FinishOutcome(False, reason, None, self._summary(decision, started)))
             return
         fence = {**fence_info, "decision": "commit", "degraded": decision.degraded,
-                 "released_through": self._merge.released_through}
+                 "released_through": self._merge.released_through, **self._records.fence_marks()}
         try:
             facts = self._writer.sink.finish(degraded=decision.degraded, fence=fence)
         except RecordError as exc:

@@ -22,6 +22,7 @@ from fastsim_recording_format.reading._values import (
     Event,
     Frame,
     Info,
+    LostDeclaration,
     NumericSeries,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "Frame",
     "CalibrationSeries",
     "CalibrationEpoch",
+    "LostDeclaration",
     "Event",
     "ReadError",
     "UnknownName",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -15,7 +15,12 @@ from fastsim_recording_format import FormatError, StreamSpec
 from fastsim_recording_format.reading._codecs import ImageCodec, decode_image, image_codec
 from fastsim_recording_format.reading._errors import BadArgument, BadRecording, OutOfRange, unknown
 from fastsim_recording_format.reading._file import Array, ViewBase, as_int, opt_int
-from fastsim_recording_format.reading._values import CalibrationEpoch, CalibrationSeries, Frame
+from fastsim_recording_format.reading._values import (
+    CalibrationEpoch,
+    CalibrationSeries,
+    Frame,
+    LostDeclaration,
+)
 
 __all__ = ["CameraView"]
 
@@ -176,16 +181,24 @@ class CameraView(ViewBase):
             raw = f.tables.gather(rows["payload_at"], nbytes)
             arrays.append(raw.view("<f8").astype(np.float64).reshape(len(rows), *shape))
             rows_of.append(rows)
-        if len({len(r) for r in rows_of}) != 1:
-            raise BadRecording(
-                f"{self._where()}: camera {camera!r} calibration streams have "
-                f"{[len(r) for r in rows_of]} samples"
-            )
         spec = self._camera(camera, "intrinsics")
         records = [
             r for r in f.tables.reader.records(spec.stream_id)
             if r.kind.name == "DATA" and (self._generation is None or r.generation == self._generation)
         ]
+        if len({len(r) for r in rows_of}) != 1:
+            # an optional camera lost some calibration samples (GAP records): keep the ticks
+            # whose three samples were all recorded
+            if not f.tables.reader.degraded:  # without GAP records the counts must agree
+                raise BadRecording(
+                    f"{self._where()}: camera {camera!r} calibration streams have "
+                    f"{[len(r) for r in rows_of]} samples"
+                )
+            keep = _complete_ticks(rows_of)
+            arrays = [a[m] for a, m in zip(arrays, keep, strict=True)]
+            rows_of = [r[m] for r, m in zip(rows_of, keep, strict=True)]
+            records = [r for r, k in zip(records, keep[0].tolist(), strict=True) if k]
+        lost = _lost_declarations(f.tables.reader.footer, camera, self._generation)
         history = rebuild_calibration_history([spec], records)
         digests = tuple(str(r.metadata.get("calibration_digest", "")) for r in records)
         epochs = tuple(
@@ -195,5 +208,34 @@ class CameraView(ViewBase):
         rows = rows_of[0]
         return CalibrationSeries(
             camera, rows["time_ns"].astype(np.int64), rows["generation"].astype(np.int64),
-            arrays[0], arrays[1], arrays[2], digests, epochs, history.problems,
+            arrays[0], arrays[1], arrays[2], digests, epochs, history.problems, lost,
         )
+
+
+def _complete_ticks(rows_of: list[Array]) -> list[Array]:
+    """Per calibration role, which rows belong to a (generation, time) all three roles have."""
+    keys = [list(zip(r["generation"].tolist(), r["time_ns"].tolist(), strict=True)) for r in rows_of]
+    common = set(keys[0]).intersection(*keys[1:])
+    return [np.fromiter((k in common for k in ks), dtype=bool, count=len(ks)) for ks in keys]
+
+
+def _lost_declarations(
+    footer: Mapping[str, Any], camera: str, generation: int | None
+) -> tuple[LostDeclaration, ...]:
+    """The terminal fence's rule-C8 marks for ``camera`` (calibration declarations lost to a gap)."""
+    fence = footer.get("terminal_fence")
+    marks = fence.get("calibration_lost") if isinstance(fence, Mapping) else None
+    out: list[LostDeclaration] = []
+    for m in marks if isinstance(marks, list) else ():
+        if not isinstance(m, Mapping) or m.get("camera") != camera:
+            continue
+        try:
+            mark = LostDeclaration(
+                int(m["generation"]), str(m["digest"]), None if m.get("epoch") is None else str(m["epoch"]),
+                int(m["first_tick"]), int(m["ticks"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            continue  # a mark this reader does not understand is not a calibration
+        if generation is None or mark.generation == generation:
+            out.append(mark)
+    return tuple(out)

@@ -9,7 +9,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CalibrationEpoch", "CalibrationSeries", "Event", "Frame", "Info", "NumericSeries"]
+__all__ = ["CalibrationEpoch", "CalibrationSeries", "Event", "Frame", "Info", "LostDeclaration", "NumericSeries"]
 
 Array = npt.NDArray[Any]
 
@@ -88,7 +88,10 @@ class CalibrationSeries:
 
     ``k`` is ``(T, 3, 3)``, ``translation`` ``(T, 3)`` and ``quaternion_xyzw`` ``(T, 4)``
     (camera to world, OpenCV optical frame), all float64, at ``time_ns``; ``digest[i]``
-    names the epoch of sample ``i``.
+    names the epoch of sample ``i``.  A tick whose calibration samples were lost (an
+    optional camera under a lossy media lane) is left out; ``lost`` lists the epochs whose
+    declaration was lost (rule C8): frames that reference such a digest keep the epoch the
+    mark names (the last one declared before), unless an intrinsics sample declares it.
     """
 
     camera: str
@@ -100,6 +103,24 @@ class CalibrationSeries:
     digest: tuple[str, ...]
     epochs: tuple[CalibrationEpoch, ...]
     problems: tuple[str, ...] = ()
+    lost: tuple[LostDeclaration, ...] = ()
+
+
+@attrs.frozen
+class LostDeclaration:
+    """A calibration epoch whose declaring intrinsics samples were lost (rule C8).
+
+    Frames of ``generation`` that reference ``digest`` were kept; their calibration is
+    ``epoch``, the camera's last declared digest before ``first_tick`` (None: none), unless
+    an intrinsics sample of the same generation declares ``digest``.  ``ticks``: how many
+    ticks lost the declaration.
+    """
+
+    generation: int
+    digest: str
+    epoch: str | None
+    first_tick: int
+    ticks: int
 
 
 @attrs.frozen

@@ -1,0 +1,395 @@
+"""Recording Gymnasium episodes on the embedded host: one ``Episode`` per (sub-)env episode.
+
+``fastsim_record.gym`` reaches this module through the ``fastsim.hosts`` entry point
+``gymnasium`` (``HOST``); the plugin never imports the host.  Each env episode is one Run
+of the embedded host with the ``gymnasium`` backend (``backends.gymnasium_env``),
+recorded by the Record plugin found through ``fastsim.plugins``: its lanes, worker,
+writer, transaction and validation, unchanged.
+
+    | # | call (env thread)      | what the host does                                            |
+    |---|------------------------|---------------------------------------------------------------|
+    | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Episode`` opens in the opening |
+    |   |                        | pool (name reserved, file staged); observation 0 is kept      |
+    | 2 | ``step``               | one row (obs t, action t, reward, flags) and frame t's camera |
+    |   |                        | readings: one tick (kept until the Episode is open, bounded)  |
+    | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
+    |   |                        | to the commit pool                                            |
+    | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
+    |   |                        | reset/close, or the env raised (its one line in the reason)   |
+    | 5 | ``close``              | end every open episode, wait for every commit                 |
+
+Both pools have ``writers`` threads (the pool of writers); at most ``2 *
+writers`` finished episodes wait for their commit, after which ``step`` waits.
+Together with the Record lanes' item and byte bounds (per episode) and the bounded
+pending ticks of an opening episode, memory does not grow with episode length.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from fastsim_contract.run import run_from_mapping
+from fastsim_contract.run_compiler import compile_run, discover_catalogs
+from fastsim_contract.values import CompletionKind
+from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import (
+    ACTION_COMMAND,
+    GymnasiumBackend,
+    StepRow,
+    camera_channels,
+)
+from fastsim_embedded.compile import prepare_built
+from fastsim_embedded.gymnasium_episode import EpisodeWriter
+from fastsim_embedded.gymnasium_mujoco import (
+    RenderSnapshots,
+    StagedRenderSource,
+    calibration_of,
+    joints_of,
+    render_observation_path,
+    render_source_of,
+)
+from fastsim_embedded.gymnasium_spaces import leaf_value, space_leaves
+from fastsim_embedded.session import Episode, SessionResult, discover_plugin
+
+__all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
+
+RECORD = "plugin://fastsim/record"
+
+
+@attrs.frozen(kw_only=True)
+class RecordingOptions:
+    """What ``fastsim_record.gym`` asks for (its options, already checked)."""
+
+    prefix: str = "episode"
+    first_episode: int = 0
+    fps: float = 30.0
+    cameras: bool = True  # record render() frames as a camera (calibrated envs only)
+    camera: str = "render"
+    camera_envs: tuple[int, ...] | None = None  # sub-envs whose frames are recorded (None: all)
+    encoding: str = "jpeg"
+    quality: int | None = None
+    render_state: bool = False
+    render_state_hz: float | None = None
+    geometry: bool = False  # scene.geometry@2 of a MuJoCo env
+    info_keys: tuple[str, ...] = ()
+    integrity: str = "structural"
+    numeric_queue_bytes: int = 32 * 1024 * 1024
+    media_queue_items: int = 16
+    writers: int = 4
+
+
+@attrs.frozen
+class EpisodeFile:
+    """One committed (or refused) episode: its path, sub-env, steps, seed and outcome."""
+
+    path: Path | None
+    sub_env: int | None
+    episode: int
+    steps: int
+    seed: int | None
+    completion: str
+    reason: str
+
+
+class GymRecording:
+    """The recording of one wrapped env (``n`` sub-envs; 1 for a single env)."""
+
+    def __init__(
+        self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
+        description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
+    ) -> None:
+        self.directory = Path(directory)
+        self.options = options
+        self.vector = vector
+        self.description = dict(description)
+        self._envs = list(envs)
+        # a MuJoCo env's joints (its robot state) and actuators, when the env is in this process
+        self._joints = [joints_of(env) if env is not None else None for env in self._envs]
+        first = self._joints[0] if self._joints and all(j is not None for j in self._joints) else None
+        observation = space_leaves(observation_space, "observation")
+        # AddRenderObservation's pixels are render() frames: a camera of a calibrated env, not a channel
+        path = render_observation_path(self._envs[0]) if self._envs and options.cameras else None
+        self.frame_leaf = next((leaf for leaf in observation if leaf.image and leaf.path == path), None)
+        if self.frame_leaf is not None and calibration_of(self._envs[0], options.camera) is not None:
+            observation = tuple(leaf for leaf in observation if leaf is not self.frame_leaf)
+        else:
+            self.frame_leaf = None
+        self.row = StepRow(
+            observation, space_leaves(action_space, "action"), options.info_keys,
+            joints=len(first.names) if first is not None else 0,
+        )
+        actions = self.row.action
+        self._actuators = first.actuators if first is not None and len(actions) == 1 and actions[0].shape == (
+            len(first.actuators),) and actions[0].dtype.kind == "f" else ()
+        if first is None:
+            self._joints = [None] * len(self._envs)
+        self._cameras: list[Any] = []
+        self._render: list[Any] = []
+        for i, env in enumerate(self._envs):
+            wanted = options.cameras and (options.camera_envs is None or i in options.camera_envs)
+            self._cameras.append(calibration_of(env, options.camera) if wanted and env is not None else None)
+            inner = render_source_of(env) if (options.render_state or options.geometry) and env is not None else None
+            self._render.append(None if inner is None else RenderSnapshots(
+                inner, state=options.render_state, geometry=options.geometry,
+            ))
+        self._catalogs = discover_catalogs()  # found once per recording, not per episode
+        self._factories = {RECORD: discover_plugin(RECORD)}
+        self._open: dict[int, EpisodeWriter] = {}
+        self._next = options.first_episode
+        workers = max(1, options.writers)
+        self._openers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-open")
+        self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
+        self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[SessionResult | None]]] = []
+        self._slots = threading.BoundedSemaphore(2 * workers)
+        self.files: list[EpisodeFile] = []
+
+    def camera_recorded(self, index: int) -> bool:
+        """Whether sub-env ``index``'s frames are recorded (a calibrated camera)."""
+        return self._cameras[index] is not None
+
+    def wants_render(self, index: int) -> bool:
+        """Whether the wrapper must call ``render()`` for sub-env ``index`` (no frame in the observation)."""
+        return self._cameras[index] is not None and self.frame_leaf is None
+
+    def name(self, number: int, index: int) -> str:
+        """The episode's file name: sorts in episode order, carries the sub-env index."""
+        sub = f"-env{index:03d}" if self.vector else ""
+        return f"{self.options.prefix}-{number:06d}{sub}.fsr"
+
+    def _document(self, name: str, *, with_camera: bool, render_state: bool) -> dict[str, object]:
+        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
+        o = self.options
+        streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
+        if with_camera:
+            rgb, k, t, q = camera_channels(o.camera)
+            cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
+                                      "encoding": o.encoding}
+            if o.quality is not None and o.encoding == "jpeg":
+                cam["quality"] = o.quality
+            streams["cameras"] = {o.camera: cam}
+        if render_state and o.render_state:
+            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        if render_state and o.geometry:
+            streams["geometry"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
+                  "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
+        config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
+                                     "integrity": o.integrity}
+        return {
+            "schema": "fastsim/2", "name": o.prefix, "backend": "gymnasium", "scenario": {"scene": {}},
+            "runtime": {"sensor_hz": o.fps, "duration_s": 365 * 24 * 3600.0},
+            "plugins": {"record": {"use": RECORD, "config": config}},
+        }
+
+    def begin(
+        self, index: int, seed: int | None, reset_options: object, observation: Any, frame: Any = None,
+        *, how: str = "reset",
+    ) -> None:
+        """Row 1: a new episode of sub-env ``index`` starts with ``observation`` (opened off this thread)."""
+        frame = self._frame(observation, frame)
+        if index in self._open:
+            self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
+        o = self.options
+        first_row = self.row.start(observation, self._joint_state(index))  # ValueError: nothing opened
+        number = self._next
+        self._next += 1
+        camera = self._cameras[index]
+        frame_shape = None if frame is None or camera is None else (int(frame.shape[0]), int(frame.shape[1]))
+        reset = {"seed": seed, "options": _plain(reset_options), "sub_env": index if self.vector else None,
+                 "how": how}
+        described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
+                     "camera": _camera_note(camera, frame_shape, o)}
+        backend = GymnasiumBackend(
+            self.row.packer, camera=o.camera if frame_shape else None, frame_shape=frame_shape,
+            render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
+            description=described, actuators=self._actuators,
+        )
+        document = self._document(self.name(number, index), with_camera=frame_shape is not None,
+                                  render_state=self._render[index] is not None)
+
+        def opener() -> Episode:
+            compiled = compile_run(run_from_mapping(document), self._catalogs)
+            episode = Episode.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
+                                   factories=self._factories)
+            if episode.failure is not None:
+                episode.close()
+                raise RuntimeError(episode.failure)
+            return episode
+
+        pending = o.media_queue_items if frame_shape else 4096  # ticks kept while the file opens: frames are big
+        writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
+        writer.row = first_row
+        writer.readings = self._readings(index, frame if frame_shape else None)
+        writer.snapshot = self._snapshot(index)
+        writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
+        self._open[index] = writer
+
+    def _frame(self, observation: Any, frame: Any) -> Any:
+        """The frame of this observation: the pixels it carries (AddRenderObservation), else ``frame``."""
+        return frame if self.frame_leaf is None else leaf_value(observation, self.frame_leaf)
+
+    def _snapshot(self, index: int) -> Any:
+        snapshots = self._render[index]
+        return None if snapshots is None else snapshots.take()
+
+    def _joint_state(self, index: int) -> Any:
+        joints = self._joints[index]
+        return None if joints is None else joints.sample()
+
+    def _readings(self, index: int, frame: Any) -> Sequence[Any]:
+        camera = self._cameras[index]
+        if frame is None or camera is None:
+            return ()
+        readings: Sequence[Any] = camera.readings(frame, camera_channels(self.options.camera))
+        return readings
+
+    def is_open(self, index: int) -> bool:
+        """Whether sub-env ``index`` has an episode being recorded."""
+        return index in self._open
+
+    def step(
+        self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None = None, frame: Any = None,
+    ) -> None:
+        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open)."""
+        writer = self._open.get(index)
+        if writer is None:
+            return
+        frame = self._frame(observation, frame)
+        try:
+            self._tick(writer, action, reward, terminated, truncated, info)
+            writer.steps += 1
+            writer.ret += float(reward)
+            writer.row = None  # published: never again as the final row
+            writer.row = self.row.start(observation, self._joint_state(index))
+        except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
+            line = str(exc).splitlines()[0]
+            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
+            raise
+        writer.readings = self._readings(index, frame)
+        writer.snapshot = self._snapshot(index)
+        if terminated or truncated:
+            self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
+                         "terminated" if terminated else "truncated")
+
+    def _tick(
+        self, writer: EpisodeWriter, action: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None, events: tuple[ScenePluginEvent, ...] = (),
+    ) -> None:
+        row = self.row.complete(writer.row, action, reward, terminated, truncated, info)
+        first, writer.events = writer.events, ()
+        commands: tuple[ControlCommand, ...] = ()
+        if self._actuators and action is not None:
+            targets = np.asarray(action, dtype=np.float64).reshape(-1).tolist()
+            commands = (ControlCommand(f"action-{writer.steps + 1}", ACTION_COMMAND, "robot", {"targets": targets}),)
+        writer.tick(row, writer.readings, (*first, *events), commands, writer.snapshot)
+
+    def _finish(
+        self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
+    ) -> None:
+        writer = self._open.pop(index)
+        end = ScenePluginEvent("gym.episode_end", {
+            "steps": writer.steps, "terminated": terminated, "truncated": truncated, "return": writer.ret,
+            "reason": reason, "error": error, "sub_env": index if self.vector else None,
+        }, "gymnasium")
+        trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it (the env broke its space)
+        try:
+            if writer.row is not None:
+                self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
+                trailing = ()
+        finally:
+            self._slots.acquire()  # at most 2 * writers episodes wait for their commit
+            future = self._closers.submit(writer.finish, kind, reason, trailing)
+            future.add_done_callback(lambda _: self._slots.release())
+            self._waiting.append((writer, index, future))
+            self._collect(block=False)
+
+    def end(self, index: int, kind: CompletionKind, reason: str) -> None:
+        """Row 4: end sub-env ``index``'s open episode as truncated (by reset or close)."""
+        if index in self._open:
+            self._finish(index, False, True, kind, reason)
+
+    def fail(self, exc: BaseException) -> None:
+        """Row 4: the env raised.  Every open episode commits what it recorded: completion
+        ``stopped`` (a ``failed`` Run is never published under its final name), the reason
+        and the ``gym.episode_end`` event's ``error`` carry the exception's one line."""
+        text = str(exc).strip().splitlines()
+        line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        for index in list(self._open):
+            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: the env raised {line}", line)
+
+    def _collect(self, *, block: bool) -> None:
+        keep = []
+        for writer, index, future in self._waiting:
+            if not block and not future.done():
+                keep.append((writer, index, future))
+                continue
+            try:
+                result = future.result()
+            except Exception as exc:  # the commit itself broke: reported, never raised into the env
+                result, writer.failure = None, writer.failure or f"{type(exc).__name__}: {exc}".splitlines()[0]
+            completion = result.outcome.completion if result is not None else None
+            committed = result.outcome.committed if result is not None else ()
+            self.files.append(EpisodeFile(
+                Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
+                writer.steps, writer.seed, completion.kind.value if completion else "failed",
+                (completion.reason if completion else "") or (writer.failure or ""),
+            ))
+        self._waiting = keep
+
+    def close(self) -> list[EpisodeFile]:
+        """Row 5: end every open episode as truncated, wait for every commit."""
+        for index in list(self._open):
+            self.end(index, CompletionKind.STOPPED, "truncated: the env was closed")
+        self._collect(block=True)
+        self._openers.shutdown(wait=True)
+        self._closers.shutdown(wait=True)
+        return sorted(self.files, key=lambda f: f.episode)
+
+
+def _camera_note(camera: Any, frame_shape: tuple[int, int] | None, o: RecordingOptions) -> str:
+    if not o.cameras:
+        return "render frames not asked for"
+    if camera is None:
+        return ("no camera recorded: this env has no calibration source (only MuJoCo envs give K and the pose); "
+                "Record never invents a K")
+    if frame_shape is None:
+        return "no camera recorded: the env returned no rgb_array frame"
+    return f"{o.camera}: MuJoCo renderer, K and pose of every frame read from the scene's GL camera"
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+class GymnasiumHost:
+    """The ``fastsim.hosts`` entry ``gymnasium``: what ``fastsim_record.gym`` calls."""
+
+    Options = RecordingOptions
+
+    def open(
+        self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
+        description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
+    ) -> GymRecording:
+        """A recording; ``ValueError`` (one line naming the space path) for an unmappable space."""
+        return GymRecording(directory, observation_space, action_space, envs, description, options, vector=vector)
+
+
+HOST = GymnasiumHost()

@@ -1,0 +1,129 @@
+"""``RecordEpisodes``: a ``gymnasium.Wrapper`` that records every episode into one sealed FSR file.
+
+    | # | call                  | recorded                                                          |
+    |---|-----------------------|-------------------------------------------------------------------|
+    | 1 | ``reset(seed, options)`` | an open episode ends as truncated; a new one starts with the    |
+    |   |                       | reset observation (and frame).  No seed: one is drawn, passed to  |
+    |   |                       | the env and recorded                                              |
+    | 2 | ``step(action)``      | one row: observation t, action t, reward, flags; the episode ends |
+    |   |                       | (and commits, off the env thread) on ``terminated or truncated``  |
+    | 3 | the env raises        | the open episode commits what it recorded, completion ``failed``  |
+    |   |                       | with the exception's one line; the exception reaches the caller   |
+    | 4 | ``render()``          | the frame already captured for this step (never rendered twice)   |
+    | 5 | ``close()``           | an open episode ends as truncated; waits for every commit;        |
+    |   |                       | ``files`` lists what was written                                  |
+"""
+
+from __future__ import annotations
+
+import secrets
+import warnings
+from pathlib import Path
+from typing import Any
+
+import attrs
+import gymnasium as gym
+
+from fastsim_contract.values import CompletionKind
+from fastsim_record.gym._host import GymWrapError, gym_host
+from fastsim_record.gym._options import check_directory, describe, host_options
+
+__all__ = ["RecordEpisodes", "draw_seed", "open_recording", "warn_uncommitted"]
+
+
+def warn_uncommitted(files: list[Any]) -> None:
+    """One warning line per episode that could not be committed (its file is not there)."""
+    for file in files:
+        if file.path is None:
+            warnings.warn(f"episode {file.episode}: not committed: {file.reason}", RuntimeWarning, stacklevel=3)
+
+
+def draw_seed() -> int:
+    """A fresh seed for a reset that gave none (recorded with the episode)."""
+    return secrets.randbelow(2**31)
+
+
+def open_recording(
+    env: Any, directory: str | Path, options: dict[str, object], *, sub_envs: list[Any], vector: bool,
+    observation_space: Any, action_space: Any,
+) -> Any:
+    """The host's recording for ``env`` (``GymWrapError``: one line, nothing recorded)."""
+    host = gym_host()
+    prefix = options.get("prefix", "episode")
+    path, first = check_directory(directory, prefix if isinstance(prefix, str) else "episode",
+                                  resume=bool(options.get("resume", False)))
+    opts = {k: v for k, v in options.items() if k != "resume"}
+    hopts = host_options(host, env, opts, num_envs=len(sub_envs), first=first)
+    if hopts.cameras and getattr(env, "render_mode", None) != "rgb_array":
+        hopts = attrs.evolve(hopts, cameras=False)  # no frames to record
+    sub = next((e for e in sub_envs if e is not None), None)
+    try:
+        recording = host.open(path, observation_space, action_space, sub_envs, describe(env, sub_env=sub), hopts,
+                              vector=vector)
+    except ValueError as exc:  # an unmappable space, named by its path
+        raise GymWrapError(str(exc).splitlines()[0]) from None
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        recording.close()
+        raise GymWrapError(f"{path}: cannot create the directory: {exc.strerror}") from None
+    return recording
+
+
+class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
+    """Record every episode of ``env`` into ``directory`` (module table; options: ``_options``)."""
+
+    def __init__(self, env: gym.Env[Any, Any], directory: str | Path, **options: object) -> None:
+        super().__init__(env)
+        self._recording = open_recording(
+            env, directory, dict(options), sub_envs=[env], vector=False,
+            observation_space=env.observation_space, action_space=env.action_space,
+        )
+        self._frame: Any = None
+        self.files: list[Any] = []
+
+    def _capture(self) -> Any:
+        self._frame = self.env.render() if self._recording.wants_render(0) else None
+        return self._frame
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Row 1 of the module table."""
+        if self._recording.is_open(0):
+            self._recording.end(0, CompletionKind.STOPPED, "truncated: reset() started a new episode")
+        used = draw_seed() if seed is None else seed
+        try:
+            observation, info = self.env.reset(seed=used, options=options)
+            frame = self._capture()
+        except Exception as exc:
+            self._recording.fail(exc)
+            raise
+        try:
+            self._recording.begin(0, used, options, observation, frame)
+        except ValueError as exc:  # the env's value does not fit its own space
+            raise GymWrapError(f"reset(): {exc}".splitlines()[0]) from None
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        """Row 2 (and 3) of the module table."""
+        try:
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            frame = self._capture()
+        except Exception as exc:
+            self._recording.fail(exc)
+            raise
+        try:
+            self._recording.step(0, action, observation, reward, terminated, truncated, info, frame)
+        except ValueError as exc:  # what was recorded is committed; the channel is named
+            raise GymWrapError(f"step(): {exc}".splitlines()[0]) from None
+        return observation, reward, terminated, truncated, info
+
+    def render(self) -> Any:
+        """Row 4: the captured frame, else the env's own ``render()``."""
+        return self._frame if self._frame is not None else self.env.render()
+
+    def close(self) -> None:
+        """Row 5."""
+        if self._recording is not None:
+            self.files = self._recording.close()
+            warn_uncommitted(self.files)
+        super().close()
