@@ -48,6 +48,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 import yaml
+from _report import Figures, add_json_flag
 
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
@@ -236,7 +237,9 @@ def main() -> None:
     parser.add_argument("--no-throughput", action="store_true", help="skip the pool/Ray throughput runs")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--index-rows", type=int, default=500, help="distinct episodes for the index size (0: skip)")
+    add_json_flag(parser)
     args = parser.parse_args()
+    figures = Figures("bench_batch")
 
     if args.no_throughput:
         args.files, args.repeat, args.no_ray = 0, 0, True
@@ -300,6 +303,9 @@ def main() -> None:
     for op in jobs if results else ():
         target = "what the machine gave two processes" if op == "control" else "target >= 1.7x"
         print(f"{op}: jobs 2 / jobs 1 = {med[f'{op} pool 2'] / med[f'{op} pool 1']:.2f}x ({target})")
+        figures.add(f"{op}_jobs2_over_jobs1", med[f"{op} pool 2"] / med[f"{op} pool 1"],
+                    None if op == "control" else 1.7, None if op == "control" else ">=")
+        figures.add(f"{op}_pool1_files_per_s", med[f"{op} pool 1"])
         if f"{op} ray" in med:
             print(f"{op}: ray / pool 2 = {med[f'{op} ray'] / med[f'{op} pool 2']:.2f}x (same files, Ray start-up excluded)")
     if ray_exec is not None:
@@ -311,6 +317,7 @@ def main() -> None:
             print(line)
     if args.index_rows:
         print(index_size(args.index_rows))
+    figures.emit(args.json)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _report import Figures, add_json_flag
 
 import fastsim_embedded.loop as loop_module
 import fastsim_embedded.session as session_module
@@ -167,7 +168,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=8.0, help="simulated (= wall) seconds per Run")
     parser.add_argument("--counts", default="4,8,12,14,16,20", help="camera counts to try, ascending")
+    add_json_flag(parser)
     args = parser.parse_args()
+    figures = Figures("bench_cameras")
     global _WORK
     _WORK = _calibrate_work(WORK_S)
     counts = [int(c) for c in args.counts.split(",")]
@@ -195,10 +198,15 @@ def main() -> None:
             break
     if best is None:
         print("no camera count was recorded with zero loss")
+        figures.add("largest_zero_loss_cameras", 0, 12, ">=")
+        figures.emit(args.json)
         return
     print(f"largest zero-loss camera count: {best['cameras']} (target >= 12); "
           f"sim-thread slowdown at that load: x{best['ratio']:.2f} "
           f"(+{(best['busy_mean_s'] - base['busy_mean_s']) * 1e6:.0f} us/tick)")
+    figures.add("largest_zero_loss_cameras", best["cameras"], 12, ">=")
+    figures.add("sim_slowdown_at_largest", best["ratio"])
+    figures.emit(args.json)
 
 
 if __name__ == "__main__":

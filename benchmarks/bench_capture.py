@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 
 from _record_host import RecordRun, lane_losses
+from _report import Figures, add_json_flag
 
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
 from fastsim_embedded.loop import observation_publisher
@@ -85,6 +86,7 @@ def main() -> int:
     parser.add_argument("--ticks", type=int, default=6000)
     parser.add_argument("--channels", type=int, default=90)
     parser.add_argument("--repeat", type=int, default=3)
+    add_json_flag(parser)
     args = parser.parse_args()
     off: list[tuple[float, float]] = []
     null: list[tuple[float, float]] = []
@@ -113,6 +115,14 @@ def main() -> int:
           f"({(on_cpu - null_cpu) * us / 5:.2f} us per envelope, 5 envelopes/tick)")
     print(f"  added wall incl. GIL waits  : {(on_wall - off_wall) * us:8.2f} us/tick, ratio {on_wall / off_wall:.1f}x")
     print(f"  lost or failed envelopes    : {lost}")
+    figures = Figures("bench_capture")
+    figures.add("off_cpu_us_per_tick", off_cpu * us)
+    figures.add("on_cpu_us_per_tick", on_cpu * us)
+    figures.add("added_cpu_us_per_tick", (on_cpu - off_cpu) * us)
+    figures.add("pumps_cpu_us_per_envelope", (on_cpu - null_cpu) * us / 5)
+    figures.add("added_wall_us_per_tick", (on_wall - off_wall) * us)
+    figures.add("lost", lost, 0, "<=")
+    figures.emit(args.json)
     return 0
 
 

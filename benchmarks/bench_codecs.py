@@ -26,6 +26,7 @@ from collections.abc import Callable
 import cv2
 import numpy as np
 import numpy.typing as npt
+from _report import Figures, add_json_flag
 
 from fastsim_record.adapters.codecs import decode_frame, encoder_for
 
@@ -66,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--frames", type=int, default=60)
+    add_json_flag(parser)
     args = parser.parse_args()
 
     rgb, source = rendered_frame()
@@ -118,6 +120,13 @@ def main() -> None:
         ratio = cpu[base] / cpu[name]
         print(f"{name:34} {cpu[name] * 1e3:12.3f} {wall[name] * 1e3:7.3f} "
               f"{1 / cpu[name]:14.0f} {ratio:11.2f}x")
+    figures = Figures("bench_codecs")
+    for name in cases:
+        key = "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_")
+        while "__" in key:
+            key = key.replace("__", "_")
+        figures.add(f"{key}_cpu_ms_per_frame", cpu[name] * 1e3)
+    figures.emit(args.json)
 
 
 if __name__ == "__main__":

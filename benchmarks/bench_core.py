@@ -20,6 +20,8 @@ import collections
 import time
 from collections.abc import Callable
 
+from _report import Figures, add_json_flag
+
 from fastsim_record.core import (
     Batcher,
     BatchLimits,
@@ -119,6 +121,7 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=3_072, help="envelopes per round (cache-hot window)")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=5)
+    add_json_flag(parser)
     args = parser.parse_args()
     envs = _script(args.n)
     base = _best(lambda: bench_deque(envs, args.rounds), args.repeat)
@@ -138,6 +141,11 @@ def main() -> int:
         f"{worker / base:5.1f}x deque pair = {worker_rate:,.0f} envelopes/s "
         f"(target >= {WORKER_TARGET_PER_S:,.0f}/s) {ok2}"
     )
+    figures = Figures("bench_core")
+    figures.add("deque_pair_ns", base * 1e9)
+    figures.add("capture_over_deque_pair", capture_ratio, CAPTURE_TARGET_RATIO, "<=")
+    figures.add("worker_core_envelopes_per_s", worker_rate, WORKER_TARGET_PER_S, ">=")
+    figures.emit(args.json)
     return 0
 
 

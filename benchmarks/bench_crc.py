@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _report import Figures, add_json_flag
 from crc32c import crc32c
 
 from fastsim_recording_format import (
@@ -68,11 +69,11 @@ def write_once(records: list[RecordIn], batch: int, streams: int, path: Path, cr
     return time.perf_counter() - t0, time.thread_time() - c0
 
 
-def bench_write(rounds: int, where: Path) -> None:
+def bench_write(rounds: int, where: Path, figures: Figures) -> None:
     path = where / "bench_crc_write.fsr"
-    for name, n, size, batch, streams in (
-        ("numeric 100,000 x 800 B, batches of 256", 100_000, 800, 256, 4),
-        ("camera-like 2,000 x 100 KB, batches of 64", 2_000, 100_000, 64, 2),
+    for key, name, n, size, batch, streams in (
+        ("numeric", "numeric 100,000 x 800 B, batches of 256", 100_000, 800, 256, 4),
+        ("camera_like", "camera-like 2,000 x 100 KB, batches of 64", 2_000, 100_000, 64, 2),
     ):
         records = make_records(n, size, streams)
         write_once(records, batch, streams, path, True)  # warm up
@@ -107,6 +108,7 @@ def bench_write(rounds: int, where: Path) -> None:
             f"{crc_t / best * 100:.1f}% of the fastest write without CRC "
             f"(implied throughput ratio {best / (best + crc_t):.3f})"
         )
+        figures.add(f"{key}_write_throughput_with_over_without_crc", statistics.median(ratios), 0.95, ">=")
     path.unlink(missing_ok=True)
 
 
@@ -115,7 +117,7 @@ def sha256_file(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def bench_validate(size_mib: int, repeat: int) -> None:
+def bench_validate(size_mib: int, repeat: int, figures: Figures) -> None:
     path = WORK / "bench_crc_validate.fsr"
     per_record = (FRAME + 3 * 800) / 4
     records = int(size_mib * (1 << 20) / per_record)
@@ -142,6 +144,8 @@ def bench_validate(size_mib: int, repeat: int) -> None:
             print(f"  {label:28s} median {med[k] * 1e3:9.1f} ms ({size / (1 << 30) / med[k]:.2f} GiB/s)")
         print(f"  strong/crc time ratio: {med['strong'] / med['crc']:.2f}x (target >= 3x)")
         print(f"  crc/sha256-of-file time ratio: {med['crc'] / med['sha256']:.3f}")
+        figures.add("validate_strong_over_crc_time", med["strong"] / med["crc"], 3.0, ">=")
+        figures.add("validate_crc_over_sha256_time", med["crc"] / med["sha256"])
     finally:
         path.unlink(missing_ok=True)
 
@@ -154,12 +158,15 @@ def main() -> None:
     parser.add_argument("--skip-write", action="store_true")
     parser.add_argument("--dir", type=Path, default=WORK, help="where part 1 writes its file")
     parser.add_argument("--skip-validate", action="store_true")
+    add_json_flag(parser)
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
+    figures = Figures("bench_crc")
     if not args.skip_write:
-        bench_write(args.rounds, args.dir)
+        bench_write(args.rounds, args.dir, figures)
     if not args.skip_validate:
-        bench_validate(args.size_mib, args.repeat)
+        bench_validate(args.size_mib, args.repeat, figures)
+    figures.emit(args.json)
 
 
 if __name__ == "__main__":

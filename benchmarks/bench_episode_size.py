@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _report import Figures, add_json_flag
 
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
@@ -67,6 +68,7 @@ def main() -> None:
     """Print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="simulated seconds")
+    add_json_flag(parser)
     args = parser.parse_args()
     rows = {}
     for render_state in (True, False):
@@ -79,6 +81,11 @@ def main() -> None:
     state, cams = rows[True][0], rows[False][0]
     print(f"{args.seconds:g}-s episode: render.state file is {state / cams:.4f} of the camera file "
           f"({cams / state:.1f}x smaller)")
+    figures = Figures("bench_episode_size")
+    figures.add("render_state_file_kib_per_s", state / args.seconds / 1024)
+    figures.add("camera_file_kib_per_s", cams / args.seconds / 1024)
+    figures.add("render_state_over_cameras", state / cams)
+    figures.emit(args.json)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _report import Figures, add_json_flag
+
 from fastsim_recording_format import validate
 from fastsim_recording_format.synth import write_synthetic
 
@@ -56,6 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--repeat", type=int, default=3)
+    add_json_flag(parser)
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
     path = WORK / "bench_validate.fsr"
@@ -91,6 +94,11 @@ def main() -> None:
             f"bytes read by validation: {counting.bytes_read:,} in {counting.reads:,} reads = "
             f"{counting.bytes_read / size * 100:.4f}% of the file (target <= 1%)"
         )
+        figures = Figures("bench_fsr_validate")
+        figures.add("validation_over_sha256_time", val_t / sha_t, 0.02, "<=")
+        figures.add("validation_bytes_read_share", counting.bytes_read / size, 0.01, "<=")
+        figures.add("validation_ms", val_t * 1e3)
+        figures.emit(args.json)
     finally:
         path.unlink(missing_ok=True)
 

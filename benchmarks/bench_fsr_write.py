@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _report import Figures, add_json_flag
 from mcap.writer import CompressionType, Writer
 
 from fastsim_recording_format import (
@@ -73,6 +74,7 @@ def main() -> None:
     parser.add_argument("--payload-bytes", type=int, default=800)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=3)
+    add_json_flag(parser)
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
     records = make_records(args.records, args.payload_bytes)
@@ -86,6 +88,11 @@ def main() -> None:
         print(f"fsr : {n / fsr_t:12,.0f} records/s  ({fsr_t * 1e3:7.1f} ms, {os.path.getsize(fsr_path):,} B)")
         print(f"mcap: {n / mcap_t:12,.0f} records/s  ({mcap_t * 1e3:7.1f} ms, {os.path.getsize(mcap_path):,} B)")
         print(f"ratio fsr/mcap records/s: {mcap_t / fsr_t:.2f}x (target >= 1.5x)")
+        figures = Figures("bench_fsr_write")
+        figures.add("fsr_records_per_s", n / fsr_t)
+        figures.add("mcap_records_per_s", n / mcap_t)
+        figures.add("fsr_over_mcap", mcap_t / fsr_t, 1.5, ">=")
+        figures.emit(args.json)
     finally:
         for path in (fsr_path, mcap_path):
             path.unlink(missing_ok=True)

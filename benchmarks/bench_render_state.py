@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import yaml
+from _report import Figures, add_json_flag
 
 from fastsim_embedded import render_capture
 from fastsim_embedded.compile import prepare_run
@@ -164,6 +165,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="simulated seconds per Run")
     parser.add_argument("--repeat", type=int, default=5)
+    add_json_flag(parser)
     args = parser.parse_args()
     runs: dict[bool, list[tuple[float, float, int]]] = {False: [], True: []}
     for _ in range(args.repeat):
@@ -191,6 +193,11 @@ def main() -> None:
     print(f"isolated (this thread only, no Record worker): capture call {call * 1e6:.2f} us/tick "
           f"= {call * ticks / samples * 1e6:.1f} us/sample; MuJoCo step {off * 1e6:.1f} us/tick off, "
           f"{on * 1e6:.1f} on; (step + capture) / step = {(on + call) / off:.3f}")
+    figures = Figures("bench_render_state")
+    figures.add("sim_cpu_ratio_on_over_off", on_cpu / off_cpu)
+    figures.add("added_sim_cpu_us_per_tick", (on_cpu - off_cpu) * 1e6)
+    figures.add("isolated_step_plus_capture_over_step", (on + call) / off)
+    figures.emit(args.json)
 
 if __name__ == "__main__":
     main()

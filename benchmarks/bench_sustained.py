@@ -42,11 +42,15 @@ Two phases, one verdict:
      host work included, between Runs seconds apart; the slowdown is the median over
      rounds, and the A/A median and spread show the noise floor of that estimate.
 
-Verdict: PASS when no Run of either phase lost or failed an envelope or failed to commit,
-and the paired slowdown is at most 3%.
+Verdict (issue 26): PASS when no Run of either phase lost or failed an envelope or failed
+to commit, and the paired slowdown of the simulation thread's own CPU time
+(``time.thread_time``: other processes on the machine do not enter it) is at most 3%.
+It is reported with a distribution-free ~95% confidence interval of the median over the
+interleaved rounds (order statistics), beside the same for the A/A control; the wall
+figures are printed too.  With ``--json`` the last line is one JSON object.
 
 Run: ``python benchmarks/bench_sustained.py [--work c|py|both] [--pace real|none|both]
-[--seconds 60] [--repeat 3] [--pairs 12] [--block-seconds 5]``.
+[--seconds 60] [--repeat 3] [--pairs 12] [--block-seconds 5] [--json]``.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from typing import Any
 
 import attrs
 from _record_host import RECORD, lane_losses, null_factory, write_run
+from _report import Figures, add_json_flag, median_ci
 
 from fastsim_embedded.compile import prepare_run
 from fastsim_embedded.session import run_session
@@ -220,14 +225,16 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def _per_tick_ratio(base: Measured, other: Measured) -> float:
-    """``other``'s busy time per tick over ``base``'s, minus one."""
-    return (other.wall_s / max(other.ticks - 1, 1)) / (base.wall_s / max(base.ticks - 1, 1)) - 1.0
+def _per_tick_ratio(base: Measured, other: Measured, field: str = "wall_s") -> float:
+    """``other``'s busy time (or thread CPU time) per tick over ``base``'s, minus one."""
+    a, b = float(getattr(base, field)), float(getattr(other, field))
+    return (b / max(other.ticks - 1, 1)) / (a / max(base.ticks - 1, 1)) - 1.0
 
 
 @attrs.frozen
 class Paired:
-    """Phase 2's figures: median and quartiles of the on/off and A/A per-round ratios."""
+    """Phase 2's figures: median and quartiles of the on/off and A/A per-round ratios of
+    busy wall time, and median and ~95% CI of the same ratios of thread CPU time."""
 
     slowdown: float
     slowdown_q: tuple[float, float]
@@ -236,6 +243,8 @@ class Paired:
     lost: int
     statuses: frozenset[str]
     rounds: int
+    cpu: tuple[float, float, float] = (0.0, 0.0, 0.0)  # median, CI low, CI high
+    aa_cpu: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def _quartiles(values: list[float]) -> tuple[float, float]:
@@ -250,6 +259,8 @@ def paired_blocks(work: Callable[[int], None], pairs: int, seconds: float, paced
     names = ["off", "on", "off2"]
     on_ratios: list[float] = []
     aa_ratios: list[float] = []
+    on_cpu: list[float] = []
+    aa_cpu: list[float] = []
     lost = 0
     statuses: set[str] = set()
     for r in range(pairs):
@@ -260,14 +271,19 @@ def paired_blocks(work: Callable[[int], None], pairs: int, seconds: float, paced
         statuses |= {m.status for m in got.values()}
         on_ratios.append(_per_tick_ratio(got["off"], got["on"]))
         aa_ratios.append(_per_tick_ratio(got["off"], got["off2"]))
+        on_cpu.append(_per_tick_ratio(got["off"], got["on"], "cpu_s"))
+        aa_cpu.append(_per_tick_ratio(got["off"], got["off2"], "cpu_s"))
+        print(f"  pair {r + 1}: on/off {on_cpu[-1]:+.2%} thread CPU ({on_ratios[-1]:+.2%} wall), "
+              f"A/A {aa_cpu[-1]:+.2%}", flush=True)
     return Paired(
         _median(on_ratios), _quartiles(on_ratios), _median(aa_ratios), _quartiles(aa_ratios),
-        lost, frozenset(statuses), pairs,
+        lost, frozenset(statuses), pairs, median_ci(on_cpu), median_ci(aa_cpu),
     )
 
 
 def bench(
     kind: str, seconds: float, repeat: int, paced: bool, pairs: int = 12, block_s: float = 5.0,
+    figures: Figures | None = None,
 ) -> bool:
     """Print one work kind's figures; True when both targets hold.
 
@@ -295,7 +311,7 @@ def bench(
     paired = paired_blocks(work, pairs, block_s, paced) if pairs > 0 else None
     summary = on[-1].summary
     lanes = summary.get("lanes", {})
-    slow = paired.slowdown if paired is not None else wall_slow
+    slow = paired.cpu[0] if paired is not None else cpu_slow
     ok = (
         lost == 0 and statuses == {"succeeded"} and slow <= TARGET_SLOWDOWN
         and (paired is None or (paired.lost == 0 and paired.statuses == {"succeeded"}))
@@ -337,10 +353,27 @@ def bench(
               f"(target <= {TARGET_SLOWDOWN * 100:.0f} %)")
         print(f"  A/A (off again vs off)     : {paired.aa * 100:+.2f} % [{alo * 100:+.2f}, {ahi * 100:+.2f}] "
               f"(the noise floor)")
+        med, clo, chi = paired.cpu
+        amed, alo2, ahi2 = paired.aa_cpu
+        print(f"  sim thread CPU slowdown    : {med * 100:+.2f} % [95% CI {clo * 100:+.2f}, {chi * 100:+.2f}] "
+              f"(time.thread_time; target <= {TARGET_SLOWDOWN * 100:.0f} %: the verdict)")
+        print(f"  A/A thread CPU             : {amed * 100:+.2f} % [95% CI {alo2 * 100:+.2f}, {ahi2 * 100:+.2f}]")
         print(f"  loss       : {paired.lost} envelopes lost or failed; statuses {sorted(paired.statuses)}")
     print(f"  verdict    : {'PASS' if ok else 'FAIL'} (zero loss in every Run; "
-          f"{'paired' if paired is not None else 'sustained'} slowdown {slow * 100:+.2f} % <= "
+          f"{'paired' if paired is not None else 'sustained'} thread-CPU slowdown {slow * 100:+.2f} % <= "
           f"{TARGET_SLOWDOWN * 100:.0f} %)", flush=True)
+    if figures is not None:
+        tag = f"{kind}_{'paced' if paced else 'unpaced'}"
+        figures.add(f"{tag}_sim_cpu_slowdown", slow, TARGET_SLOWDOWN, "<=")
+        if paired is not None:
+            figures.add(f"{tag}_sim_cpu_slowdown_ci_low", paired.cpu[1])
+            figures.add(f"{tag}_sim_cpu_slowdown_ci_high", paired.cpu[2])
+            figures.add(f"{tag}_aa_cpu", paired.aa_cpu[0])
+            figures.add(f"{tag}_paired_wall_slowdown", paired.slowdown)
+        figures.add(f"{tag}_sustained_wall_slowdown", wall_slow)
+        figures.add(f"{tag}_sustained_cpu_slowdown", cpu_slow)
+        figures.add(f"{tag}_worker_us_per_tick", worker)
+        figures.add(f"{tag}_lost", lost + (paired.lost if paired is not None else 0), 0, "<=")
     return ok
 
 
@@ -354,13 +387,16 @@ def main() -> int:
     parser.add_argument("--block-seconds", type=float, default=5.0)
     parser.add_argument("--pace", choices=("real", "none", "both"), default="real",
                         help="real: 120 Hz wall-clock ticks (busy time measured); none: back-to-back ticks")
+    add_json_flag(parser)
     args = parser.parse_args()
+    figures = Figures("bench_sustained")
     kinds = ("c", "py") if args.work == "both" else (args.work,)
     paces = {"real": (True,), "none": (False,), "both": (True, False)}[args.pace]
     results = [
-        bench(kind, args.seconds, args.repeat, paced, args.pairs, args.block_seconds)
+        bench(kind, args.seconds, args.repeat, paced, args.pairs, args.block_seconds, figures)
         for paced in paces for kind in kinds
     ]
+    figures.emit(args.json)
     return 0 if all(results) else 1
 
 

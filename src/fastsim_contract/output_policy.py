@@ -9,6 +9,12 @@ embedded host, the fake Core, the contract check's drivers).  A plugin never cho
     | 1 | integrity           | none | sha256   | sha256: a receipt must carry the file digest |
     | 2 | preserve_incomplete | bool            | an unpublished staging file is quarantined   |
     | 3 | publish_incomplete  | bool            | ... or kept as ``<name>.incomplete``          |
+    | 4 | payload_crc         | bool (false)    | true: every batch of an artifact carries a   |
+    |   |                     |                 | CRC-32C of its payload bytes (recorded in the|
+    |   |                     |                 | file header), which ``fsr validate           |
+    |   |                     |                 | --integrity crc``, recovery and upload check;|
+    |   |                     |                 | false (default): recording makes no pass over|
+    |   |                     |                 | payload bytes                                |
 """
 
 from __future__ import annotations
@@ -30,3 +36,4 @@ class RunOutputPolicy:
     integrity: str = attrs.field(default="none", validator=one_of(INTEGRITY_POLICIES))
     preserve_incomplete: bool = True
     publish_incomplete: bool = False
+    payload_crc: bool = False

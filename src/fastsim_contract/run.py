@@ -17,6 +17,7 @@ A Run is YAML::
         integrity: none           # none | sha256
         preserve_incomplete: true
         publish_incomplete: false
+        payload_crc: false        # true: a CRC-32C of every batch's payload bytes
     plugins:
       record:                     # alias
         use: plugin://fastsim/record

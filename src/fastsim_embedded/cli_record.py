@@ -2,7 +2,9 @@
 
 Reached through the ``fastsim.hosts`` entry point (``fastsim_record`` never imports this
 package).  Exit codes: ``fastsim_embedded.record_summary`` (0 normal, 1 failed, 2 config
-or refused output, 3 stopped; 128+N abandoned by a third signal).  Signals:
+or refused output, 3 stopped; 128+N abandoned by a third signal, or stopped by signal N
+before the Run started: one line, nothing staged).  ``fsr`` catches the stop signals
+before its first heavy import, so a signal in the first seconds is never lost.  Signals:
 ``fastsim_embedded.stop_signals``.  Sweeps (``--episodes``): ``fastsim_embedded.sweep``.
 
     | # | option            | effect                                                          |
@@ -11,7 +13,9 @@ or refused output, 3 stopped; 128+N abandoned by a third signal).  Signals:
     | 2 | --episodes N      | N episodes with seeds S..S+N-1 (a sweep; names are templates)   |
     | 3 | --jobs J          | parallel episode processes (default: the number of cores)       |
     | 4 | --overwrite       | replace existing final files (never a crashed ``.incomplete``)  |
-    | 5 | --verbose, --json | the finalizer's full table / one JSON object on stdout           |
+    | 5 | --verbose, --json | the flow-control gauge (how often and how long the simulation  |
+    |   |                   | waited on Record) and the finalizer's full table / one JSON     |
+    |   |                   | object on stdout (``flow``: waits, waited_s)                    |
 
 No traceback reaches the user.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -32,11 +37,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fastsim_contract.lifetime import end_with_parent
 from fastsim_contract.run import SEED_MAX
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.backends import backend_names
 from fastsim_embedded.compile import PreparedRun, check_duration, prepare_run
 from fastsim_embedded.output import OutputRefused
+from fastsim_embedded.output_names import protect_inputs
 from fastsim_embedded.record_summary import EXIT_CONFIG, EXIT_FAILED, EpisodeReport, report_of
 from fastsim_embedded.session import SessionResult, run_session
 from fastsim_embedded.stop_signals import StopSignals
@@ -53,6 +60,10 @@ def _flatten(prefix: str, value: object, out: list[tuple[str, str]]) -> None:
 
 
 def _print_table(console: Console, result: SessionResult) -> None:
+    flow = Table(title="flow control (unpaced: the simulation waits on a pressed gauge)", show_header=False)
+    flow.add_row("waits", f"{result.flow_waits} of {result.ticks} ticks")
+    flow.add_row("waited_s", f"{result.flow_waited_s:.3f}")
+    console.print(flow)
     for finalizer in result.outcome.finalizers:
         table = Table(title=f"finalizer {finalizer.request.component}", show_header=False)
         rows: list[tuple[str, str]] = [("ok", str(finalizer.result.ok))]
@@ -153,7 +164,10 @@ class RecordCommand:
             err.print("--jobs: only with --episodes", markup=False)
             return EXIT_CONFIG
         owns_process = bool(getattr(args, "owns_process", False)) or args.sweep_worker
+        protect_inputs([args.run])  # an output never replaces the Run file, even with --overwrite
         stop = StopSignals(watchdog=owns_process).install()
+        if args.sweep_worker:  # an episode never outlives its sweep (SIGTERM: it commits what it has)
+            end_with_parent(signal.SIGTERM)
         try:
             report, result = self._record(args, err, out, stop)
         finally:
@@ -165,6 +179,7 @@ class RecordCommand:
         if args.json or args.sweep_worker:
             data = report.to_json()
             if result is not None:
+                data["flow"] = {"waits": result.flow_waits, "waited_s": result.flow_waited_s}
                 data["finalizers"] = [
                     {"component": f.request.component, "ok": f.result.ok, "reason": f.result.reason,
                      "summary": f.result.summary}
@@ -176,6 +191,8 @@ class RecordCommand:
             _print_table(out, result)
         if report.status in ("failed", "refused"):
             err.print(f"fsr record: run {report.line()}".splitlines()[0], markup=False)
+        elif not report.committed and report.status == "stopped":
+            err.print(f"fsr record: {report.reason}", markup=False)
         else:
             out.print(report.line(), markup=False)
         return report.exit_code
@@ -195,6 +212,11 @@ class RecordCommand:
         except Exception as exc:
             err.print(f"fsr record: {args.run}: {type(exc).__name__}: {exc}".splitlines()[0], markup=False)
             return None, None
+        if stop.first is not None:  # a stop signal while the Run was prepared: nothing is staged, nothing runs
+            prepared.backend.close()
+            return EpisodeReport("stopped", None, f"{stop.first} before the Run started; nothing was recorded",
+                                 exit_code=128 + int(signal.Signals[stop.first]),
+                                 seed=prepared.seed, episode=prepared.episode), None
         started = time.monotonic()
         try:
             result = self._session(prepared, args, err, out, stop)

@@ -27,6 +27,7 @@ import attrs
 
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.output import OutputRefused
+from fastsim_embedded.output_names import protect_inputs
 from fastsim_embedded.replay import RENDERERS, replay
 from fastsim_embedded.stop_signals import StopSignals
 
@@ -54,6 +55,7 @@ class ReplayCommand:
 
     def run(self, args: argparse.Namespace) -> int:
         """Replay; never raise."""
+        protect_inputs([args.source, args.run])  # never replaced, even with --overwrite
         stop = StopSignals(command="fsr replay", watchdog=bool(getattr(args, "owns_process", False))).install()
         try:
             result, backend = replay(

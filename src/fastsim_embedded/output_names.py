@@ -2,9 +2,14 @@
 
     | # | check                                   | refusal (``OutputRefused``, one line)        |
     |---|-----------------------------------------|----------------------------------------------|
-    | 1 | bare name: no separator, NUL or control | names the character                          |
-    |   | character                               |                                              |
-    | 2 | ``<name>.incomplete`` fits NAME_MAX     | names the length and the limit               |
+    | 1 | ``fastsim_contract.output_names``: bare,| names the character, the hidden or unsealed  |
+    |   | printable, not hidden, not              | name, or the sizes and the limit (NAME_MAX   |
+    |   | ``.incomplete``, short enough for the   | of the output folder's file system)          |
+    |   | hidden staging name                     |                                              |
+    | 2 | (kept for the table's numbering)        |                                              |
+    | 5 | not a file this process reads           | ``fastsim_recording_format.overlap``: the    |
+    |   | (``protect_inputs``: a Replay's SOURCE, | same file (links too) as an input, even with |
+    |   | the Run file), nor a folder holding one | ``--overwrite``                              |
     | 3 | ``.<name>.lock`` is free (``flock``)    | another recorder is writing this name now    |
     | 4 | the lock file is a plain file           | a planted symlink is never followed          |
 
@@ -23,13 +28,14 @@ from pathlib import Path
 import attrs
 
 from fastsim_contract.errors import LeaseError
+from fastsim_contract.output_names import NAME_MAX, STAGING_SUFFIX, output_name_refusal
+from fastsim_recording_format.overlap import overlap
 
 __all__ = [
-    "STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity", "with_suffix",
+    "STAGING_SUFFIX", "NameLock", "OutputRefused", "check_output_name", "identity_of", "lidentity", "protect_inputs",
+    "with_suffix",
 ]
 
-STAGING_SUFFIX = ".incomplete"
-_NAME_MAX_DEFAULT = 255
 
 
 class OutputRefused(LeaseError):
@@ -47,28 +53,29 @@ def with_suffix(name: str, suffix: str) -> str:
     return f"{stem}{suffix}.{ext}" if dot and stem else f"{name}{suffix}"
 
 
-def check_output_name(name: str, directory: Path | None = None) -> str | None:
-    """Why ``name`` cannot be an output file name (``None`` when it can).
+#: files this process was asked to read (a Replay's SOURCE, the Run file): never an output
+_INPUTS: list[str] = []
 
-    A bare name with no separator, NUL or control character, and short enough that
-    ``<name>.incomplete`` fits the file system's name limit (of ``directory`` when it
-    exists, else 255 bytes).
-    """
-    if not name or name in (".", "..") or "/" in name or "\\" in name:
-        return f"{name!r} is not a bare file name"
-    bad = [c for c in name if ord(c) < 32 or ord(c) == 127]
-    if bad:
-        return f"{name!r} contains a control character ({bad[0]!r}); use printable characters only"
-    limit = _NAME_MAX_DEFAULT
+
+def protect_inputs(paths: list[str]) -> None:
+    """Row 5: no output of this process may replace ``paths`` or a folder holding one."""
+    _INPUTS.extend(os.fspath(p) for p in paths)
+
+
+def check_output_name(name: str, directory: Path | None = None) -> str | None:
+    """Why ``name`` cannot be an output file name (``None`` when it can): the Core
+    contract's one rule (``fastsim_contract.output_names``), with the name limit of
+    ``directory``'s file system when it exists (else 255 bytes); and row 5."""
+    limit = NAME_MAX
     if directory is not None:
         try:
             limit = os.pathconf(directory, "PC_NAME_MAX")
         except (OSError, ValueError):
-            limit = _NAME_MAX_DEFAULT
-    size = len((name + STAGING_SUFFIX).encode("utf-8", "surrogateescape"))
-    if size > limit:
-        return f"{name!r} is too long: {name}{STAGING_SUFFIX} would be {size} bytes, over the file system's {limit}-byte limit"
-    return None
+            limit = NAME_MAX
+    refusal = output_name_refusal(name, limit)
+    if refusal is None and directory is not None and _INPUTS:
+        refusal = overlap(directory / name, _INPUTS)
+    return refusal
 
 
 def identity_of(info: os.stat_result) -> tuple[int, int]:

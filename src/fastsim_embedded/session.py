@@ -65,6 +65,8 @@ class SessionResult:
     outcome: RunOutcome
     ticks: int
     teardown_errors: tuple[str, ...] = ()
+    flow_waits: int = 0  # unpaced ticks after which the loop waited on a consumer's gauge
+    flow_waited_s: float = 0.0  # how long it waited in all
 
 
 def discover_plugin(component_id: str) -> PluginFactory:
@@ -344,7 +346,9 @@ class Episode:
         errors = _teardown(self.plugins)
         host.cleanup(time.monotonic() + host.revoke_grace_s)
         self.backend.close()
-        self.result = SessionResult(host.outcome(cut, finalizers), self.ticks, errors)
+        self.result = SessionResult(
+            host.outcome(cut, finalizers), self.ticks, errors, host.flow.waits, host.flow.waited_s
+        )
         return self.result
 
 

@@ -18,7 +18,9 @@ Exit: 0 every episode committed normally; 1 some episode failed; 3 otherwise
 
 Signals: the sweep's episodes run in their own sessions; the first SIGTERM/SIGINT/SIGHUP
 starts no new episode and forwards the signal to the running ones (they commit what
-they have, ``completion: stopped``); further signals are forwarded too.
+they have, ``completion: stopped``); further signals are forwarded too.  An episode
+ends with the sweep (``fastsim_contract.lifetime``): when the sweep dies, even by
+``kill -9``, each running episode gets SIGTERM and commits what it has; none runs on.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from fastsim_contract.lifetime import child_environment
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.compile import episode_names
 from fastsim_embedded.output_names import STAGING_SUFFIX, check_output_name
@@ -144,7 +147,7 @@ class _Sweep:
                 process = subprocess.Popen(
                     worker_command(self.args, episode, self.first_seed + episode),
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                    start_new_session=True,
+                    start_new_session=True, env=child_environment(),  # ends with the sweep
                 )
                 self.running[episode] = process
             threading.Thread(target=self._watch, args=(episode, process), daemon=True).start()

@@ -141,6 +141,7 @@ def wire(plugin: RecordPlugin) -> None:
         streams=decls, integrity=config.integrity, policy_integrity=policy.integrity,
         producer={"name": "fastsim-plugin-record", "version": __version__, "component": plugin.component},
         mode=mode, source_sha256=source_sha256, fence_extra=fence_extra,
+        payload_crc=bool(getattr(policy, "payload_crc", False)),  # runtime.output.payload_crc
         run_attributes={  # a host may describe the Run (``metadata``: name, backend, seed, scene)
             **dict(getattr(run, "metadata", None) or {}), "record_config": config.to_mapping(),
         },

@@ -32,11 +32,27 @@ from fastsim_recording_format._layout import (
     pad8,
 )
 from fastsim_recording_format._source import Source
+from fastsim_recording_format._table_rules import BatchFacts
+from fastsim_recording_format._table_rules import analyse_block_table as _analyse_block
+from fastsim_recording_format._table_rules import analyse_table as _analyse
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import RecordKind
 
 __all__ = ["Accumulator", "BatchFacts", "ParsedBatch", "analyse_table", "check_index_entry", "parse_batch"]
+
+
+def analyse_table(
+    table: Array, metadata_length: int, payload_length: int, header_offset: int, ordinal: int,
+    stream_ids: Array, *, block: bool = False,
+) -> BatchFacts:
+    """Check 2 (record-local rules, ``_table_rules``) against this module's metadata bound;
+    ``block``: the table was built from one ``RecordBlock`` (``analyse_block_table``)."""
+    check = _analyse_block if block else _analyse
+    return check(
+        table, metadata_length, payload_length, header_offset, ordinal, stream_ids, MAX_RECORD_METADATA_BYTES
+    )
+
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _HDR = BATCH_HEADER.size
@@ -44,122 +60,6 @@ _REC = RECORD_DTYPE.itemsize
 _GAP = int(RecordKind.GAP)
 _ZERO_SHA = bytes(32)
 _U64_MAX = np.uint64(2**64 - 1)
-
-
-def _first(mask: Array) -> int | None:
-    return int(mask.argmax()) if np.count_nonzero(mask) else None
-
-
-@attrs.frozen
-class BatchFacts:
-    """What a batch's record table implies: its summary, projections and per-stream counts."""
-
-    first_global: int
-    last_global: int
-    generation_min: int
-    generation_max: int
-    sim_time_min: int
-    sim_time_max: int
-    projections: Array = attrs.field(eq=False)
-    kind_counts: Array = attrs.field(eq=False)  # (streams, 3) int64
-    payload_by_stream: Array = attrs.field(eq=False)  # (streams,) float64
-    group_first: Array = attrs.field(eq=False)  # record index of each stream's first record
-    group_last: Array = attrs.field(eq=False)
-
-
-def analyse_table(
-    table: Array,
-    metadata_length: int,
-    payload_length: int,
-    header_offset: int,
-    ordinal: int,
-    stream_ids: Array,
-) -> BatchFacts:
-    """Check every record-local rule of a batch and derive its facts (no I/O)."""
-    n = len(table)
-    base = header_offset + _HDR
-
-    def fail(k: int, field: str, reason: str) -> FormatError:
-        return FormatError(base + _REC * k + _FIELD[field], reason)
-
-    kind = table["kind"]
-    sid = table["stream_id"]
-    if (k := _first(kind > 2)) is not None:
-        raise fail(k, "kind", f"unknown record kind {int(kind[k])}")
-    if (k := _first(table["flags"] != 0)) is not None:
-        raise fail(k, "flags", "non-zero record flags")
-    if not len(stream_ids):
-        raise fail(0, "stream_id", f"record names undeclared stream {int(sid[0])}")
-    pos = np.searchsorted(stream_ids, sid)
-    if (k := _first(stream_ids[np.minimum(pos, len(stream_ids) - 1)] != sid)) is not None:
-        raise fail(k, "stream_id", f"record names undeclared stream {int(sid[k])}")
-    g, gl = table["global_sequence"], table["global_last"]
-    s, sl = table["stream_sequence"], table["stream_last"]
-    plen, ml = table["payload_length"], table["metadata_length"].astype(np.uint64)
-    gap = kind == _GAP
-    if (k := _first(~gap & ((gl != g) | (sl != s)))) is not None:
-        raise fail(k, "global_last", "DATA or BARRIER record covers more than one sequence")
-    if (k := _first(gap & ((gl < g) | (sl < s)))) is not None:
-        raise fail(k, "global_last", "GAP record range is reversed")
-    if (k := _first(gap & (plen != 0))) is not None:
-        raise fail(k, "payload_length", "GAP record has a payload")
-    if (k := _first(ml > np.uint64(MAX_RECORD_METADATA_BYTES))) is not None:
-        raise fail(
-            k, "metadata_length",
-            f"record metadata of {int(ml[k])} bytes exceeds the {MAX_RECORD_METADATA_BYTES}-byte bound",
-        )
-    if n > 1 and (k := _first((g[1:] != gl[:-1] + np.uint64(1)) | (gl[:-1] == _U64_MAX))) is not None:
-        raise fail(
-            k + 1, "global_sequence",
-            f"global sequence hole or overlap: expected {int(gl[k]) + 1}, found {int(g[k + 1])}",
-        )
-    for lengths, offsets, total, field, what, hdr_field in (
-        (ml, table["metadata_offset"], metadata_length, "metadata_offset", "metadata", 24),
-        (plen, table["payload_offset"], payload_length, "payload_offset", "payload", 32),
-    ):
-        if (k := _first(lengths > np.uint64(total))) is not None:
-            raise fail(k, field, f"record {what} length exceeds the batch's {what} area")
-        ends = np.cumsum(lengths, dtype=np.uint64)
-        if (k := _first(offsets != ends - lengths)) is not None:
-            raise fail(k, field, f"record {what} offset does not tile the {what} area")
-        if int(ends[-1]) != total:
-            raise FormatError(header_offset + hdr_field, f"batch {what} length disagrees with its records")
-
-    order = np.argsort(sid, kind="stable")
-    ss, so, slo = sid[order], s[order], sl[order]
-    gen, t = table["generation"], table["sim_time_ns"]
-    geno, to = gen[order], t[order]
-    same = ss[1:] == ss[:-1]
-    if (k := _first(same & ((so[1:] != slo[:-1] + np.uint64(1)) | (slo[:-1] == _U64_MAX)))) is not None:
-        raise fail(int(order[k + 1]), "stream_sequence", "stream sequence hole or overlap")
-    back = (geno[1:] < geno[:-1]) | ((geno[1:] == geno[:-1]) & (to[1:] < to[:-1]))
-    if (k := _first(same & back)) is not None:
-        raise fail(int(order[k + 1]), "sim_time_ns", "stream generation or simulation time goes backwards")
-
-    cut = np.flatnonzero(~same | (geno[1:] != geno[:-1])) + 1
-    starts = np.concatenate(([0], cut))
-    stops = np.concatenate((cut, [n]))
-    proj = np.empty(len(starts), PROJECTION_DTYPE)
-    proj["stream_id"] = ss[starts]
-    proj["generation"] = geno[starts]
-    proj["batch_ordinal"] = ordinal
-    proj["record_count"] = stops - starts
-    proj["first_stream_sequence"] = so[starts]
-    proj["last_stream_sequence"] = slo[stops - 1]
-    proj["sim_time_first"] = to[starts]
-    proj["sim_time_last"] = to[stops - 1]
-
-    streams = len(stream_ids)
-    dense = pos.astype(np.int64)
-    kinds = np.bincount(dense * 3 + kind, minlength=3 * streams).reshape(streams, 3)
-    payload = np.bincount(dense, weights=plen.astype(np.float64), minlength=streams)
-    gcut = np.flatnonzero(~same) + 1
-    group_first = order[np.concatenate(([0], gcut))]
-    group_last = order[np.concatenate((gcut, [n])) - 1]
-    return BatchFacts(
-        int(g[0]), int(gl[-1]), int(gen.min()), int(gen.max()), int(t.min()), int(t.max()),
-        proj, kinds, payload, group_first, group_last,
-    )
 
 
 @attrs.frozen

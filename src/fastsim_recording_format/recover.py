@@ -14,6 +14,7 @@ Files (never a file recovery did not create is overwritten or deleted):
 
 | # | situation                                  | result                                          |
 |---|--------------------------------------------|-------------------------------------------------|
+| 0 | OUT is the input (a link to it, a folder above it) | ``OutputOverlapsInput``, even with overwrite |
 | 1 | OUT exists (even as a symlink), no overwrite | ``FileExistsError`` before anything is read     |
 | 2 | ``OUT.recovering`` exists                  | ``FileExistsError``; it is left alone           |
 | 3 | ``OUT.recovering`` is created              | ``O_CREAT | O_EXCL | O_NOFOLLOW``, mode 0644     |
@@ -35,6 +36,7 @@ from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, crc
 from fastsim_recording_format._sections import Head, encode_tail, read_head, read_tail
 from fastsim_recording_format._source import Source, open_source
 from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.overlap import OutputOverlapsInput, refuse_overlap
 from fastsim_recording_format.validate import check_payloads, check_record_metadata
 
 __all__ = ["RecoveryReport", "recover"]
@@ -52,6 +54,7 @@ class RecoveryReport:
     bytes_dropped: int
     size: int
     reason: str | None  # why the tail was dropped, or None
+    payload_crc: bool = False  # the kept batches' payloads were checked against their CRC-32Cs
 
     @property
     def lossless(self) -> bool:
@@ -88,7 +91,8 @@ def recover(
     and ``overwrite`` is false (or when its temporary ``out.recovering`` exists).
     """
     if os.path.abspath(incomplete) == os.path.abspath(out):
-        raise ValueError("recovery output must differ from its input")
+        raise OutputOverlapsInput(f"{os.fspath(out)}: recovery output must differ from its input")
+    refuse_overlap(out, [incomplete])  # a link to it, or a folder above it
     if not overwrite and os.path.lexists(out):
         raise FileExistsError(errno.EEXIST, "output exists (use --overwrite to replace it)", os.fspath(out))
     src = open_source(incomplete)
@@ -127,7 +131,7 @@ def recover(
     finally:
         src.close()
     return RecoveryReport(
-        acc.batches, int(acc.kind_counts.sum()), dropped_records, dropped_bytes, size, reason
+        acc.batches, int(acc.kind_counts.sum()), dropped_records, dropped_bytes, size, reason, head.payload_crc
     )
 
 

@@ -76,8 +76,11 @@ def check_record_metadata(batch: ParsedBatch, seen: set[bytes]) -> None:
                     seen.add(part)
 
 
-def check_payloads(src: Source, batch: ParsedBatch, *, crc: bool, sha256: bool) -> None:
-    """The batch's payload area matches its CRC-32C and/or its SHA-256 (one read of it)."""
+def check_payloads(
+    src: Source, batch: ParsedBatch, *, crc: bool, sha256: bool, names: dict[int, str] | None = None
+) -> None:
+    """The batch's payload area matches its CRC-32C and/or its SHA-256 (one read of it); a
+    mismatch names the streams the batch holds (``names``: stream id to name)."""
     if not (crc or sha256):
         return
     digest = hashlib.sha256() if sha256 else None
@@ -91,10 +94,12 @@ def check_payloads(src: Source, batch: ParsedBatch, *, crc: bool, sha256: bool) 
         if digest is not None:
             digest.update(chunk)
         pos += n
+    held = sorted(set(batch.table["stream_id"].tolist()))
+    streams = f" (streams {', '.join((names or {}).get(i, str(i)) for i in held)})"
     if digest is not None and digest.digest() != batch.payload_sha256:
-        raise FormatError(batch.offset + 80, "batch payload SHA-256 mismatch")
+        raise FormatError(batch.offset + 80, "batch payload SHA-256 mismatch" + streams)
     if crc and value != batch.payload_crc32c:
-        raise FormatError(batch.offset + 20, "batch payload CRC-32C mismatch")
+        raise FormatError(batch.offset + 20, "batch payload CRC-32C mismatch" + streams)
 
 
 def supported_profiles(head: Head) -> tuple[str, ...]:
@@ -147,12 +152,13 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
         )
     if integrity == "crc" and not head.payload_crc:
         raise ProfileUnsupportedError(
-            integrity, "the file was written without payload CRC-32Cs (before they existed, or "
-            "with payload_crc=False)", supported_profiles(head),
+            integrity, "the file was written without payload CRC-32Cs (recorded without "
+            "runtime.output.payload_crc: true, or before they existed)", supported_profiles(head),
         )
     tail = read_tail(src, head)
     acc = Accumulator(head.stream_ids)
     seen: set[bytes] = set()
+    names = {s.stream_id: s.name for s in head.streams}
     for ordinal, entry in enumerate(tail.index):
         batch = parse_batch(src, int(entry["offset"]), ordinal, tail.index_offset, head.stream_ids, head.batch_flags)
         check_index_entry(entry, batch, tail.index_offset + 64 * ordinal)
@@ -160,7 +166,7 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
         acc.check(batch.table, batch.facts, batch.offset)
         acc.add(batch.offset, batch.length, batch.flags, batch.table, batch.facts)
         if integrity in ("crc", "strong"):
-            check_payloads(src, batch, crc=head.payload_crc, sha256=integrity == "strong")
+            check_payloads(src, batch, crc=head.payload_crc, sha256=integrity == "strong", names=names)
     proj_at = tail.index_offset + 64 * len(tail.index)
     derived = acc.projection_array()
     if derived.tobytes() != tail.projection_bytes:

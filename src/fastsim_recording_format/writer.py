@@ -19,7 +19,6 @@ A write to the file that raises (disk full, a revoked lease) moves the writer to
 from __future__ import annotations
 
 import hashlib
-import operator
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
@@ -28,6 +27,7 @@ import attrs
 import numpy as np
 from crc32c import crc32c as _crc32c
 
+from fastsim_recording_format._assemble import RecordBlock, assemble
 from fastsim_recording_format._batch import Accumulator, analyse_table
 from fastsim_recording_format._json import json_items
 from fastsim_recording_format._layout import (
@@ -35,7 +35,6 @@ from fastsim_recording_format._layout import (
     BATCH_MAGIC,
     MAX_FOOTER_BYTES,
     MAX_JSON_ITEMS,
-    RECORD_DTYPE,
     TRAILER,
     canonical_json,
     crc,
@@ -54,16 +53,11 @@ from fastsim_recording_format.model import (
     StreamSpec,
 )
 
-__all__ = ["FsrWriter"]
+__all__ = ["FsrWriter", "RecordBlock"]
 
-_FIELDS = (
-    "stream_id", "kind", "global_sequence", "global_last", "stream_sequence", "stream_last",
-    "generation", "sim_time_ns",
-)
-_GET = operator.attrgetter(*_FIELDS)
-_PICK = np.dtype([(name, RECORD_DTYPE.fields[name][0]) for name in _FIELDS])  # type: ignore[index]
-_EMPTY = b""
-_BYTES = frozenset({bytes, bytearray})
+_NO_SHA = bytes(32)
+#: a batch with at most this many payload parts writes them without joining them first
+_FEW_PARTS = 4
 #: average payload size from which a batch's payloads are written without joining them
 _SPLIT_AVERAGE = 64 * 1024
 
@@ -75,6 +69,29 @@ def _sync_if_possible(file: BinaryIO) -> None:
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
         return
     os.fsync(fd)
+
+
+def _metadata(table: Any, metas: Sequence[tuple[int, Any]]) -> bytes:
+    """Canonical JSON of each record's non-empty metadata; fills its table columns."""
+    if not metas:
+        return b""
+    try:
+        blobs = [canonical_json(m) for _, m in metas]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"record metadata is not JSON-able: {exc}") from None
+    for blob in blobs:
+        if len(blob) > MAX_JSON_ITEMS and json_items(blob) > MAX_JSON_ITEMS:
+            raise ValueError(f"record metadata has more than {MAX_JSON_ITEMS} JSON items")
+    if len(metas) == 1:  # one record's metadata (a column block's first): no cumulative sum
+        k, size = metas[0][0], len(blobs[0])
+        table["metadata_length"][k] = size
+        table["metadata_offset"][k + 1:] = size
+        return blobs[0]
+    mlen = np.zeros(len(table), np.uint64)
+    mlen[[k for k, _ in metas]] = [len(b) for b in blobs]
+    table["metadata_length"] = mlen
+    table["metadata_offset"] = np.cumsum(mlen, dtype=np.uint64) - mlen
+    return b"".join(blobs)
 
 
 @attrs.define(eq=False, init=False)
@@ -137,82 +154,74 @@ class FsrWriter(Closing):
         if self._state not in states:
             raise ValueError(f"FSR writer is {self._state}")
 
-    def write_batch(self, records: Sequence[RecordIn | RecordRow]) -> int:
-        """Write ``records`` (in global order) as one batch; returns the bytes written."""
+    def write_batch(self, records: Sequence[RecordIn | RecordRow | RecordBlock]) -> int:
+        """Write ``records`` (in global order) as one batch; returns the bytes written.
+
+        Records are rows (one object each) or :class:`RecordBlock` values (many DATA
+        records of one stream, column-wise); both give the same bytes."""
         self._require("open")
-        n = len(records)
+        n = sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)
         if n == 0:
             raise ValueError("a batch needs at least one record")
-        table = np.zeros(n, RECORD_DTYPE)
+        parts_in = assemble(records)
+        table, payloads = parts_in.table, parts_in.payloads
+        meta = _metadata(table, parts_in.metadata)
+        pay_len = parts_in.payload_length
         try:
-            picked = np.fromiter(map(_GET, records), _PICK, n)
-        except (OverflowError, ValueError, TypeError) as exc:
-            raise ValueError(f"record field out of range: {exc}") from None
-        for name in _FIELDS:
-            table[name] = picked[name]
-        payloads = [r.payload for r in records]
-        if set(map(type, payloads)) <= _BYTES:
-            plen = np.fromiter(map(len, payloads), np.uint64, n)
-        else:  # memoryviews and other buffers: count bytes, not items
-            plen = np.fromiter((memoryview(p).nbytes for p in payloads), np.uint64, n)
-        table["payload_length"] = plen
-        table["payload_offset"] = np.cumsum(plen, dtype=np.uint64) - plen
-        metas = [r.metadata for r in records]
-        if any(metas):
-            try:
-                blobs = [canonical_json(m) if m else _EMPTY for m in metas]
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"record metadata is not JSON-able: {exc}") from None
-            mlen = np.fromiter(map(len, blobs), np.uint64, n)
-            for k in np.flatnonzero(mlen > np.uint64(MAX_JSON_ITEMS)).tolist():
-                if json_items(blobs[k]) > MAX_JSON_ITEMS:
-                    raise ValueError(f"record metadata has more than {MAX_JSON_ITEMS} JSON items")
-            table["metadata_length"] = mlen
-            table["metadata_offset"] = np.cumsum(mlen, dtype=np.uint64) - mlen
-            meta = b"".join(blobs)
-        else:
-            meta = _EMPTY
-        pay_len = int(plen.sum())
-        try:
-            facts = analyse_table(table, len(meta), pay_len, self._pos, self._acc.batches, self._acc.stream_ids)
+            facts = analyse_table(
+                table, len(meta), pay_len, self._pos, self._acc.batches, self._acc.stream_ids,
+                block=len(records) == 1 and records[0].__class__ is RecordBlock,
+            )
             self._acc.check(table, facts, self._pos)
         except FormatError as exc:
             raise ValueError(f"invalid batch: {exc.reason}") from None
         body = b"".join((table.tobytes(), meta, bytes(pad8(len(meta)) - len(meta))))
         pad = bytes(pad8(pay_len) - pay_len)
+        payload_crc, sha = 0, _NO_SHA
+        digests = self._crc or self._strong
         if pay_len >= _SPLIT_AVERAGE * n:
             # Large payloads (frames): written as they are, no joined copy; the CRC and
             # digest run over each one in turn (chained), so the payload bytes are read
             # once for checking and once for writing, never copied in between.
             parts: tuple[Payload, ...] = (body, *payloads, pad)
-            payload_crc = 0
             digest = hashlib.sha256() if self._strong else None
-            for part in payloads:
+            for part in payloads if digests else ():
                 if self._crc:
                     payload_crc = _crc32c(part, payload_crc)
                 if digest is not None:
                     digest.update(part)
-            sha = digest.digest() if digest is not None else bytes(32)
-        else:
+            sha = digest.digest() if digest is not None else _NO_SHA
+        elif digests:
             buf = b"".join((body, *payloads, pad))
             parts = (buf,)
             payload_area = memoryview(buf)[len(body):len(body) + pay_len]
-            sha = hashlib.sha256(payload_area).digest() if self._strong else bytes(32)
+            sha = hashlib.sha256(payload_area).digest() if self._strong else _NO_SHA
             payload_crc = crc(payload_area) if self._crc else 0
-        flags = self._flags
-        header = BATCH_HEADER.pack(
-            BATCH_MAGIC, flags, self._acc.batches, n, payload_crc, len(meta), pay_len, facts.first_global,
-            facts.last_global, facts.generation_min, facts.generation_max, facts.sim_time_min,
-            facts.sim_time_max, sha, crc(body), 0,
-        )
-        header = header[:116] + crc(header[:116]).to_bytes(4, "little")
-        self._write(header, *parts)
+        else:  # no payload digest: the header goes first (one write, or a few without a joined copy)
+            parts = ()
+        header = self._header(n, payload_crc, len(meta), pay_len, facts, sha, crc(body))
+        if parts:
+            self._write(header, *parts)
+        elif len(payloads) <= _FEW_PARTS:  # column blocks: their payload buffers as they are
+            self._write(header + body, *(p for p in (*payloads, pad) if len(p)))
+        else:
+            self._write(b"".join((header, body, *payloads, pad)))
         length = len(header) + len(body) + pay_len + len(pad)
-        self._acc.add(self._pos, length, flags, table, facts)
+        self._acc.add(self._pos, length, self._flags, table, facts)
         self._pos += length
-        if facts.kind_counts[:, 1].any():
+        if np.count_nonzero(facts.kind_counts[:, 1]):
             self._degraded = True
         return length
+
+    def _header(
+        self, n: int, payload_crc: int, meta_len: int, pay_len: int, facts: Any, sha: bytes, table_crc: int
+    ) -> bytes:
+        header = BATCH_HEADER.pack(
+            BATCH_MAGIC, self._flags, self._acc.batches, n, payload_crc, meta_len, pay_len, facts.first_global,
+            facts.last_global, facts.generation_min, facts.generation_max, facts.sim_time_min,
+            facts.sim_time_max, sha, table_crc, 0,
+        )
+        return header[:116] + crc(header[:116]).to_bytes(4, "little")
 
     def _write(self, *parts: Payload) -> None:
         try:

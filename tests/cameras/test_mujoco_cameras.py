@@ -103,3 +103,31 @@ def test_joint_state_recorded_alongside(recorded: CameraRun) -> None:
     assert [c["name"] for c in layout] == ["robot.joint_position", "robot.joint_velocity"]
     assert len(ticks) == 15
     assert all(len(t) == 2 * 13 * 8 for t in ticks)
+
+
+def test_calibration_profiles_say_how_the_frames_were_made(
+    recorded: CameraRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each camera's profile names renderer, version, MSAA and shadow map; fsr info shows them."""
+    import json
+
+    import mujoco
+
+    from fastsim_record.cli import main as fsr_main
+
+    with FsrReader(recorded.output) as reader:
+        history = rebuild_calibration_history(reader.streams, reader.records())
+    expected = {"name": "mujoco", "version": mujoco.__version__, "msaa_samples": 0, "shadow_map_size": 0}
+    for camera in history.cameras():
+        profile = _published(recorded, camera, "intrinsics")[0].profile
+        assert {k: profile["renderer"][k] for k in expected} == expected
+        assert profile["renderer"]["gl_backend"]
+    capsys.readouterr()
+    assert fsr_main(["info", str(recorded.output), "--json"]) == 0
+    cameras = json.loads(capsys.readouterr().out)["cameras"]
+    assert set(cameras) == {"exterior_left", "exterior_right", "wrist"}
+    assert all({k: c["renderer"][k] for k in expected} == expected for c in cameras.values())
+    assert fsr_main(["info", str(recorded.output)]) == 0
+    text = capsys.readouterr().out
+    assert f"camera wrist: rendered by mujoco {mujoco.__version__}" in text
+    assert "MSAA 0 samples, shadow map 0" in text

@@ -42,11 +42,16 @@ def test_limits_the_machine_cannot_honour_fail_fsr_check(
 
 
 @pytest.mark.parametrize(("name", "fragment"), [
-    ("a\nb.fsr", "must not contain control characters (got '\\n'"),
-    ("a\rb.fsr", "must not contain control characters (got '\\r'"),
-    ("a\tb.fsr", "must not contain control characters (got '\\t'"),
-    ("a\x07b.fsr", "must not contain control characters (got '\\x07'"),
-    ("x" * 250 + ".fsr", "would be 265 bytes, over the 255-byte file-name limit"),
+    ("a\nb.fsr", "contains a control character ('\\n')"),
+    ("a\rb.fsr", "contains a control character ('\\r')"),
+    ("a\tb.fsr", "contains a control character ('\\t')"),
+    ("a\x07b.fsr", "contains a control character ('\\x07')"),
+    ("x" * 250 + ".fsr", "254 bytes, over 230 (the file system's 255-byte limit minus the 25 bytes"),
+    ("x" * 227 + ".fsr", "231 bytes, over 230"),
+    (".fsr", "is a hidden name; fsr index, fsr upload and folder validation never list it"),
+    (".hidden.fsr", "is a hidden name"),
+    (".quarantine", "is a hidden name"),
+    ("x.incomplete", "ends with '.incomplete', the name of an unsealed Run's file"),
     ("{episode:q}.fsr", "is not a valid output-name template"),
     ("{user}.fsr", "unknown field {user} (use {name}, {seed}, {episode})"),
 ])

@@ -54,7 +54,7 @@ def test_schema_forbids_unknown_keys_everywhere() -> None:
     walk(config_json_schema())
 
 
-@pytest.mark.parametrize("name", ["episode.fsr", "source.fsr", ".hidden", "a b.fsr", "..", ".", "a/b", "a\\b", " x", "x "])
+@pytest.mark.parametrize("name", ["episode.fsr", "source.fsr", ".hidden", ".fsr", "x.incomplete", "x.incomplete.fsr", "a b.fsr", "..", ".", "a/b", "a\\b", " x", "x "])
 def test_schema_name_pattern_agrees_with_the_validator(name: str) -> None:
     """The schema's output.name pattern accepts exactly what the bare-file-name validator accepts."""
     pattern = config_json_schema()["properties"]["output"]["properties"]["name"]["pattern"]

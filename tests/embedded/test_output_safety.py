@@ -160,11 +160,26 @@ def test_control_characters_in_names_are_refused(tmp_path: Path, name: str) -> N
 
 
 def test_a_name_too_long_for_its_staging_file_is_refused(tmp_path: Path) -> None:
-    """A name whose <name>.incomplete exceeds NAME_MAX is refused with the sizes."""
+    """A name whose hidden staging name would exceed NAME_MAX is refused with the sizes."""
     name = "x" * 250 + ".fsr"
     why = check_output_name(name, tmp_path)
     assert why is not None
-    assert "265 bytes" in why
+    assert "254 bytes, over 230" in why
+
+
+def test_the_longest_name_fsr_check_accepts_is_one_the_host_can_stage(tmp_path: Path) -> None:
+    """One limit in one place: the longest name the contract allows stages at exactly NAME_MAX; one byte more is refused."""
+    from fastsim_contract.output_names import NAME_MAX, STAGING_OVERHEAD
+
+    longest = "x" * (NAME_MAX - STAGING_OVERHEAD - 4) + ".fsr"
+    assert check_output_name(longest, tmp_path) is None
+    service = _service(tmp_path)
+    lease = service.open_write(longest)
+    staged = [p.name for p in tmp_path.iterdir() if ".incomplete-" in p.name]
+    assert len(staged) == 1
+    assert len(staged[0].encode()) == NAME_MAX  # exactly what the contract budgets
+    service.abort(lease)
+    assert check_output_name("y" + longest, tmp_path) is not None
 
 
 def test_a_config_error_at_prepare_releases_the_output_name(tmp_path: Path) -> None:

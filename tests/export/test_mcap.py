@@ -13,6 +13,7 @@ import pytest
 import fastsim_record as fr
 from fastsim_record.cli import main
 from fastsim_record.export._source import encoded_frames, generation_offsets
+from fastsim_recording_format import FsrReader
 
 pytest.importorskip("foxglove", reason="the mcap extra (foxglove-sdk) is not installed")
 mcap_reader = pytest.importorskip("mcap.reader")
@@ -120,7 +121,8 @@ def test_run_metadata_and_validation_receipt_are_metadata_records(droid_fsr: Pat
     assert meta["fsr.run"]["run_id"] == info.run_id
     assert meta["fsr.run"]["name"] == "droid-like-pick"
     assert json.loads(meta["fsr.run"]["generations"]) == [0, 1]
-    assert meta["fsr.validation"]["profile"] == "structural"
+    with FsrReader(droid_fsr) as reader:  # every payload CRC-32C checked when the file has them, else structural
+        assert meta["fsr.validation"]["profile"] == ("crc" if reader.payload_crc else "structural")
     assert meta["fsr.validation"]["completion_identity"]
 
 

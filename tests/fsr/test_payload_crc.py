@@ -135,7 +135,8 @@ def test_fsr_validate_profile_exit_codes(tmp_path: Path, capsys: Capture) -> Non
     bad.write_bytes(bytes(data))
     assert main(["validate", str(bad)]) == 0
     assert main(["validate", str(bad), "--integrity", "crc"]) == 1
-    assert "invalid: batch payload CRC-32C mismatch at offset" in capsys.readouterr().err
+    assert "invalid: batch payload CRC-32C mismatch (streams obs.joints, cameras.front.rgb, events) at offset" in (
+        capsys.readouterr().err)
     old = tmp_path / "old.fsr"
     old.write_bytes(_file([b"x"], 1, payload_crc=False))
     assert main(["validate", str(old), "--integrity", "crc"]) == 2

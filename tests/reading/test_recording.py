@@ -229,14 +229,18 @@ def test_a_corrupt_record_table_is_one_error_naming_its_offset(synthetic_fsr: Pa
 
 
 def test_a_broken_frame_payload_is_one_error_naming_its_offset(droid_fsr: Path, tmp_path: Path) -> None:
-    """A JPEG whose header is gone fails frame() with the payload's file offset; others still read."""
+    """A JPEG whose header is gone fails frame() with the payload's file offset (or its batch's CRC); others still read."""
     with FsrReader(droid_fsr) as reader:
         record = next(iter(reader.records("cameras.wrist.rgb")))
+        has_crc = reader.payload_crc
     data = bytearray(droid_fsr.read_bytes())
     data[record.payload_offset:record.payload_offset + 2] = b"\x00\x00"  # no SOI marker
     bad = tmp_path / "bad-frame.fsr"
     bad.write_bytes(bytes(data))
-    with fr.open(bad) as rec:
+    if has_crc:  # verified by default: the flipped bytes never reach the decoder
+        with fr.open(bad) as rec, pytest.raises(FormatError, match=r"bad-frame\.fsr: batch payload CRC-32C mismatch \(streams .* at offset \d+$"):
+            rec.frame("wrist", 0)
+    with fr.open(bad, verify=False) as rec:
         with pytest.raises(FormatError, match=f"frame payload: .* at offset {record.payload_offset}$"):
             rec.frame("wrist", 0)
         assert rec.frame("wrist", 1).image.shape == (240, 320, 3)

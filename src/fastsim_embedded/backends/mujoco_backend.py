@@ -13,7 +13,8 @@ Channels (``<robot>`` is the first ``scenario.scene.robots`` key, default ``robo
 
 for ``<cam>`` in ``exterior_left``, ``exterior_right``, ``wrist``.  Every camera sample
 carries the digest of the camera's pinhole calibration profile
-(``fastsim_contract.calibration.pinhole_profile``); intrinsics samples also carry the
+(``fastsim_contract.calibration.pinhole_profile``, plus ``renderer``: MuJoCo's version,
+GL backend, MSAA samples and shadow map size); intrinsics samples also carry the
 profile.  Extrinsics are sampled from the simulated pose at every tick.
 
 Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
@@ -64,6 +65,7 @@ from fastsim_embedded.backends.base import (
     ScenePluginEvent,
     TickScript,
 )
+from fastsim_embedded.backends.mujoco_gl import renderer_facts
 from fastsim_embedded.backends.mujoco_randomize import parse_randomization
 from fastsim_embedded.backends.mujoco_scene import (
     CAMERA_NAMES,
@@ -131,7 +133,7 @@ class MujocoBackend:
             declared += self.task.channels()
         for cam in self.cameras:
             fovy = float(self.scene.model.camera(cam).fovy[0])
-            profile = pinhole_profile(cam, w, h, fovy)
+            profile = {**pinhole_profile(cam, w, h, fovy), "renderer": renderer_facts(self.scene.model)}
             self._profiles[cam] = (profile, calibration_digest(profile))
             base = f"sensors.{cam}.camera"
             declared += [

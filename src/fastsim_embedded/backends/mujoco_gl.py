@@ -30,11 +30,26 @@ __all__ = [
     "intrinsics_from_fovy",
     "mujoco",
     "mujoco_to_opencv_quaternion",
+    "renderer_facts",
 ]
 
 
 class RenderUnavailable(RuntimeError):
     """MuJoCo could not create an off-screen OpenGL context."""
+
+
+def renderer_facts(model: Any) -> dict[str, object]:
+    """How this model's frames are made, for each camera's calibration profile (rule 6 of
+    ``fastsim_recording_format.codecs.calibration``): MuJoCo's version, its GL backend
+    (``MUJOCO_GL``), MSAA samples and shadow map size (``<quality offsamples shadowsize>``)."""
+    quality = model.vis.quality
+    return {
+        "name": "mujoco",
+        "version": str(mujoco.__version__),
+        "gl_backend": os.environ.get("MUJOCO_GL") or "egl",
+        "msaa_samples": int(quality.offsamples),
+        "shadow_map_size": int(quality.shadowsize),
+    }
 
 
 def gl_message(exc: BaseException) -> str:

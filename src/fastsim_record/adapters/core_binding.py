@@ -16,6 +16,10 @@ Envelope validation (``EnvelopeConverter.__call__``):
     | 3 | global sequence and source sequence are integers >= 1  | ContractError      |
     | 4 | the payload type fits the kind (tick, barrier, mapping)| ContractError      |
 
+A numeric tick keeps its diagnostic live ``channel_sequence`` (issue 27): a
+``SampleBlock``'s one value, or per-channel samples' common value (the smallest when
+they differ).  It is never used for continuity.
+
 Size charged by lane admission: the producer-computed portable size when present, the
 fixed record size for numeric ticks (known from the channel descriptors), otherwise
 ``None`` (the core charges the 1 MiB service ceiling).
@@ -35,6 +39,7 @@ from fastsim_contract.values import (
     FinalizerRegistrationRequest,
     GenerationBarrier,
     ObservationTick,
+    SampleBlock,
     SourceKind,
 )
 from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
@@ -134,7 +139,7 @@ class EnvelopeConverter:
         else:
             _set_size(core, self.fixed_size if source is _OBSERVATION else envelope.portable_size)
             _set_kind(core, _RECORD_KIND)
-        _set_channel_sequence(core, None)
+        _set_channel_sequence(core, _channel_sequence(envelope.payload) if source is _OBSERVATION else None)
         _set_payload(core, envelope.payload)
         name, stream, lane, required = self.source, self.stream, self.lane, self.required
         _set_source(core, name)
@@ -142,6 +147,16 @@ class EnvelopeConverter:
         _set_lane(core, lane)
         _set_required(core, required)
         return core
+
+
+def _channel_sequence(tick: object) -> int | None:
+    """The tick's diagnostic live sequence (module header)."""
+    samples = getattr(tick, "samples", None)
+    if samples.__class__ is SampleBlock:
+        return int(samples.channel_sequence)
+    seqs = [getattr(s, "channel_sequence", None) for s in samples or ()]
+    known = [s for s in seqs if isinstance(s, int)]
+    return min(known) if known else None
 
 
 @attrs.define(eq=False)

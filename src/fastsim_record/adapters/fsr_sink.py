@@ -20,6 +20,13 @@ Output transaction (``finish``), each step only after the previous one succeeded
     | 6 | outputs.commit(write)                                     | OutputError              |
 
 ``abort`` is idempotent and a no-op after commit.
+
+Record columns (the columnar numeric path) become one ``RecordBlock`` each.  Their
+diagnostic ``channel_sequence`` is kept as record metadata, one value per block plus the
+exceptions (rule CS1): the block's first record carries ``{"channel_sequence": n}``; a
+later record of the block carries its own value only when it is not its predecessor's
+plus one.  A numeric record without the key has its predecessor's (in the same batch)
+plus one.  It is diagnostic only: nothing uses it for continuity.
 """
 
 from __future__ import annotations
@@ -31,16 +38,20 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, BinaryIO, cast
 
+import numpy as np
+
 from fastsim_contract.errors import CoreError, LeaseError
 from fastsim_contract.protocols import OutputService, ReadbackLease, WriteLease
 from fastsim_record.errors import ContractError, OutputError
-from fastsim_record.ports.sinks import OutRecord, StreamDecl
+from fastsim_record.ports.sinks import OutRecord, RecordColumns, StreamDecl
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import RecordKind, RecordRow, RunMetadata, StreamSpec
 from fastsim_recording_format.validate import ValidationReceipt, validate
-from fastsim_recording_format.writer import FsrWriter
+from fastsim_recording_format.writer import FsrWriter, RecordBlock
 
-__all__ = ["FsrSink", "LeaseReader", "LeaseWriter", "receipt_mapping", "validate_readback"]
+__all__ = [
+    "FsrSink", "LeaseReader", "LeaseWriter", "channel_sequence_metadata", "receipt_mapping", "validate_readback",
+]
 
 _KINDS = {"data": RecordKind.DATA, "gap": RecordKind.GAP, "barrier": RecordKind.BARRIER}
 
@@ -106,6 +117,22 @@ class LeaseReader(io.RawIOBase):
         return self._lease.tell()
 
 
+def channel_sequence_metadata(channel_sequence: Any) -> dict[int, dict[str, int]]:
+    """Rule CS1: the sparse record metadata that keeps a block's ``channel_sequence``."""
+    n = len(channel_sequence) if channel_sequence is not None else 0
+    if n == 0:
+        return {}
+    first = int(channel_sequence[0])
+    if int(channel_sequence[-1]) - first == n - 1 and (
+        n == 1 or not np.count_nonzero(channel_sequence[1:] != channel_sequence[:-1] + 1)
+    ):
+        return {0: {"channel_sequence": first}}  # the steady state: one value
+    jumps = np.flatnonzero(np.diff(channel_sequence) != 1) + 1
+    keep = [0, *jumps.tolist()]
+    values = channel_sequence[keep].tolist()
+    return {k: {"channel_sequence": v} for k, v in zip(keep, values)}
+
+
 def validate_readback(
     readback: ReadbackLease, *, profile: str, policy_integrity: str, completion_id: str
 ) -> tuple[dict[str, object], int]:
@@ -138,6 +165,8 @@ def receipt_mapping(receipt: ValidationReceipt) -> dict[str, object]:
 class FsrSink:
     """One FSR artifact over one write lease; all methods run on the writer worker."""
 
+    accepts_columns = True  # a ``ColumnSink``: column runs become ``RecordBlock`` values
+
     def __init__(
         self,
         outputs: OutputService,
@@ -153,10 +182,12 @@ class FsrSink:
         source_sha256: str | None = None,
         fence_extra: Mapping[str, object] | None = None,
         run_attributes: Mapping[str, object] | None = None,
+        payload_crc: bool = False,
     ) -> None:
         self._outputs = outputs
         self._name = name
         self._integrity = integrity
+        self._payload_crc = payload_crc  # the trusted output policy's runtime.output.payload_crc
         self._policy_integrity = policy_integrity
         self._completion_id = completion_id
         self._ids = {decl.name: i + 1 for i, decl in enumerate(streams)}
@@ -206,19 +237,21 @@ class FsrSink:
         writer = self._writer
         if writer is None:
             target = cast(BinaryIO, LeaseWriter(self._lease))
-            writer = FsrWriter(target, self._run, self._specs, integrity=self._integrity)
+            writer = FsrWriter(
+                target, self._run, self._specs, integrity=self._integrity, payload_crc=self._payload_crc
+            )
             self._writer = writer
         return writer
 
-    def write_batch(self, records: Sequence[OutRecord]) -> int:
+    def write_batch(self, records: Sequence[OutRecord | RecordColumns]) -> int:
         """Append one batch."""
         ids = self._ids
-        batch = [  # tuples, not RecordIn: one per record on the writer worker
+        batch: list[RecordRow | RecordBlock] = [  # tuples, not RecordIn: one per record
             RecordRow(
                 ids[r.stream], _KINDS[r.kind], r.global_sequence, r.stream_sequence,
                 r.generation, r.sim_time_ns, r.payload, r.metadata,
                 r.global_last or r.global_sequence, r.stream_last or r.stream_sequence,
-            )
+            ) if r.__class__ is OutRecord else _block(ids, r)  # type: ignore[arg-type]
             for r in records
         ]
         try:
@@ -282,6 +315,14 @@ class FsrSink:
             self._outputs.abort(self._lease)
         except Exception as exc:
             raise _translate(exc, "abort") from exc
+
+
+def _block(ids: Mapping[str, int], columns: RecordColumns) -> RecordBlock:
+    return RecordBlock(
+        ids[columns.stream], columns.generation, columns.global_sequence, columns.stream_sequence,
+        columns.sim_time_ns, columns.record_bytes, columns.payload,
+        channel_sequence_metadata(columns.channel_sequence),
+    )
 
 
 def _translate(exc: BaseException, what: str) -> OutputError | ContractError:

@@ -24,7 +24,9 @@ from typing import Any, Final, ParamSpec, TypeVar
 import numpy as np
 
 from fastsim_contract.values import ChannelDescriptor, ObservationTick, PackedLayout, PackedValues
+from fastsim_record.adapters.numeric_columns import numeric_columns
 from fastsim_record.errors import DescriptorDriftError, RecordingFailed
+from fastsim_record.ports.sinks import RecordColumns
 from fastsim_recording_format.codecs import numeric
 from fastsim_recording_format.encoding import canonical_json
 from fastsim_recording_format.errors import PayloadError
@@ -143,6 +145,13 @@ class NumericTickEncoder:
             except (AttributeError, TypeError):  # not arrays: the slow path names the channel
                 pass
         return self._encode_slow(payload)
+
+    def encode_columns(self, carriers: Sequence[Any]) -> RecordColumns | None:
+        """A run of carriers column-wise (``numeric_columns``), or ``None``."""
+        return numeric_columns(
+            self._stream, self._order, self.record_bytes,
+            lambda layout: layout is self._packed_ok or self._packed_matches(layout), carriers,
+        )
 
     def _packed_matches(self, layout: PackedLayout) -> bool:
         """A packed layout is the record layout (rules 1-3) when every channel has the

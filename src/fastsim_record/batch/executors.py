@@ -3,7 +3,9 @@
     | # | adapter        | runs                                                         |
     |---|----------------|--------------------------------------------------------------|
     | 1 | ``ProcessPool``| ``concurrent.futures.ProcessPoolExecutor`` (``forkserver``)  |
-    |   |                | with J workers; J = 1 runs in this process, no pool          |
+    |   |                | with J workers; J = 1 runs in this process, no pool; each    |
+    |   |                | worker ends with the driver (``kill -9`` of it included) and |
+    |   |                | is stopped at once when the driver is interrupted            |
     | 2 | ``RayTasks``   | one plain ``@ray.remote`` task per chunk of items; attaches  |
     |   |                | to a running Ray (``ray.is_initialized()``), else            |
     |   |                | ``ray.init(address)`` and shuts that connection down again   |
@@ -19,12 +21,15 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
 import attrs
+
+from fastsim_contract.lifetime import end_with_parent
 
 __all__ = ["MissingRay", "ProcessPool", "RayTasks", "choose", "run_chunk"]
 
@@ -41,12 +46,29 @@ def _chunks(items: Sequence[T], workers: int, idempotent: bool = True) -> list[l
     return [list(items[k:k + size]) for k in range(0, len(items), size)]
 
 
-def _adopt_environment(environ: dict[str, str]) -> None:
+class ParentGone(KeyboardInterrupt):
+    """Raised in a pool worker whose driver died (or stopped it) in the middle of a job: the
+    job's ``finally`` blocks remove its staging, then the worker exits."""
+
+
+_in_job = False  # whether this pool worker is running a chunk now
+
+
+def _on_stop(signum: int, frame: object) -> None:
+    if not _in_job:
+        os._exit(128 + signum)  # idle: nothing to clean up
+    raise ParentGone(signum)
+
+
+def _worker_init(environ: dict[str, str], driver: int) -> None:
     """A pool worker's initializer: the caller's environment at the time the pool started
     (a forkserver keeps the one it was started with; credentials and endpoints may have
-    changed since)."""
+    changed since), and an end with the driver (``fastsim_contract.lifetime``): SIGTERM
+    when the driver or the forkserver dies, or when the driver stops the pool."""
     os.environ.clear()
     os.environ.update(environ)
+    signal.signal(signal.SIGTERM, _on_stop)
+    end_with_parent(signal.SIGTERM, watch=driver)
 
 
 #: imported once by the forkserver, inherited by every worker it forks
@@ -59,8 +81,16 @@ def _ready(_: int) -> int:
 
 
 def run_chunk(fn: Callable[[T], R], chunk: list[T]) -> list[R]:
-    """One task: ``fn`` over a chunk of items (module-level, so it pickles)."""
-    return [fn(item) for item in chunk]
+    """One task: ``fn`` over a chunk of items (module-level, so it pickles).  In a pool
+    worker whose driver is gone, the worker exits once the item's cleanup has run."""
+    global _in_job
+    _in_job = True
+    try:
+        return [fn(item) for item in chunk]
+    except ParentGone as exc:
+        os._exit(128 + int(exc.args[0]) if exc.args else 143)
+    finally:
+        _in_job = False
 
 
 @attrs.define(eq=False)
@@ -97,14 +127,20 @@ class ProcessPool:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)
         self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context,
-                                         initializer=_adopt_environment, initargs=(dict(os.environ),))
+                                         initializer=_worker_init, initargs=(dict(os.environ), os.getpid()))
         list(self._pool.map(_ready, range(self.jobs)))
 
-    def close(self) -> None:
-        """Stop the workers."""
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers: after their running chunks, or at once (``abort``: SIGTERM,
+        each removes its staging) when the driver was interrupted."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if abort:
+            for process in list(getattr(pool, "_processes", {}).values()):
+                with contextlib.suppress(OSError, AttributeError):
+                    process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ray() -> Any:

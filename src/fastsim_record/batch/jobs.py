@@ -28,10 +28,14 @@ from fastsim_recording_format import (
     FsrReader,
     IntegrityPolicyError,
     ProfileUnsupportedError,
+    ValidationReceipt,
     validate,
 )
 
-__all__ = ["CheckTask", "Outcome", "index_job", "info_job", "row_of", "sha256_file", "validate_job"]
+__all__ = [
+    "CRC_IF_PRESENT", "CheckTask", "Outcome", "index_job", "info_job", "payload_receipt", "row_of", "sha256_file",
+    "validate_job",
+]
 
 _CHUNK = 1 << 20
 
@@ -68,9 +72,26 @@ def sha256_file(target: Any) -> str:
     return digest.hexdigest()
 
 
+#: ``CheckTask.integrity``: ``crc`` where the file has payload CRC-32Cs, else ``structural``
+CRC_IF_PRESENT = "crc-if-present"
+
+
+def payload_receipt(target: Any) -> ValidationReceipt:
+    """The receipt of ``target`` checked with every payload CRC-32C when the file carries
+    them (a flipped payload byte is a ``FormatError``), else structurally: what export and
+    upload read before they pass bytes on."""
+    try:
+        return validate(target, "crc")
+    except ProfileUnsupportedError:
+        return validate(target, "structural")
+
+
 def _check(task: CheckTask, path: Any) -> tuple[int, str | None, dict[str, Any] | None]:
     try:
-        receipt = validate(path, task.integrity, task.policy)
+        if task.integrity == CRC_IF_PRESENT:
+            receipt = payload_receipt(path)
+        else:
+            receipt = validate(path, task.integrity, task.policy)
     except FormatError as exc:
         return 1, f"invalid: {exc}", None
     except (ProfileUnsupportedError, IntegrityPolicyError) as exc:

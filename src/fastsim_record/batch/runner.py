@@ -58,8 +58,11 @@ def run_all(prog: str, args: argparse.Namespace, fn: Callable[[T], Outcome],
             items: Sequence[T]) -> list[Outcome] | int:
     """Every job's outcome, in order; an exit code when the executor cannot start."""
     executor = executor_of(args)
+    done = False
     try:
-        return list(executor.map(fn, items))
+        outcomes = list(executor.map(fn, items))
+        done = True
+        return outcomes
     except MissingRay as exc:
         sys.stderr.write(f"{prog}: {exc}\n")
         return 2
@@ -67,7 +70,10 @@ def run_all(prog: str, args: argparse.Namespace, fn: Callable[[T], Outcome],
         sys.stderr.write(f"{prog}: --ray: {exc}".splitlines()[0] + "\n")
         return 2
     finally:
-        executor.close()
+        if isinstance(executor, ProcessPool):
+            executor.close(abort=not done)
+        else:
+            executor.close()
 
 
 def failures(prog: str, outcomes: Sequence[Outcome]) -> int:

@@ -30,6 +30,8 @@ from typing import Any
 
 import attrs
 
+from fastsim_contract.lifetime import child_environment
+from fastsim_record.batch.executors import ParentGone
 from fastsim_record.batch.jobs import Outcome
 from fastsim_record.batch.upload import UploadTask, upload_job
 from fastsim_recording_format import FormatError, validate
@@ -66,12 +68,15 @@ def report_of(task: EpisodeTask, code: int, stdout: str, stderr: str) -> dict[st
 def episode_job(task: EpisodeTask) -> Outcome:
     """Steps 1-3; ``data``: ``{"report": ..., "rows": [index rows of uploaded files]}``."""
     os.makedirs(task.output_dir, exist_ok=True)
-    process = subprocess.Popen(list(task.command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(list(task.command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=child_environment())  # it ends (commits what it has) if this job dies
     try:
         stdout, stderr = process.communicate()
-    except KeyboardInterrupt:  # Ctrl-C, or Ray cancelling the task: the episode commits what it has
+    except KeyboardInterrupt as exc:  # Ctrl-C, Ray cancelling the task, the driver gone: the episode commits
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate()
+        if isinstance(exc, ParentGone):  # nobody is left to read the report: stop here
+            raise
     report = report_of(task, process.returncode, stdout, stderr)
     rows: list[dict[str, Any]] = []
     for path in report.get("committed") or []:

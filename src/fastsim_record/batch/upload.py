@@ -7,8 +7,9 @@ objects is written once at the end (``fastsim_record.batch.index``).
     |---|-------------------|----------------------------------------------------------------|
     | 1 | select            | only sealed files: never ``*.incomplete``, nothing under      |
     |   |                   | ``.quarantine/``, no hidden temporary file                     |
-    | 2 | validate          | ``crc`` where the file has payload CRCs, else ``structural``; |
-    |   |                   | an invalid file is not uploaded (the batch fails, naming it)   |
+    | 2 | validate          | ``crc`` where the file has payload CRCs, else ``structural``  |
+    |   |                   | (the command says how many files had none); an invalid file   |
+    |   |                   | is not uploaded (the batch fails, naming it)                   |
     | 3 | skip              | an object of the same size whose index row has the same ETag  |
     |   |                   | and SHA-256 is skipped unread; one of the same size without    |
     |   |                   | such a row is re-read: the same SHA-256 is skipped too         |
@@ -17,6 +18,10 @@ objects is written once at the end (``fastsim_record.batch.index``).
     |   |                   | upload only appears when complete)                             |
     | 5 | verify            | the object's size, then its SHA-256 re-read from the store;   |
     |   |                   | a mismatch deletes the object and fails the file               |
+    | 6 | a put that failed | the object is looked for: one that appeared anyway (a         |
+    |   |                   | multipart upload the store completed late) is kept only if it  |
+    |   |                   | verifies (step 5), else deleted; the file is reported by what  |
+    |   |                   | is actually there                                              |
 
 Resuming after an interruption is running the same command again: every object already
 verified is skipped by rule 3, a half-written one never became visible (rule 4).  The
@@ -32,7 +37,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_record.batch.jobs import Outcome, row_of, sha256_file
+from fastsim_record.batch.jobs import Outcome, payload_receipt, row_of, sha256_file
 from fastsim_record.batch.sources import (
     Entry,
     etag_of,
@@ -41,7 +46,7 @@ from fastsim_record.batch.sources import (
     skipped,
     store_error,
 )
-from fastsim_recording_format import FormatError, FsrReader, ProfileUnsupportedError, validate
+from fastsim_recording_format import FormatError, FsrReader
 
 __all__ = ["UploadTask", "object_sha256", "upload_job"]
 
@@ -92,11 +97,20 @@ def _info(fs: Any, remote: str) -> dict[str, Any] | None:
     return info
 
 
-def _receipt(path: str) -> dict[str, Any]:
-    try:
-        return validate(path, "crc").to_json()
-    except ProfileUnsupportedError:
-        return validate(path, "structural").to_json()
+def _appeared(fs: Any, remote: str, before: dict[str, Any] | None) -> bool:
+    """Whether an object is at ``remote`` that was not there (or was another) before the put."""
+    after = _info(fs, remote)
+    return after is not None and (before is None or etag_of(after) != etag_of(before)
+                                  or after.get("size") != before.get("size"))
+
+
+def _verified(fs: Any, remote: str, size: int, digest: str) -> str | None:
+    """``None`` when the object is exactly the file (size, then SHA-256 re-read), else why not."""
+    current = _info(fs, remote)
+    got = None if current is None else int(current.get("size") or -1)
+    if got != size:
+        return f"size {got} != {size}"
+    return None if object_sha256(fs, remote) == digest else "SHA-256 differs"
 
 
 def upload_job(task: UploadTask) -> Outcome:
@@ -104,7 +118,7 @@ def upload_job(task: UploadTask) -> Outcome:
     if skipped(task.path):
         return Outcome(task.path, 1, "not a committed file (.incomplete, .quarantine or temporary); not uploaded")
     try:
-        receipt = _receipt(task.path)
+        receipt = payload_receipt(task.path).to_json()
         with FsrReader(task.path) as reader:
             from fastsim_record.cli.info import summary
 
@@ -125,11 +139,19 @@ def upload_job(task: UploadTask) -> Outcome:
                     or object_sha256(fs, remote) == digest:
                 status = "skipped"
         if status == "uploaded":
-            _put(fs, task.path, remote)
+            before = current
+            try:
+                _put(fs, task.path, remote)
+            except Exception as exc:  # the store may still complete it (a multipart upload that finished late)
+                if not _appeared(fs, remote, before):
+                    raise
+                if _verified(fs, remote, size, digest) is not None:
+                    fs.rm_file(remote)
+                    return Outcome(task.path, 2, f"{store_error(task.url, exc)}; the object the failed "
+                                                 "upload left was deleted")
+            why = _verified(fs, remote, size, digest)
             current = _info(fs, remote)
-            got_size = None if current is None else int(current.get("size") or -1)
-            if got_size != size or object_sha256(fs, remote) != digest:
-                why = f"size {got_size} != {size}" if got_size != size else "SHA-256 differs"
+            if why is not None:
                 fs.rm_file(remote)
                 return Outcome(task.path, 1, f"verification failed for {task.url} ({why}); the object was deleted")
     except Exception as exc:  # the store's own errors (credentials, connection, permission)
@@ -137,4 +159,4 @@ def upload_job(task: UploadTask) -> Outcome:
     entry = Entry(url=task.url, size=size, etag=None if current is None else etag_of(current),
                   mtime_ns=None if current is None or not is_local_fs(fs) else os.stat(remote).st_mtime_ns)
     row = row_of(entry, info, receipt, receipt["profile"], digest, None)
-    return Outcome(task.path, 0, None, {"status": status, "row": row})
+    return Outcome(task.path, 0, None, {"status": status, "row": row, "payload_crc": receipt["profile"] == "crc"})

@@ -4,8 +4,9 @@ Each subcommand lives in ``fastsim_record.cli.<name>`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``.  Exit codes are shared:
 0 success, 1 invalid input or failed run, 2 usage or config error (including an
 output refused because it exists), 3 partial: a recovery that dropped a torn tail, or
-a recording stopped by a signal and committed with ``completion: stopped``.  No
-subcommand lets a traceback reach the user.
+a recording stopped by a signal and committed with ``completion: stopped``; 128+N an
+offline command stopped by signal N (130 SIGINT, 143 SIGTERM), its staging removed
+(``cli._signals``).  No subcommand lets a traceback reach the user.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
+
+from fastsim_record.cli import _signals
 
 __all__ = ["COMMANDS", "main"]
 
@@ -60,6 +63,16 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fsr`` console script."""
+    if argv is None:  # the console script owns the process: catch stop signals before any heavy import
+        _signals.install()
+    try:
+        return _main(argv)
+    except _signals.Interrupted as exc:  # before a command ran, or from one that let it through
+        print(f"fsr: interrupted by {exc.name}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _Parser(prog="fsr", description="FSR 1.2 recordings: record, inspect, validate.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, ModuleType] = {}
@@ -76,8 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = modules[args.command].run(args)
+    except _signals.Interrupted as exc:
+        print(f"fsr {args.command}: interrupted by {exc.name}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
-        print("fsr: interrupted", file=sys.stderr)
+        print(f"fsr {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `fsr info FILE | head`: the reader left; no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)

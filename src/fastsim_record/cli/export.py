@@ -7,16 +7,24 @@ temporary local copy).  Every source is validated first (``--jobs J`` processes,
 the export is made locally, then uploaded.  The export is written
 to a temporary ``.OUT.exporting-<pid>`` next to OUT and renamed to OUT only when it is
 complete, so OUT is never half-written; an existing OUT is replaced only with
-``--overwrite`` (and only after the new export is complete).
+``--overwrite`` (and only after the new export is complete).  OUT is never a source, nor
+a folder holding one, even with ``--overwrite`` (``fastsim_recording_format.overlap``).
+Staging left by a dead export is removed first (``cli._staging``).  Every source is
+validated with its payload CRC-32Cs when it has them (a flipped payload byte is refused,
+never exported as a wrong value); a source without them is validated structurally.
 
     | # | outcome                                                   | output              | exit |
     |---|-----------------------------------------------------------|---------------------|------|
     | 1 | exported                                                  | one summary line    | 0    |
-    | 2 | a source is not a valid FSR file, or cannot be exported   | one line naming the | 1    |
-    |   | to the target (e.g. LeRobot: cameras at different rates)  | file and the field  |      |
+    | 2 | a source is not a valid FSR file, its payload fails its   | one line naming the | 1    |
+    |   | CRC, or it cannot be exported to the target (e.g.         | file and the field  |      |
+    |   | LeRobot: cameras at different rates); the disk is full    | (ENOSPC: one line)  |      |
     | 3 | a SOURCE does not exist or a folder holds no FSR file;    | one line            | 2    |
-    |   | OUT exists (without ``--overwrite``); the target's extra  | (names the          |      |
-    |   | is not installed                                          | ``pip install``)    |      |
+    |   | OUT exists (without ``--overwrite``); OUT is a source or  | (names the          |      |
+    |   | holds one; the target's extra is not installed; a live    | ``pip install``)    |      |
+    |   | export's staging is in the way                           |                     |      |
+    | 4 | SIGINT / SIGTERM / SIGHUP                                 | one line; staging   | 128+N|
+    |   |                                                           | removed             |      |
 
 Never a traceback.  A progress bar (records exported) is drawn on stderr when it is a
 terminal.
@@ -26,11 +34,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
-import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from fastsim_record.cli import _signals
+from fastsim_record.cli._staging import clear_stale, publish, remove, staging
+from fastsim_recording_format.overlap import OutputOverlapsInput, refuse_overlap
 
 __all__ = ["add_arguments", "run"]
 
@@ -66,7 +80,7 @@ def _fail(code: int, message: str) -> int:
 class _Bar:
     """A rich progress bar on stderr, or nothing when stderr is not a terminal."""
 
-    def __init__(self, label: str, show: bool) -> None:
+    def __init__(self, label: str, show: bool, terminal: Any = None) -> None:
         self._bar: Any = None
         self._task: Any = None
         if show:
@@ -80,7 +94,7 @@ class _Bar:
             )
 
             self._bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=Console(stderr=True), transient=True)
+                                 console=Console(file=terminal, stderr=terminal is None), transient=True)
             self._task = self._bar.add_task(label, total=None)
 
     def __enter__(self) -> _Bar:
@@ -94,20 +108,72 @@ class _Bar:
 
     def total(self, records: int) -> None:
         """Set the bar's total."""
+        _signals.reinstall()
         if self._bar is not None:
             self._bar.update(self._task, total=records)
 
     def advance(self, records: int) -> None:
-        """Move the bar."""
+        """Move the bar (and, between records, take SIGINT back from a native SDK)."""
+        _signals.reinstall()
         if self._bar is not None:
             self._bar.advance(self._task, records)
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
+_NO_SPACE = (b"No space left on device", b"os error 28", b"StorageFull", b"ENOSPC")
+
+
+@contextlib.contextmanager
+def _native_logs(said: list[bytes]) -> Iterator[Any]:
+    """The export's file descriptor 2 goes to a temporary file while the exporter runs: a
+    native SDK (Foxglove, Rerun) logs each failed write there, not hundreds of lines (with
+    ANSI colours) on the terminal.  Yields a stream on the real stderr (for the progress
+    bar); ``said`` receives the first MiB of what was logged."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    terminal = os.fdopen(os.dup(saved), "w", encoding="utf-8", errors="replace")
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield terminal
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            terminal.close()
+            log.seek(0)
+            said.append(log.read(1 << 20))
+
+
+def _quiet_stderr() -> None:
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def _out_of_space(said: list[bytes]) -> bool:
+    """Whether the native logs name a full disk (ENOSPC)."""
+    return any(mark in text for text in said for mark in _NO_SPACE)
+
+
+def _failure(exc: Exception, out: Path) -> tuple[int, str]:
+    """The exit code and the one line of a failed export (the staging is already gone)."""
+    from fastsim_record.export import ExportError, MissingExtra
+    from fastsim_recording_format import FormatError
+    from fastsim_recording_format.reading import ReadError
+
+    if isinstance(exc, ExportError | ReadError | FormatError):
+        return 1, f"fsr export: {exc}"
+    if isinstance(exc, MissingExtra):
+        return 2, f"fsr export: {exc}"
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ENOSPC:
+            return 1, f"fsr export: no space left on the device of {out} (ENOSPC); nothing was written"
+        if isinstance(exc, FileExistsError):
+            return 2, f"fsr export: {exc.filename or out} {exc.strerror}"
+        return 1, f"fsr export: {exc.strerror or exc}: {exc.filename or out}"
+    return 1, f"fsr export: internal error: {type(exc).__name__}: {exc}".splitlines()[0]
 
 
 def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
@@ -117,11 +183,12 @@ def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
     from fastsim_recording_format import FormatError
 
     if args.jobs is not None or args.ray is not None:
-        from fastsim_record.batch.jobs import CheckTask, validate_job
+        from fastsim_record.batch.jobs import CRC_IF_PRESENT, CheckTask, validate_job
         from fastsim_record.batch.runner import run_all
         from fastsim_record.batch.sources import Entry
 
-        outcomes = run_all("fsr export", args, validate_job, [CheckTask(Entry(str(p), 0)) for p in sources])
+        tasks = [CheckTask(Entry(str(p), 0), CRC_IF_PRESENT) for p in sources]
+        outcomes = run_all("fsr export", args, validate_job, tasks)
         if isinstance(outcomes, int):
             return outcomes
         for o in outcomes:
@@ -215,57 +282,54 @@ def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib
 
 def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> int:
     """Export local sources to a local OUT."""
-    from fastsim_record.export import (
-        ExportError,
-        ExportOptions,
-        MissingExtra,
-        collect_sources,
-        exporter,
-    )
-    from fastsim_recording_format import FormatError
-    from fastsim_recording_format.reading import ReadError
+    from fastsim_record.export import ExportOptions, MissingExtra, collect_sources, exporter
 
     try:
         sources = collect_sources(raw_sources)
     except FileNotFoundError as exc:
         return _fail(2, f"fsr export: {exc}")
     out = Path(output)
-    if (out.exists() or out.is_symlink()) and not args.overwrite:
+    try:  # never replace or remove a file this command reads, even with --overwrite
+        refuse_overlap(out, [*raw_sources, *sources])
+    except OutputOverlapsInput as exc:
+        return _fail(2, f"fsr export: {exc}")
+    if os.path.lexists(out) and not args.overwrite:
         return _fail(2, f"fsr export: {out} exists; pass --overwrite to replace it")
     if not out.parent.is_dir():
         return _fail(2, f"fsr export: {out.parent}: no such folder for OUT")
+    busy = clear_stale(out, ("exporting",))
+    if busy:
+        return _fail(2, f"fsr export: {busy[0]} belongs to a running export (its PID is alive); "
+                        "wait for it, or remove it if that process is not an export")
     try:
         target = exporter(args.to)
     except MissingExtra as exc:
         return _fail(2, f"fsr export: {exc}")
+    _signals.reinstall(0.0)  # a native SDK imported above may have taken SIGINT
     code = _checked(args, sources)
     if code:
         return code
-    tmp = out.parent / f".{out.name}.exporting-{os.getpid()}"
-    if tmp.exists() or tmp.is_symlink():
-        return _fail(2, f"fsr export: {tmp} exists (another export?); remove it first")
+    tmp = staging(out, "exporting")
     options = ExportOptions(task=args.task, video_codec=args.video_codec)
+    show = not args.quiet and sys.stderr.isatty()
+    logs: list[bytes] = []
     try:
-        with _Bar(f"export {args.to}", not args.quiet and sys.stderr.isatty()) as bar:
+        with _native_logs(logs) as terminal, _Bar(f"export {args.to}", show, terminal) as bar:
             summary = target.export(sources, tmp, options, bar)
-    except (ExportError, ReadError, FormatError) as exc:
-        _remove(tmp)
-        return _fail(1, f"fsr export: {exc}")
-    except MissingExtra as exc:
-        _remove(tmp)
-        return _fail(2, f"fsr export: {exc}")
-    except OSError as exc:
-        _remove(tmp)
-        return _fail(1, f"fsr export: {exc.strerror or exc}: {exc.filename or out}")
-    except Exception as exc:  # a defect of this program: still one line, never a traceback
-        _remove(tmp)
-        return _fail(1, f"fsr export: internal error: {type(exc).__name__}: {exc}")
-    except BaseException:
-        _remove(tmp)
+        if _out_of_space(logs):  # an SDK that logged a failed write and went on
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out))
+        publish(tmp, out, args.overwrite)
+    except BaseException as exc:
+        with _signals.deferred():
+            remove(tmp)
+        if isinstance(exc, Exception):
+            if _out_of_space(logs) and not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+                exc = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out))
+            code = _fail(*_failure(exc, out))
+            if _signals.installed():  # the console script: an SDK's logs at interpreter exit stay quiet too
+                _quiet_stderr()
+            return code
         raise
-    if out.exists() or out.is_symlink():  # only reached with --overwrite
-        _remove(out)
-    os.replace(tmp, out)
     total = sum(summary.counts.values())
     unit = {"lerobot": "frames", "mcap": "messages", "rerun": "rows"}.get(args.to, "items")
     print(f"exported {len(sources)} recording(s), {summary.episodes} episode(s), {total} {unit} to {out} ({args.to})")

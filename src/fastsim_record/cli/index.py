@@ -9,7 +9,12 @@ files, folders and URLs (``s3://``, ``gs://``, ``file://``); OUT may be a URL to
     | 2 | some file invalid: its row carries the one-line error;   | 1    |
     |   | OUT written, each failed file named on stderr            |      |
     | 3 | a SOURCE missing; OUT exists and is not an index (unless | 2    |
-    |   | ``--overwrite``); OUT cannot be written; no Ray          |      |
+    |   | ``--overwrite``); OUT cannot be written; no Ray; OUT is  |      |
+    |   | a SOURCE file or a folder holding one (even with         |      |
+    |   | ``--overwrite``)                                         |      |
+
+Concurrent runs into one OUT keep every row: the read-merge-write is done under a lock
+(local) or a conditional PUT (S3), see ``fastsim_record.batch.index`` rule 6.
 
 Incremental: a row whose file has the same size and ETag (else mtime) is reused without
 reading the file again.  Rows of files that this run's SOURCES do not name are kept (a
@@ -21,12 +26,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from fastsim_record.batch.index import EpisodeIndexError, read_index, reusable, write_index
+from fastsim_record.batch.index import EpisodeIndexError, read_index, reusable, update_index
 from fastsim_record.batch.jobs import CheckTask, index_job
 from fastsim_record.batch.runner import add_executor_arguments, files, run_all
-from fastsim_record.batch.sources import SourceError, expand
+from fastsim_record.batch.sources import Entry, SourceError, expand, is_url
 from fastsim_recording_format import VALIDATION_PROFILES
+from fastsim_recording_format.overlap import overlap
 
 __all__ = ["add_arguments", "run"]
 
@@ -48,10 +55,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "2 a SOURCE is missing, OUT is not an index, or OUT cannot be written")
 
 
+def _guard(args: argparse.Namespace, entries: list[Entry]) -> str | None:
+    """OUT must not be a file this run reads, nor a folder holding one (even with --overwrite)."""
+    out = args.output
+    if is_url(out) and not out.startswith("file://"):
+        return None
+    local = out[len("file://"):] if out.startswith("file://") else out
+    inputs = [e.url[len("file://"):] if e.url.startswith("file://") else e.url for e in entries if
+              not is_url(e.url) or e.url.startswith("file://")]
+    return overlap(local, [*inputs, *(s for s in args.sources if not is_url(s))])
+
+
 def run(args: argparse.Namespace) -> int:
     """Index; see the module's outcome table."""
     try:
         entries = expand(args.sources)
+        refused = _guard(args, entries)
+        if refused is not None:
+            print(f"{PROG}: {refused}", file=sys.stderr)
+            return 2
         old = read_index(args.output)
     except SourceError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
@@ -68,18 +90,27 @@ def run(args: argparse.Namespace) -> int:
     outcomes = run_all(PROG, args, index_job, todo)
     if isinstance(outcomes, int):
         return outcomes
-    rows = {} if args.prune else dict(old)
-    rows.update(reused)
+    mine = dict(reused)
     for outcome in outcomes:
         if outcome.data is not None:
-            rows[outcome.url] = outcome.data
+            mine[outcome.url] = outcome.data
+
+    def merge(current: dict[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
+        """This run's rows over the index as it is now (another writer's rows are kept)."""
+        rows = {} if args.prune or current is None else dict(current)
+        rows.update(mine)
+        merged.clear()
+        merged.update(rows)
+        return list(rows.values())
+
+    merged: dict[str, dict[str, Any]] = {}
     try:
-        count = write_index(args.output, rows.values())
+        count = update_index(args.output, merge, replace_invalid=args.overwrite)
     except EpisodeIndexError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     named = {e.url for e in entries}  # kept rows of other files are not this run's outcome
-    failed = sorted((url, row["error"]) for url, row in rows.items() if row.get("error") and url in named)
+    failed = sorted((url, row["error"]) for url, row in merged.items() if row.get("error") and url in named)
     print(f"indexed {files(len(named))} to {args.output} ({count} rows): {len(todo)} read, "
           f"{len(reused)} unchanged, {len(named) - len(failed)} valid, {len(failed)} failed")
     if failed:

@@ -20,9 +20,12 @@ The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, 
 its Run: ``completion`` (``kind``: normal, stopped, failed or cancelled, ``reason``,
 ``requested_by``; from the terminal fence), ``run`` (``name``, ``backend``, ``seed``,
 ``episode``; from the run metadata a host recorded, else nulls), ``wall_time_s`` (from
-the ``run.started`` to the ``run.stopping`` lifecycle record, else null) and ``task``
+the ``run.started`` to the ``run.stopping`` lifecycle record, else null), ``task``
 (``task``, ``success``, ``return``, ``steps``: the episode's result, the ``task.result``
-event of a Run whose scene declares a task, else null).
+event of a Run whose scene declares a task, else null), and ``cameras``:
+per camera alias, the ``renderer`` its first calibration profile names (``name``,
+``version``, ``gl_backend``, ``msaa_samples``, ``shadow_map_size``), else null, and its
+``model`` (``pinhole``, or ``uncalibrated``: no K, no pose), ``width`` and ``height``.
 """
 
 from __future__ import annotations
@@ -109,6 +112,30 @@ def _task_result(reader: FsrReader) -> dict[str, Any] | None:
     return {key: found.get(key) for key in ("task", "success", "return", "steps")}
 
 
+def _cameras(reader: FsrReader) -> dict[str, Any]:
+    """Per camera alias: the renderer of its first intrinsics record's calibration profile."""
+    out: dict[str, Any] = {}
+    for spec in reader.streams:
+        attributes = spec.attributes if isinstance(spec.attributes, dict) else {}
+        if attributes.get("role") != "intrinsics":
+            continue
+        renderer, facts = None, {"model": None, "width": None, "height": None}
+        try:
+            for count, record in enumerate(reader.records(spec.stream_id)):
+                profile = record.metadata.get("calibration_profile") if isinstance(record.metadata, dict) else None
+                if isinstance(profile, dict):
+                    found = profile.get("renderer")
+                    renderer = found if isinstance(found, dict) else None
+                    facts = {k: profile.get(k) for k in facts}  # pinhole, or uncalibrated (no K, no pose)
+                    break
+                if count >= 16:  # gaps first at most; never scan a hostile flood
+                    break
+        except FormatError:
+            renderer = None
+        out[str(attributes.get("camera", spec.name))] = {"renderer": renderer, **facts}
+    return out
+
+
 def summary(reader: FsrReader) -> dict[str, Any]:
     """The JSON summary of an open file."""
     footer = reader.footer
@@ -160,20 +187,6 @@ def summary(reader: FsrReader) -> dict[str, Any]:
         "task": _task_result(reader),
         "cameras": _cameras(reader),
     }
-
-
-def _cameras(reader: FsrReader) -> dict[str, Any]:
-    """Each camera's first calibration profile: its model (``pinhole`` or ``uncalibrated``) and size."""
-    out: dict[str, Any] = {}
-    for spec in reader.streams:
-        if spec.kind != "camera.intrinsics":
-            continue
-        first = next((r for r in reader.records(spec.name) if r.kind.name == "DATA"), None)
-        profile = first.metadata.get("calibration_profile") if first is not None else None
-        if isinstance(profile, dict):
-            alias = str(spec.attributes.get("camera") or spec.name.split(".")[1])
-            out[alias] = {k: profile.get(k) for k in ("model", "width", "height")}
-    return out
 
 
 def lost_records(totals: dict[str, Any]) -> int:
@@ -253,6 +266,16 @@ def _about(info: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _renderer(renderer: dict[str, Any] | None) -> str:
+    if not renderer:
+        return "renderer not recorded"
+    gl = f" ({_cell(str(renderer['gl_backend']))})" if renderer.get("gl_backend") else ""
+    return (
+        f"rendered by {_cell(str(renderer.get('name')))} {_cell(str(renderer.get('version')))}{gl}, "
+        f"MSAA {renderer.get('msaa_samples')} samples, shadow map {renderer.get('shadow_map_size')}"
+    )
+
+
 def _text(info: dict[str, Any]) -> str:
     lines = [
         *_about(info),
@@ -264,9 +287,10 @@ def _text(info: dict[str, Any]) -> str:
     ]
     if info["source_sha256"]:
         lines.append(f"source sha256 {info['source_sha256']}")
-    for alias, cam in info.get("cameras", {}).items():
-        what = "uncalibrated (no K, no pose)" if cam["model"] == "uncalibrated" else f"{cam['model']} (K and pose)"
-        lines.append(f"camera {_cell(alias)}: {cam['width']}x{cam['height']}, {what}")
+    for alias, camera in info.get("cameras", {}).items():
+        model = "uncalibrated (no K, no pose)" if camera.get("model") == "uncalibrated" else "K and pose"
+        size = f"{camera['width']}x{camera['height']}, " if camera.get("width") else ""
+        lines.append(f"camera {_cell(alias)}: {size}{model}, {_renderer(camera['renderer'])}")
     return "\n".join(lines + table(info["streams"]))
 
 

@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sweep(host: Any, args: argparse.Namespace) -> int:
-    from fastsim_record.batch.executors import MissingRay, choose
-    from fastsim_record.batch.index import EpisodeIndexError, read_index, write_index
+    from fastsim_record.batch.executors import MissingRay, ProcessPool, choose
+    from fastsim_record.batch.index import EpisodeIndexError, read_index, update_index
     from fastsim_record.batch.sweep import EpisodeTask, episode_job
 
     first, lines = host.check_sweep(args)
@@ -85,8 +85,10 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
     import os
 
     executor = choose(args.jobs or os.cpu_count() or 1, args.ray)
+    done = False
     try:
         outcomes = list(executor.map(episode_job, tasks, idempotent=False))
+        done = True
     except MissingRay as exc:
         print(f"fsr record: {exc}", file=sys.stderr)
         return 2
@@ -94,15 +96,15 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
         print(f"fsr record: --ray: {exc}".splitlines()[0], file=sys.stderr)
         return 2
     finally:
-        executor.close()
-    rows = dict(old)
+        executor.close(abort=not done) if isinstance(executor, ProcessPool) else executor.close()
+    mine: dict[str, Any] = {}
     for outcome in outcomes:
         for row in (outcome.data or {}).get("rows", []):
-            rows[row["path"]] = row
+            mine[row["path"]] = row
     index_problem = None
-    if index_url and rows:
-        try:
-            write_index(index_url, rows.values())
+    if index_url and (old or mine):
+        try:  # merged with the index as it is now: another writer's rows are kept
+            update_index(index_url, lambda now: {**(now or {}), **mine}.values())
         except EpisodeIndexError as exc:  # the episodes are uploaded; only the index is missing
             index_problem = str(exc)
     code = _report(args, outcomes)

@@ -50,6 +50,11 @@ def run(args: argparse.Namespace) -> int:
         f"recovered {report.records_kept} records in {report.batches_kept} batches into "
         f"{args.output} ({report.size} bytes)"
     )
+    print(
+        "payloads checked against their CRC-32Cs" if report.payload_crc else
+        "payloads not checked: the file has no payload CRC-32Cs (recorded without "
+        "runtime.output.payload_crc: true); only the record tables and headers were checked"
+    )
     if report.lossless:
         return 0
     if report.records_dropped or report.bytes_dropped:

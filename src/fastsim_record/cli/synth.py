@@ -11,15 +11,25 @@ splits the run into G generations; ``--gap-every K`` turns every K-th record int
     | 1 | written               | one summary line   | -                      | 0    |
     | 2 | bad arguments or path | -                  | ``fsr synth: <error>`` | 2    |
     | 3 | OUT exists, no        | -                  | ``fsr synth: <path>    | 2    |
-    |   | ``--overwrite``       |                    | exists ...``           |      |
+    |   | ``--overwrite``; OUT  |                    | exists ...``           |      |
+    |   | is a folder           |                    |                        |      |
+    | 4 | the disk is full      | -                  | one line naming ENOSPC | 1    |
+
+The file is written to ``.OUT.synth-<pid>`` and renamed to OUT when complete
+(``cli._staging``), so an existing OUT is replaced (``--overwrite``) only by a whole new
+file, and an interrupted synth leaves nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
+from pathlib import Path
 
+from fastsim_record.cli import _signals
+from fastsim_record.cli._staging import clear_stale, publish, remove, staging
 from fastsim_recording_format import INTEGRITY_PROFILES
 from fastsim_recording_format.synth import write_synthetic
 
@@ -54,20 +64,35 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         print(f"fsr synth: invalid value for --{bad[0].replace('_', '-')}", file=sys.stderr)
         return 2
-    if os.path.lexists(args.output) and not args.overwrite:  # never replace a user's file
-        print(f"fsr synth: {args.output} exists; pass --overwrite to replace it", file=sys.stderr)
+    out = Path(args.output)
+    if out.is_dir():
+        print(f"fsr synth: {out} is a folder; OUT.fsr must be a file", file=sys.stderr)
         return 2
+    if os.path.lexists(out) and not args.overwrite:  # never replace a user's file
+        print(f"fsr synth: {out} exists; pass --overwrite to replace it", file=sys.stderr)
+        return 2
+    clear_stale(out, ("synth",))
+    tmp = staging(out, "synth")  # an existing OUT is replaced only by a complete new file
     try:
         sealed = write_synthetic(
-            args.output, args.records, args.payload_bytes, numeric_streams=args.streams,
+            tmp, args.records, args.payload_bytes, numeric_streams=args.streams,
             camera_every=args.camera_every, camera_bytes=args.camera_bytes,
             generations=args.generations, gap_every=args.gap_every, metadata=args.metadata,
             batch_items=args.batch_items, batch_bytes=args.batch_bytes,
             integrity=args.integrity, seal=not args.unsealed,
         )
-    except (OSError, ValueError) as exc:
-        print(f"fsr synth: {exc}", file=sys.stderr)
-        return 2
+        publish(tmp, out, args.overwrite)
+    except BaseException as exc:
+        with _signals.deferred():
+            remove(tmp)
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            print(f"fsr synth: no space left on the device of {out} (ENOSPC); nothing was written",
+                  file=sys.stderr)
+            return 1
+        if isinstance(exc, OSError | ValueError):
+            print(f"fsr synth: {exc}".splitlines()[0], file=sys.stderr)
+            return 2
+        raise
     if sealed is None:
         print(f"wrote unsealed {args.output} ({args.records} records)")
     else:

@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from fastsim_contract.output_names import output_name_refusal
 from fastsim_contract.run import output_name_problem
 from fastsim_contract.run_structure import describe, non_empty, one_of, positive_number
 
@@ -130,23 +131,14 @@ def bare_file_name(_: object, __: attrs.Attribute[Any], value: str) -> None:
     )
     if bad:
         raise ValueError(f"must be a bare file name without directories (got {describe(value)})")
-    control = next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
-    if control is not None:
-        raise ValueError(f"must not contain control characters (got {control!r} in {describe(value)})")
-    size = len(value.encode("utf-8", "surrogateescape")) + len(STAGING_SUFFIX)
-    if size > NAME_MAX:
-        raise ValueError(
-            f"is too long: {value[:24]}...{STAGING_SUFFIX} would be {size} bytes, over the "
-            f"{NAME_MAX}-byte file-name limit"
-        )
+    refusal = output_name_refusal(value)  # the Core contract's one rule: the host applies the same
+    if refusal is not None:
+        raise ValueError(f"must be a name the host can commit and the batch tools list: {refusal}")
     problem = output_name_problem(value)
     if problem is not None:
         raise ValueError(problem)
 
 
-#: The staging suffix the host adds while a file is written, and the usual NAME_MAX.
-STAGING_SUFFIX = ".incomplete"
-NAME_MAX = 255
 
 
 @attrs.frozen

@@ -143,7 +143,7 @@ def config_json_schema(version: str = LATEST) -> dict[str, Any]:
             "output": _object({
                 "name": {
                     "type": "string",
-                    "pattern": "^(?!\\.{1,2}$)[^/\\\\\\x00-\\x1f\\x7f\\s](?:[^/\\\\\\x00-\\x1f\\x7f]*[^/\\\\\\x00-\\x1f\\x7f\\s])?$",
+                    "pattern": "^(?!\\.)(?!.*\\.incomplete$)[^/\\\\\\x00-\\x1f\\x7f\\s](?:[^/\\\\\\x00-\\x1f\\x7f]*[^/\\\\\\x00-\\x1f\\x7f\\s])?$",
                     "maxLength": 244,
                     "default": "episode.fsr",
                 },

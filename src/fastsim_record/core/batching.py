@@ -15,13 +15,17 @@ The ``Batcher`` answers with the batches to write now.  Rules:
 | B6 | ``close(FINALIZE)`` at finalization         | FINALIZE   | the partial batch         |
 
 B2-B4 are checked after adding, in that order (the first that holds names the
-reason); ``flush_reason`` is that check as a pure function.  An empty batch is never
+reason); ``flush_reason`` is that check as a pure function.  ``add_run`` accounts a run
+of records of one generation and one payload size whose simulation times do not go
+down, and closes exactly the batches that adding them one by one would close (B7).  An empty batch is never
 closed.  Each ``BatchSummary.items`` says how many of the oldest held records it covers.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
+from collections.abc import Sequence
 
 import attrs
 
@@ -155,6 +159,46 @@ class Batcher:
         ):
             return _NOTHING
         return self._limit_close(_NOTHING)
+
+    def add_run(
+        self, generation: int, sim_times: Sequence[int], payload_bytes: int
+    ) -> tuple[BatchSummary, ...]:
+        """B7: ``add(generation, t, payload_bytes)`` for each ``t`` of ``sim_times`` (which
+        must not go down), in O(batches closed x log n) instead of per record."""
+        n = len(sim_times)
+        out: list[BatchSummary] = []
+        i = 0
+        if n and self._items and generation != self._generation:  # B1
+            out.append(self._close(FlushReason.GENERATION))
+        while i < n:
+            if self._items == 0:
+                self._generation = generation
+                self._min_t = self._max_t = int(sim_times[i])
+                self._items, self._bytes = 1, payload_bytes
+                i += 1
+            else:
+                i += self._extend(sim_times, i, payload_bytes)
+            reason = flush_reason(self.hold(), self.limits)
+            if reason is not None:
+                out.append(self._close(reason))
+        return tuple(out)
+
+    def _extend(self, sim_times: Sequence[int], i: int, payload_bytes: int) -> int:
+        """Add records ``i..`` up to the first that reaches a limit (B2-B4); how many."""
+        k = min(self._max_items - self._items, len(sim_times) - i)  # B2
+        if payload_bytes > 0:  # B3: the first k with bytes + k * size >= max_bytes
+            k = min(k, max(1, -(-(self._max_bytes - self._bytes) // payload_bytes)))
+        low = min(self._min_t, int(sim_times[i]))
+        if self._max_t - low >= self._max_span:  # B4 already holds with the first record
+            k = 1
+        else:
+            j = bisect.bisect_left(sim_times, low + self._max_span, i, i + k)
+            k = min(k, j - i + 1)
+        self._items += k
+        self._bytes += k * payload_bytes
+        self._min_t = low
+        self._max_t = max(self._max_t, int(sim_times[i + k - 1]))
+        return k
 
     def _limit_close(self, before: tuple[BatchSummary, ...]) -> tuple[BatchSummary, ...]:
         reason = flush_reason(self.hold(), self.limits)

@@ -21,6 +21,13 @@ needs only these facts; the payload is opaque and never inspected here.
 | channel_sequence   | the live per-channel sequence: diagnostic metadata only           |
 | payload            | opaque; excluded from equality                                    |
 
+``CapturedRun`` is a run of consecutive captured items of one source, stream and
+generation whose global sequences are contiguous (``first_global .. last_global``) and
+whose capture sequences are contiguous too: the writer worker's columnar form of many
+numeric ticks.  Each item of the run is still one atomic record; the core sees only the
+run's bounds (the merge releases it like the items it stands for), and its payload (the
+records' columns) is opaque.
+
 An item whose ``size`` is ``None`` is charged at the conservative service ceiling
 (``SIZE_CEILING`` = 1 MiB) by lane byte admission.
 """
@@ -31,7 +38,7 @@ import enum
 
 import attrs
 
-__all__ = ["SIZE_CEILING", "CapturedItem", "EnvelopeKind", "LaneName"]
+__all__ = ["SIZE_CEILING", "CapturedItem", "CapturedRun", "EnvelopeKind", "LaneName"]
 
 class LaneName(enum.StrEnum):
     """The three bounded lanes: the one lane-name type (ports, pipeline and core).
@@ -82,3 +89,34 @@ class CapturedItem:
         """Bytes charged by lane admission: the producer size, else the 1 MiB ceiling."""
         size = self.size
         return SIZE_CEILING if size is None else size
+
+
+@attrs.frozen(kw_only=True)
+class CapturedRun:
+    """Consecutive captured items of one source, stream and generation (module header).
+
+    ``first_global .. last_global`` and ``first_capture .. last_capture`` are contiguous
+    and equally long; the worker releases the run as one entry in global order."""
+
+    source: str
+    stream: str
+    lane: LaneName
+    generation: int
+    first_global: int
+    last_global: int
+    first_capture: int
+    last_capture: int
+    payload: object = attrs.field(default=None, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        count = self.last_global - self.first_global
+        if count < 0 or self.last_capture - self.first_capture != count or self.first_global < 1:
+            raise ValueError(
+                f"CapturedRun: global {self.first_global}..{self.last_global} and capture "
+                f"{self.first_capture}..{self.last_capture} must be contiguous ranges of one length"
+            )
+
+    @property
+    def count(self) -> int:
+        """Items in the run."""
+        return self.last_global - self.first_global + 1

@@ -32,8 +32,8 @@ Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceilin
 
 Carriers (``try_admit``): a lane built with ``materialize`` may hold cheap carriers; the
 item is built only on the overload paths (A2-A9, every eviction victim included) and at
-the worker's drain.  ``materialize`` passes a ``CapturedItem`` through unchanged, and
-decisions and accounting are the same for both forms.
+the worker's drain (``drain_held`` hands them over unbuilt).  ``materialize`` passes a
+``CapturedItem`` through unchanged, and decisions and accounting are the same for both.
 
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
 envelope is covered by exactly one ``GapRecord`` for the worker (``take_gaps``); a run
@@ -55,16 +55,8 @@ from fastsim_record.core.errors import InvalidLimits, LanePolicyError, RuleId
 from fastsim_record.core.gaps import GapReason, GapRecord, append_gap
 
 __all__ = [
-    "ACCEPTED",
-    "PRESSED",
-    "Admission",
-    "AdmissionOutcome",
-    "AdmissionRule",
-    "Lane",
-    "LaneCounters",
-    "LaneSpec",
-    "OverloadPolicy",
-    "overload_problem",
+    "ACCEPTED", "PRESSED", "Admission", "AdmissionOutcome", "AdmissionRule", "Lane", "LaneCounters",
+    "LaneSpec", "OverloadPolicy", "overload_problem",
 ]
 
 
@@ -362,6 +354,14 @@ class Lane:
             freed += SIZE_CEILING if size is None else size
         self._bytes -= freed
         self._dequeued += n
+        return out
+
+    def drain_held(self) -> list[Any]:
+        """Remove and return everything held, carriers unbuilt (accounting as ``drain()``)."""
+        out = list(self._items)
+        self._items.clear()
+        self._bytes = 0
+        self._dequeued += len(out)
         return out
 
     def take_gaps(self) -> list[GapRecord]:

@@ -13,17 +13,21 @@ asks for what may be released.  Rules:
 | M4 | an unexplained hole is held, never skipped; everything after it waits             |
 | M5 | releasing an item advances its source's progress to its capture sequence (a gap:  |
 |    | to its last capture sequence); the fence compares progress with the cut           |
+| M6 | a ``CapturedRun`` (``push_run``) stands for its items a..b: held at a, it is      |
+|    | released in one piece when a is next, like the items in order (M1-M5), by         |
+|    | ``release_entries``; ``release`` serves a merge that holds no run                 |
 
 Because of M1-M4, any arrival order of the same items releases the same output.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import cast
 
 import attrs
 
-from fastsim_record.core.captured import CapturedItem
+from fastsim_record.core.captured import CapturedItem, CapturedRun
 from fastsim_record.core.gaps import GapRecord
 
 __all__ = ["MergeConflict", "OrderedMerge"]
@@ -72,16 +76,37 @@ class OrderedMerge:
             pending[s] = _COVERED
         return None
 
+    def push_run(self, run: CapturedRun) -> MergeConflict | None:
+        """Hold ``run`` for release in one piece (rule M6); a conflict if any of its
+        sequences repeats (then the whole run is ignored)."""
+        first, last = run.first_global, run.last_global
+        pending = self._pending
+        if first < self._next or not pending.keys().isdisjoint(range(first, last + 1)):
+            seq = first if first < self._next else min(pending.keys() & set(range(first, last + 1)))
+            return self._conflict(seq)
+        pending[first] = run
+        if last > first:
+            pending.update(dict.fromkeys(range(first + 1, last + 1), _COVERED))
+        return None
+
     def _conflict(self, seq: int) -> MergeConflict:
         where = "already released" if seq < self._next else "already held"
         return MergeConflict(seq, f"duplicate global sequence {seq} ({where})")
 
     def release(self) -> list[CapturedItem | GapRecord]:
-        """Everything releasable now, in global order (possibly empty)."""
+        """Everything releasable now, in global order (possibly empty), for a merge that
+        was never given a run (``TypeError`` if one is due: use ``release_entries``)."""
+        out = self.release_entries()
+        if any(entry.__class__ is CapturedRun for entry in out):
+            raise TypeError("OrderedMerge.release: a run is due; use release_entries()")
+        return cast(list[CapturedItem | GapRecord], out)
+
+    def release_entries(self) -> list[CapturedItem | CapturedRun | GapRecord]:
+        """Everything releasable now, runs included (M6), in global order (possibly empty)."""
         pending = self._pending
         if self._next not in pending:
             return []
-        out: list[CapturedItem | GapRecord] = []
+        out: list[CapturedItem | CapturedRun | GapRecord] = []
         progress = self._progress
         nxt = self._next
         pop = pending.pop
@@ -93,6 +118,14 @@ class OrderedMerge:
                 progress[item.source] = item.capture_sequence
                 out.append(item)
                 nxt += 1
+            elif item.__class__ is CapturedRun:  # M6
+                run: CapturedRun = item
+                progress[run.source] = run.last_capture
+                out.append(run)
+                if run.last_global > nxt:
+                    deque(map(pending.__delitem__, range(nxt + 1, run.last_global + 1)), maxlen=0)
+                self._released += run.last_global - nxt  # a run counts as its envelopes
+                nxt = run.last_global + 1
             else:
                 gap = cast(GapRecord, item)
                 progress[gap.source] = gap.last_capture
@@ -119,12 +152,13 @@ class OrderedMerge:
 
     @property
     def held(self) -> int:
-        """Items waiting behind an unexplained hole (rule M4)."""
-        return sum(1 for v in self._pending.values() if v is not _COVERED)
+        """Items waiting behind an unexplained hole (rule M4); a run counts its envelopes."""
+        counts = [v.count if isinstance(v, CapturedRun) else 1 for v in self._pending.values() if v is not _COVERED]
+        return sum(counts)
 
     @property
     def released_items(self) -> int:
-        """Envelopes and gaps released so far."""
+        """Envelopes (each of a run's) and gaps released so far."""
         return self._released
 
     def holes(self, through: int) -> list[tuple[int, int]]:

@@ -79,14 +79,16 @@ _RECEIPTS: dict[tuple[str, int, int], dict[str, Any]] = {}
 
 
 def receipt(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The structural validation receipt of a file (validated once per process and file
-    version; raises ``FormatError`` naming the offset of the first defect)."""
-    from fastsim_recording_format import validate
+    """The validation receipt of a file, every payload CRC-32C checked when the file has
+    them, else structural (validated once per process and file version; raises
+    ``FormatError`` naming the offset of the first defect, and for a CRC mismatch the
+    batch's streams)."""
+    from fastsim_record.batch.jobs import payload_receipt
 
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
     if key not in _RECEIPTS:
-        _RECEIPTS[key] = validate(path).to_json()
+        _RECEIPTS[key] = payload_receipt(os.fspath(path)).to_json()
     return _RECEIPTS[key]
 
 

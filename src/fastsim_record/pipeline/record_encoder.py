@@ -12,7 +12,10 @@ The writer worker (``worker.py``) releases items in global order and hands each 
     | 2 | a barrier                      | BARRIER: the barrier encoder's payload; camera  |
     |   |                                | calibration obligations end at the reset        |
     | 3 | a camera stream's item         | DATA: the camera stage checks and encodes it    |
-    | 4 | any other item                 | DATA: its stream's payload encoder              |
+    | 4 | any other item                 | DATA: its stream's payload encoder; a numeric   |
+    |   |                                | tick keeps its ``channel_sequence`` as metadata |
+    | 5 | a ``CapturedRun``              | its ``RecordColumns`` (encoded column-wise when  |
+    |   |                                | the run was formed: ``columns.RunBuilder``)     |
 
 Every failure raises a ``RecordError``: the stage's or encoder's own, or
 ``RecordingFailed`` naming the stream for anything unexpected.
@@ -21,18 +24,29 @@ Every failure raises a ``RecordError``: the stage's or encoder's own, or
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
-from fastsim_record.core.captured import CapturedItem
+from fastsim_record.core.captured import CapturedItem, CapturedRun
 from fastsim_record.core.gaps import GapLedger, GapRecord
 from fastsim_record.errors import RecordError, RecordingFailed
 from fastsim_record.pipeline.camera_stage import CameraStage
-from fastsim_record.ports.sinks import OutRecord, PayloadEncoder
+from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordColumns
 
 __all__ = ["MAX_LOST_DECLARATIONS", "RecordEncoder"]
 
 #: The terminal fence lists at most this many rule-C8 marks (and always their count), so
 #: the footer stays bounded; each one is a calibration epoch whose declaration was lost.
 MAX_LOST_DECLARATIONS = 1024
+
+_NO_METADATA: Mapping[str, object] = MappingProxyType({})
+
+
+class _Last(NamedTuple):
+    """A stream's last record time (what a following gap needs), for a run of records."""
+
+    generation: int
+    sim_time_ns: int
 
 
 class RecordEncoder:
@@ -50,7 +64,7 @@ class RecordEncoder:
         self._camera_streams = (
             frozenset(d.name for d in camera_stage.streams()) if camera_stage else frozenset()
         )
-        self._stream_last: dict[str, OutRecord] = {}  # each stream's last record (gap time)
+        self._stream_last: dict[str, OutRecord | _Last] = {}  # each stream's last record (gap time)
         self.ledger = GapLedger()
         self.encoded = 0
         self.calibration_violations: tuple[str, ...] = ()
@@ -95,9 +109,10 @@ class RecordEncoder:
                 released_gil = encoded.role == "rgb"
             else:
                 payload = self._encoders[stream].encode(item.payload)
+                chan = item.channel_sequence
                 record = OutRecord(
                     stream, "data", item.global_sequence, item.capture_sequence, item.generation,
-                    item.sim_time_ns, payload,
+                    item.sim_time_ns, payload, {"channel_sequence": chan} if chan is not None else _NO_METADATA,
                 )
                 released_gil = False
         except RecordError:
@@ -107,6 +122,13 @@ class RecordEncoder:
         self.encoded += 1
         self._stream_last[stream] = record
         return record, released_gil
+
+    def run(self, run: CapturedRun) -> RecordColumns:
+        """Row 5."""
+        columns: RecordColumns = run.payload  # type: ignore[assignment]
+        self.encoded += columns.count
+        self._stream_last[run.stream] = _Last(columns.generation, int(columns.sim_time_ns[-1]))
+        return columns
 
     def at_cut(self) -> None:
         """Calibration obligations due at the cut (fence F5)."""

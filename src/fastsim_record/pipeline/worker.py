@@ -10,11 +10,12 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
 
     | # | step                                                                   |
     |---|------------------------------------------------------------------------|
-    | 1 | drain each lane and its gaps under the lane lock                        |
-    | 2 | push envelopes and gaps into the ordered merge; a duplicate is fatal    |
+    | 1 | drain each lane as held, and its gaps, under the lane lock             |
+    | 2 | push envelopes, runs of ticks (``columns.RunBuilder``) and gaps into   |
+    |   | the ordered merge; a duplicate is fatal                                |
     | 3 | release in global order: gaps -> GAP records, barriers close the batch  |
     |   | (B5) and become BARRIER records, items are encoded once -> DATA         |
-    |   | (``RecordEncoder``)                                                     |
+    |   | (``RecordEncoder``); a run is written column-wise (``add_columns``)     |
     | 4 | account each record in the Batcher; write every batch it closes        |
     |   | (``BatchWriter``)                                                       |
     | 5 | after a fatal error nothing more is encoded or written                 |
@@ -45,7 +46,7 @@ from typing import Any
 import attrs
 
 from fastsim_record.core.batching import BatchLimits, FlushReason
-from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
+from fastsim_record.core.captured import CapturedItem, CapturedRun, EnvelopeKind, LaneName
 from fastsim_record.core.fence import (
     FenceDecision,
     FenceEvidence,
@@ -58,10 +59,11 @@ from fastsim_record.core.merge import OrderedMerge
 from fastsim_record.errors import OutputError, RecordError, RecordingFailed
 from fastsim_record.pipeline.batch_writer import BatchWriter
 from fastsim_record.pipeline.camera_stage import CameraStage
+from fastsim_record.pipeline.columns import RunBuilder
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge
 from fastsim_record.pipeline.record_encoder import RecordEncoder
-from fastsim_record.ports.sinks import PayloadEncoder, RecordSink
+from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordColumns, RecordSink
 
 __all__ = [
     "BACKLOG_ITEMS", "BACKLOG_YIELD_AFTER_S", "POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker",
@@ -120,6 +122,7 @@ class WriterWorker:
         self._wake = wake
         self._gauge = gauge if gauge is not None else PressureGauge()
         self._records = RecordEncoder(encoders, barrier_encoder, camera_stage)
+        self._runs = RunBuilder(encoders if getattr(sink, "accepts_columns", False) else {})  # ColumnSink
         self._writer = BatchWriter(sink, limits)
         self._monitor = monitor
         self._poll = poll_s
@@ -230,18 +233,18 @@ class WriterWorker:
         merge = self._merge
         for handle in self._lanes.values():
             with handle.lock:
-                items = handle.lane.drain()
+                held = handle.lane.drain_held()
                 gaps = handle.lane.take_gaps()
-            if not items and not gaps:
+            if not held and not gaps:
                 continue
             moved = True
-            self._pushed += len(items) + len(gaps)
+            self._pushed += len(held) + len(gaps)  # envelopes, as the merge counts runs (rule 7)
             for gap in gaps:
                 conflict = merge.explain(gap)
                 if conflict is not None:
                     self._fail(RecordingFailed(conflict.reason))
-            for envelope in items:
-                conflict = merge.push(envelope)
+            for entry in self._runs.split(held):
+                conflict = merge.push(entry) if entry.__class__ is CapturedItem else merge.push_run(entry)  # type: ignore[arg-type]
                 if conflict is not None:
                     self._fail(RecordingFailed(conflict.reason))
         return moved
@@ -249,7 +252,7 @@ class WriterWorker:
     def _step(self) -> None:
         merge = self._merge
         while self._drain():
-            released = merge.release()
+            released = merge.release_entries()
             if released and self._failed is None:
                 self._write_released(released)
             held = self._pushed - merge.released_items
@@ -259,7 +262,7 @@ class WriterWorker:
                     f"{held} records held behind it"
                 ))
 
-    def _write_released(self, released: list[CapturedItem | GapRecord]) -> None:
+    def _write_released(self, released: list[CapturedItem | CapturedRun | GapRecord]) -> None:
         """Rules 3-4 (and 6: the GIL hand-off); the first failure ends the release."""
         records = self._records
         writer = self._writer
@@ -280,7 +283,9 @@ class WriterWorker:
                 if clock() > slice_end:  # offer the GIL to a waiting simulation thread
                     time.sleep(0)
                     slice_end = clock() + slice_s
-                if isinstance(item, GapRecord):
+                if isinstance(item, CapturedRun):  # a run of ticks: its records column-wise
+                    record: OutRecord | RecordColumns = records.run(item)
+                elif isinstance(item, GapRecord):
                     record = records.gap(item)
                 elif item.kind is _BARRIER:
                     writer.close_generation(item.generation)  # B5

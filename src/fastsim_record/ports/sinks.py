@@ -3,17 +3,25 @@
 The writer worker is the only caller.  It hands the sink whole batches of records that
 are already encoded and ordered by global sequence; the sink owns the container format
 (FSR 1.2) and drives it over the opaque write lease.
+
+The columnar numeric path: a ``ColumnEncoder`` (the numeric-tick encoder) turns a run of
+carriers into one :class:`RecordColumns` -- many DATA records of one stream held
+column-wise, payloads back to back -- with no Python object per record.  Each row is
+still one atomic record and the file holds the same bytes as for per-record
+``OutRecord`` values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 
-__all__ = ["OutRecord", "PayloadEncoder", "RecordSink", "StreamDecl"]
+__all__ = [
+    "ColumnEncoder", "ColumnSink", "OutRecord", "PayloadEncoder", "RecordColumns", "RecordSink", "StreamDecl",
+]
 
 _NO_METADATA: Mapping[str, object] = MappingProxyType({})
 
@@ -47,6 +55,50 @@ class OutRecord(NamedTuple):
     stream_last: int = 0  # gaps: last stream sequence covered (0: same as first)
 
 
+@attrs.frozen(eq=False)
+class RecordColumns:
+    """Many DATA records of one stream and generation, column-wise (module header).
+
+    ``global_sequence``, ``stream_sequence`` (uint64), ``sim_time_ns`` and
+    ``channel_sequence`` (int64; the diagnostic live sequence of each tick, or ``None``)
+    are numpy arrays with one value per record; ``payload`` is one contiguous buffer of
+    ``count * record_bytes`` bytes."""
+
+    stream: str
+    generation: int
+    global_sequence: Any
+    stream_sequence: Any
+    sim_time_ns: Any
+    record_bytes: int
+    payload: Any
+    channel_sequence: Any = None
+
+    @property
+    def count(self) -> int:
+        """Records held."""
+        return len(self.global_sequence)
+
+    def part(self, start: int, stop: int) -> RecordColumns:
+        """Records ``start .. stop-1`` (views, no copy)."""
+        size = self.record_bytes
+        chan = self.channel_sequence
+        return RecordColumns(
+            self.stream, self.generation, self.global_sequence[start:stop],
+            self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size,
+            memoryview(self.payload)[start * size:stop * size],
+            None if chan is None else chan[start:stop],
+        )
+
+
+class ColumnEncoder(Protocol):
+    """A payload encoder that also encodes a run of carriers column-wise (worker only)."""
+
+    def encode_columns(self, carriers: Sequence[Any]) -> RecordColumns | None:
+        """The run's records, or ``None`` when the run does not fit the columnar form
+        (then each item takes the per-record path, which names any problem)."""
+        ...
+
+
 class PayloadEncoder(Protocol):
     """Turns one captured payload into bytes; runs only in the writer worker."""
 
@@ -62,7 +114,7 @@ class RecordSink(Protocol):
     """The artifact being written; every method runs on the writer worker."""
 
     def write_batch(self, records: Sequence[OutRecord]) -> int:
-        """Append one batch; returns the payload bytes written."""
+        """Append one batch (records in global order); returns the bytes written."""
         ...
 
     def finish(
@@ -76,4 +128,15 @@ class RecordSink(Protocol):
 
     def abort(self) -> None:
         """Abort the output transaction (never after a host deadline cancel)."""
+        ...
+
+
+class ColumnSink(RecordSink, Protocol):
+    """A sink that also takes ``RecordColumns`` in a batch (the FSR sink); the worker forms
+    column runs only for a sink that says so (``accepts_columns``)."""
+
+    accepts_columns: bool
+
+    def write_batch(self, records: Sequence[OutRecord | RecordColumns]) -> int:
+        """Append one batch of records and column runs, in global order."""
         ...

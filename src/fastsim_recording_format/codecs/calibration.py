@@ -15,6 +15,9 @@ Profile rules (:func:`check_profile`):
     | 3 | ``model`` is ``pinhole`` and ``distortion`` is an empty list                  |
     | 4 | only the keys below; strings at most 256 characters                           |
     | 5 | the canonical JSON encoding is at most ``MAX_PROFILE_BYTES`` bytes            |
+    | 6 | optional ``renderer``: how the frames were made -- ``name`` and ``version``   |
+    |   | (strings), ``msaa_samples`` and ``shadow_map_size`` (integers >= 0; 0: off), |
+    |   | optional ``gl_backend`` (string); no other key                                |
     | 3u| or ``model`` is ``uncalibrated``: ``fx``, ``fy``, ``cx``, ``cy`` are ``null``,  |
     |   | ``distortion`` is empty and ``extrinsics`` is ``unknown`` (rule 2 keeps only   |
     |   | ``width``/``height``).  Such a camera has no K and no pose: its intrinsics,   |
@@ -44,6 +47,7 @@ __all__ = [
     "MAX_PROFILE_BYTES",
     "PROFILE_KEYS",
     "PROFILE_SCHEMA",
+    "RENDERER_KEYS",
     "CalibrationProfileError",
     "calibration_digest",
     "canonical_profile_bytes",
@@ -69,6 +73,10 @@ PROFILE_KEYS: Final = frozenset(
         "distortion", "optical_frame", "extrinsics", "units",
     }
 )
+
+#: The keys of the optional ``renderer`` entry (rule 6); ``gl_backend`` may be absent.
+RENDERER_KEYS: Final = frozenset({"name", "version", "msaa_samples", "shadow_map_size", "gl_backend"})
+_RENDERER_REQUIRED: Final = RENDERER_KEYS - {"gl_backend"}
 
 
 def plain_profile(value: object) -> Any:
@@ -102,7 +110,7 @@ def check_profile(raw: object) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise CalibrationProfileError("calibration profile: must be a mapping")
     profile: dict[str, Any] = plain_profile(raw)
-    keys = set(profile)
+    keys = set(profile) - {"renderer"}
     if keys != PROFILE_KEYS:
         missing = sorted(PROFILE_KEYS - keys)
         extra = sorted(str(k) for k in keys - PROFILE_KEYS)
@@ -137,11 +145,31 @@ def check_profile(raw: object) -> dict[str, Any]:
             _bad(name, f"must be a string of 1..{_MAX_STR} characters")
     if not isinstance(profile["units"], Mapping):
         _bad("units", "must be a mapping")
+    if "renderer" in profile:
+        _check_renderer(profile["renderer"])
     if len(canonical_profile_bytes(profile)) > MAX_PROFILE_BYTES:
         raise CalibrationProfileError(
             f"calibration profile: larger than {MAX_PROFILE_BYTES} bytes of canonical JSON"
         )
     return profile
+
+
+def _check_renderer(renderer: object) -> None:
+    """Rule 6."""
+    if not isinstance(renderer, Mapping):
+        _bad("renderer", "must be a mapping")
+    keys = set(renderer)
+    if not _RENDERER_REQUIRED <= keys <= RENDERER_KEYS:
+        missing = sorted(_RENDERER_REQUIRED - keys)
+        _bad("renderer", f"missing {missing[0]!r}" if missing else f"unknown key {sorted(keys - RENDERER_KEYS)[0]!r}")
+    for name in ("name", "version", "gl_backend"):
+        value = renderer.get(name, "-")
+        if not isinstance(value, str) or not 0 < len(value) <= _MAX_STR:
+            _bad(f"renderer.{name}", f"must be a string of 1..{_MAX_STR} characters")
+    for name in ("msaa_samples", "shadow_map_size"):
+        value = renderer[name]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            _bad(f"renderer.{name}", "must be an integer >= 0")
 
 
 def is_calibrated(profile: Mapping[str, object]) -> bool:

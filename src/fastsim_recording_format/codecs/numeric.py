@@ -13,6 +13,13 @@ back with :func:`numeric_layout`.
     |   | in declared order, C order, no padding                                        |
     | 3 | every DATA record's payload is exactly ``record_bytes`` long                  |
 
+Diagnostic ``channel_sequence`` (rule CS1, the writer worker's): a DATA record's metadata
+``{"channel_sequence": n}`` gives the tick's live channel sequence; a record without it
+has its predecessor's (the stream's previous DATA record) plus one.  The recorder writes
+the key on the first record of every run of ticks and on every tick that does not
+follow its predecessor by one; :func:`channel_sequences` reads it back.  It is
+diagnostic only and never used for continuity.
+
 Per-step channels: the stream attribute ``per_step_channels`` (a list of channel names,
 optional) names channels that hold one sample per *step* rather than per tick (a
 Gymnasium env's action, reward, flags and info).  The stream's last tick of each
@@ -24,7 +31,7 @@ does not know the attribute returns the fill as one more sample.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -36,6 +43,7 @@ from fastsim_recording_format.model import StreamSpec
 __all__ = [
     "NUMERIC_CODEC",
     "Channel",
+    "channel_sequences",
     "channel_entries",
     "codec_description",
     "numeric_layout",
@@ -140,3 +148,18 @@ def numeric_layout(spec: StreamSpec) -> tuple[int, tuple[Channel, ...]]:
     if at != record_bytes:
         raise NumericPayloadError(f"{where}: channels cover {at} bytes, record_bytes is {record_bytes}")
     return record_bytes, tuple(out)
+
+
+def channel_sequences(metadata: Iterable[Mapping[str, Any] | None]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Rule CS1 over a stream's DATA records' metadata, in order: each tick's
+    ``channel_sequence`` (``-1`` until a record names one)."""
+    out: list[int] = []
+    last: int | None = None
+    for meta in metadata:
+        value = meta.get("channel_sequence") if meta else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            last = value
+        elif last is not None:
+            last += 1
+        out.append(-1 if last is None else last)
+    return np.asarray(out, np.int64)

@@ -37,8 +37,8 @@ def opt_int(name: str, value: object) -> int | None:
 class File:
     """The per-process state of one recording: tables plus what was derived from them."""
 
-    def __init__(self, path: str) -> None:
-        self.tables = FileTables(path)
+    def __init__(self, path: str, verify: bool = True) -> None:
+        self.tables = FileTables(path, verify)
         reader = self.tables.reader
         self.streams: dict[str, StreamSpec] = {s.name: s for s in reader.streams}
         self.channels: dict[str, tuple[StreamSpec, int, Channel]] = {}

@@ -14,7 +14,9 @@ Decision table: which records each call returns
 
 GAP records (declared loss) and BARRIER records (generation boundaries) never appear as
 samples; a BARRIER's generation is where an episode starts.  A :class:`Recording` holds
-only its path when pickled and reopens the file on first use in the new process.
+only its path (and ``verify``) when pickled and reopens the file on first use in the new
+process.  Payload CRC-32Cs are checked on the first read of each batch (``open(path,
+verify=True)``, the default; see :func:`open`).
 """
 
 from __future__ import annotations
@@ -52,10 +54,11 @@ class Episode(View):
 class Recording(View, Closing):
     """A sealed FSR recording opened for reading (a context manager; picklable)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], verify: bool = True) -> None:
         if not isinstance(path, str | os.PathLike):
             raise BadArgument(f"path must be a str or os.PathLike, got {type(path).__name__}")
         self.path = os.fspath(path)
+        self.verify = bool(verify)
         self._generation = None
         self._state: File | None = None
         self._pid = -1
@@ -66,7 +69,7 @@ class Recording(View, Closing):
         if state is None or self._pid != os.getpid():
             if not os.path.isfile(self.path):
                 raise FileNotFoundError(f"{self.path}: no such recording file")
-            state = self._state = File(self.path)
+            state = self._state = File(self.path, self.verify)
             self._pid = os.getpid()
         return state
 
@@ -117,6 +120,11 @@ class Recording(View, Closing):
             attributes=dict(reader.run.attributes),
         )
 
+    @property
+    def payload_crc(self) -> bool:
+        """Whether the file carries payload CRC-32Cs (what ``verify`` checks)."""
+        return self._file().tables.reader.payload_crc
+
     def streams(self) -> tuple[str, ...]:
         """Every stream name, in stream-table order."""
         return tuple(self._file().streams)
@@ -141,10 +149,11 @@ class Recording(View, Closing):
 
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
+        return {"path": self.path, "verify": self.verify}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
+        self.verify = bool(state.get("verify", True))
         self._generation = None
         self._state = None
         self._pid = -1
@@ -153,6 +162,12 @@ class Recording(View, Closing):
         return f"Recording({self.path!r})"
 
 
-def open(path: str | os.PathLike[str]) -> Recording:
-    """Open a sealed FSR recording for reading."""
-    return Recording(path)
+def open(path: str | os.PathLike[str], verify: bool = True) -> Recording:
+    """Open a sealed FSR recording for reading.
+
+    ``verify`` (default on): each batch's payload area is checked against its CRC-32C the
+    first time a call reads from that batch, when the file carries payload CRCs; a
+    mismatch raises ``FormatError`` naming the file, the streams and the byte offset,
+    never a wrong value.  A file written without payload CRCs is read unchecked
+    (``Recording.payload_crc`` is false).  ``verify=False`` skips the check."""
+    return Recording(path, verify)

@@ -15,6 +15,9 @@ Checks made on every batch this module reads (each failure is one
     | 2 | batch length implied by the header equals the index entry's                |
     | 3 | the record table and metadata blob match the header's table CRC-32C        |
     | 4 | every record's payload and metadata lie inside its batch's areas           |
+    | 5 | with ``verify`` and a file that carries payload CRC-32Cs: the batch's whole |
+    |   | payload area against its CRC (a mismatch names the file, the batch's       |
+    |   | streams and the offset; a file without payload CRCs is read unchecked)      |
 
 The full set of format rules is ``fsr validate``'s job; these are the ones that keep
 every read in bounds and every table as written.
@@ -76,9 +79,10 @@ def empty_bytes(rows: int, length: int) -> Array:
 class FileTables:
     """One sealed file: its checked head and tail, its memory map and per-stream rows."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], verify: bool = True) -> None:
         self.path = os.fspath(path)
         self.reader = FsrReader(self.path)
+        self.verify = verify and self.reader.payload_crc
         try:
             self.fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
             self.size = os.fstat(self.fd).st_size
@@ -88,6 +92,7 @@ class FileTables:
         if self.size != self.reader.size:
             self.close()
             raise FormatError(self.size, f"{self.path} changed while it was being opened")
+        self._map: mmap.mmap | None = None  # the file, mapped read-only for ``verify``
         self._loaded: set[int] = set()  # batch ordinals whose tables were read
         # tables read together, each with every record's payload area offset
         self._chunks: list[tuple[Array, Array]] = []
@@ -162,6 +167,8 @@ class FileTables:
             )
             if crc(body) != fields[14]:
                 raise FormatError(off + 112, "record table CRC mismatch")
+            if self.verify:
+                self._check_payload(off, off + _HDR + body_len, pay_len, fields[4], body[:table_len])
             bodies.append(body[:table_len])
             facts.append((off + _HDR, count, off + _HDR + body_len, 0))
             limits.append((meta_len, pay_len))
@@ -181,6 +188,28 @@ class FileTables:
         base = np.repeat(np.array([f[2] for f in facts], np.int64), counts)
         self._chunks.append((tables, base))
         self._loaded.update(todo)
+
+    def _check_payload(self, off: int, at: int, length: int, expected: int, table: bytes | memoryview) -> None:
+        """Check 5: the payload area's CRC-32C, computed over the read-only map (no copy)."""
+        if at < 0 or at + length > self.size:
+            raise FormatError(at, "truncated: payload area outside the file")
+        if self._map is None:  # read in place: no copy of the payload bytes
+            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if self.size else None
+        if self._map is not None and length and hasattr(mmap, "MADV_WILLNEED"):
+            page = at - at % mmap.PAGESIZE  # ask for the whole area at once: a cold read is not page by page
+            self._map.madvise(mmap.MADV_WILLNEED, page, at + length - page)
+        view = memoryview(self._map) if self._map is not None else memoryview(b"")
+        try:
+            value = crc(view[at:at + length])
+        finally:
+            view.release()
+        if value != expected:
+            ids = sorted(set(np.frombuffer(table, RECORD_DTYPE)["stream_id"].tolist()))
+            names = {s.stream_id: s.name for s in self.reader.streams}
+            streams = ", ".join(names.get(i, str(i)) for i in ids[:6]) + (
+                f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+            raise FormatError(off + 20, f"{self.path}: batch payload CRC-32C mismatch (streams {streams}); "
+                                        "the payload bytes changed after they were written")
 
     # -- streams ------------------------------------------------------------------------
     def rows(self, stream_id: int) -> Array:
@@ -274,6 +303,9 @@ class FileTables:
         self._chunks.clear()
         self._loaded.clear()
         self._rows.clear()
+        if self._map is not None:
+            self._map.close()
+            self._map = None
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from fastsim_recording_format import FormatError, StreamSpec
+from fastsim_recording_format.codecs.numeric import channel_sequences
+from fastsim_recording_format.model import RecordKind
 from fastsim_recording_format.reading._cameras import CameraView
 from fastsim_recording_format.reading._codecs import Channel
 from fastsim_recording_format.reading._errors import BadArgument, unknown
@@ -89,6 +91,17 @@ class View(CameraView):
         values = raw.view(ch.dtype.newbyteorder("=") if ch.dtype.byteorder == "<" and np.little_endian else ch.dtype)
         return NumericSeries(
             ch.name, clock[0], clock[1], values.reshape(len(clock[0]), *ch.shape), ch.element_names, ch.units,
+        )
+
+    def channel_sequences(self, channel: str) -> Array:
+        """The diagnostic live ``channel_sequence`` of each tick of ``channel``'s stream,
+        aligned with ``numeric(channel)`` (rule CS1 of the numeric codec; ``-1`` where the
+        recording does not say).  Diagnostic only: continuity is the stream sequence."""
+        spec = self._channel(channel)[0]
+        gen = self._generation
+        records = self._file().tables.reader.records(spec.name)
+        return channel_sequences(
+            r.metadata for r in records if r.kind == RecordKind.DATA and (gen is None or r.generation == gen)
         )
 
     def numeric_all(self, channels: Sequence[str] | None = None) -> dict[str, NumericSeries]:

@@ -1,0 +1,107 @@
+"""Ctrl-C and SIGTERM for the offline ``fsr`` commands: stop at once, leave nothing half-done.
+
+``install()`` is the first thing ``fsr`` does, before any heavy import, so a signal is
+never lost to the seconds the imports take, and never prints a traceback.
+
+    | # | moment                                    | a SIGINT / SIGTERM / SIGHUP N                |
+    |---|-------------------------------------------|----------------------------------------------|
+    | 1 | anywhere (imports, reading, writing)      | raises :class:`Interrupted` in the main      |
+    |   |                                           | thread; each command's ``finally``/``except``|
+    |   |                                           | removes its staging; ``fsr`` prints one line |
+    |   |                                           | and exits 128 + N (130, 143, 129)            |
+    | 2 | inside ``deferred()`` (a publish: rename  | held; raised when the block ends, so a       |
+    |   | of the staging over OUT)                  | publish is never cut in half                 |
+    | 3 | ``fsr record``/``replay``                 | the host's own ``StopSignals`` take over     |
+    |   |                                           | when they are installed (a stopped commit)   |
+    | 4 | a native SDK replaced the handler         | ``reinstall()`` (called between records)     |
+    |   | (the Rerun and Foxglove SDKs catch SIGINT)| puts it back                                 |
+
+Installed only when ``fsr`` owns the process (the console script), never inside a
+library caller or a test runner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Iterator
+from types import FrameType
+
+__all__ = ["Interrupted", "deferred", "install", "installed", "reinstall"]
+
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+class _State:
+    installed = False
+    depth = 0  # nesting of ``deferred()`` blocks
+    pending: int | None = None  # the first signal held by them
+    checked = 0.0  # when ``reinstall`` last ran
+
+
+_state = _State()
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal reached an offline command (``signum``; exit ``128 + signum``)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(self.name)
+
+    @property
+    def name(self) -> str:
+        """``SIGINT``, ``SIGTERM`` ..."""
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number."""
+        return 128 + self.signum
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    if _state.depth > 0:
+        if _state.pending is None:
+            _state.pending = signum
+        return
+    raise Interrupted(signum)
+
+
+def install() -> None:
+    """Route the stop signals to :class:`Interrupted` (main thread only)."""
+    for sig in SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, _handler)
+    _state.installed = True
+
+
+def installed() -> bool:
+    """Whether ``install()`` ran in this process."""
+    return _state.installed
+
+
+def reinstall(every_s: float = 0.2) -> None:
+    """Put the handlers back (a native SDK may have replaced them); at most every ``every_s``."""
+    if not _state.installed:
+        return
+    now = time.monotonic()
+    if now - _state.checked < every_s:
+        return
+    _state.checked = now
+    install()
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold stop signals for the block (row 2); raise the first one when it ends."""
+    _state.depth += 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+    pending = _state.pending
+    if pending is not None and _state.depth == 0:
+        _state.pending = None
+        raise Interrupted(pending)
