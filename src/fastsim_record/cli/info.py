@@ -288,9 +288,9 @@ def _text(info: dict[str, Any]) -> str:
     if info["source_sha256"]:
         lines.append(f"source sha256 {info['source_sha256']}")
     for alias, camera in info.get("cameras", {}).items():
-        model = "uncalibrated (no K, no pose)" if camera.get("model") == "uncalibrated" else "K and pose"
-        size = f"{camera['width']}x{camera['height']}, " if camera.get("width") else ""
-        lines.append(f"camera {_cell(alias)}: {size}{model}, {_renderer(camera['renderer'])}")
+        model = "uncalibrated (no K, no pose)" if camera.get("model") == "uncalibrated" else "pinhole K and pose"
+        size = f", {camera['width']}x{camera['height']}, {model}" if camera.get("width") else ""
+        lines.append(f"camera {_cell(alias)}: {_renderer(camera['renderer'])}{size}")
     return "\n".join(lines + table(info["streams"]))
 
 
