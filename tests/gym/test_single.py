@@ -169,3 +169,25 @@ def test_an_episode_that_cannot_be_opened_is_reported_never_raised_into_the_env(
     assert [f.path is not None for f in env.files] == [True, False, True]
     assert_recorded(env.files[0].path, played[0])
     assert_recorded(env.files[2].path, played[2])
+
+
+def test_mcap_export_has_one_per_step_message_per_step(tmp_path: Path) -> None:
+    """fsr export --to mcap: /numeric/reward has T messages (the env's rewards), /numeric/observation T + 1."""
+    pytest.importorskip("foxglove", reason="the mcap extra (foxglove-sdk) is not installed")
+    mcap_reader = pytest.importorskip("mcap.reader")
+    import json
+
+    from fastsim_record.cli import main
+
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "out")
+    played = play(env, [4])
+    env.close()
+    out = tmp_path / "x.mcap"
+    assert main(["export", str(env.files[0].path), "--to", "mcap", "-o", str(out), "--quiet"]) == 0
+    with out.open("rb") as f:
+        reader = mcap_reader.make_reader(f)
+        rewards = [json.loads(m.data)["values"] for _, _, m in reader.iter_messages(topics=["/numeric/reward"])]
+    with out.open("rb") as f:
+        observations = list(mcap_reader.make_reader(f).iter_messages(topics=["/numeric/observation"]))
+    assert len(observations) == len(played[0].observations)
+    assert [r[0] for r in rewards] == played[0].rewards

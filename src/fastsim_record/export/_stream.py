@@ -62,6 +62,7 @@ class Channel:
     count: int
     names: tuple[str, ...]
     units: tuple[str, ...]
+    per_step: bool = False  # no sample in a generation's last tick (docs/reading.md)
 
 
 def numeric_channels(reader: FsrReader) -> dict[str, Channel]:
@@ -77,7 +78,7 @@ def numeric_channels(reader: FsrReader) -> dict[str, Channel]:
             raise ExportError(str(exc)) from None
         for c in layout:
             ch = Channel(spec.name, c.name, c.dtype.str, c.shape, c.offset, math.prod(c.shape),
-                         c.element_names, c.units)
+                         c.element_names, c.units, c.per_step)
             out.setdefault(ch.name, ch)
     return out
 
@@ -260,6 +261,7 @@ def in_order(path: str) -> Iterator[Item]:
             if what is not None:
                 by_stream[spec.stream_id] = what
         pending: dict[str, list[Any]] = {}
+        last = _last_ticks(reader)
         for r in reader.records():
             what = by_stream.get(r.stream_id)
             if what is None or r.kind is not RecordKind.DATA:
@@ -270,8 +272,9 @@ def in_order(path: str) -> Iterator[Item]:
                 yield Item(kind, name, t, g, r.payload, extra)
             elif kind == "tick":
                 payload = r.payload
+                fill = last.get((r.stream_id, g)) == t  # a generation's last tick: per-step channels are a fill
                 values = {ch.name: np.frombuffer(payload, ch.dtype, ch.count, ch.offset).astype(np.float64)
-                          for ch in extra}
+                          for ch in extra if not (fill and ch.per_step)}
                 yield Item(kind, name, t, g, Tick(t, g, values))
             elif kind == "json":
                 try:
@@ -292,6 +295,16 @@ def in_order(path: str) -> Iterator[Item]:
                 if all(s is not None for s in slots):
                     del pending[name]
                     yield Item(kind, name, t, g, _calibration(path, name, slots))
+
+
+def _last_ticks(reader: FsrReader) -> dict[tuple[int, int], int]:
+    """``(stream_id, generation) -> time of its last record``, from the projections (no batch read)."""
+    out: dict[tuple[int, int], int] = {}
+    proj = reader.projections
+    for sid, gen, t in zip(proj["stream_id"].tolist(), proj["generation"].tolist(), proj["sim_time_last"].tolist(),
+                           strict=True):
+        out[(sid, gen)] = max(t, out.get((sid, gen), t))
+    return out
 
 
 def _calibration(path: str, camera: str, slots: list[Any], *, need_k: bool = True) -> CalibrationSample:
