@@ -6,7 +6,8 @@
     |   | or ``AddRenderObservation``'s pixels       |                               | the GL camera; any other  |
     |   |                                           |                               | env: ``uncalibrated``     |
     | 2 | a ``Box(uint8, (H, W, 3))`` observation    | the leaf's path without       | ``uncalibrated``          |
-    |   | leaf (``observation.image`` -> ``image``)  | ``observation.`` (``.`` -> ``_``; |                           |
+    |   | leaf (``observation.image`` -> ``image``)  | ``observation.`` (any other   |                           |
+    |   |                                           | character than ``[A-Za-z0-9_-]`` -> ``_``; |              |
     |   |                                           | the whole observation: ``observation``) |                 |
     | 3 | 1- or 4-channel images, frame stacks      | none: numeric channels, exact | -                         |
 
@@ -21,6 +22,7 @@ selects the sub-envs whose ``render()`` frames (row 1) are recorded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,8 +88,9 @@ class CameraSource:
 
 
 def _alias(leaf: Leaf) -> str:
+    """The leaf's path as a camera alias (Record's: letters, digits, ``_`` and ``-``)."""
     rest = leaf.name.removeprefix("observation").removeprefix(".")
-    return rest.replace(".", "_") if rest else "observation"
+    return re.sub(r"[^A-Za-z0-9_-]", "_", rest) if rest else "observation"
 
 
 def plan_cameras(
