@@ -13,7 +13,8 @@ frame, for a fixed camera and for the free (tracking) camera alike:
     | 3 | quaternion_xyzw  | the OpenCV optical frame: z = forward, y = -up, x = y cross z   |
 
 A non-MuJoCo env has no such source: ``calibration_of`` returns ``None`` and the recorder
-records no camera for it rather than invent a K (``describe()`` says so).
+records its frames as an ``uncalibrated`` camera (``gymnasium_cameras``) rather than invent
+a K (``describe()`` says so).
 """
 
 from __future__ import annotations
