@@ -114,8 +114,7 @@ def test_a_value_outside_the_envs_own_space_is_one_line_and_keeps_what_was_recor
 
 
 def test_max_episode_bytes_ends_the_episode_file_and_keeps_every_step_before_it(tmp_path: Path) -> None:
-    """max_episode_bytes: the step that would pass the limit ends the file (truncated, completion stopped, the
-    reason names the limit); the env keeps running unrecorded until its next reset, which starts a new file."""
+    """max_episode_bytes: the step that would pass the limit ends the file (truncated, completion stopped, the reason names the limit); the env keeps running unrecorded until its next reset, which starts a new file."""
     from tests.gym.play import Played, assert_step_channels
 
     env = RecordEpisodes(gym.make("Pendulum-v1"), tmp_path, max_episode_bytes=26 * 10)  # a row is 26 bytes

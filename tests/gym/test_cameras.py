@@ -36,8 +36,7 @@ def _uncalibrated(rec: Any, alias: str, frames: int, size: tuple[int, int]) -> N
 
 
 def test_cartpole_render_frames_are_an_uncalibrated_camera(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """CartPole rgb_array: every render() frame recorded exactly (PNG), K and pose NaN under the uncalibrated
-    profile, shown by fsr info; MCAP export refused with one line."""
+    """CartPole rgb_array: every render() frame recorded exactly (PNG), K and pose NaN under the uncalibrated profile, shown by fsr info; MCAP export refused with one line."""
     from fastsim_record.cli import main
 
     env = RecordEpisodes(gym.make("CartPole-v1", render_mode="rgb_array"), tmp_path / "out", encoding="png")
@@ -71,8 +70,7 @@ def test_cartpole_render_frames_are_an_uncalibrated_camera(tmp_path: Path, capsy
 
 
 def test_image_observations_become_cameras_png_exact_and_jpeg_by_default(tmp_path: Path) -> None:
-    """A Dict observation: the RGB ``image`` leaf is the camera ``image`` (JPEG by default, PNG exact when asked),
-    ``state`` stays numeric, the 1- and 4-channel images stay numeric channels, exactly."""
+    """A Dict observation: the RGB ``image`` leaf is the camera ``image`` (JPEG by default, PNG exact when asked), ``state`` stays numeric, the 1- and 4-channel images stay numeric channels, exactly."""
     for encoding in ("png", "jpeg"):
         out = tmp_path / encoding
         options = {"encoding": "png"} if encoding == "png" else {}
@@ -115,8 +113,7 @@ def test_images_false_keeps_image_observations_numeric(tmp_path: Path) -> None:
 
 
 def test_add_render_observation_on_cartpole_is_the_uncalibrated_render_camera(tmp_path: Path) -> None:
-    """AddRenderObservation(render_only=True) on CartPole: the whole observation is pixels, recorded as the
-    uncalibrated camera ``render``; the episode still reads back (T + 1 frames, T step rows)."""
+    """AddRenderObservation(render_only=True) on CartPole: the whole observation is pixels, recorded as the uncalibrated camera ``render``; the episode still reads back (T + 1 frames, T step rows)."""
     inner = gym.wrappers.AddRenderObservation(gym.make("CartPole-v1", render_mode="rgb_array"))
     env = RecordEpisodes(inner, tmp_path, encoding="png")
     (played,) = play(env, [6], max_steps=5)
@@ -132,8 +129,7 @@ def test_add_render_observation_on_cartpole_is_the_uncalibrated_render_camera(tm
 
 
 def test_async_vector_image_observations_are_cameras_of_every_sub_env(tmp_path: Path) -> None:
-    """AsyncVectorEnv (sub-envs in other processes): the image travels with the observation, so each
-    sub-env's episode file has its camera, frame for frame what that sub-env returned."""
+    """AsyncVectorEnv (sub-envs in other processes): the image travels with the observation, so each sub-env's episode file has its camera, frame for frame what that sub-env returned."""
     envs = gym.vector.AsyncVectorEnv([ImageEnv, ImageEnv])
     env = RecordVectorEpisodes(envs, tmp_path, encoding="png")
     observation, _ = env.reset(seed=[1, 2])
@@ -155,8 +151,7 @@ def test_async_vector_image_observations_are_cameras_of_every_sub_env(tmp_path: 
 
 
 def test_uncalibrated_profile_rule_3u_and_the_record_checks() -> None:
-    """Rule 3u: an uncalibrated profile has null fx..cy and unknown extrinsics; Record accepts its all-NaN K
-    and pose and refuses a value under it (never a half-invented K), while a pinhole camera's NaN stays refused."""
+    """Rule 3u: an uncalibrated profile has null fx..cy and unknown extrinsics; Record accepts its all-NaN K and pose and refuses a value under it (never a half-invented K), while a pinhole camera's NaN stays refused."""
     import attrs
 
     from fastsim_contract.calibration import check_profile, pinhole_profile, uncalibrated_profile
@@ -194,8 +189,7 @@ def test_uncalibrated_profile_rule_3u_and_the_record_checks() -> None:
 
 
 def test_async_vector_render_frames_of_the_selected_sub_envs(tmp_path: Path) -> None:
-    """AsyncVectorEnv CartPole rgb_array, camera_envs=[1]: sub-env 1's file has the uncalibrated camera
-    ``render`` with exactly the frames its process rendered; sub-env 0's has none."""
+    """AsyncVectorEnv CartPole rgb_array, camera_envs=[1]: sub-env 1's file has the uncalibrated camera ``render`` with exactly the frames its process rendered; sub-env 0's has none."""
     envs = gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1", render_mode="rgb_array")] * 2)
     env = RecordVectorEpisodes(envs, tmp_path, camera_envs=[1], encoding="png")
     env.reset(seed=[5, 6])

@@ -91,8 +91,7 @@ def test_reset_or_close_mid_episode_commits_it_as_truncated(tmp_path: Path) -> N
 
 
 def test_an_exception_inside_the_env_commits_what_was_recorded_with_its_one_line(tmp_path: Path) -> None:
-    """The env raises in episode 2: episode 1 is whole; episode 2 is committed (completion stopped: a failed Run
-    is never published under its final name) with the exception's one line as reason and error."""
+    """The env raises in episode 2: episode 1 is whole; episode 2 is committed (completion stopped: a failed Run is never published under its final name) with the exception's one line as reason and error."""
     env = RecordEpisodes(Failing(gym.make("CartPole-v1"), at=4), tmp_path)
     play(env, [5])
     env.reset(seed=6)
@@ -146,8 +145,7 @@ def test_episodes_work_with_the_dataset_and_fsr_index(tmp_path: Path) -> None:
 def test_an_episode_that_cannot_be_opened_is_reported_never_raised_into_the_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The host refuses to open episode 1's file: the env keeps running, episodes 0 and 2 are committed,
-    and close() warns one line naming episode 1 and why."""
+    """The host refuses to open episode 1's file: the env keeps running, episodes 0 and 2 are committed, and close() warns one line naming episode 1 and why."""
     from fastsim_embedded import session
     from fastsim_embedded.output import OutputRefused
 

@@ -108,8 +108,7 @@ def test_camera_frames_for_some_sub_envs_numeric_and_render_state_for_all(tmp_pa
 
 
 def test_writers_are_a_bounded_pool_whatever_the_number_of_episodes(tmp_path: Path) -> None:
-    """Hundreds of short episodes over 8 sub-envs: live threads stay bounded (episodes are opened and
-    committed by a fixed pool; each open episode's Record worker ends with its commit)."""
+    """Hundreds of short episodes over 8 sub-envs: live threads stay bounded (episodes are opened and committed by a fixed pool; each open episode's Record worker ends with its commit)."""
     import threading
 
     before = threading.active_count()
