@@ -13,8 +13,9 @@ from fastsim_recording_format.encoding import canonical_json
 PAYLOADS: list[Any] = [
     {"event": "command.issued", "args": {"targets": [0.1 * i for i in range(7)]}, "target": "robot"},
     {"z": "\u00e9\u2028\"\\x\n", "a": [None, True, False, 1, -2.5e-300, 1e300], "m": {"b": {"c": []}}},
-    {"nested": ({"x": (1, 2)}, [{"y": "\U0001f600"}]), 3: "int key"},
+    {"nested": ({"x": (1, 2)}, [{"y": "\U0001f600"}]), "3": "key"},
     {},
+    {4: "int key"},
     "plain",
     12,
 ]
@@ -32,7 +33,7 @@ def test_portable_size_fails_as_canonical_json_does(bad: Any) -> None:
     """A payload canonical JSON refuses is refused with the same exception and message."""
     with pytest.raises(Exception) as canonical:
         canonical_json(bad)
-    with pytest.raises(canonical.type, match=None) as sized:
+    with pytest.raises(canonical.type) as sized:
         portable_size(bad)
     assert str(sized.value) == str(canonical.value)
 
