@@ -55,6 +55,7 @@ from fastsim_embedded.terminal import (
 
 __all__ = ["EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
 
+_EVENT = SourceKind.PLUGIN_EVENT
 _AUDIT = SourceKind.CONTROL_AUDIT
 _RESULT = SourceKind.CONTROL_RESULT
 
@@ -201,10 +202,12 @@ class EmbeddedHost(ObservationPublishing):
     def publish_plugin_event(
         self, name: str, data: Mapping[str, object] | None = None, emitter: str = "scene"
     ) -> Envelope | None:
-        """A plugin/scene event."""
-        return self._publish_event(
-            SourceKind.PLUGIN_EVENT, {"event": name, "emitter": emitter, "data": dict(data or {})}
-        )
+        """A plugin/scene event (built frozen, like the control events below)."""
+        if not self.bus.captures(_EVENT):
+            return None
+        return self._publish_frozen(_EVENT, FrozenDict({
+            "event": freeze(name), "emitter": freeze(emitter), "data": freeze(dict(data or {})),
+        }))
 
     def control_producers_started(self) -> None:
         """Control producers start now; later control subscriptions are refused."""

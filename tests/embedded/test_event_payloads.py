@@ -75,3 +75,20 @@ def test_control_payloads_equal_the_frozen_dicts(tmp_path: Any) -> None:
         assert isinstance(payload, FrozenDict)
         assert type(payload["args" if "args" in expected else "detail"]) is FrozenDict
     assert (issued.global_sequence, issued.source_sequence, applied.global_sequence) == (1, 1, 2)
+
+
+def test_plugin_event_payload_equals_the_frozen_dict(tmp_path: Any) -> None:
+    """The plugin event built frozen equals freeze() of its documented dict, size exact."""
+    from fastsim_contract.values import CapturePlan, SourceKind
+    from fastsim_embedded.core import EmbeddedHost
+
+    plan = CapturePlan(sources=frozenset({SourceKind.PLUGIN_EVENT.value}))
+    host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
+    envelope = host.publish_plugin_event("grasp", {"force": [1.5, 2.0], "ok": True}, emitter="gripper")
+    bare = host.publish_plugin_event("tick")
+    assert envelope is not None
+    assert bare is not None
+    expected = freeze({"event": "grasp", "emitter": "gripper", "data": {"force": [1.5, 2.0], "ok": True}})
+    assert envelope.payload == expected
+    assert envelope.portable_size == len(canonical_json(expected))
+    assert bare.payload == {"event": "tick", "emitter": "scene", "data": {}}
