@@ -51,8 +51,7 @@ def test_freeze_copies_sequences_of_scalars_and_nested_values() -> None:
 
 
 def test_control_payloads_equal_the_frozen_dicts(tmp_path: Any) -> None:
-    """The control audit/result payloads built frozen equal freeze() of the documented dicts,
-    with their exact portable sizes."""
+    """Control audit/result payloads built frozen equal freeze() of their dicts, sizes exact."""
     from fastsim_contract.values import CapturePlan, SourceKind
     from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
     from fastsim_embedded.core import EmbeddedHost
