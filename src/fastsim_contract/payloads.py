@@ -10,6 +10,7 @@ producer side, so Record can admit small events without charging the 1 MiB ceili
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
@@ -41,7 +42,10 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def freeze(value: object) -> Any:
-    """A deep immutable copy of JSON-like data (mappings, lists, scalars)."""
+    """A deep immutable copy of JSON-like data (mappings, lists, scalars).
+
+    Runs on the simulation thread for every event (twice per control command): scalars
+    inside a mapping or a sequence are taken as they are, without a call per element."""
     if type(value) in _SCALARS:
         return value
     if isinstance(value, Mapping):
@@ -49,11 +53,31 @@ def freeze(value: object) -> Any:
             {str(k): v if type(v) in _SCALARS else freeze(v) for k, v in value.items()}
         )
     if isinstance(value, list | tuple):
-        return tuple(freeze(v) for v in value)
+        return tuple([v if type(v) in _SCALARS else freeze(v) for v in value])
     return value
+
+
+# ``canonical_json``'s options through the C encoder directly: ``JSONEncoder.encode``
+# builds a new C encoder on every call.  No circularity check (``markers`` None): a frozen
+# payload cannot refer to itself (``freeze`` copies it).  Keys sorted as there, so a
+# mapping whose keys cannot be sorted fails the same way.  ``None`` without the C
+# accelerator.  Argument order: markers, default, encoder, indent, key separator, item
+# separator, sort_keys, skipkeys, allow_nan.
+_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_SIZE_ENCODER: Any = (
+    None if _C_ENCODER is None else _C_ENCODER(
+        None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",", True, False, False,
+    )
+)
 
 
 def portable_size(payload: object) -> int:
     """Byte length of the canonical JSON encoding of ``payload``
-    (``fastsim_recording_format.encoding.canonical_json``, the one every layer uses)."""
-    return len(canonical_json(payload))
+    (``fastsim_recording_format.encoding.canonical_json``, the one every layer uses).
+
+    Same length, same errors (``ValueError`` for NaN/Infinity, ``TypeError`` for a value
+    JSON cannot encode): a test pins it to ``len(canonical_json(payload))``."""
+    encoder = _SIZE_ENCODER
+    if encoder is None:
+        return len(canonical_json(payload))
+    return len("".join(encoder(payload, 0)).encode("utf-8"))

@@ -152,20 +152,22 @@ class CaptureBus:
             self._global += 1
             seq = self._source_seq.get(key, 0) + 1
             self._source_seq[key] = seq
-            envelope = Envelope(
-                global_sequence=self._global,
-                source=source,
-                generation=generation,
-                tick=tick,
-                sim_time_ns=sim_time_ns,
-                payload=payload if wrap is None else wrap(seq, payload),
-                portable_size=portable_size,
-                source_sequence=seq,
-            )
+            envelope = _new(Envelope)  # Envelope(...) through its slots, as below
+            _set_global(envelope, self._global)
+            _set_source(envelope, source)
+            _set_generation(envelope, generation)
+            _set_tick(envelope, tick)
+            _set_sim_time(envelope, sim_time_ns)
+            _set_payload(envelope, payload if wrap is None else wrap(seq, payload))
+            _set_portable_size(envelope, portable_size)
+            _set_source_sequence(envelope, seq)
             if self._history_open:
                 self._history.setdefault(stream, []).append(envelope)
             for sub in self._subscribers.get(stream, ()):
-                self._deliver(sub, envelope)
+                try:
+                    sub.sink(envelope)
+                except Exception as exc:  # a broken sink must not break the simulation thread
+                    self.on_sink_error(sub.stream, exc)
         return envelope
 
     def publish_observation_packed(

@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_contract.payloads import freeze, portable_size
+from fastsim_contract.payloads import FrozenDict, freeze, portable_size
 from fastsim_contract.values import (
     CapturePlan,
     ChannelDescriptor,
@@ -55,6 +55,9 @@ from fastsim_embedded.terminal import (
 
 __all__ = ["EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
 
+_EVENT = SourceKind.PLUGIN_EVENT
+_AUDIT = SourceKind.CONTROL_AUDIT
+_RESULT = SourceKind.CONTROL_RESULT
 
 
 
@@ -182,7 +185,10 @@ class EmbeddedHost(ObservationPublishing):
     def _publish_event(self, source: SourceKind, data: Mapping[str, object]) -> Envelope | None:
         if not self.bus.captures(source):
             return None
-        payload = freeze(data)
+        return self._publish_frozen(source, freeze(data))
+
+    def _publish_frozen(self, source: SourceKind, payload: FrozenDict) -> Envelope | None:
+        """Publish an already frozen event payload (the caller checked ``captures``)."""
         ctx = self.context  # the hot path: straight to the bus, without publish_now's **options
         return self.bus.publish(
             source, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
@@ -196,39 +202,42 @@ class EmbeddedHost(ObservationPublishing):
     def publish_plugin_event(
         self, name: str, data: Mapping[str, object] | None = None, emitter: str = "scene"
     ) -> Envelope | None:
-        """A plugin/scene event."""
-        return self._publish_event(
-            SourceKind.PLUGIN_EVENT, {"event": name, "emitter": emitter, "data": dict(data or {})}
-        )
+        """A plugin/scene event (built frozen, like the control events below)."""
+        if not self.bus.captures(_EVENT):
+            return None
+        return self._publish_frozen(_EVENT, FrozenDict({
+            "event": freeze(name), "emitter": freeze(emitter), "data": freeze(dict(data or {})),
+        }))
 
     def control_producers_started(self) -> None:
         """Control producers start now; later control subscriptions are refused."""
         self.bus.control_producers_started()
 
+    # The two control events run once per command on the simulation thread: their payloads
+    # are built frozen (``freeze`` of the same mapping gives the same FrozenDict; only the
+    # nested values need a deep copy), and nothing is built when the source is not captured.
     def publish_control_issued(self, command: ControlCommand) -> Envelope | None:
         """Control audit: the command was issued."""
-        return self._publish_event(
-            SourceKind.CONTROL_AUDIT,
-            {
-                "event": "command.issued",
-                "command_id": command.command_id,
-                "command": command.name,
-                "target": command.target,
-                "args": dict(command.args),
-            },
-        )
+        if not self.bus.captures(_AUDIT):
+            return None
+        return self._publish_frozen(_AUDIT, FrozenDict({
+            "event": "command.issued",
+            "command_id": freeze(command.command_id),
+            "command": freeze(command.name),
+            "target": freeze(command.target),
+            "args": freeze(dict(command.args)),
+        }))
 
     def publish_control_applied(self, command: ControlCommand, outcome: ControlOutcome) -> Envelope | None:
         """Control result: the command was applied (or rejected)."""
-        return self._publish_event(
-            SourceKind.CONTROL_RESULT,
-            {
-                "event": "command.applied",
-                "command_id": command.command_id,
-                "accepted": outcome.accepted,
-                "detail": dict(outcome.detail),
-            },
-        )
+        if not self.bus.captures(_RESULT):
+            return None
+        return self._publish_frozen(_RESULT, FrozenDict({
+            "event": "command.applied",
+            "command_id": freeze(command.command_id),
+            "accepted": freeze(outcome.accepted),
+            "detail": freeze(dict(outcome.detail)),
+        }))
 
     def begin_generation(self, reason: str = "reset") -> int:
         """A new Runtime generation: the barrier, then ``generation.started``."""
