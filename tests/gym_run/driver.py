@@ -7,9 +7,15 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import gymnasium as gym
+
+# A user's program started from a terminal has Python's own Ctrl-C handler.  A test runner
+# started as a background job of a non-interactive shell (as .ci/run starts its 3.12 run)
+# hands its children SIGINT ignored, and Python then installs no handler: restore it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 run, out, mode = sys.argv[1:4]
 env = gym.make("fastsim_embedded.gym:FastSimRun-v0", run=run, output_dir=out, max_steps=10**9)

@@ -127,9 +127,12 @@ def _stepping(process: subprocess.Popen[str]) -> None:
 def test_sigint_inside_the_step_loop_stops_and_commits(tmp_path: Path) -> None:
     """Ctrl-C in a step loop commits the episode stopped, a valid file, and the program ends by KeyboardInterrupt."""
     process = _driver(tmp_path, "loop")
-    _stepping(process)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
+    try:
+        _stepping(process)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()  # never leave a stepping driver behind a failed assertion
     assert process.returncode != 0
     assert "KeyboardInterrupt" in err
     path = _only_file(tmp_path / "out", "*.fsr")
@@ -142,9 +145,11 @@ def test_sigint_inside_the_step_loop_stops_and_commits(tmp_path: Path) -> None:
 def test_kill_9_leaves_the_recoverable_incomplete(tmp_path: Path) -> None:
     """kill -9 mid-episode leaves only the .incomplete, and fsr recover makes it a valid file."""
     process = _driver(tmp_path, "loop")
-    _stepping(process)
-    time.sleep(3.0)  # several batch intervals: batches reach the disk before the kill
-    process.kill()
+    try:
+        _stepping(process)
+        time.sleep(3.0)  # several batch intervals: batches reach the disk before the kill
+    finally:
+        process.kill()
     process.communicate(timeout=60)
     assert not list((tmp_path / "out").glob("*.fsr"))
     partial = _only_file(tmp_path / "out", "*.incomplete")
