@@ -53,27 +53,24 @@ _HDR = BATCH_HEADER.size
 MAX_META_READ = 1 << 16  # the most metadata bytes guessed into the table's read
 SPAN_SLACK = 1 << 16  # scattered rows closer than this are read through in one call
 MAX_SPAN = 16 << 20  # the most bytes one such call reads
-LARGE = 8 << 20  # results at least this big get their own anonymous map
-_ANON_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_POPULATE", 0)  # metadata bytes read together with a table in one call
+LARGE = 8 << 20  # results at least this big are sized from the projections before the tables are read
 _REC = RECORD_DTYPE.itemsize
 DATA = int(RecordKind.DATA)
 
 
 def empty_bytes(rows: int, length: int) -> Array:
-    """An uninitialised ``(rows, length)`` uint8 array for a large read.
+    """An uninitialised ``(rows, length)`` uint8 array for a read, from numpy's allocator.
 
-    Above ``LARGE`` bytes it lives in an anonymous memory map rather than numpy's
-    allocator, which asks for transparent huge pages: on a kernel that compacts memory
-    to serve that request (``defrag`` ``madvise``), first touching the pages of a large
-    result took 5-7 times longer here (4.4-7.0 s against 0.6-1.3 s per GiB).  The map is
-    populated when it is made (``MAP_POPULATE``, where the platform has it): every byte is
-    written by the read anyway, and faulting the pages in one call took half the time of
-    faulting them one by one (0.9 s against 1.7 s for 933 MB).
+    Large results used to live in an anonymous map populated up front (``MAP_POPULATE``,
+    4 KiB pages).  Measured here (perf-io, a 93 MB result, load 4-5, medians of 5-7
+    interleaved rounds): faulting 4 KiB pages cost 105-300 ms whether populated up front
+    (110-126 ms) or lazily (181 ms); numpy's allocator, which asks for transparent huge
+    pages, 33-61 ms, and an anonymous map advised for huge pages the same (67 ms).  A
+    plain numpy copy of the same bytes, the read's baseline, uses numpy's allocator too,
+    so both share the one risk left: a kernel that compacts memory to serve huge pages
+    now and then stalls a first touch (seen in both, 0.5-1 s).
     """
-    size = rows * length
-    if size < LARGE or os.name != "posix":
-        return np.empty((rows, length), np.uint8)
-    return np.frombuffer(mmap.mmap(-1, size, flags=_ANON_FLAGS), np.uint8).reshape(rows, length)
+    return np.empty((rows, length), np.uint8)
 
 
 class FileTables:
@@ -92,7 +89,7 @@ class FileTables:
         if self.size != self.reader.size:
             self.close()
             raise FormatError(self.size, f"{self.path} changed while it was being opened")
-        self._map: mmap.mmap | None = None  # the file, mapped read-only for ``verify``
+        self._map: mmap.mmap | None = None  # the file, mapped read-only (tables, ``verify``)
         self._loaded: set[int] = set()  # batch ordinals whose tables were read
         # tables read together, each with every record's payload area offset
         self._chunks: list[tuple[Array, Array]] = []
@@ -122,6 +119,21 @@ class FileTables:
                 raise FormatError(at, f"truncated: payload needs {length} bytes")
             got += more
 
+    def _mapped(self) -> mmap.mmap | None:
+        """The file, mapped read-only (``None`` for an empty file), made once."""
+        if self._map is None and self.size:
+            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+        return self._map
+
+    def _view(self, at: int, length: int, what: str) -> memoryview:
+        """``length`` bytes at ``at``, bounded by the file size like ``read``, sliced from the
+        map (a copy of the bytes, no system call; no view of the map outlives the call, so
+        ``close`` can always unmap)."""
+        if at < 0 or length < 0 or at + length > self.size:
+            raise FormatError(at, f"truncated: {what} needs {length} bytes")
+        mapped = self._mapped()
+        return memoryview(mapped[at:at + length] if mapped is not None else b"")
+
     # -- batches ------------------------------------------------------------------------
     def _load(self, ordinals: list[int]) -> None:
         """Read and check the record tables of ``ordinals`` (checks 1-4), all at once."""
@@ -144,7 +156,7 @@ class FileTables:
             # the metadata blob's size is a guess until the header is read: the previous
             # batches' largest (a steady stream's batches look alike); a short guess costs a read
             head_len = min(length, _HDR + _REC * count + guess)
-            chunk = memoryview(self.read(off, max(_HDR, head_len), "batch header and record table"))
+            chunk = self._view(off, max(_HDR, head_len), "batch header and record table")
             raw = chunk[:_HDR]
             fields = unpack(raw)
             meta_len, pay_len = fields[5], fields[6]
@@ -163,7 +175,7 @@ class FileTables:
                 raise FormatError(off + 24, "batch length disagrees with the index")
             body = (
                 chunk[_HDR:_HDR + body_len] if _HDR + body_len <= len(chunk)
-                else memoryview(self.read(off + _HDR, body_len, "record table"))
+                else self._view(off + _HDR, body_len, "record table")
             )
             if crc(body) != fields[14]:
                 raise FormatError(off + 112, "record table CRC mismatch")
@@ -193,8 +205,7 @@ class FileTables:
         """Check 5: the payload area's CRC-32C, computed over the read-only map (no copy)."""
         if at < 0 or at + length > self.size:
             raise FormatError(at, "truncated: payload area outside the file")
-        if self._map is None:  # read in place: no copy of the payload bytes
-            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if self.size else None
+        self._mapped()  # read in place: no copy of the payload bytes
         if self._map is not None and length and hasattr(mmap, "MADV_WILLNEED"):
             page = at - at % mmap.PAGESIZE  # ask for the whole area at once: a cold read is not page by page
             self._map.madvise(mmap.MADV_WILLNEED, page, at + length - page)
