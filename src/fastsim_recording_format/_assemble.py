@@ -110,13 +110,13 @@ def _column(values: Array, limit: int, name: str) -> Array:
     return array
 
 
-def _block_payload(payload: Any) -> list[Payload]:
+def _block_payload(payload: Any) -> list[memoryview]:
     """A block's payload as a list of byte views (a tuple of buffers is kept as parts)."""
     parts = payload if payload.__class__ is tuple else (payload,)
     return [memoryview(p).cast("B") for p in parts]
 
 
-def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[Payload]]:
+def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[memoryview]]:
     n = len(block)
     if not (len(block.stream_sequence) == len(block.sim_time_ns) == n) or n == 0:
         raise ValueError("a record block needs one or more records and equally long columns")
