@@ -196,8 +196,7 @@ def _rates(run: RunDocument) -> tuple[float, float, int]:
 
 
 def episode_template(name: str) -> str:
-    """A sweep's name for an authored name without fields: ``episode.fsr`` ->
-    ``episode-{episode:05d}.fsr``."""
+    """A sweep's name for a name without fields: ``episode.fsr`` -> ``episode-{episode:05d}.fsr``."""
     if is_template(name):
         return name
     stem, dot, suffix = name.rpartition(".")

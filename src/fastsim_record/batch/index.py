@@ -93,6 +93,11 @@ def _exists(out: str) -> bool:
     return os.path.lexists(out)
 
 
+#: columns added after the first index layout: an index without them is valid, and its
+#: rows are not reused (``reusable``), so the next run fills them in
+LATER_COLUMNS = frozenset({"task", "success", "return"})
+
+
 def _parse(table: Any, out: str) -> dict[str, dict[str, Any]]:
     """Rule 1 and the schema: every column of ``SCHEMA`` with its type, ``path`` never null."""
     if (table.schema.metadata or {}).get(INDEX_KEY) != b"1":
@@ -100,6 +105,8 @@ def _parse(table: Any, out: str) -> dict[str, dict[str, Any]]:
     names = set(table.schema.names)
     for field in schema():
         if field.name not in names:
+            if field.name in LATER_COLUMNS:  # an older layout: its rows are read again (rule 3)
+                continue
             raise EpisodeIndexError(f"{out}: not a valid episode index: column {field.name!r} is missing")
         got = table.schema.field(field.name).type
         if not got.equals(field.type):
@@ -110,7 +117,7 @@ def _parse(table: Any, out: str) -> dict[str, dict[str, Any]]:
         row = next(k for k, v in enumerate(paths.to_pylist()) if v is None)
         raise EpisodeIndexError(f"{out}: not a valid episode index: row {row} has no 'path'")
     rows: dict[str, dict[str, Any]] = {}
-    for row in table.select([f.name for f in schema()]).to_pylist():
+    for row in table.select([f.name for f in schema() if f.name in names]).to_pylist():
         for key in ("records_by_kind", "lost_by_stream"):
             if row.get(key) is not None:
                 row[key] = [(p["name"], p["count"]) for p in row[key] if p is not None]
@@ -137,7 +144,8 @@ def read_index(out: str) -> dict[str, dict[str, Any]] | None:
             fs, path = filesystem(out)
             with fs.open(path, "rb") as handle:
                 return _load(handle, out)
-        return _load(_local_path(out), out)
+        with open(_local_path(out), "rb") as handle:  # one open: a concurrent replace never splits the read
+            return _load(handle, out)
     except OSError as exc:
         raise EpisodeIndexError(f"{out}: cannot read the index: {exc.strerror or exc}") from None
 
