@@ -9,8 +9,8 @@ a cheaper way to hand the writer the records it stands for.
     |---|------------------|--------------------------------------|------------------------------|
     | 1 | record table     | fields picked per row (``fromiter``)  | columns assigned at once      |
     | 2 | payload lengths  | each payload's byte count            | ``record_bytes`` each         |
-    | 3 | payload parts    | each payload, in order               | one contiguous buffer, or a   |
-    |   |                  |                                      | tuple of buffers back to back |
+    | 3 | payload parts    | each payload, in order               | one contiguous buffer, then   |
+    |   |                  |                                      | ``more`` buffers, back to back|
     | 4 | metadata         | each non-empty map, by record index  | each entry of ``metadata``    |
     |   |                  |                                      | (sparse: record index -> map) |
 
@@ -52,8 +52,9 @@ class RecordBlock:
 
     ``global_sequence``, ``stream_sequence`` and ``sim_time_ns`` hold one value per
     record; ``payload`` is every record's payload back to back (``record_bytes`` each,
-    one contiguous buffer, or a tuple of buffers written one after another: adjacent
-    runs of one stream become one block without a joined copy); ``metadata`` maps a record's index in the block to its
+    one contiguous buffer), or their first part when ``more`` holds further buffers
+    written after it (adjacent runs of one stream become one block without a joined
+    copy; a record may straddle two parts); ``metadata`` maps a record's index in the block to its
     metadata (records not named have none)."""
 
     stream_id: int
@@ -62,8 +63,9 @@ class RecordBlock:
     stream_sequence: Array
     sim_time_ns: Array
     record_bytes: int
-    payload: Payload | Array | tuple[Payload | Array, ...]
+    payload: Payload | Array
     metadata: Mapping[int, Mapping[str, Any]] = attrs.field(factory=dict)
+    more: tuple[Payload | Array, ...] = ()
 
     def __len__(self) -> int:
         return len(self.global_sequence)
@@ -110,10 +112,9 @@ def _column(values: Array, limit: int, name: str) -> Array:
     return array
 
 
-def _block_payload(payload: Any) -> list[memoryview]:
-    """A block's payload as a list of byte views (a tuple of buffers is kept as parts)."""
-    parts = payload if payload.__class__ is tuple else (payload,)
-    return [memoryview(p).cast("B") for p in parts]
+def _block_payload(block: RecordBlock) -> list[memoryview]:
+    """A block's payload parts (``payload``, then each of ``more``) as byte views."""
+    return [memoryview(p).cast("B") for p in (block.payload, *block.more)]  # type: ignore[arg-type]
 
 
 def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[memoryview]]:
@@ -122,7 +123,7 @@ def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) ->
         raise ValueError("a record block needs one or more records and equally long columns")
     if not (0 <= block.stream_id <= _U32 and 0 <= block.generation <= _U32 and block.record_bytes >= 0):
         raise ValueError("record field out of range: block stream_id, generation or record_bytes")
-    payload = _block_payload(block.payload)
+    payload = _block_payload(block)
     size = sum(p.nbytes for p in payload)
     if size != n * block.record_bytes:
         raise ValueError(f"record block payload of {size} bytes, expected {n} x {block.record_bytes}")

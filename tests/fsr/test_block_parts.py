@@ -1,7 +1,9 @@
-"""A ``RecordBlock`` whose payload is a tuple of buffers (perf-io): the parts are written
+"""A ``RecordBlock`` whose payload continues in ``more`` buffers (perf-io): the parts are written
 one after another, never joined, and give the bytes of one contiguous payload and of rows."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -12,11 +14,11 @@ from .test_record_block import SIZE, _as_rows, _block, _write
 
 
 def _parts(block: RecordBlock, cuts: list[int]) -> RecordBlock:
-    raw = bytes(block.payload)  # type: ignore[arg-type]
+    raw = bytes(block.payload)
     edges = [0, *cuts, len(raw)]
-    parts = tuple(memoryview(raw[a:b]) for a, b in zip(edges[:-1], edges[1:]))
+    parts = [memoryview(raw[a:b]) for a, b in itertools.pairwise(edges)]
     return RecordBlock(block.stream_id, block.generation, block.global_sequence, block.stream_sequence,
-                       block.sim_time_ns, block.record_bytes, parts, block.metadata)
+                       block.sim_time_ns, block.record_bytes, parts[0], block.metadata, tuple(parts[1:]))
 
 
 @pytest.mark.parametrize("payload_crc", [True, False])
@@ -29,7 +31,9 @@ def test_a_block_of_payload_parts_writes_the_bytes_of_one_payload(payload_crc: b
     one, e1 = _write([[block], [later]], payload_crc)
     parts, e2 = _write([[_parts(block, cuts)], [_parts(later, [SIZE])]], payload_crc)
     rows, e3 = _write([_as_rows(block), _as_rows(later)], payload_crc)
-    assert not (e1 or e2 or e3)
+    assert not e1
+    assert not e2
+    assert not e3
     assert parts == one == rows
 
 
@@ -37,6 +41,6 @@ def test_payload_parts_of_the_wrong_size_are_refused() -> None:
     """The parts together must hold ``count x record_bytes`` bytes, as one buffer must."""
     block = _block(1, 4)
     short = RecordBlock(1, 0, block.global_sequence, block.stream_sequence, block.sim_time_ns, SIZE,
-                        (bytes(SIZE), np.zeros(2 * SIZE, np.uint8)), {})
+                        bytes(SIZE), {}, (np.zeros(2 * SIZE, np.uint8),))
     _, errors = _write([[short]])
     assert errors == [f"record block payload of {3 * SIZE} bytes, expected 4 x {SIZE}"]

@@ -4,6 +4,8 @@ each used to become its own block and send the batch down the writer's mixed pat
 
 from __future__ import annotations
 
+import itertools
+
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ def test_adjacent_runs_become_one_block_with_every_record() -> None:
     assert isinstance(block, RecordBlock)
     assert block.global_sequence.tolist() == [1, 2, 3, 4, 5]
     assert block.sim_time_ns.tolist() == [10, 20, 30, 40, 50]
-    assert b"".join(bytes(p) for p in block.payload) == a.payload + b.payload  # type: ignore[union-attr]
+    assert b"".join(bytes(p) for p in (block.payload, *block.more)) == a.payload + b.payload
     metas = [block.metadata.get(k, {}) for k in range(5)]
     assert channel_sequences(metas).tolist() == [10, 11, 12, 20, 21]  # rule CS1 across the join
 
@@ -55,7 +57,7 @@ def test_no_batch_holds_two_adjacent_blocks_of_one_stream(tmp_path: Path, monkey
     _, path, _ = _record(tmp_path, "adjacent", seconds=4.0)
     blocks = [k for batch in seen for k in batch if k is not None]
     assert blocks, "the columnar path wrote no block"
-    pairs = [(x, y) for batch in seen for x, y in zip(batch, batch[1:]) if x is not None and x == y]
+    pairs = [(x, y) for batch in seen for x, y in itertools.pairwise(batch) if x is not None and x == y]
     assert not pairs, f"{len(pairs)} pairs of adjacent blocks of one stream"
     records = _records(path)
     assert len(records) > 400

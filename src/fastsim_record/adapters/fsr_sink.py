@@ -345,18 +345,16 @@ def _same_run_kind(a: RecordColumns, b: RecordColumns) -> bool:
 def _block(ids: Mapping[str, int], runs: list[RecordColumns]) -> RecordBlock:
     first = runs[0]
     if len(runs) == 1:
-        g, s, t, payload, cs = (
-            first.global_sequence, first.stream_sequence, first.sim_time_ns, first.payload, first.channel_sequence
-        )
+        g, s, t, cs = first.global_sequence, first.stream_sequence, first.sim_time_ns, first.channel_sequence
     else:  # the columns are joined (8 bytes a record each); the payload buffers are not
         g = np.concatenate([r.global_sequence for r in runs])
         s = np.concatenate([r.stream_sequence for r in runs])
         t = np.concatenate([r.sim_time_ns for r in runs])
-        payload = tuple(r.payload for r in runs)
         cs = (None if any(r.channel_sequence is None for r in runs)
               else np.concatenate([r.channel_sequence for r in runs]))
     return RecordBlock(
-        ids[first.stream], first.generation, g, s, t, first.record_bytes, payload, channel_sequence_metadata(cs),
+        ids[first.stream], first.generation, g, s, t, first.record_bytes, first.payload,
+        channel_sequence_metadata(cs), tuple(r.payload for r in runs[1:]),
     )
 
 
