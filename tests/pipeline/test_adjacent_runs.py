@@ -5,7 +5,6 @@ each used to become its own block and send the batch down the writer's mixed pat
 from __future__ import annotations
 
 import itertools
-
 from pathlib import Path
 from typing import Any
 
