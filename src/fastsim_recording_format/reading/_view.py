@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -100,12 +101,13 @@ class View(CameraView):
         out: dict[str, NumericSeries] = {}
         for stream, names in by_stream.items():
             spec, record_bytes, _ = f.channels[names[0]]
-            # a large result is allocated before the tables are read, as big as the
-            # projections bound the stream's ticks (see ``empty_bytes``)
+            # the result's memory is made ready (faulted in) on a second thread while the
+            # record tables are read: the projections bound the stream's ticks
             upper = f.tables.record_bound(spec.stream_id, self._generation)
-            buffer = empty_bytes(upper, record_bytes) if upper * record_bytes >= LARGE else None
-            rows = self._tick_rows(spec, record_bytes)
-            raw = f.tables.gather(rows["payload_at"], record_bytes, buffer)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-alloc") as pool:
+                buffer = pool.submit(empty_bytes, upper, record_bytes) if upper * record_bytes >= LARGE else None
+                rows = self._tick_rows(spec, record_bytes)
+                raw = f.tables.gather(rows["payload_at"], record_bytes, buffer.result() if buffer else None)
             clock = self._clock(rows)  # shared by the stream's channels
             for name in names:
                 ch = f.channels[name][2]
