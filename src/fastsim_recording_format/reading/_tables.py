@@ -96,7 +96,7 @@ class FileTables:
         if self.size != self.reader.size:
             self.close()
             raise FormatError(self.size, f"{self.path} changed while it was being opened")
-        self._map: mmap.mmap | None = None  # the file, mapped read-only (tables, ``verify``)
+        self._map: mmap.mmap | None = None  # the file, mapped read-only for ``verify``
         self._loaded: set[int] = set()  # batch ordinals whose tables were read
         # tables read together, each with every record's payload area offset
         self._chunks: list[tuple[Array, Array]] = []
@@ -126,21 +126,6 @@ class FileTables:
                 raise FormatError(at, f"truncated: payload needs {length} bytes")
             got += more
 
-    def _mapped(self) -> mmap.mmap | None:
-        """The file, mapped read-only (``None`` for an empty file), made once."""
-        if self._map is None and self.size:
-            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
-        return self._map
-
-    def _view(self, at: int, length: int, what: str) -> memoryview:
-        """``length`` bytes at ``at``, bounded by the file size like ``read``, sliced from the
-        map (a copy of the bytes, no system call; no view of the map outlives the call, so
-        ``close`` can always unmap)."""
-        if at < 0 or length < 0 or at + length > self.size:
-            raise FormatError(at, f"truncated: {what} needs {length} bytes")
-        mapped = self._mapped()
-        return memoryview(mapped[at:at + length] if mapped is not None else b"")
-
     # -- batches ------------------------------------------------------------------------
     def _load(self, ordinals: list[int]) -> None:
         """Read and check the record tables of ``ordinals`` (checks 1-4), all at once."""
@@ -163,7 +148,7 @@ class FileTables:
             # the metadata blob's size is a guess until the header is read: the previous
             # batches' largest (a steady stream's batches look alike); a short guess costs a read
             head_len = min(length, _HDR + _REC * count + guess)
-            chunk = self._view(off, max(_HDR, head_len), "batch header and record table")
+            chunk = memoryview(self.read(off, max(_HDR, head_len), "batch header and record table"))
             raw = chunk[:_HDR]
             fields = unpack(raw)
             meta_len, pay_len = fields[5], fields[6]
@@ -182,7 +167,7 @@ class FileTables:
                 raise FormatError(off + 24, "batch length disagrees with the index")
             body = (
                 chunk[_HDR:_HDR + body_len] if _HDR + body_len <= len(chunk)
-                else self._view(off + _HDR, body_len, "record table")
+                else memoryview(self.read(off + _HDR, body_len, "record table"))
             )
             if crc(body) != fields[14]:
                 raise FormatError(off + 112, "record table CRC mismatch")
@@ -212,7 +197,8 @@ class FileTables:
         """Check 5: the payload area's CRC-32C, computed over the read-only map (no copy)."""
         if at < 0 or at + length > self.size:
             raise FormatError(at, "truncated: payload area outside the file")
-        self._mapped()  # read in place: no copy of the payload bytes
+        if self._map is None:  # read in place: no copy of the payload bytes
+            self._map = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ) if self.size else None
         if self._map is not None and length and hasattr(mmap, "MADV_WILLNEED"):
             page = at - at % mmap.PAGESIZE  # ask for the whole area at once: a cold read is not page by page
             self._map.madvise(mmap.MADV_WILLNEED, page, at + length - page)
