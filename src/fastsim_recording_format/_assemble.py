@@ -9,7 +9,8 @@ a cheaper way to hand the writer the records it stands for.
     |---|------------------|--------------------------------------|------------------------------|
     | 1 | record table     | fields picked per row (``fromiter``)  | columns assigned at once      |
     | 2 | payload lengths  | each payload's byte count            | ``record_bytes`` each         |
-    | 3 | payload parts    | each payload, in order               | one contiguous buffer         |
+    | 3 | payload parts    | each payload, in order               | one contiguous buffer, then   |
+    |   |                  |                                      | ``more`` buffers, back to back|
     | 4 | metadata         | each non-empty map, by record index  | each entry of ``metadata``    |
     |   |                  |                                      | (sparse: record index -> map) |
 
@@ -51,7 +52,9 @@ class RecordBlock:
 
     ``global_sequence``, ``stream_sequence`` and ``sim_time_ns`` hold one value per
     record; ``payload`` is every record's payload back to back (``record_bytes`` each,
-    one contiguous buffer); ``metadata`` maps a record's index in the block to its
+    one contiguous buffer), or their first part when ``more`` holds further buffers
+    written after it (adjacent runs of one stream become one block without a joined
+    copy; a record may straddle two parts); ``metadata`` maps a record's index in the block to its
     metadata (records not named have none)."""
 
     stream_id: int
@@ -62,6 +65,7 @@ class RecordBlock:
     record_bytes: int
     payload: Payload | Array
     metadata: Mapping[int, Mapping[str, Any]] = attrs.field(factory=dict)
+    more: tuple[Payload | Array, ...] = ()
 
     def __len__(self) -> int:
         return len(self.global_sequence)
@@ -108,15 +112,21 @@ def _column(values: Array, limit: int, name: str) -> Array:
     return array
 
 
-def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, Payload]:
+def _block_payload(block: RecordBlock) -> list[memoryview]:
+    """A block's payload parts (``payload``, then each of ``more``) as byte views."""
+    return [memoryview(p).cast("B") for p in (block.payload, *block.more)]  # type: ignore[arg-type]
+
+
+def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[memoryview]]:
     n = len(block)
     if not (len(block.stream_sequence) == len(block.sim_time_ns) == n) or n == 0:
         raise ValueError("a record block needs one or more records and equally long columns")
     if not (0 <= block.stream_id <= _U32 and 0 <= block.generation <= _U32 and block.record_bytes >= 0):
         raise ValueError("record field out of range: block stream_id, generation or record_bytes")
-    payload = memoryview(block.payload).cast("B")  # type: ignore[arg-type]
-    if payload.nbytes != n * block.record_bytes:
-        raise ValueError(f"record block payload of {payload.nbytes} bytes, expected {n} x {block.record_bytes}")
+    payload = _block_payload(block)
+    size = sum(p.nbytes for p in payload)
+    if size != n * block.record_bytes:
+        raise ValueError(f"record block payload of {size} bytes, expected {n} x {block.record_bytes}")
     table = _template(block.stream_id, block.generation, block.record_bytes, n)
     g = _column(block.global_sequence, int(_U64), "global_sequence")
     s = _column(block.stream_sequence, int(_U64), "stream_sequence")
@@ -180,9 +190,9 @@ def _mixed(records: Sequence[RecordIn | RecordRow | RecordBlock], metas: list[tu
             parts.extend(row_payloads[k:k + run])
             base, k, run = base + run, k + run, 0
         if record is not None:
-            t, one = _block_table(record, base, metas)
+            t, some = _block_table(record, base, metas)
             pieces.append(t.tobytes())
-            parts.append(one)
+            parts.extend(some)
             base += len(t)
     return np.frombuffer(bytearray(b"".join(pieces)), RECORD_DTYPE), parts
 
@@ -191,8 +201,8 @@ def assemble(records: Sequence[RecordIn | RecordRow | RecordBlock]) -> Assembled
     """Rows 1-4 of the module table over ``records`` (rows and blocks in any mix)."""
     metas: list[tuple[int, Any]] = []  # (record index, metadata), ascending
     if len(records) == 1 and records[0].__class__ is RecordBlock:  # one block: offsets are the template's
-        table, one = _block_table(records[0], 0, metas)
-        return Assembled(table, (one,), len(table) * records[0].record_bytes, tuple(metas))
+        table, some = _block_table(records[0], 0, metas)
+        return Assembled(table, tuple(some), len(table) * records[0].record_bytes, tuple(metas))
     if not any(r.__class__ is RecordBlock for r in records):
         table, payloads = _rows_table(records, 0, metas)  # type: ignore[arg-type]
         parts: list[Payload] = payloads

@@ -60,6 +60,9 @@ _NO_SHA = bytes(32)
 _FEW_PARTS = 4
 #: average payload size from which a batch's payloads are written without joining them
 _SPLIT_AVERAGE = 64 * 1024
+#: payload parts at least this big on average are written as they are: one more write
+#: call costs less than copying them into a joined buffer
+_BIG_PART = 16 * 1024
 
 
 def _sync_if_possible(file: BinaryIO) -> None:
@@ -202,7 +205,8 @@ class FsrWriter(Closing):
         header = self._header(n, payload_crc, len(meta), pay_len, facts, sha, crc(body))
         if parts:
             self._write(header, *parts)
-        elif len(payloads) <= _FEW_PARTS:  # column blocks: their payload buffers as they are
+        elif len(payloads) <= _FEW_PARTS or pay_len >= _BIG_PART * len(payloads):
+            # column blocks: their payload buffers as they are
             self._write(header + body, *(p for p in (*payloads, pad) if len(p)))
         else:
             self._write(b"".join((header, body, *payloads, pad)))

@@ -21,7 +21,9 @@ Output transaction (``finish``), each step only after the previous one succeeded
 
 ``abort`` is idempotent and a no-op after commit.
 
-Record columns (the columnar numeric path) become one ``RecordBlock`` each.  Their
+Record columns (the columnar numeric path) become ``RecordBlock`` values: adjacent runs
+of one stream, generation and tick size in a batch become one block (``_adjacent_runs``;
+their payload buffers are written one after another, never joined).  Their
 diagnostic ``channel_sequence`` is kept as record metadata, one value per block plus the
 exceptions (rule CS1): the block's first record carries ``{"channel_sequence": n}``; a
 later record of the block carries its own value only when it is not its predecessor's
@@ -252,7 +254,7 @@ class FsrSink:
                 r.generation, r.sim_time_ns, r.payload, r.metadata,
                 r.global_last or r.global_sequence, r.stream_last or r.stream_sequence,
             ) if r.__class__ is OutRecord else _block(ids, r)  # type: ignore[arg-type]
-            for r in records
+            for r in _adjacent_runs(records)
         ]
         try:
             return self._open_writer().write_batch(batch)
@@ -317,11 +319,42 @@ class FsrSink:
             raise _translate(exc, "abort") from exc
 
 
-def _block(ids: Mapping[str, int], columns: RecordColumns) -> RecordBlock:
+def _adjacent_runs(records: Sequence[OutRecord | RecordColumns]) -> list[OutRecord | RecordColumns | list[RecordColumns]]:
+    """``records`` with each stretch of adjacent column runs of one stream, generation and
+    tick size gathered into a list: it becomes ONE block (the same records, so the same
+    table bytes and the same checks), and a batch the worker filled from several drains
+    takes the writer's one-block path instead of the mixed one."""
+    out: list[OutRecord | RecordColumns | list[RecordColumns]] = []
+    last: list[RecordColumns] | None = None
+    for r in records:
+        if r.__class__ is OutRecord:
+            out.append(r)
+            last = None
+        elif last is not None and _same_run_kind(last[0], r):  # type: ignore[arg-type]
+            last.append(r)  # type: ignore[arg-type]
+        else:
+            last = [r]  # type: ignore[list-item]
+            out.append(last)
+    return out
+
+
+def _same_run_kind(a: RecordColumns, b: RecordColumns) -> bool:
+    return a.stream == b.stream and a.generation == b.generation and a.record_bytes == b.record_bytes
+
+
+def _block(ids: Mapping[str, int], runs: list[RecordColumns]) -> RecordBlock:
+    first = runs[0]
+    if len(runs) == 1:
+        g, s, t, cs = first.global_sequence, first.stream_sequence, first.sim_time_ns, first.channel_sequence
+    else:  # the columns are joined (8 bytes a record each); the payload buffers are not
+        g = np.concatenate([r.global_sequence for r in runs])
+        s = np.concatenate([r.stream_sequence for r in runs])
+        t = np.concatenate([r.sim_time_ns for r in runs])
+        cs = (None if any(r.channel_sequence is None for r in runs)
+              else np.concatenate([r.channel_sequence for r in runs]))
     return RecordBlock(
-        ids[columns.stream], columns.generation, columns.global_sequence, columns.stream_sequence,
-        columns.sim_time_ns, columns.record_bytes, columns.payload,
-        channel_sequence_metadata(columns.channel_sequence),
+        ids[first.stream], first.generation, g, s, t, first.record_bytes, first.payload,
+        channel_sequence_metadata(cs), tuple(r.payload for r in runs[1:]),
     )
 
 

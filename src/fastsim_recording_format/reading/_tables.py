@@ -53,19 +53,23 @@ _HDR = BATCH_HEADER.size
 MAX_META_READ = 1 << 16  # the most metadata bytes guessed into the table's read
 SPAN_SLACK = 1 << 16  # scattered rows closer than this are read through in one call
 MAX_SPAN = 16 << 20  # the most bytes one such call reads
-LARGE = 8 << 20  # results at least this big get their own anonymous map
-_ANON_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_POPULATE", 0)  # metadata bytes read together with a table in one call
+_ANON_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_POPULATE", 0)
+LARGE = 256 << 20  # results at least this big get their own anonymous map (see ``empty_bytes``)
 _REC = RECORD_DTYPE.itemsize
 DATA = int(RecordKind.DATA)
 
 
 def empty_bytes(rows: int, length: int) -> Array:
-    """An uninitialised ``(rows, length)`` uint8 array for a large read.
+    """An uninitialised ``(rows, length)`` uint8 array for a read.
 
-    Above ``LARGE`` bytes it lives in an anonymous memory map rather than numpy's
+    From ``LARGE`` bytes on it lives in an anonymous memory map rather than numpy's
     allocator, which asks for transparent huge pages: on a kernel that compacts memory
     to serve that request (``defrag`` ``madvise``), first touching the pages of a large
-    result took 5-7 times longer here (4.4-7.0 s against 0.6-1.3 s per GiB).  The map is
+    result took 5-7 times longer here (4.4-7.0 s against 0.6-1.3 s per GiB; perf-io
+    again, 933 MB filled: numpy 9.5, 0.25, 3.0 s, the populated map 1.1-1.4 s).  Below
+    it numpy's huge pages win (perf-io, a 93 MB read, medians of 5-7 rounds at load
+    4-5: 33-61 ms against 110-126 ms for the populated map of 4 KiB pages), which is
+    also what a plain numpy copy of the same bytes pays.  The map is
     populated when it is made (``MAP_POPULATE``, where the platform has it): every byte is
     written by the read anyway, and faulting the pages in one call took half the time of
     faulting them one by one (0.9 s against 1.7 s for 933 MB).
