@@ -126,3 +126,22 @@ def test_fsr_replay_poses_the_env_from_the_recorded_render_state(tmp_path: Path)
             # the live frame shows the kinematics MuJoCo computed before its last integration step
             assert np.abs(live.image.astype(int) - posed.image).mean() < 3
         np.testing.assert_allclose(replayed.calibration("render").k, recorded.calibration("render").k)
+
+
+def test_frames_stay_drawn_when_another_envs_renderer_is_freed_mid_episode(tmp_path: Path) -> None:
+    """Another MuJoCo env closed on this thread (its GL context freed) never turns the recorded frames black."""
+    env = RecordEpisodes(_cheetah(), tmp_path / "out", encoding="png")
+    env.reset(seed=5)
+    env.action_space.seed(5)
+    for step in range(6):
+        if step == 2:  # a second env renders, then frees its context: nothing is current any more
+            other = _cheetah()
+            other.reset(seed=0)
+            other.render()
+            other.close()
+        env.step(env.action_space.sample())
+    env.close()
+    with fr.open(env.files[0].path) as rec:
+        means = [float(frame.image.mean()) for frame in rec.frames("render")]
+    assert len(means) == 7
+    assert min(means) > 10.0, means  # a black frame has mean 0

@@ -107,6 +107,12 @@ class GymnasiumScene:
 
     def sample_cameras(self) -> Sequence[CameraReading]:
         """The posed scene rendered by the env, with its calibration."""
+        # Gymnasium's off-screen viewer makes its GL context current only when it is
+        # created; another context freed or made current on this thread since (an env
+        # collected by the GC, a second renderer) would leave it drawing black frames.
+        viewer = getattr(getattr(self.env.unwrapped, "mujoco_renderer", None), "viewer", None)
+        if viewer is not None:
+            viewer.make_context_current()
         frame = np.ascontiguousarray(self.env.render(), dtype=np.uint8)
         return self.calibration.readings(frame, self.camera)
 

@@ -83,7 +83,15 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         self.files: list[Any] = []
 
     def _capture(self) -> Any:
-        self._frame = self.env.render() if self._recording.wants_render(0) else None
+        if not self._recording.wants_render(0):
+            self._frame = None
+            return None
+        # Gymnasium's MuJoCo viewer makes its GL context current only when created; make it
+        # current again, or a context freed on this thread since leaves frames black.
+        viewer = getattr(getattr(self.env.unwrapped, "mujoco_renderer", None), "viewer", None)
+        if viewer is not None:
+            viewer.make_context_current()
+        self._frame = self.env.render()
         return self._frame
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
