@@ -43,8 +43,7 @@ def test_adjacent_runs_become_one_block_with_every_record() -> None:
 
 
 def test_no_batch_holds_two_adjacent_blocks_of_one_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A whole Run: every batch's adjacent numeric runs reach the writer as one block, and
-    the file holds the same records as a Run written per record."""
+    """A whole Run: every batch's adjacent numeric runs reach the writer as one block, and the file holds the same records as a Run written per record."""
     seen: list[list[Any]] = []
     write = FsrWriter.write_batch
 
