@@ -197,8 +197,11 @@ def lost_records(totals: dict[str, Any]) -> int:
     """
     if not totals["gap"]:
         return 0
-    span = int(totals["last_stream_sequence"]) - int(totals["first_stream_sequence"]) + 1
-    return span - int(totals["data"]) - int(totals["barrier"])
+    values = [totals.get(k) for k in ("first_stream_sequence", "last_stream_sequence", "data", "barrier")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return int(totals["gap"]) if isinstance(totals["gap"], int) else 0  # a footer without a span
+    first, last, data, barrier = (int(v) for v in values if isinstance(v, int))
+    return last - first + 1 - data - barrier
 
 
 def _cell(text: str) -> str:
