@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-__all__ = ["PARENT_ENV", "child_environment", "end_with_parent"]
+__all__ = ["PARENT_ENV", "child_environment", "end_with_parent", "pid_alive"]
 
 #: the environment variable that names the parent's PID
 PARENT_ENV = "FASTSIM_PARENT_PID"
@@ -40,7 +40,8 @@ def child_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     return {**(os.environ if base is None else base), PARENT_ENV: str(os.getpid())}
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one owned by another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -70,9 +71,9 @@ def end_with_parent(sig: int = signal.SIGTERM, watch: int | None = None, poll_s:
     _pdeathsig(sig)
 
     def gone() -> bool:
-        return os.getppid() != parent or (watch is not None and not _alive(watch))
+        return os.getppid() != parent or (watch is not None and not pid_alive(watch))
 
-    if watch is not None and not _alive(watch):  # gone before this process got here
+    if watch is not None and not pid_alive(watch):  # gone before this process got here
         os.kill(os.getpid(), sig)
         return
 

@@ -26,6 +26,7 @@ import re
 import shutil
 from pathlib import Path
 
+from fastsim_contract.lifetime import pid_alive
 from fastsim_record.cli import _signals
 
 __all__ = ["clear_stale", "publish", "remove", "staging"]
@@ -47,13 +48,7 @@ def remove(path: Path) -> None:
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return False  # a dead process's leftover that carries our reused PID
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def clear_stale(out: Path, verbs: tuple[str, ...]) -> list[Path]:
