@@ -15,6 +15,9 @@ never lost to the seconds the imports take, and never prints a traceback.
     |   |                                           | when they are installed (a stopped commit)   |
     | 4 | a native SDK replaced the handler         | ``reinstall()`` (called between records)     |
     |   | (the Rerun and Foxglove SDKs catch SIGINT)| puts it back                                 |
+    | 5 | after ``settle()`` (OUT is published: the | ignored, and one held by the publish is      |
+    |   | outcome is decided)                       | dropped: exit 128 + N always means that      |
+    |   |                                           | nothing was published                        |
 
 Installed only when ``fsr`` owns the process (the console script), never inside a
 library caller or a test runner.
@@ -28,7 +31,7 @@ import time
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["Interrupted", "deferred", "install", "installed", "reinstall"]
+__all__ = ["Interrupted", "deferred", "install", "installed", "reinstall", "settle"]
 
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
@@ -38,6 +41,7 @@ class _State:
     depth = 0  # nesting of ``deferred()`` blocks
     pending: int | None = None  # the first signal held by them
     checked = 0.0  # when ``reinstall`` last ran
+    settled = False  # the command's outcome is decided (row 5)
 
 
 _state = _State()
@@ -62,6 +66,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
+    if _state.settled:
+        return
     if _state.depth > 0:
         if _state.pending is None:
             _state.pending = signum
@@ -75,6 +81,7 @@ def install() -> None:
         with contextlib.suppress(ValueError, OSError):
             signal.signal(sig, _handler)
     _state.installed = True
+    _state.settled = False
 
 
 def installed() -> bool:
@@ -105,3 +112,11 @@ def deferred() -> Iterator[None]:
     if pending is not None and _state.depth == 0:
         _state.pending = None
         raise Interrupted(pending)
+
+
+def settle() -> None:
+    """The command's output is published, so its outcome is decided (row 5): a signal held
+    by the publish is dropped and later ones are ignored, so the command ends with its own
+    exit code and never says "interrupted" about a file it has just committed."""
+    _state.pending = None
+    _state.settled = True

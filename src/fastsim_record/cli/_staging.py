@@ -11,6 +11,8 @@
     |   |           | aside to ``.OUT.replaced-<pid>`` (only with ``--overwrite``), the    |
     |   |           | staging renamed to OUT, then the old OUT removed; without            |
     |   |           | ``--overwrite`` an OUT that appeared meanwhile is never replaced     |
+    |   |           | once OUT is in place the outcome is decided: a stop signal held by    |
+    |   |           | the publish, or sent later, no longer interrupts (``_signals.settle``)|
     | 4 | any error | the staging (ours) is removed; a moved-aside OUT is put back         |
 
 The overlap guard (``fastsim_recording_format.overlap``) has run before step 1, so OUT
@@ -96,6 +98,7 @@ def publish(tmp: Path, out: Path, overwrite: bool) -> None:
         _fsync_dir(out.parent)
         if moved:
             remove(aside)
+        _signals.settle()  # OUT is published: a stop signal from here on cannot undo that
 
 
 def _fsync_dir(path: Path) -> None:
