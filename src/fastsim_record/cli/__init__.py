@@ -12,11 +12,13 @@ offline command stopped by signal N (130 SIGINT, 143 SIGTERM), its staging remov
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
@@ -66,10 +68,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # the console script owns the process: catch stop signals before any heavy import
         _signals.install()
     try:
-        return _main(argv)
+        code = _main(argv)
     except _signals.Interrupted as exc:  # before a command ran, or from one that let it through
         print(f"fsr: interrupted by {exc.name}", file=sys.stderr)
-        return exc.exit_code
+        code = exc.exit_code
+    if argv is None:
+        _leave(code)
+    return code
+
+
+def _leave(code: int) -> NoReturn:
+    """End the console script with ``code`` once its outcome is decided, as the interpreter
+    would (stdio flushed, non-daemon threads joined, ``atexit`` handlers run: Rerun's flush,
+    logging's), but without the native libraries' static destructors: Arrow's thread pools
+    can abort the process there ("terminate called without an active exception",
+    apache/arrow#34314), which turned a written index into exit -6 in CI."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    shutdown = getattr(threading, "_shutdown", None)  # what Py_FinalizeEx runs first
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _main(argv: Sequence[str] | None) -> int:
