@@ -211,6 +211,16 @@ def _wait_for(predicate: object, timeout: float = 60) -> None:
         time.sleep(0.01)
 
 
+def _handlers_installed(pid: int) -> bool:
+    """Whether fsr's stop handlers are installed: SIGTERM is caught (Python never catches it itself)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("moment", ["at start", "when staging appears", "while writing"])
 @pytest.mark.parametrize("target", ["mcap", "rerun"])
@@ -218,8 +228,8 @@ def test_export_stops_on_a_signal_and_removes_its_staging(work: Path, sig: int, 
     """SIGINT/SIGTERM at start, when the staging appears, and while it grows: 128+N, one line, no staging."""
     out = work / f"out.{target}"
     proc = start("export", str(work / "data" / "b.fsr"), "--to", target, "-o", str(out))
-    if moment == "at start":
-        time.sleep(0.3)
+    if moment == "at start":  # once fsr's handlers are in: before them it is Python's own start-up (README)
+        _wait_for(lambda: _handlers_installed(proc.pid) or proc.poll() is not None)
     else:
         def grown() -> bool:
             found = [p for p in work.iterdir() if ".exporting-" in p.name]

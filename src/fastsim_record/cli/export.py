@@ -38,7 +38,7 @@ import errno
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +78,14 @@ def _fail(code: int, message: str) -> int:
 
 
 class _Bar:
-    """A rich progress bar on stderr, or nothing when stderr is not a terminal."""
+    """A rich progress bar on stderr, or nothing when stderr is not a terminal.  ``full``
+    (when given) says whether a native SDK has logged a full disk: the export then stops at
+    the next progress step instead of encoding the rest for a sink that cannot write it."""
 
-    def __init__(self, label: str, show: bool, terminal: Any = None) -> None:
+    def __init__(self, label: str, show: bool, terminal: Any = None,
+                 full: Callable[[], bool] | None = None) -> None:
         self._bar: Any = None
+        self._full = full
         self._task: Any = None
         if show:
             from rich.console import Console
@@ -115,6 +119,8 @@ class _Bar:
     def advance(self, records: int) -> None:
         """Move the bar (and, between records, take SIGINT back from a native SDK)."""
         _signals.reinstall()
+        if self._full is not None and self._full():
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         if self._bar is not None:
             self._bar.advance(self._task, records)
 
@@ -127,14 +133,24 @@ def _native_logs(said: list[bytes]) -> Iterator[Any]:
     """The export's file descriptor 2 goes to a temporary file while the exporter runs: a
     native SDK (Foxglove, Rerun) logs each failed write there, not hundreds of lines (with
     ANSI colours) on the terminal.  Yields a stream on the real stderr (for the progress
-    bar); ``said`` receives the first MiB of what was logged."""
+    bar) and a check whether what was logged so far names a full disk; ``said`` receives the
+    first MiB of what was logged."""
     sys.stderr.flush()
     saved = os.dup(2)
     terminal = os.fdopen(os.dup(saved), "w", encoding="utf-8", errors="replace")
     with tempfile.TemporaryFile() as log:
         os.dup2(log.fileno(), 2)
+        checked = [0]
+
+        def full() -> bool:
+            size = min(os.fstat(log.fileno()).st_size, 1 << 20)
+            if size == checked[0]:
+                return False
+            checked[0] = size
+            return _out_of_space([os.pread(log.fileno(), size, 0)])
+
         try:
-            yield terminal
+            yield terminal, full
         finally:
             with contextlib.suppress(Exception):
                 sys.stderr.flush()
@@ -150,6 +166,16 @@ def _quiet_stderr() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     os.close(devnull)
+
+
+def _no_free_block(folder: Path) -> bool:
+    """Whether the device of ``folder`` has no free block left.  A native SDK writing in the
+    background (Rerun) may say that its writes failed only when it is flushed at the end."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) == 0
 
 
 def _out_of_space(said: list[bytes]) -> bool:
@@ -314,7 +340,8 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> in
     show = not args.quiet and sys.stderr.isatty()
     logs: list[bytes] = []
     try:
-        with _native_logs(logs) as terminal, _Bar(f"export {args.to}", show, terminal) as bar:
+        with _native_logs(logs) as (terminal, logged_full), _Bar(
+                f"export {args.to}", show, terminal, lambda: logged_full() or _no_free_block(tmp.parent)) as bar:
             summary = target.export(sources, tmp, options, bar)
         if _out_of_space(logs):  # an SDK that logged a failed write and went on
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out))

@@ -114,7 +114,7 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     for item in in_order(rec.path):
         t, g = item.time_ns, item.generation
         done += 3 if item.kind == "calibration" else 1
-        if done >= 256:
+        if done >= 256 or item.kind == "frame":  # a frame is slow to encode: report each one
             progress.advance(done)
             done = 0
         if item.kind == "frame":
