@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.metadata as md
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from tests.distributions import project
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTRAINTS = ROOT / "constraints" / "test.txt"
@@ -30,7 +30,8 @@ def test_the_readme_test_command_installs_with_the_constraints() -> None:
     """The README's test command passes constraints/test.txt to pip."""
     readme = (ROOT / "README.md").read_text()
     command = readme.split("<!-- test-command -->", 1)[1].split("```bash\n", 1)[1].split("\n", 1)[0]
-    assert ".venv/bin/pip install -c constraints/test.txt '.[test,sim]'" in command
+    assert (".venv/bin/pip install -c constraints/test.txt ./src/fastsim-recording-format ./src/fastsim-embedded "
+            "'./src/fastsim-plugin-record[test]'") in command
 
 
 def test_the_constraints_pin_one_consistent_s3_stack() -> None:
@@ -38,8 +39,7 @@ def test_the_constraints_pin_one_consistent_s3_stack() -> None:
     pins = _pins()
     assert set(pins) == STACK
     assert pins["boto3"] == pins["botocore"]  # boto3 X needs botocore >= X of the same day
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    for text in project["optional-dependencies"]["test"]:
+    for text in project("fastsim-plugin-record")["optional-dependencies"]["test"]:
         req = Requirement(text)
         if req.name.lower() in pins:
             assert req.specifier.contains(pins[req.name.lower()]), text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.distributions import FOLDERS, ROOT, project
 
 import fastsim_record
 from fastsim_contract.run_errors import RunIssue
@@ -61,12 +62,7 @@ def test_public_fakes_strategies_and_the_format_import_without_the_test_extras()
 
 
 def _pyproject() -> dict[str, object]:
-    import tomllib
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    project: dict[str, object] = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    return project
+    return project("fastsim-plugin-record")
 
 
 def test_the_plugin_is_registered_as_fastsim_record_in_both_groups() -> None:
@@ -78,11 +74,11 @@ def test_the_plugin_is_registered_as_fastsim_record_in_both_groups() -> None:
 
 
 def test_the_project_is_released_under_apache_2() -> None:
-    """LICENSE is the Apache License 2.0 text and pyproject's licence field says so."""
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "LICENSE").read_text()
-    assert _pyproject()["license"] == "Apache-2.0"
+    """LICENSE is the Apache License 2.0 text and every distribution's LICENSE and licence field say so."""
+    text = (ROOT / "LICENSE").read_text()
+    for name, folder in FOLDERS.items():
+        assert project(name)["license"] == "Apache-2.0", name
+        assert (folder / "LICENSE").read_text() == text, name
     assert "Apache License\n                           Version 2.0, January 2004" in text
     assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
     assert "END OF TERMS AND CONDITIONS" in text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.distributions import source_path
 from tests.export.lerobot_rules import LeRobotRules
 
 from fastsim_record.cli import main
@@ -23,7 +24,7 @@ def test_the_random_policy_example_records_and_exports_to_lerobot(tmp_path: Path
     """Single and vector HalfCheetah episodes, each a valid file, exported to one LeRobot v3 dataset each."""
     pytest.importorskip("pyarrow")
     pytest.importorskip("av")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MUJOCO_GL": "egl"}
+    env = {**os.environ, "PYTHONPATH": source_path(), "MUJOCO_GL": "egl"}
     for args, out in ((["--episodes", "2", "--steps", "15"], "single"), (["--vector", "2", "--steps", "10"], "vector")):
         done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / out), *args],
                               capture_output=True, text=True, env=env, timeout=600)

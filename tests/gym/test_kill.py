@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from tests.distributions import source_path
 
 import fastsim_record as fr
 from fastsim_record.gym import read_episode
@@ -23,7 +24,7 @@ ROOT = HERE.parents[1]
 def test_sigkill_mid_episode_leaves_earlier_episodes_committed_and_the_current_recoverable(tmp_path: Path) -> None:
     """A real process gets a real SIGKILL mid-episode; three files validate, the fourth is rebuilt by fsr recover."""
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "MUJOCO_GL": "egl"}
+    env = {**os.environ, "PYTHONPATH": f"{source_path()}{os.pathsep}{ROOT}", "MUJOCO_GL": "egl"}
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "killed_recorder.py"), str(out)], stdout=subprocess.PIPE, text=True, env=env,
     )
