@@ -27,3 +27,12 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_unconfigure(config: object) -> None:
+    """A finished run must end: a hang after the last test (a native sink flushing at exit, a
+    stray non-daemon thread) prints every thread's stack and exits 1 after five minutes,
+    instead of holding CI until its own limit (pytest-timeout covers the tests themselves)."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(300, exit=True)
