@@ -5,33 +5,34 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+from tests.distributions import project
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 
-def _registered() -> set[str]:
-    """Every `group`/`name` the distribution registers, from pyproject.toml."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    out = {f"{group}/{name}" for group, eps in project["entry-points"].items() for name in eps}
-    return out | {f"console_scripts/{name}" for name in project["scripts"]}
+def _registered(distribution: str) -> set[str]:
+    """Every `group`/`name` one distribution registers, from its pyproject.toml."""
+    table = project(distribution)
+    out = {f"{group}/{name}" for group, eps in table.get("entry-points", {}).items() for name in eps}
+    return out | {f"console_scripts/{name}" for name in table.get("scripts", {})}
 
 
 def test_the_readme_lists_exactly_what_installing_registers() -> None:
-    """The README names every entry point pyproject registers (five and the fsr script) and never says 'only two'."""
-    registered = _registered()
-    assert registered == {
-        "fastsim.components/fastsim.record", "fastsim.plugins/fastsim.record",
-        "fastsim.hosts/embedded", "fastsim.hosts/embedded-replay", "fastsim.hosts/gymnasium",
-        "console_scripts/fsr",
-    }
+    """The plugin registers fastsim.record twice and fsr, nothing else; the host its three hosts; the README says so."""
+    plugin = _registered("fastsim-plugin-record")
+    host = _registered("fastsim-embedded")
+    assert plugin == {"fastsim.components/fastsim.record", "fastsim.plugins/fastsim.record", "console_scripts/fsr"}
+    assert host == {"fastsim.hosts/embedded", "fastsim.hosts/embedded-replay", "fastsim.hosts/gymnasium"}
+    assert _registered("fastsim-recording-format") == set()
     paragraph = README.split("**What installing registers.**", 1)[1].split("\n\n", 1)[0]
-    for entry in registered - {"console_scripts/fsr"}:
+    for entry in plugin | host - {"console_scripts/fsr"}:
         group, name = entry.split("/")
         assert f"`{group}`/`{name}`" in paragraph, entry
-    assert "the `fsr` console script" in paragraph
+    assert "`fsr` command" in paragraph
+    assert "Nothing else" in paragraph
     assert "only registers two" not in README
     assert "`record`," not in paragraph
 
