@@ -28,7 +28,7 @@ def test_the_readme_lists_exactly_what_installing_registers() -> None:
     assert host == {"fastsim.hosts/embedded", "fastsim.hosts/embedded-replay", "fastsim.hosts/gymnasium"}
     assert _registered("fastsim-recording-format") == set()
     paragraph = README.split("**What installing registers.**", 1)[1].split("\n\n", 1)[0]
-    for entry in plugin | host - {"console_scripts/fsr"}:
+    for entry in (plugin | host) - {"console_scripts/fsr"}:
         group, name = entry.split("/")
         assert f"`{group}`/`{name}`" in paragraph, entry
     assert "`fsr` command" in paragraph
