@@ -19,13 +19,16 @@ The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, 
 ``completion_id``, ``global_sequence`` and ``sim_time_ns``, and what the file says about
 its Run: ``completion`` (``kind``: normal, stopped, failed or cancelled, ``reason``,
 ``requested_by``; from the terminal fence), ``run`` (``name``, ``backend``, ``seed``,
-``episode``; from the run metadata a host recorded, else nulls), ``wall_time_s`` (from
+``episode``; from the run metadata a host recorded, else the ``run.created`` record, else
+nulls; a value of another type is null), ``wall_time_s`` (from
 the ``run.started`` to the ``run.stopping`` lifecycle record, else null), ``task``
 (``task``, ``success``, ``return``, ``steps``: the episode's result, the ``task.result``
 event of a Run whose scene declares a task, else null), and ``cameras``:
 per camera alias, the ``renderer`` its first calibration profile names (``name``,
 ``version``, ``gl_backend``, ``msaa_samples``, ``shadow_map_size``), else null, and its
 ``model`` (``pinhole``, or ``uncalibrated``: no K, no pose), ``width`` and ``height``.
+The object is ``fastsim_recording_format.reading.summary.summary``: the episode index's
+row and the batch jobs are made from the same one.
 """
 
 from __future__ import annotations
