@@ -33,6 +33,7 @@ def _write(path: Path) -> Path:
 @pytest.mark.parametrize("jobs", [None, "2"])
 def test_wrong_typed_metadata_is_indexed_as_nulls(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                    jobs: str | None) -> None:
+    """In this process and in a pool: exit 0, the Run's wrong-typed columns null."""
     folder = tmp_path / "data"
     folder.mkdir()
     path = _write(folder / "wrong.fsr")

@@ -41,6 +41,7 @@ WRONG_RESULT = {"task": 7, "success": "yes", "return": "1.0", "steps": True}
 
 
 def test_wrong_types_in_the_metadata_are_none(tmp_path: Path) -> None:
+    """name 5, seed "abc", success "yes": each is None in the run facts, task and summary."""
     path = write_file(tmp_path / "wrong.fsr", WRONG, result=WRONG_RESULT)
     with FsrReader(str(path)) as reader:
         assert run_facts(reader) == {"name": None, "backend": None, "seed": None, "episode": None}
@@ -51,6 +52,7 @@ def test_wrong_types_in_the_metadata_are_none(tmp_path: Path) -> None:
 
 
 def test_typed_metadata_is_kept(tmp_path: Path) -> None:
+    """Values of the right type are kept (an int return becomes a float)."""
     attributes = {"run": {"name": "pick", "backend": "mujoco", "seed": 4, "episode": 2}, "task": {"name": "reach"}}
     path = write_file(tmp_path / "ok.fsr", attributes, result={"task": "reach", "success": True, "return": 3,
                                                                 "steps": 9})
@@ -80,6 +82,7 @@ def test_the_summary_and_recording_info_agree(tmp_path: Path, attributes: dict[s
 
 
 def test_fsr_info_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``fsr info --json`` is the summary; the text shows a wrong-typed name as ``-``."""
     path = write_file(tmp_path / "wrong.fsr", WRONG, result=WRONG_RESULT)
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
