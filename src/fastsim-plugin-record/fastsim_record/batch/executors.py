@@ -73,7 +73,7 @@ def _worker_init(environ: dict[str, str], driver: int) -> None:
 
 #: imported once by the forkserver, inherited by every worker it forks
 _PRELOAD = ["fastsim_record.batch.jobs", "fastsim_record.batch.upload", "fastsim_record.batch.sweep",
-            "fastsim_record.cli.info"]
+            "fastsim_recording_format.reading.summary"]
 
 
 def _ready(_: int) -> int:

@@ -43,7 +43,9 @@ from typing import Any
 
 from fastsim_record.batch.sources import Entry, etag_of, filesystem, is_url, store_error
 
-__all__ = ["INDEX_KEY", "EpisodeIndexError", "read_index", "reusable", "schema", "update_index", "write_index"]
+__all__ = [
+    "INDEX_KEY", "EpisodeIndexError", "merge_index", "read_index", "reusable", "schema", "update_index", "write_index",
+]
 
 INDEX_KEY = b"fsr-index"
 LOCK_WAIT_S = 120.0  # the longest a local writer waits for another's read-merge-write
@@ -310,6 +312,25 @@ def _conflict(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def merge_index(out: str, mine: dict[str, dict[str, Any]], *, prune: bool = False,
+                replace_invalid: bool = False) -> dict[str, dict[str, Any]]:
+    """This run's rows (by path) over the index at ``out`` as it is at the moment of
+    writing, so no other writer's row is lost (rule 6); with ``prune``, only this run's
+    rows.  The rows written, by path.  ``fsr index``, ``fsr upload`` and the sweep's
+    upload all merge through here."""
+    merged: dict[str, dict[str, Any]] = {}
+
+    def merge(current: dict[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
+        rows = {} if prune or current is None else dict(current)
+        rows.update(mine)
+        merged.clear()  # a retried write (S3 conflict) reports what it last wrote
+        merged.update(rows)
+        return list(rows.values())
+
+    update_index(out, merge, replace_invalid=replace_invalid)
+    return merged
 
 
 def write_index(out: str, rows: Iterable[dict[str, Any]]) -> int:

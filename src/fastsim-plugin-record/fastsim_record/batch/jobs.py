@@ -31,6 +31,7 @@ from fastsim_recording_format import (
     ValidationReceipt,
     validate,
 )
+from fastsim_recording_format.reading.summary import summary
 
 __all__ = [
     "CRC_IF_PRESENT", "CheckTask", "Outcome", "index_job", "info_job", "payload_receipt", "row_of", "sha256_file",
@@ -113,8 +114,6 @@ def validate_job(task: CheckTask) -> Outcome:
 
 def info_job(task: CheckTask) -> Outcome:
     """The ``fsr info --json`` summary of one file."""
-    from fastsim_record.cli.info import summary
-
     try:
         with readable(task.entry.url) as path, FsrReader(path) as reader:
             return Outcome(task.entry.url, 0, None, summary(reader))
@@ -174,8 +173,6 @@ def row_of(entry: Entry, info: dict[str, Any] | None, receipt: dict[str, Any] | 
 def index_job(task: CheckTask) -> Outcome:
     """Validate one file, summarise it, and return its index row (an invalid file is a
     row with its one-line error)."""
-    from fastsim_record.cli.info import summary
-
     entry = task.entry
     try:
         with readable(entry.url) as path:

@@ -1,4 +1,7 @@
-"""Shared shape of the batch commands: ``--jobs``/``--ray``, running jobs, the summary.
+"""Shared shape of the batch commands: running jobs on an executor, the summary.
+
+The options that choose the executor (``--jobs``/``--ray``) are the CLI's
+(``fastsim_record.cli._batch``).
 
     | # | outcome of a batch                     | exit                                |
     |---|----------------------------------------|-------------------------------------|
@@ -11,7 +14,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -20,7 +22,7 @@ from typing import TypeVar
 from fastsim_record.batch.executors import MissingRay, ProcessPool, RayTasks, choose
 from fastsim_record.batch.jobs import Outcome
 
-__all__ = ["add_executor_arguments", "executor_of", "failures", "files", "run_all"]
+__all__ = ["executor_of", "failures", "files", "run_all"]
 
 T = TypeVar("T")
 
@@ -30,34 +32,16 @@ def files(count: int) -> str:
     return f"{count} file" if count == 1 else f"{count} files"
 
 
-def _jobs(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 through 1024 (got {text!r})") from None
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 through 1024 (got {text})")
-    return value
+def executor_of(jobs: int | None, ray: str | None) -> ProcessPool | RayTasks:
+    """The executor asked for: Ray tasks when ``ray`` is given (``""``: RAY_ADDRESS, else a
+    local Ray), else a pool of ``jobs`` processes (default: the number of cores)."""
+    return choose(jobs or os.cpu_count() or 1, ray)
 
 
-def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--jobs J`` (a local process pool, the default) and ``--ray [ADDRESS]``."""
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--jobs", type=_jobs, default=None, metavar="J",
-                       help="worker processes for many files (default: the number of cores)")
-    group.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                       help="run the per-file jobs as Ray tasks (ADDRESS, else RAY_ADDRESS, else a local Ray)")
-
-
-def executor_of(args: argparse.Namespace) -> ProcessPool | RayTasks:
-    """The executor the options ask for."""
-    return choose(args.jobs or os.cpu_count() or 1, args.ray)
-
-
-def run_all(prog: str, args: argparse.Namespace, fn: Callable[[T], Outcome],
+def run_all(prog: str, executor: ProcessPool | RayTasks, fn: Callable[[T], Outcome],
             items: Sequence[T]) -> list[Outcome] | int:
-    """Every job's outcome, in order; an exit code when the executor cannot start."""
-    executor = executor_of(args)
+    """Every job's outcome, in order; an exit code when the executor cannot start.  The
+    executor is closed here (a pool aborted when the jobs did not all finish)."""
     done = False
     try:
         outcomes = list(executor.map(fn, items))

@@ -47,6 +47,7 @@ from fastsim_record.batch.sources import (
     store_error,
 )
 from fastsim_recording_format import FormatError, FsrReader
+from fastsim_recording_format.reading.summary import summary
 
 __all__ = ["UploadTask", "object_sha256", "upload_job"]
 
@@ -120,8 +121,6 @@ def upload_job(task: UploadTask) -> Outcome:
     try:
         receipt = payload_receipt(task.path).to_json()
         with FsrReader(task.path) as reader:
-            from fastsim_record.cli.info import summary
-
             info = summary(reader)
         digest = sha256_file(task.path)
         size = os.path.getsize(task.path)

@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--video-codec", choices=("av1", "h264"), default="av1",
                         help="LeRobot: av1 (libsvtav1 with LeRobot's defaults, the default) or h264")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    from fastsim_record.batch.runner import add_executor_arguments
+    from fastsim_record.cli._batch import add_executor_arguments
 
     add_executor_arguments(parser)
     parser.epilog = (
@@ -210,8 +210,8 @@ def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
 
     if args.jobs is not None or args.ray is not None:
         from fastsim_record.batch.jobs import CRC_IF_PRESENT, CheckTask, validate_job
-        from fastsim_record.batch.runner import run_all
         from fastsim_record.batch.sources import Entry
+        from fastsim_record.cli._batch import run_all
 
         tasks = [CheckTask(Entry(str(p), 0), CRC_IF_PRESENT) for p in sources]
         outcomes = run_all("fsr export", args, validate_job, tasks)
@@ -240,7 +240,7 @@ def _checked(args: argparse.Namespace, sources: list[Path]) -> int:
 def _refused(count: int, codes: list[int]) -> int:
     """The worst code; a failure among several sources adds the summary line (one source
     keeps its one line)."""
-    from fastsim_record.batch.runner import files
+    from fastsim_record.cli._batch import files
 
     failed = sum(1 for c in codes if c)
     if failed and count > 1:

@@ -26,13 +26,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from fastsim_record.batch.index import EpisodeIndexError, read_index, reusable, update_index
+from fastsim_record.batch.index import EpisodeIndexError, merge_index, read_index, reusable
 from fastsim_record.batch.jobs import CheckTask, index_job
-from fastsim_record.batch.runner import add_executor_arguments, files, run_all
 from fastsim_record.batch.sources import Entry, SourceError, expand, is_url
-from fastsim_recording_format import VALIDATION_PROFILES
+from fastsim_record.cli._batch import (
+    add_executor_arguments,
+    add_integrity_argument,
+    default_policy,
+    files,
+    run_all,
+)
 from fastsim_recording_format.overlap import overlap
 
 __all__ = ["add_arguments", "run"]
@@ -47,8 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an OUT that is not an index")
     parser.add_argument("--prune", action="store_true",
                         help="drop the rows of files these SOURCES do not name (default: keep them)")
-    parser.add_argument("--integrity", choices=VALIDATION_PROFILES, default="structural",
-                        help="the validation profile of each file (default: structural)")
+    add_integrity_argument(parser)
     parser.add_argument("--sha256", action="store_true", help="also store each file's SHA-256")
     add_executor_arguments(parser)
     parser.epilog = ("exit codes: 0 every file valid; 1 some file invalid (its row has the error); "
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         old = None
     old = old or {}
-    policy = "sha256" if args.integrity in ("fast", "strong") else "none"
+    policy = default_policy(args.integrity)
     reused = {e.url: old[e.url] for e in entries if reusable(old.get(e.url), e, args.integrity, args.sha256)}
     todo = [CheckTask(e, args.integrity, policy, args.sha256) for e in entries if e.url not in reused]
     outcomes = run_all(PROG, args, index_job, todo)
@@ -94,24 +97,14 @@ def run(args: argparse.Namespace) -> int:
     for outcome in outcomes:
         if outcome.data is not None:
             mine[outcome.url] = outcome.data
-
-    def merge(current: dict[str, dict[str, Any]] | None) -> list[dict[str, Any]]:
-        """This run's rows over the index as it is now (another writer's rows are kept)."""
-        rows = {} if args.prune or current is None else dict(current)
-        rows.update(mine)
-        merged.clear()
-        merged.update(rows)
-        return list(rows.values())
-
-    merged: dict[str, dict[str, Any]] = {}
-    try:
-        count = update_index(args.output, merge, replace_invalid=args.overwrite)
+    try:  # this run's rows over the index as it is now (another writer's rows are kept)
+        merged = merge_index(args.output, mine, prune=args.prune, replace_invalid=args.overwrite)
     except EpisodeIndexError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     named = {e.url for e in entries}  # kept rows of other files are not this run's outcome
     failed = sorted((url, row["error"]) for url, row in merged.items() if row.get("error") and url in named)
-    print(f"indexed {files(len(named))} to {args.output} ({count} rows): {len(todo)} read, "
+    print(f"indexed {files(len(named))} to {args.output} ({len(merged)} rows): {len(todo)} read, "
           f"{len(reused)} unchanged, {len(named) - len(failed)} valid, {len(failed)} failed")
     if failed:
         print(f"{PROG}: {len(failed)} of {files(len(named))} failed validation (their rows carry the error):",

@@ -27,10 +27,10 @@ import os
 import sys
 from typing import Any
 
-from fastsim_record.batch.index import EpisodeIndexError, read_index, update_index
-from fastsim_record.batch.runner import add_executor_arguments, failures, files, run_all
+from fastsim_record.batch.index import EpisodeIndexError, merge_index, read_index
 from fastsim_record.batch.sources import SourceError, is_url, local_files
 from fastsim_record.batch.upload import UploadTask, upload_job
+from fastsim_record.cli._batch import add_executor_arguments, failures, files, run_all
 from fastsim_recording_format.overlap import overlap
 
 __all__ = ["INDEX_NAME", "add_arguments", "plan", "run"]
@@ -147,8 +147,7 @@ def run(args: argparse.Namespace) -> int:
     rows = {**old, **mine}
     if not args.no_index and rows:
         try:  # merged with the index as it is at the moment of writing: no other writer's row is lost
-            update_index(index_url, lambda now: {**(now or {}), **mine}.values(),
-                         replace_invalid=args.overwrite_index)
+            merge_index(index_url, mine, replace_invalid=args.overwrite_index)
         except (EpisodeIndexError, OSError) as exc:
             print(f"{PROG}: {exc}".splitlines()[0], file=sys.stderr)
             return 2

@@ -30,11 +30,17 @@ import json
 import sys
 
 from fastsim_record.batch.jobs import CheckTask, validate_job
-from fastsim_record.batch.runner import add_executor_arguments, failures, files, run_all
 from fastsim_record.batch.sources import SourceError, expand, is_single_file
+from fastsim_record.cli._batch import (
+    add_executor_arguments,
+    add_integrity_argument,
+    default_policy,
+    failures,
+    files,
+    run_all,
+)
 from fastsim_recording_format import (
     POLICY_INTEGRITIES,
-    VALIDATION_PROFILES,
     FormatError,
     IntegrityPolicyError,
     ProfileUnsupportedError,
@@ -47,11 +53,7 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``fsr validate``'s arguments."""
     parser.add_argument("files", nargs="+", metavar="FILE", help="sealed .fsr files, folders or URLs")
-    parser.add_argument(
-        "--integrity", choices=VALIDATION_PROFILES, default="structural",
-        help="structural (default; no payload byte read), crc (every payload vs its CRC-32C), "
-        "fast or strong (SHA-256; need --policy-integrity sha256)",
-    )
+    add_integrity_argument(parser)
     parser.add_argument(
         "--policy-integrity", choices=POLICY_INTEGRITIES, default=None,
         help="the output policy integrity (default: sha256 for fast/strong, else none)",
@@ -65,7 +67,7 @@ _UNSEALED_HINT = " (an unsealed .incomplete file can be rebuilt with 'fsr recove
 
 def run(args: argparse.Namespace) -> int:
     """Validate and print the receipt; 0 valid, 1 invalid, 2 usage or unreadable."""
-    policy = args.policy_integrity or ("sha256" if args.integrity in ("fast", "strong") else "none")
+    policy = args.policy_integrity or default_policy(args.integrity)
     if not is_single_file(args.files, args):
         return _batch(args, policy)
     args.file = args.files[0]
