@@ -130,6 +130,36 @@ def test_max_steps_truncates_and_commits_normal(tmp_path: Path) -> None:
         assert rec.info.records["observations"] == 5
 
 
+def test_gym_make_max_episode_steps_truncates_and_commits_normal_at_once(tmp_path: Path) -> None:
+    """gym.make's TimeLimit truncates at N: the episode is committed normal at that step, its reason naming N."""
+    env = gym.make(f"fastsim_embedded.gym:{ENV_ID}", run=reach_run(tmp_path, duration_s=10.0),
+                   output_dir=tmp_path / "out", max_episode_steps=3)
+    assert str(env) == "<TimeLimit<OrderEnforcing<PassiveEnvChecker<FastSimRunEnv<FastSimRun-v0>>>>>"  # no extra wrapper
+    inner = env.unwrapped
+    assert isinstance(inner, FastSimRunEnv)
+    assert inner.time_limit == 3
+    env.reset(seed=1)
+    steps = [env.step(env.action_space.sample()) for _ in range(3)]
+    assert [(s[2], s[3]) for s in steps] == [(False, False), (False, False), (False, True)]
+    assert [Path(p).name for p in steps[-1][4]["committed"]] == ["episode-00000-env0.fsr"]  # at once, not at reset
+    assert inner.episode is None
+    env.reset(seed=2)
+    env.step(env.action_space.sample())
+    env.close()
+    first, second = env.unwrapped.committed  # type: ignore[attr-defined]
+    assert validate(first).validated_bytes == Path(first).stat().st_size
+    with fr.open(first) as rec:
+        assert rec.info.completion == "normal"
+        assert rec.info.completion_reason == "max_episode_steps after 3 steps"
+        assert rec.info.records["observations"] == 4
+    with fr.open(second) as rec:
+        assert rec.info.completion == "stopped"  # closed after 1 step, before its limit
+    unlimited = gym.make(f"fastsim_embedded.gym:{ENV_ID}", run=reach_run(tmp_path), output_dir=tmp_path / "out",
+                         max_episode_steps=-1)  # no TimeLimit: nothing to notice
+    assert unlimited.unwrapped.time_limit is None  # type: ignore[attr-defined]
+    unlimited.close()
+
+
 def test_the_task_spec_is_in_the_run_metadata_and_the_reward_is_a_channel(tmp_path: Path) -> None:
     """fsr channels lists task.reward; the run metadata carries the task spec."""
     env = FastSimRunEnv(reach_run(tmp_path), tmp_path / "out")

@@ -104,11 +104,6 @@ def _only_file(folder: Path, pattern: str) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 12), strict=False,
-    reason="Python 3.12 refuses new threads once the interpreter finalizes, and the exit-time commit starts "
-           "threads: the episode stays a recoverable .incomplete (open issue 24)",
-)
 def test_an_exception_in_user_code_commits_the_open_episode_stopped_at_exit(tmp_path: Path) -> None:
     """An exception escaping the user's program: the finaliser commits the open episode stopped at exit."""
     process = _driver(tmp_path, "raise")

@@ -34,7 +34,8 @@ Episodes (one ``fastsim_embedded.session.Episode`` each, one committed file each
     |   |                | nothing sent), sent as the scene's command through Core's audited  |
     |   |                | control path (control audit + result), one tick runs               |
     | 3 | terminated     | the task succeeded or failed: the episode commits ``normal`` now   |
-    | 4 | truncated      | the Run's duration (ticks) or ``max_steps``: commits ``normal``    |
+    | 4 | truncated      | the Run's duration (ticks), ``max_steps`` or ``gym.make``'s        |
+    |   |                | ``max_episode_steps``: commits ``normal``                           |
     | 5 | close()        | commits the open episode ``stopped``; later calls raise             |
 
 File names: the Run's output template rendered with the episode number (a name without
@@ -52,9 +53,16 @@ KeyboardInterrupt inside ``step`` commits the episode ``stopped`` (interrupted b
 operator) and re-raises; an exception in user code between steps leaves the episode
 open, and ``close()`` or the interpreter's exit (a ``weakref.finalize``) commits it
 ``stopped``.  ``kill -9`` leaves the usual recoverable ``.incomplete`` (``fsr recover``).
-Gymnasium's ``TimeLimit`` (``gym.make(..., max_episode_steps=N)``) truncates outside the
-environment, which then sees the next ``reset`` as an abandoned episode (``stopped``,
-its reason naming the steps): pass ``max_steps=N`` for a ``normal`` completion.
+
+``gym.make(..., max_episode_steps=N)`` puts Gymnasium's ``TimeLimit`` around the
+environment, which truncates outside it and keeps N out of the environment's own spec.
+The registration's one additional wrapper entry (``notice_time_limit``), which
+``gym.make`` applies after ``TimeLimit``, reads N from the made stack's
+``spec.max_episode_steps`` (``TimeLimit.spec`` sets it) into ``time_limit``, and
+returns the stack unchanged: the episode then commits ``normal`` at step N, reason
+``max_episode_steps after N steps``, as with ``max_steps`` (a later ``step`` asks for
+``reset``).  A ``TimeLimit`` applied by hand, or a stack re-made from ``env.spec`` (whose
+``additional_wrappers`` no longer name the entry), is not seen: pass ``max_steps=N``.
 """
 
 from __future__ import annotations
@@ -69,6 +77,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import WrapperSpec
 
 from fastsim_contract.run import RunDocument, load_run
 from fastsim_contract.values import CompletionKind
@@ -86,7 +95,7 @@ from fastsim_embedded.loop import TickResult, tick_count
 from fastsim_embedded.output import OutputRefused
 from fastsim_embedded.session import Episode, task_of
 
-__all__ = ["ENV_ID", "FastSimRunEnv"]
+__all__ = ["ENV_ID", "FastSimRunEnv", "notice_time_limit"]
 
 ENV_ID = "FastSimRun-v0"
 _SIGINT = int(signal.SIGINT)
@@ -158,6 +167,9 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._closed = False
         self._steps = 0
         self._reader: ObservationReader | None = None
+        #: the ``max_episode_steps`` of the ``TimeLimit`` that ``gym.make`` put around this
+        #: env (``notice_time_limit``); ``None``: no such ``TimeLimit``
+        self.time_limit: int | None = None
         #: every file this env committed, in order
         self.committed: list[str] = []
 
@@ -247,11 +259,14 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         terminated = bool(task is not None and (task.success or task.failure))
         truncated = not terminated and (
             episode.ticks >= self._ticks or (self.max_steps is not None and self._steps >= self.max_steps)
+            or (self.time_limit is not None and self._steps >= self.time_limit)
         )
         info = self._info(episode, result, commands)
         if terminated or truncated:
             why = ("the task succeeded" if task is not None and task.success else "the task failed") if terminated \
-                else "the Run's duration" if episode.ticks >= self._ticks else "max_steps"
+                else "the Run's duration" if episode.ticks >= self._ticks \
+                else "max_steps" if self.max_steps is not None and self._steps >= self.max_steps \
+                else "max_episode_steps"
             self._done = True
             info["committed"] = self._open.commit(CompletionKind.NORMAL, f"{why} after {self._steps} steps")
             self.committed += info["committed"]
@@ -340,4 +355,18 @@ def _without_plugins(document: RunDocument) -> RunDocument:
     return attrs.evolve(document, plugins=())
 
 
-gym.register(id=ENV_ID, entry_point=FastSimRunEnv, disable_env_checker=False)  # type: ignore[arg-type]
+def notice_time_limit(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
+    """``gym.make``'s last step for ``FastSimRun-v0`` (the registration's additional
+    wrapper entry, applied after ``TimeLimit``): hand the stack's ``max_episode_steps``
+    to the environment inside; the stack is returned unchanged (module docstring)."""
+    inner = env.unwrapped
+    if isinstance(inner, FastSimRunEnv):
+        spec = env.spec
+        inner.time_limit = spec.max_episode_steps if spec is not None else None
+    return env
+
+
+gym.register(
+    id=ENV_ID, entry_point=FastSimRunEnv, disable_env_checker=False,  # type: ignore[arg-type]
+    additional_wrappers=(WrapperSpec("notice_time_limit", f"{__name__}:notice_time_limit", {}),),
+)

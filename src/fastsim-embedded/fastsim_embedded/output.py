@@ -45,7 +45,8 @@ replaced it) is left alone and reported in ``Transaction.note``.
 
 ``revoke_open`` is Core's deadline-bounded cleanup after a finalizer overran: it runs on
 a helper thread and the caller waits at most until the deadline, so a stalled
-filesystem cannot turn terminal cleanup into an unbounded wait.
+filesystem cannot turn terminal cleanup into an unbounded wait.  When no thread can start
+(Python 3.12+ at interpreter exit) it runs inline and reports whether it ended in time.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ import hashlib
 import os
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -364,7 +366,15 @@ class FileOutputService:
                 self.release_reservations()
 
         helper = threading.Thread(target=work, name="fastsim-output-revoke", daemon=True)
-        helper.start()
+        try:
+            helper.start()
+        except RuntimeError:  # no new thread (Python 3.12+ at interpreter exit): revoke here
+            try:
+                work()
+            except Exception:  # reported as the helper thread's would be; not cleaned up
+                traceback.print_exc()
+                return False
+            return time.monotonic() <= deadline_monotonic
         helper.join(max(0.0, deadline_monotonic - time.monotonic()))
         return not helper.is_alive()
 

@@ -5,6 +5,9 @@ later requests return ``False`` and change nothing.
 
 Finalizers run concurrently, one thread each, after the cut.  Each gets the same
 absolute deadline: the cut instant plus ``min(requested_timeout_s, max_timeout_s)``.
+When no thread can start (Python 3.12+ refuses new threads once the interpreter
+finalizes, e.g. in a ``weakref.finalize`` at exit), a finalizer runs inline on the
+calling thread, handed the same deadline; one that returns after it is row 3.
 
     | # | finalizer                              | its outcome                               |
     |---|----------------------------------------|-------------------------------------------|
@@ -169,7 +172,7 @@ class TerminalCoordinator:
         """
         self.mark_cut()
         started = self.clock()
-        runs: list[tuple[Registration, float, threading.Thread, list[FinalizerResult | BaseException]]] = []
+        runs: list[tuple[Registration, float, threading.Thread | None, list[FinalizerResult | BaseException]]] = []
         for registration in self.registrations():
             timeout = min(registration.request.requested_timeout_s, self.max_timeout_s)
             deadline = started + timeout
@@ -180,13 +183,21 @@ class TerminalCoordinator:
                 name=f"finalizer-{registration.request.component}",
                 daemon=True,
             )
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError:  # no new thread (Python 3.12+ at interpreter exit): run it here
+                _call_finalizer(registration.finalizer, cut, deadline, box)
+                if self.clock() > deadline:
+                    box.clear()  # it returned after its deadline: row 3, as a thread still running
+                runs.append((registration, deadline, None, box))
+                continue
             runs.append((registration, deadline, thread, box))
         outcomes: list[FinalizerOutcome] = []
-        for registration, deadline, thread, box in runs:
-            thread.join(max(0.0, deadline - self.clock()))
+        for registration, deadline, ran_in, box in runs:
+            if ran_in is not None:
+                ran_in.join(max(0.0, deadline - self.clock()))
             request = registration.request
-            if thread.is_alive() or not box:
+            if (ran_in is not None and ran_in.is_alive()) or not box:
                 registration.finalizer.cancel()
                 in_time = revoke(registration.owner or request.component, self.clock() + self.revoke_grace_s)
                 result = FinalizerResult(
