@@ -53,7 +53,8 @@ then runs the finalizers) and exposes the state tests read as read-only properti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Generic, TypeVar, overload
 
 import attrs
 import numpy as np
@@ -117,6 +118,9 @@ class FakePluginContext:
     core: FakeServices
 
 
+T = TypeVar("T")
+
+
 def numeric_channels(count: int, width: int = 7) -> tuple[ChannelDescriptor, ...]:
     """``count`` float64 vector channels named ``robot.c<i>`` of ``width`` elements."""
     return tuple(
@@ -130,6 +134,20 @@ def default_plan(channels: Sequence[ChannelDescriptor]) -> CapturePlan:
     numeric = tuple(c.name for c in channels if c.kind == "numeric")
     sources = set(MANDATORY_SOURCES) | ({"observations"} if numeric else set())
     return CapturePlan(frozenset(sources), numeric)
+
+
+class _Read(Generic[T]):
+    """A read-only attribute of :class:`FakeCore` whose state one of its parts owns."""
+
+    def __init__(self, read: Callable[[FakeCore], T]) -> None:
+        self._read = read
+
+    @overload
+    def __get__(self, core: None, owner: type[FakeCore]) -> _Read[T]: ...
+    @overload
+    def __get__(self, core: FakeCore, owner: type[FakeCore] | None = None) -> T: ...
+    def __get__(self, core: FakeCore | None, owner: type[FakeCore] | None = None) -> T | _Read[T]:
+        return self if core is None else self._read(core)
 
 
 @attrs.define(eq=False)
@@ -288,73 +306,19 @@ class FakeCore:
         """True when the Run's status is failed."""
         return self.status()[0] == "failed"
 
-    # -- state tests read (owned by the parts) ------------------------------------------
-    @property
-    def global_sequence(self) -> int:
-        """The last global sequence allocated (the bus's)."""
-        return self.bus.global_sequence
-
-    @property
-    def generation(self) -> int:
-        """The current Runtime generation (the bus's)."""
-        return self.bus.generation
-
-    @property
-    def tick(self) -> int:
-        """The current tick (the bus's)."""
-        return self.bus.tick
-
-    @property
-    def sealed(self) -> bool:
-        """Whether the cut sealed publishing (the bus's)."""
-        return self.bus.sealed
-
-    @property
-    def subscribers(self) -> dict[str, list[Subscription]]:
-        """Live subscriptions per source (the bus's)."""
-        return self.bus.subscribers
-
-    @property
-    def subscribe_calls(self) -> list[tuple[str, int, tuple[str, ...]]]:
-        """(source, from_sequence, channels) of every accepted subscription (the bus's)."""
-        return self.bus.subscribe_calls
-
-    @property
-    def grants(self) -> list[str]:
-        """Every grant given, in order (the grants part's)."""
-        return self.granting.granted
-
-    @property
-    def registrations(self) -> list[Registration]:
-        """Every registered finalizer (the finalizers part's)."""
-        return self.finalizers.registrations
-
-    @property
-    def results(self) -> list[FinalizerResult]:
-        """Every finalizer result so far (the finalizers part's)."""
-        return self.finalizers.results
-
-    @property
-    def completions(self) -> list[CompletionRequest]:
-        """Every completion request, accepted or not (the terminal's)."""
-        return self.terminal.completions
-
-    @property
-    def winner(self) -> CompletionRequest | None:
-        """The completion request that won (the terminal's)."""
-        return self.terminal.winner
-
-    @property
-    def flow_gauges(self) -> list[Gauge]:
-        """The registered flow gauges (the flow's)."""
-        return self.flow.gauges
-
-    @property
-    def flow_released(self) -> list[FlowGauge]:
-        """Gauges the flow gave up waiting on (the flow's)."""
-        return self.flow.released
-
-    @property
-    def flow_waits(self) -> int:
-        """Ticks after which ``end_tick`` waited on a pressed gauge (the flow's)."""
-        return self.flow.waits
+    # -- state tests read (each owned by a part; read-only here) -------------------------
+    global_sequence = _Read[int](lambda core: core.bus.global_sequence)
+    generation = _Read[int](lambda core: core.bus.generation)
+    tick = _Read[int](lambda core: core.bus.tick)
+    sealed = _Read[bool](lambda core: core.bus.sealed)
+    subscribers = _Read[dict[str, list[Subscription]]](lambda core: core.bus.subscribers)
+    #: (source, from_sequence, channels) of every accepted subscription
+    subscribe_calls = _Read[list[tuple[str, int, tuple[str, ...]]]](lambda core: core.bus.subscribe_calls)
+    grants = _Read[list[str]](lambda core: core.granting.granted)  # every grant given, in order
+    registrations = _Read[list[Registration]](lambda core: core.finalizers.registrations)
+    results = _Read[list[FinalizerResult]](lambda core: core.finalizers.results)
+    completions = _Read[list[CompletionRequest]](lambda core: core.terminal.completions)
+    winner = _Read[CompletionRequest | None](lambda core: core.terminal.winner)
+    flow_gauges = _Read[list[Gauge]](lambda core: core.flow.gauges)
+    flow_released = _Read[list[FlowGauge]](lambda core: core.flow.released)
+    flow_waits = _Read[int](lambda core: core.flow.waits)

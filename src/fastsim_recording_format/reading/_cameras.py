@@ -72,16 +72,8 @@ class Cameras:
         """How many frames a camera has in this view."""
         return len(self._scope.data_rows(self.spec(camera)))
 
-    def frames(
-        self,
-        camera: str,
-        *,
-        generation: int | None = None,
-        start_ns: int | None = None,
-        stop_ns: int | None = None,
-        step: int = 1,
-    ) -> Iterator[Frame]:
-        """Decoded frames, one at a time, in ``[start_ns, stop_ns)``, every ``step``-th."""
+    def frames(self, camera: str, generation: object, start_ns: object, stop_ns: object, step: object) -> Iterator[Frame]:
+        """``View.frames``: the arguments checked now, the frames decoded as iterated."""
         spec = self.spec(camera)
         gen = opt_int("generation", generation)
         lo = opt_int("start_ns", start_ns)

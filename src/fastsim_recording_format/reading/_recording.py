@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from fastsim_recording_format._source import Closing
 from fastsim_recording_format.reading._errors import BadArgument, unknown
 from fastsim_recording_format.reading._file import File, Scope, as_int
 from fastsim_recording_format.reading._values import Info
@@ -53,7 +53,7 @@ class Episode(View):
         return (Episode, (self.recording, self.generation))
 
 
-class Recording(View):
+class Recording(View, Closing):
     """A sealed FSR recording opened for reading (a context manager; picklable)."""
 
     def __init__(self, path: str | os.PathLike[str], verify: bool = True) -> None:
@@ -150,13 +150,6 @@ class Recording(View):
             self._state.close()
             self._state = None
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path, "verify": self.verify}

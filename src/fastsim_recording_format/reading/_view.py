@@ -112,7 +112,7 @@ class View:
 
         Up to three frames are decoded ahead on a second thread; closing the iterator
         early waits only for the frames already in flight."""
-        return self._cameras.frames(camera, generation=generation, start_ns=start_ns, stop_ns=stop_ns, step=step)
+        return self._cameras.frames(camera, generation, start_ns, stop_ns, step)
 
     def frame(self, camera: str, index: int) -> Frame:
         """Frame ``index`` of a camera in this view (negative counts from the end)."""
