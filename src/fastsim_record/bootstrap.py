@@ -116,8 +116,9 @@ def wire(plugin: RecordPlugin) -> Wiring:
 
     def built() -> Wiring:
         return Wiring(
-            monitor, selection, cameras, lanes, encoders, sink, worker, flow, finalizer,
-            registration, tuple(pumps),
+            monitor=monitor, selection=selection, cameras=cameras, lanes=lanes, encoders=encoders,
+            sink=sink, worker=worker, flow=flow, finalizer=finalizer, registration=registration,
+            pumps=tuple(pumps),
         )
 
     try:

@@ -38,17 +38,17 @@ Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
 
 ``FakeCore`` is composed of parts that each own their state and one job; it builds them,
 orders the steps that span parts (the cut drops the flow gauges; ``terminate`` cuts,
-then runs the finalizers) and exposes the state tests read as read-only properties:
+then runs the finalizers) and exposes the state tests read as read-only attributes:
 
-    | part                      | module          | owns                                   |
-    |---------------------------|-----------------|----------------------------------------|
-    | ``bus: FakeBus``          | ``fake_bus``    | sequences, history, subscriptions,     |
-    |                           |                 | held deliveries, the seal (rules 1-5)  |
-    | ``granting: Grants``      | ``fake_services``| grants given (contract section 5)     |
-    | ``terminal: Terminal``    | ``fake_terminal``| completion requests, winner, cut (6)  |
-    | ``finalizers: Finalizers``| ``fake_terminal``| registrations, results, status (7)    |
-    | ``flow: Flow``            | ``fake_flow``   | gauges, released gauges, waits (8)     |
-    | ``outputs``               | ``fake_output`` | the output service and its leases      |
+    | part                       | module            | owns                                 |
+    |----------------------------|-------------------|--------------------------------------|
+    | ``bus: FakeBus``           | ``fake_bus``      | sequences, history, subscriptions,   |
+    |                            |                   | held deliveries, the seal (rules 1-5)|
+    | ``granting: Grants``       | ``fake_services`` | grants given (contract section 5)    |
+    | ``terminal: Terminal``     | ``fake_terminal`` | completion requests, winner, cut (6) |
+    | ``finalizers: Finalizers`` | ``fake_terminal`` | registrations, results, status (7)   |
+    | ``flow: Flow``             | ``fake_flow``     | gauges, released gauges, waits (8)   |
+    | ``outputs``                | ``fake_output``   | the output service and its leases    |
 """
 
 from __future__ import annotations

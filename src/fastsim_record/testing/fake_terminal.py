@@ -1,12 +1,12 @@
 """The fake Core's terminal coordination (rules 6-7 of ``fake_core``), as two parts of
 :class:`fastsim_record.testing.fake_core.FakeCore` that each own their state:
 
-    | part         | owns                                  | job                               |
-    |--------------|---------------------------------------|-----------------------------------|
-    | ``Terminal`` | completion requests, the winner, the  | first request wins; the exact cut |
-    |              | cut                                   | seals the bus                     |
-    | ``Finalizers``| registrations, results               | run them to an absolute deadline; |
-    |              |                                       | the Run's status                  |
+    | part           | owns                                 | job                               |
+    |----------------|--------------------------------------|-----------------------------------|
+    | ``Terminal``   | completion requests, the winner, the | first request wins; the exact cut |
+    |                | cut                                  | seals the bus                     |
+    | ``Finalizers`` | registrations, results               | run them to an absolute deadline; |
+    |                |                                      | the Run's status                  |
 """
 
 from __future__ import annotations
