@@ -33,7 +33,7 @@ from fastsim_embedded.loop import observation_publisher
 
 def _drained(run: RecordRun) -> None:
     """Wait (untimed) until Record's worker has drained every lane."""
-    lanes = getattr(run.plugin, "lanes", {})
+    lanes = getattr(getattr(run.plugin, "wiring", None), "lanes", {})  # what bootstrap.wire built
     while any(handle.lane.depth for handle in lanes.values()):
         for handle in lanes.values():  # the worker polls once a second: wake it now
             handle.wake.set()

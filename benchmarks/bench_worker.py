@@ -60,7 +60,8 @@ def worker_round(ticks: int, channels: int) -> dict[str, Any]:
     """One Run's worker CPU per record (and the tick buffers, for the baseline)."""
     run = RecordRun.build(record=True, channels=channels)
     host, backend = run.host, run.prepared.backend
-    plugin: Any = run.plugin  # the Record plugin: its encoders and worker
+    record: Any = run.plugin  # the Record plugin
+    plugin: Any = record.wiring  # what it was wired with: its encoders and worker
     record_bytes = int(plugin.encoders["observations"].record_bytes)
     backend.step(1)
     observe = observation_publisher(host, backend)

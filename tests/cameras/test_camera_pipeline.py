@@ -106,10 +106,11 @@ def test_no_media_lane_without_cameras(camera_run: CameraRun) -> None:
         observations={"mode": "all_numeric", "include": {}},
     )
     assert result.outcome.ok, result.outcome.reason
-    plugin = camera_run.plugins[0]
-    assert "media" not in plugin.lanes
-    assert plugin.cameras is None
-    assert not [p for p in plugin.pumps if p.name == "cameras"]
+    wiring = camera_run.plugins[0].wiring
+    assert wiring is not None
+    assert "media" not in wiring.lanes
+    assert wiring.cameras is None
+    assert not [p for p in wiring.pumps if p.name == "cameras"]
     with FsrReader(camera_run.output) as reader:
         assert not [s for s in reader.streams if s.name.startswith("cameras.")]
 

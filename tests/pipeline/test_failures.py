@@ -42,7 +42,7 @@ def test_encoding_happens_only_on_the_worker_thread(monkeypatch: pytest.MonkeyPa
     publisher.start()
     publisher.join(_WAIT)
     h.run_ticks(10)
-    worker = h.plugin.worker
+    worker = h.wiring.worker
     assert worker is not None
     assert h.finish().ok
     assert len(threads) == h.core.global_sequence
@@ -102,14 +102,16 @@ def test_prepare_fault_undoes_everything(fault: str) -> None:
     else:
         core.prepare_faults.add(fault)
     plugin = create_plugin(core.context(make_config()))
+    writers = {t for t in threading.enumerate() if t.name == "record-writer"}
     with pytest.raises(RecordError) as raised:
         plugin.prepare()
     assert "\n" not in str(raised.value)
     assert plugin.state == "closed"
     assert all(sub.closed for subs in core.subscribers.values() for sub in subs)
     assert all(not r.active for r in core.registrations)
-    worker = plugin.worker
-    assert worker is None or not worker.thread.is_alive()
+    assert plugin.wiring is None  # ``wire`` undid its partial wiring before raising
+    started = [t for t in threading.enumerate() if t.name == "record-writer" and t not in writers]
+    assert not started
     steps = core.outputs.steps()
     assert "commit" not in steps
     if fault != "open_write":
@@ -149,7 +151,7 @@ def test_confirmation_uses_the_exact_readback_lease_that_was_validated() -> None
     h = Harness.started()
     h.run_ticks(5)
     assert h.finish().ok
-    sink = h.plugin.sink
+    sink = h.wiring.sink
     assert isinstance(sink, FsrSink)
     readback, lease = sink.readback_lease, sink.lease
     assert isinstance(readback, FakeReadbackLease)
@@ -223,7 +225,7 @@ def test_critical_admission_charges_the_ceiling_without_a_portable_size(portable
     assert h.core.outputs.stalled.wait(_WAIT)
     for i in range(6):
         h.core.publish("events", {"i": i})
-    lane = h.plugin.lanes[LaneName.CRITICAL].lane
+    lane = h.wiring.lanes[LaneName.CRITICAL].lane
     assert (lane.fatal is not None) is overflows
     h.core.outputs.release_stall()
     assert h.finish().ok is not overflows

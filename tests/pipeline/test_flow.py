@@ -112,7 +112,7 @@ def test_no_observations_means_no_numeric_lane_grant_or_subscription() -> None:
     """With observations off there is no numeric or media lane, no grant, no polling."""
     h = Harness.started(make_config(observations="none"))
     h.run_ticks(5)
-    assert set(h.plugin.lanes) == {"critical"}
+    assert set(h.wiring.lanes) == {"critical"}
     assert h.core.grants == []
     assert all(source != "observations" for source, _, _ in h.core.subscribe_calls)
     assert h.finish().ok

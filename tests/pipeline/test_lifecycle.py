@@ -76,14 +76,14 @@ def test_finalizer_timeout_cancels_without_the_abort_path() -> None:
     result = h.finish()
     assert not result.ok
     assert "deadline" in (result.reason or "")
-    finalizer = h.plugin.finalizer
+    finalizer = h.wiring.finalizer
     assert finalizer is not None
     assert finalizer.cancelled
     assert "abort" not in h.core.outputs.steps()
     assert all(sub.closed for subs in h.core.subscribers.values() for sub in subs)
     h.plugin.close()
     h.core.outputs.release_stall()
-    worker = h.plugin.worker
+    worker = h.wiring.worker
     assert worker is not None
     assert worker.join(_WAIT)
     assert "abort" not in h.core.outputs.steps()
@@ -112,7 +112,7 @@ def test_close_before_finalization_aborts_once() -> None:
     h.plugin.close()
     assert h.core.outputs.steps() == ["open_write", "abort"]
     assert all(sub.closed for subs in h.core.subscribers.values() for sub in subs)
-    worker = h.plugin.worker
+    worker = h.wiring.worker
     assert worker is not None
     assert not worker.thread.is_alive()
 
@@ -122,7 +122,7 @@ def test_second_finalize_returns_the_first_result() -> None:
     h = Harness.started()
     h.run_ticks(3)
     first = h.finish()
-    finalizer = h.plugin.finalizer
+    finalizer = h.wiring.finalizer
     assert finalizer is not None
     again = finalizer.finalize(h.core.cut(), 0.0)
     assert again is first

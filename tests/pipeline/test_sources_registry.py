@@ -35,7 +35,7 @@ def test_each_rows_codec_is_the_one_its_encoder_declares() -> None:
     """The registry's codec column agrees with the payload codec every factory's encoder writes."""
     h = Harness.started()
     try:
-        context = StreamContext(h.plugin.config, h.plugin.context.core.run, h.plugin.selection.numeric)  # type: ignore[union-attr]
+        context = StreamContext(h.plugin.config, h.plugin.context.core.run, h.wiring.selection.numeric)  # type: ignore[union-attr]
         for row in SOURCES.values():
             if row.encoder is None:
                 continue
@@ -49,14 +49,14 @@ def test_the_bootstrap_wires_one_pump_and_stream_per_selected_source() -> None:
     """The default config selects the critical sources and observations, each on its row's lane."""
     h = Harness.started()
     try:
-        selection = h.plugin.selection
+        selection = h.wiring.selection
         assert selection is not None
         kinds = [s.kind for s in selection.sources]
         assert kinds == ["lifecycle", "events", "control.audit", "control.result", "observations"]
-        assert [p.name for p in h.plugin.pumps] == kinds
+        assert [p.name for p in h.wiring.pumps] == kinds
         assert all(s.lane is SOURCES[s.kind].lane for s in selection.sources)
-        assert set(h.plugin.lanes) == {LaneName.CRITICAL, LaneName.NUMERIC}
-        assert set(h.plugin.encoders) == set(kinds)
+        assert set(h.wiring.lanes) == {LaneName.CRITICAL, LaneName.NUMERIC}
+        assert set(h.wiring.encoders) == set(kinds)
     finally:
         h.plugin.close()
 

@@ -145,8 +145,8 @@ def test_large_reads_use_a_prepared_map_with_the_same_values(
     tmp_path: Path, interleave: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With every read counted as large, the anonymous-map path returns exactly the same values."""
+    import fastsim_recording_format.reading._numeric as numeric
     import fastsim_recording_format.reading._tables as tables
-    import fastsim_recording_format.reading._view as view
 
     path = tmp_path / "n.fsr"
     _write(path, interleave)
@@ -154,7 +154,7 @@ def test_large_reads_use_a_prepared_map_with_the_same_values(
         small = rec.numeric_all()
         episode = rec.episodes()[1].numeric_all()
     monkeypatch.setattr(tables, "LARGE", 1)
-    monkeypatch.setattr(view, "LARGE", 1)
+    monkeypatch.setattr(numeric, "LARGE", 1)
     with fr.open(path) as rec:
         large = rec.numeric_all()
         assert isinstance(large["c0"].values.base, np.ndarray)

@@ -1,10 +1,11 @@
 """The composition root: the one place that builds concrete adapters and wires the pipeline.
 
-``RecordPlugin.prepare`` (``pipeline/plugin.py``) calls :func:`wire`; everything the
-pipeline holds afterwards it holds through ports.  Each selected source's lane, contract
+``RecordPlugin.prepare`` (``pipeline/plugin.py``) calls :func:`wire`, which returns one
+frozen :class:`~fastsim_record.pipeline.wiring.Wiring` holding everything it built (the
+plugin keeps it as ``plugin.wiring`` and holds it through ports).  Each selected source's lane, contract
 kinds, barriers, stream kind, encoder and grant come from its row of the source registry
 (``fastsim_record.sources.SOURCES``).  Wiring, in this order so that a fault at any step
-is undone by ``RecordPlugin``'s cleanup:
+is undone (``Wiring.undo`` on the part built so far):
 
     | # | step                                                                      |
     |---|---------------------------------------------------------------------------|
@@ -23,11 +24,12 @@ is undone by ``RecordPlugin``'s cleanup:
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import attrs
 
-from fastsim_contract.protocols import PluginContext, RunContext
+from fastsim_contract.protocols import FinalizerRegistration, PluginContext, RunContext
 from fastsim_contract.run_errors import RunIssue
 from fastsim_record import __version__
 from fastsim_record.adapters.core_binding import CoreBinding, EnvelopeConverter
@@ -35,21 +37,24 @@ from fastsim_record.adapters.fsr_sink import FsrSink
 from fastsim_record.camera_wiring import select_cameras
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.core.batching import BatchLimits
+from fastsim_record.core.captured import LaneName
 from fastsim_record.core.lane import Lane, LaneSpec, OverloadPolicy
 from fastsim_record.errors import ConfigError
 from fastsim_record.pipeline.camera_pump import CameraPump
+from fastsim_record.pipeline.camera_stage import CameraSelection
 from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.plugin import RecordPlugin
 from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge, Pump
 from fastsim_record.pipeline.render_streams import render_kinds, replay_identity
+from fastsim_record.pipeline.wiring import Wiring, cancel_all
 from fastsim_record.pipeline.worker import WriterWorker
-from fastsim_record.ports.sinks import StreamDecl
-from fastsim_record.ports.sources import Selection, SourceSpec, materialize
+from fastsim_record.ports.sinks import PayloadEncoder, StreamDecl
+from fastsim_record.ports.sources import Closeable, Selection, SourceSpec, materialize
 from fastsim_record.sources import SOURCES, StreamContext
 from fastsim_recording_format.encoding import canonical_json
 
-__all__ = ["barrier_json", "create_plugin", "select_sources", "wire"]
+__all__ = ["Wiring", "barrier_json", "create_plugin", "select_sources", "wire"]
 
 _SWITCHED = ("lifecycle", "events", "control.audit", "control.result")
 
@@ -90,20 +95,80 @@ def barrier_json(payload: object) -> bytes:
     return canonical_json(data)
 
 
-def wire(plugin: RecordPlugin) -> None:
-    """Steps 1-8 (module table), recorded on ``plugin`` as they complete."""
+def wire(plugin: RecordPlugin) -> Wiring:
+    """Steps 1-8 (module table): the :class:`Wiring` that holds what they built.
+
+    On a fault at any step, what was built so far is undone (``Wiring.undo``) and the
+    fault propagates."""
     core = plugin.context.core
-    run = core.run
-    config = plugin.config
     binding = CoreBinding(core, plugin.component)
-    plugin.monitor = monitor = Monitor(binding.completion_requester())
-    selection = plugin.selection = select_sources(config, run)
-    cameras = plugin.cameras = select_cameras(config, run)
-    if cameras is not None:  # the media lane exists only with a camera source
-        selection = plugin.selection = attrs.evolve(selection, sources=(*selection.sources, cameras.spec))
-    sources = selection.sources
-    wake = threading.Event()  # one wake-up for the worker, set by any pump
-    gauge = PressureGauge()  # one backpressure signal for an unpaced host
+    monitor = Monitor(binding.completion_requester())
+    lanes: dict[LaneName, LaneHandle] = {}
+    encoders: dict[str, PayloadEncoder] = {}
+    pumps: list[Pump] = []
+    selection: Selection | None = None
+    cameras: CameraSelection | None = None
+    sink: FsrSink | None = None
+    worker: WriterWorker | None = None
+    flow: Closeable | None = None
+    finalizer: RecordFinalizer | None = None
+    registration: FinalizerRegistration | None = None
+
+    def built() -> Wiring:
+        return Wiring(
+            monitor=monitor, selection=selection, cameras=cameras, lanes=lanes, encoders=encoders,
+            sink=sink, worker=worker, flow=flow, finalizer=finalizer, registration=registration,
+            pumps=tuple(pumps),
+        )
+
+    try:
+        config, run = plugin.config, core.run
+        selection = select_sources(config, run)
+        cameras = select_cameras(config, run)
+        if cameras is not None:  # the media lane exists only with a camera source
+            selection = attrs.evolve(selection, sources=(*selection.sources, cameras.spec))
+        sources = selection.sources
+        wake = threading.Event()  # one wake-up for the worker, set by any pump
+        gauge = PressureGauge()  # one backpressure signal for an unpaced host
+        lanes.update(_lanes(config, sources, wake, gauge))
+        decls, record_bytes = _streams(StreamContext(config, run, selection.numeric), sources, cameras, encoders)
+        sink = _sink(plugin, decls)
+        batching = config.batching
+        worker = WriterWorker(
+            lanes=lanes, wake=wake, encoders=encoders, barrier_encoder=barrier_json, sink=sink,
+            limits=BatchLimits.from_config(batching.max_items, batching.max_bytes, batching.max_sim_duration_s),
+            monitor=monitor, camera_stage=cameras.stage if cameras is not None else None, gauge=gauge,
+        )
+        worker.start()
+        flow = binding.register_flow_gauge(gauge)
+        # the cut names camera sources per channel (cameras.<alias>.<role>)
+        consumed = [
+            key for s in sources
+            for key in (cameras.channel_keys if s.kind == "cameras" and cameras else (s.name,))
+        ]
+        finalizer = RecordFinalizer(
+            component=plugin.component, sources=consumed, worker=worker, monitor=monitor,
+            cancel_pumps=functools.partial(cancel_all, pumps),
+        )
+        registration = binding.register_finalizer(config.finalize.requested_timeout_s, consumed, finalizer)
+        for grant in dict.fromkeys(SOURCES[s.kind].grant for s in sources):
+            if grant is not None:
+                binding.request_grant(grant)
+        for spec in sources:
+            pump = _pump(spec, lanes[spec.lane], monitor, cameras, record_bytes)
+            pumps.append(pump)
+            pump.subscription = binding.subscribe(spec, pump)
+    except BaseException:
+        built().undo()
+        raise
+    return built()
+
+
+def _lanes(
+    config: RecordConfig, sources: tuple[SourceSpec, ...], wake: threading.Event, gauge: PressureGauge
+) -> dict[LaneName, LaneHandle]:
+    """Step 2: one lane per lane some selected source feeds."""
+    lanes: dict[LaneName, LaneHandle] = {}
     for lane_name in dict.fromkeys(s.lane for s in sources):
         q = getattr(config.queues, lane_name)
         lane = Lane(
@@ -112,8 +177,15 @@ def wire(plugin: RecordPlugin) -> None:
             [s.required for s in sources if s.lane is lane_name],
             materialize=materialize,
         )
-        plugin.lanes[lane_name] = LaneHandle(lane, wake, gauge=gauge)
-    context = StreamContext(config, run, selection.numeric)
+        lanes[lane_name] = LaneHandle(lane, wake, gauge=gauge)
+    return lanes
+
+
+def _streams(
+    context: StreamContext, sources: tuple[SourceSpec, ...], cameras: CameraSelection | None,
+    encoders: dict[str, PayloadEncoder],
+) -> tuple[list[StreamDecl], dict[str, int | None]]:
+    """Step 3: each source's encoder (into ``encoders``), stream declarations, record sizes."""
     decls: list[StreamDecl] = []
     record_bytes: dict[str, int | None] = {}
     for spec in sources:
@@ -123,11 +195,18 @@ def wire(plugin: RecordPlugin) -> None:
                 decls.extend(cameras.stage.streams())
             continue
         built = factory(spec, context)
-        plugin.encoders[spec.name] = built.encoder
+        encoders[spec.name] = built.encoder
         record_bytes[spec.name] = built.record_bytes
         decls.append(StreamDecl(
             spec.name, SOURCES[spec.kind].stream_kind, built.encoder.codec, built.attributes, spec.required
         ))
+    return decls, record_bytes
+
+
+def _sink(plugin: RecordPlugin, decls: list[StreamDecl]) -> FsrSink:
+    """Step 4: the FSR sink, which opens the write lease (after the integrity check)."""
+    config, core = plugin.config, plugin.context.core
+    run = core.run
     policy = run.output_policy
     if config.integrity != "structural" and policy.integrity != "sha256":
         raise ConfigError([RunIssue(
@@ -136,7 +215,7 @@ def wire(plugin: RecordPlugin) -> None:
             f"(got {policy.integrity!r})",
         )])
     mode, source_sha256, fence_extra = replay_identity(run)
-    plugin.sink = FsrSink(
+    return FsrSink(
         core.outputs, config.output.name, run_id=run.run_id, completion_id=run.completion_id,
         streams=decls, integrity=config.integrity, policy_integrity=policy.integrity,
         producer={"name": "fastsim-plugin-record", "version": __version__, "component": plugin.component},
@@ -146,42 +225,20 @@ def wire(plugin: RecordPlugin) -> None:
             **dict(getattr(run, "metadata", None) or {}), "record_config": config.to_mapping(),
         },
     )
-    batching = config.batching
-    plugin.worker = worker = WriterWorker(
-        lanes=plugin.lanes, wake=wake, encoders=plugin.encoders, barrier_encoder=barrier_json,
-        sink=plugin.sink,
-        limits=BatchLimits.from_config(batching.max_items, batching.max_bytes, batching.max_sim_duration_s),
-        monitor=monitor, camera_stage=cameras.stage if cameras is not None else None, gauge=gauge,
+
+
+def _pump(
+    spec: SourceSpec, handle: LaneHandle, monitor: Monitor, cameras: CameraSelection | None,
+    record_bytes: dict[str, int | None],
+) -> Pump:
+    """Step 8: the pump of one selected source (not yet subscribed)."""
+    row = SOURCES[spec.kind]
+    if row.encoder is None and cameras is not None:
+        return CameraPump(cameras.aliases, handle, monitor)
+    convert = EnvelopeConverter(
+        spec.name, spec.name, spec.lane, spec.required, row.contract_kinds, record_bytes[spec.name]
     )
-    worker.start()
-    plugin.flow = binding.register_flow_gauge(gauge)
-    # the cut names camera sources per channel (cameras.<alias>.<role>)
-    consumed = [
-        key for s in sources
-        for key in (cameras.channel_keys if s.kind == "cameras" and cameras else (s.name,))
-    ]
-    plugin.finalizer = RecordFinalizer(
-        component=plugin.component, sources=consumed, worker=worker, monitor=monitor,
-        cancel_pumps=plugin.cancel_pumps,
-    )
-    plugin.registration = binding.register_finalizer(
-        config.finalize.requested_timeout_s, consumed, plugin.finalizer
-    )
-    for grant in dict.fromkeys(SOURCES[s.kind].grant for s in sources):
-        if grant is not None:
-            binding.request_grant(grant)
-    for spec in sources:
-        handle = plugin.lanes[spec.lane]
-        row = SOURCES[spec.kind]
-        if row.encoder is None and cameras is not None:
-            pump: Pump = CameraPump(cameras.aliases, handle, monitor)
-        else:
-            convert = EnvelopeConverter(
-                spec.name, spec.name, spec.lane, spec.required, row.contract_kinds, record_bytes[spec.name]
-            )
-            pump = Pump(spec.name, convert, handle, monitor, carries_barriers=row.carries_barriers)
-        plugin.pumps.append(pump)
-        pump.subscription = binding.subscribe(spec, pump)
+    return Pump(spec.name, convert, handle, monitor, carries_barriers=row.carries_barriers)
 
 
 def create_plugin(context: PluginContext) -> RecordPlugin:

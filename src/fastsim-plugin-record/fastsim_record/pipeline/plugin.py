@@ -2,45 +2,38 @@
 :func:`fastsim_record.bootstrap.create_plugin`).
 
 The wiring itself (which sources, lanes, encoders, sink, worker, finalizer, grants and
-pumps) is the composition root's, :func:`fastsim_record.bootstrap.wire`; this module
-holds what it built, through ports, and runs the lifecycle:
+pumps) is the composition root's, :func:`fastsim_record.bootstrap.wire`; it returns one
+frozen :class:`~fastsim_record.pipeline.wiring.Wiring`, held as ``plugin.wiring``, which
+this module reads (through ports) to run the lifecycle:
 
     | # | call     | effect                                                             |
     |---|----------|--------------------------------------------------------------------|
     | 1 | prepare  | refuse a config outside the prepare contract (config rules 4-6,    |
     |   |          | whatever the Run's lock: defence in depth), before anything is     |
-    |   |          | wired; then ``bootstrap.wire``; on any fault everything done so far|
-    |   |          | is undone (pumps cancelled, finalizer unregistered, worker stopped,|
-    |   |          | lease aborted) and one ``RecordError`` line is raised              |
+    |   |          | wired; then ``bootstrap.wire``; on any fault it undoes everything  |
+    |   |          | done so far (``Wiring.undo``: pumps cancelled, finalizer           |
+    |   |          | unregistered, worker stopped, lease aborted) and one               |
+    |   |          | ``RecordError`` line is raised                                     |
     | 2 | start    | arm the monitor                                                    |
     | 3 | stop     | disarm the monitor (idempotent); capture continues to the cut      |
-    | 4 | close    | cancel pumps, stop the worker; abort the output unless it was      |
-    |   |          | committed or the host cancelled at the deadline (idempotent)       |
+    | 4 | close    | ``Wiring.undo``: cancel pumps, stop the worker; abort the output   |
+    |   |          | unless it was committed or the host cancelled at the deadline      |
+    |   |          | (idempotent)                                                       |
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from fastsim_contract.protocols import FinalizerRegistration, PluginContext
+from fastsim_contract.protocols import PluginContext
 from fastsim_contract.run_errors import RunIssue
 from fastsim_record import COMPONENT_ID
 from fastsim_record.config.model import RecordConfig
 from fastsim_record.config.rules import prepare_refusal
-from fastsim_record.core.captured import LaneName
 from fastsim_record.core.errors import DomainError
 from fastsim_record.errors import ConfigError, ContractError, RecordError, translate
-from fastsim_record.pipeline.finalizer import RecordFinalizer
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.pipeline.pumps import LaneHandle, Pump
-from fastsim_record.pipeline.worker import WriterWorker
-from fastsim_record.ports.sinks import PayloadEncoder, RecordSink
-from fastsim_record.ports.sources import Closeable, Selection
-
-if TYPE_CHECKING:
-    from fastsim_record.pipeline.camera_stage import CameraSelection
+from fastsim_record.pipeline.wiring import Wiring
 
 __all__ = ["RecordPlugin"]
 
@@ -48,7 +41,7 @@ __all__ = ["RecordPlugin"]
 class RecordPlugin:
     """One Record instance in one Run."""
 
-    def __init__(self, context: PluginContext, wire: Callable[[RecordPlugin], None]) -> None:
+    def __init__(self, context: PluginContext, wire: Callable[[RecordPlugin], Wiring]) -> None:
         config = context.config
         if not isinstance(config, RecordConfig):
             raise ConfigError([RunIssue(
@@ -59,17 +52,8 @@ class RecordPlugin:
         self.config = config
         self._wire = wire
         self.component = context.component_id or COMPONENT_ID
-        self.selection: Selection | None = None
-        self.lanes: dict[LaneName, LaneHandle] = {}
-        self.pumps: list[Pump] = []
-        self.monitor = Monitor(lambda _reason: False)
-        self.worker: WriterWorker | None = None
-        self.sink: RecordSink | None = None
-        self.finalizer: RecordFinalizer | None = None
-        self.registration: FinalizerRegistration | None = None
-        self.flow: Closeable | None = None  # the gauge's registration (None: an older Core)
-        self.encoders: dict[str, PayloadEncoder] = {}
-        self.cameras: CameraSelection | None = None  # issue 6: the media lane's cameras
+        self.wiring: Wiring | None = None  # what ``wire`` built (set once prepare succeeded)
+        self._idle = Monitor(lambda _reason: False)  # the monitor before (or without) wiring
         self._state = "new"  # new | prepared | started | stopped | closed
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -83,9 +67,8 @@ class RecordPlugin:
             self._state = "closed"
             raise ConfigError([refused])
         try:
-            self._wire(self)
+            self.wiring = self._wire(self)  # on a fault, ``wire`` has undone its steps
         except BaseException as exc:
-            self._cleanup()
             self._state = "closed"
             if isinstance(exc, RecordError):
                 raise
@@ -115,38 +98,14 @@ class RecordPlugin:
         self._cleanup()
 
     # -- helpers -----------------------------------------------------------------------
-    def cancel_pumps(self) -> None:
-        """Cancel every pump (the finalizer does at the cut; idempotent)."""
-        for pump in self.pumps:
-            pump.cancel()
+    @property
+    def monitor(self) -> Monitor:
+        """The wiring's monitor (an idle one before prepare or after a failed prepare)."""
+        return self._idle if self.wiring is None else self.wiring.monitor
 
     def _cleanup(self) -> None:
-        self.monitor.disarm()
-        self.cancel_pumps()
-        flow, self.flow = self.flow, None
-        if flow is not None:
-            with contextlib.suppress(Exception):  # Core drops gauges at the cut anyway
-                flow.close()
-        finalizer = self.finalizer
-        host_cancelled = finalizer is not None and finalizer.cancelled
-        committed = finalizer is not None and finalizer.committed
-        registration = self.registration
-        self.registration = None
-        if registration is not None and (finalizer is None or finalizer.result is None):
-            with contextlib.suppress(Exception):  # after the cut Core refuses; nothing to undo
-                registration.unregister()
-        worker = self.worker
-        if worker is not None:
-            if host_cancelled:
-                worker.cancel()
-            else:
-                worker.stop()
-                worker.join(2.0)
-        if self.sink is not None and not committed and not host_cancelled:
-            try:
-                self.sink.abort()
-            except RecordError as exc:
-                self.monitor.latch(exc)
+        if self.wiring is not None:
+            self.wiring.undo()
 
     @property
     def state(self) -> str:

@@ -1,1 +1,1 @@
-"""Protocols owned by the core side: sources, encoders, sinks, leases."""
+"""Protocols owned by the core side: sources, encoders, cameras, sinks, executors."""

@@ -37,7 +37,6 @@ __all__ = [
     "EnvelopeSink",
     "ItemConverter",
     "Selection",
-    "SourceHub",
     "SourceSpec",
     "materialize",
 ]
@@ -112,15 +111,3 @@ class Closeable(Protocol):
     """Something with an idempotent ``close``."""
 
     def close(self) -> None: ...
-
-
-class SourceHub(Protocol):
-    """The host's capture sources as the pipeline sees them (the Core binding)."""
-
-    def subscribe(self, spec: SourceSpec, sink: EnvelopeSink) -> Closeable:
-        """Atomic history-plus-live subscription; errors are ``fastsim_record.errors``."""
-        ...
-
-    def request_grant(self, grant: str) -> None:
-        """Ask the host for a capability grant (``observation``)."""
-        ...

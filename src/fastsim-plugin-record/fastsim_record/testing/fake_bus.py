@@ -1,37 +1,42 @@
 """The fake Core's capture bus: sequencing, history, subscriptions and publishing.
 
-``FakeBus`` is a mixin of :class:`fastsim_record.testing.fake_core.FakeCore` (which
-holds the state); rules 1-5 of that module's table live here.
+``FakeBus`` is one part of :class:`fastsim_record.testing.fake_core.FakeCore`; it owns
+its state (the global and per-source sequences, history, subscribers, held deliveries,
+the seal) and rules 1-5 of that module's table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
+import attrs
 import numpy as np
 
 from fastsim_contract.errors import SubscriptionRefused, TerminalError
 from fastsim_contract.harness import Profile
-from fastsim_contract.payloads import freeze
+from fastsim_contract.payloads import FrozenDict, freeze
 from fastsim_contract.payloads import portable_size as _portable_size
 from fastsim_contract.protocols import SinkSubscription as Subscription
 from fastsim_contract.values import (
     CameraSample,
+    CapturePlan,
+    ChannelDescriptor,
     ChannelSample,
+    CompletionRequest,
     Envelope,
     GenerationBarrier,
     ObservationTick,
     SourceKind,
+    TerminalSemanticCut,
 )
-from fastsim_record.testing.fake_state import FakeState
 from fastsim_recording_format.encoding import readonly
 
-if TYPE_CHECKING:
-    from fastsim_record.testing.fake_services import FakeServices
+__all__ = ["KINDS", "MANDATORY_SOURCES", "FakeBus", "InjectedFault", "Subscription", "check_fault"]
 
-__all__ = ["KINDS", "MANDATORY_SOURCES", "FakeBus", "InjectedFault", "Subscription"]
+T = TypeVar("T")
 
 MANDATORY_SOURCES = ("lifecycle", "events", "control.audit", "control.result")
 #: Every source the fake Core can sequence, by name: the contract's source kinds (a
@@ -44,29 +49,72 @@ class InjectedFault(RuntimeError):
     """An error raised on purpose by a fake."""
 
 
-class FakeBus(FakeState):
-    """Sequencing and delivery of the fake Core (a mixin; the state is ``FakeCore``'s)."""
+def check_fault(faults: set[str], step: str) -> None:
+    """Raise :class:`InjectedFault` when ``step`` is one of the injected ``faults``."""
+    if step in faults:
+        raise InjectedFault(f"injected fault at {step}")
 
-    def _fault(self, step: str) -> None:
-        if step in self.prepare_faults:
-            raise InjectedFault(f"injected fault at {step}")
 
-    def _subscribe(
-        self, view: FakeServices, source: str, sink: Any, from_sequence: int, channels: tuple[str, ...]
+@attrs.define(eq=False)
+class FakeBus:
+    """Sequencing and delivery of the fake Core (rules 1-5)."""
+
+    plan: CapturePlan
+    channels: Sequence[ChannelDescriptor]
+    sensor_hz: float
+    portable_sizes: bool
+    faults: set[str]  # the Core's ``prepare_faults`` (shared: tests add to it)
+    generation: int = 0
+    tick: int = 0
+    global_sequence: int = 0
+    sealed: bool = False
+    history_open: bool = True
+    control_started: bool = False
+    source_sequences: dict[str, int] = attrs.field(factory=dict)
+    history: dict[str, list[Envelope]] = attrs.field(factory=dict)
+    subscribers: dict[str, list[Subscription]] = attrs.field(factory=dict)
+    subscribe_calls: list[tuple[str, int, tuple[str, ...]]] = attrs.field(factory=list)
+    held: dict[str, list[Envelope]] = attrs.field(factory=dict)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+    _source_locks: dict[str, threading.RLock] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        for name in KINDS:
+            self._source_locks[name] = threading.RLock()
+            self.history[name] = []
+            self.subscribers[name] = []
+
+    def before_cut(self, what: str, action: Callable[[], T]) -> T:
+        """``action()`` under the bus lock, or ``TerminalError`` once the cut sealed publishing."""
+        with self._lock:
+            if self.sealed:
+                raise TerminalError(f"{what} after the terminal cut")
+            return action()
+
+    def seal(self, winner: CompletionRequest) -> TerminalSemanticCut:
+        """Seal publishing (rule 6) and return the exact cut."""
+        with self._lock:
+            self.sealed = True
+            finals = FrozenDict(dict(self.source_sequences))
+            return TerminalSemanticCut(self.global_sequence, finals, winner, self.generation)
+
+    def subscribe(
+        self, grants: set[str], source: str, sink: Any, from_sequence: int, channels: tuple[str, ...]
     ) -> Subscription:
-        self._fault(f"subscribe:{source}")
+        """Rule 3 for a component holding ``grants``."""
+        check_fault(self.faults, f"subscribe:{source}")
         if source not in KINDS:
             raise SubscriptionRefused(f"subscribe: unknown source {source!r}")
         plan = self.plan
         if not plan.captures(source):
             raise SubscriptionRefused(f"subscribe: source {source!r} is not in the capture plan")
         if source == "observations":
-            if "observation" not in view.grants:
+            if "observation" not in grants:
                 raise SubscriptionRefused("subscribe: observations need the observation grant")
             if channels and tuple(channels) != plan.observation_channels:
                 raise SubscriptionRefused("subscribe: observation channels differ from the plan")
         elif source == "cameras":
-            if "camera" not in view.grants:
+            if "camera" not in grants:
                 raise SubscriptionRefused("subscribe: cameras need the camera grant")
             planned = {ch for cam in plan.cameras for ch in cam.channels().values()}
             if not set(channels) <= planned:

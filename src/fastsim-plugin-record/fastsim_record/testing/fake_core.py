@@ -35,15 +35,31 @@ Semantics (``contracts/core-contract.md``; this fake passes the contract suite):
 Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
 (``subscribe:<source>``, ``request_grant``, ``register_finalizer``);
 ``outputs.faults`` are the output service's; ``hold_delivery`` delays a source.
+
+``FakeCore`` is composed of parts that each own their state and one job; it builds them,
+orders the steps that span parts (the cut drops the flow gauges; ``terminate`` cuts,
+then runs the finalizers) and exposes the state tests read as read-only attributes:
+
+    | part                       | module            | owns                                 |
+    |----------------------------|-------------------|--------------------------------------|
+    | ``bus: FakeBus``           | ``fake_bus``      | sequences, history, subscriptions,   |
+    |                            |                   | held deliveries, the seal (rules 1-5)|
+    | ``granting: Grants``       | ``fake_services`` | grants given (contract section 5)    |
+    | ``terminal: Terminal``     | ``fake_terminal`` | completion requests, winner, cut (6) |
+    | ``finalizers: Finalizers`` | ``fake_terminal`` | registrations, results, status (7)   |
+    | ``flow: Flow``             | ``fake_flow``     | gauges, released gauges, waits (8)   |
+    | ``outputs``                | ``fake_output``   | the output service and its leases    |
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Generic, TypeVar, overload
 
 import attrs
+import numpy as np
 
+from fastsim_contract.harness import Profile
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.payloads import FrozenDict, freeze
 from fastsim_contract.protocols import FlowGauge
@@ -56,16 +72,11 @@ from fastsim_contract.values import (
     FinalizerResult,
     TerminalSemanticCut,
 )
-from fastsim_record.testing.fake_bus import (
-    KINDS,
-    MANDATORY_SOURCES,
-    FakeBus,
-    InjectedFault,
-    Subscription,
-)
+from fastsim_record.testing.fake_bus import MANDATORY_SOURCES, FakeBus, InjectedFault, Subscription
+from fastsim_record.testing.fake_flow import Flow, Gauge
 from fastsim_record.testing.fake_output import FakeOutputService
-from fastsim_record.testing.fake_services import FakeServices, Gauge, Registration, ServicesMixin
-from fastsim_record.testing.fake_terminal import FakeTerminal
+from fastsim_record.testing.fake_services import FakeServices, Grants
+from fastsim_record.testing.fake_terminal import Finalizers, Registration, Terminal
 
 __all__ = [
     "MANDATORY_SOURCES",
@@ -78,7 +89,6 @@ __all__ = [
     "freeze",
     "numeric_channels",
 ]
-
 
 
 @attrs.frozen
@@ -108,6 +118,9 @@ class FakePluginContext:
     core: FakeServices
 
 
+T = TypeVar("T")
+
+
 def numeric_channels(count: int, width: int = 7) -> tuple[ChannelDescriptor, ...]:
     """``count`` float64 vector channels named ``robot.c<i>`` of ``width`` elements."""
     return tuple(
@@ -123,8 +136,22 @@ def default_plan(channels: Sequence[ChannelDescriptor]) -> CapturePlan:
     return CapturePlan(frozenset(sources), numeric)
 
 
+class _Read(Generic[T]):
+    """A read-only attribute of :class:`FakeCore` whose state one of its parts owns."""
+
+    def __init__(self, read: Callable[[FakeCore], T]) -> None:
+        self._read = read
+
+    @overload
+    def __get__(self, core: None, owner: type[FakeCore]) -> _Read[T]: ...
+    @overload
+    def __get__(self, core: FakeCore, owner: type[FakeCore] | None = None) -> T: ...
+    def __get__(self, core: FakeCore | None, owner: type[FakeCore] | None = None) -> T | _Read[T]:
+        return self if core is None else self._read(core)
+
+
 @attrs.define(eq=False)
-class FakeCore(FakeBus, ServicesMixin, FakeTerminal):
+class FakeCore:
     """The fake Core of one Run."""
 
     channels: Sequence[ChannelDescriptor] = ()
@@ -139,65 +166,45 @@ class FakeCore(FakeBus, ServicesMixin, FakeTerminal):
     flow_stall_s: float = 5.0
     run_id: str = "run-1"
     completion_id: str = "completion-1"
-    # state
-    generation: int = 0
-    tick: int = 0
-    global_sequence: int = 0
-    sealed: bool = False
-    history_open: bool = True
-    control_started: bool = False
-    source_sequences: dict[str, int] = attrs.field(factory=dict)
-    history: dict[str, list[Envelope]] = attrs.field(factory=dict)
-    subscribers: dict[str, list[Subscription]] = attrs.field(factory=dict)
-    subscribe_calls: list[tuple[str, int, tuple[str, ...]]] = attrs.field(factory=list)
-    grants: list[str] = attrs.field(factory=list)
-    registrations: list[Registration] = attrs.field(factory=list)
-    completions: list[CompletionRequest] = attrs.field(factory=list)
-    winner: CompletionRequest | None = None
-    results: list[FinalizerResult] = attrs.field(factory=list)
-    held: dict[str, list[Envelope]] = attrs.field(factory=dict)
-    final_cut: TerminalSemanticCut | None = None
-    flow_gauges: list[Gauge] = attrs.field(factory=list)
-    flow_released: list[FlowGauge] = attrs.field(factory=list)
-    flow_waits: int = 0  # ticks after which ``end_tick`` waited on a pressed gauge
-    _views: dict[str, FakeServices] = attrs.field(factory=dict)
-    _lock: threading.Lock = attrs.field(factory=threading.Lock)
-    _source_locks: dict[str, threading.RLock] = attrs.field(factory=dict)
-    _completed: threading.Event = attrs.field(factory=threading.Event)
+    # the parts (built from the fields above)
+    bus: FakeBus = attrs.field(init=False)
+    granting: Grants = attrs.field(init=False)
+    terminal: Terminal = attrs.field(init=False)
+    finalizers: Finalizers = attrs.field(init=False)
+    flow: Flow = attrs.field(init=False)
+    _views: dict[str, FakeServices] = attrs.field(factory=dict, init=False)
 
     def __attrs_post_init__(self) -> None:
         if self.capture is None:
             self.capture = default_plan(self.channels)
-        for name in KINDS:
-            self._source_locks[name] = threading.RLock()
-            self.history[name] = []
-            self.subscribers[name] = []
-        self.outputs.integrity = self.output_policy.integrity
-        self.outputs.preserve_incomplete = self.output_policy.preserve_incomplete
-        self.outputs.publish_incomplete = self.output_policy.publish_incomplete
-        self.outputs.completion_id = self.completion_id
-        self.outputs.run_failed = self._run_failed
+        faults = self.prepare_faults
+        self.bus = FakeBus(self.capture, self.channels, self.sensor_hz, self.portable_sizes, faults)
+        self.granting = Grants(self.capture, faults)
+        self.terminal = Terminal(self.bus)
+        self.finalizers = Finalizers(self.bus, self.outputs, faults, self.max_finalizer_timeout_s)
+        self.flow = Flow(self.bus, self.flow_stall_s, self.terminal.completed.is_set)
+        outputs = self.outputs
+        outputs.integrity = self.output_policy.integrity
+        outputs.preserve_incomplete = self.output_policy.preserve_incomplete
+        outputs.publish_incomplete = self.output_policy.publish_incomplete
+        outputs.completion_id = self.completion_id
+        outputs.run_failed = self.terminal.failed
 
-    def _run_failed(self) -> bool:
-        winner = self.winner
-        return winner is not None and winner.kind is CompletionKind.FAILED
-
+    # -- the Run ------------------------------------------------------------------------
     @property
     def plan(self) -> CapturePlan:
         """The compiled capture plan."""
-        plan = self.capture
-        if plan is None:  # pragma: no cover - set in __attrs_post_init__
-            raise RuntimeError("no capture plan")
-        return plan
+        return self.bus.plan
 
     @property
     def run(self) -> FakeRunContext:
         """A snapshot of the run context."""
+        bus = self.bus
         return FakeRunContext(
             run_id=self.run_id, completion_id=self.completion_id, sensor_hz=self.sensor_hz,
             output_policy=self.output_policy, channels=tuple(self.channels),
-            services=self.services, capture=self.plan, generation=self.generation,
-            tick=self.tick, sim_time_ns=self.sim_time_ns(),
+            services=self.services, capture=bus.plan, generation=bus.generation,
+            tick=bus.tick, sim_time_ns=bus.sim_time_ns(),
         )
 
     def services_for(self, component: str) -> FakeServices:
@@ -211,14 +218,107 @@ class FakeCore(FakeBus, ServicesMixin, FakeTerminal):
         """A plugin context for ``config``."""
         return FakePluginContext(component_id, config, self.services_for(component_id))
 
+    # -- producers (the bus) ------------------------------------------------------------
+    def publish(
+        self, source: str, payload: Mapping[str, object], *, portable_size: int | None = -1
+    ) -> Envelope | None:
+        """Publish a lifecycle/events/control item; ``portable_size=-1`` computes it."""
+        return self.bus.publish(source, payload, portable_size=portable_size)
+
+    def publish_tick(self, values: Mapping[str, object] | None = None) -> Envelope | None:
+        """Advance one tick and publish one observation tick of the plan's channels."""
+        return self.bus.publish_tick(values)
+
+    def publish_camera(
+        self, channel: str, value: object, calibration_digest: str, profile: Profile = None
+    ) -> Envelope | None:
+        """One sample of a planned camera channel in the current tick (its own sequence)."""
+        return self.bus.publish_camera(channel, value, calibration_digest, profile)
+
+    def publish_render(self, source: str, payload: Mapping[str, object]) -> Envelope | None:
+        """One render-side item; ``None`` when the plan does not capture it."""
+        return self.bus.publish_render(source, payload)
+
+    def reset(self, reason: str = "reset") -> None:
+        """A new Runtime generation: the barrier, then ``generation.started``."""
+        self.bus.reset(reason)
+
+    def start_producers(self) -> None:
+        """The prepare boundary: history closes and control producers start."""
+        self.bus.start_producers()
+
+    def hold_delivery(self, source: str) -> None:
+        """Sequence but do not deliver ``source`` items until ``release_delivery``."""
+        self.bus.hold_delivery(source)
+
+    def release_delivery(self, source: str) -> None:
+        """Deliver the held items of ``source`` (late, so out of global order), then go live."""
+        self.bus.release_delivery(source)
+
+    def deliver_raw(self, source: str, item: object) -> None:
+        """Hand subscribers an arbitrary object (a contract violation) without sequencing it."""
+        self.bus.deliver_raw(source, item)
+
+    def sample_values(self) -> dict[str, np.ndarray]:
+        """Deterministic values for every numeric channel at the current tick."""
+        return self.bus.sample_values()
+
+    def end_tick(self, *, paced: bool = False) -> float:
+        """Rule 8 (the flow): the seconds this tick's end waited on pressed gauges."""
+        return self.flow.end_tick(paced=paced)
+
+    # -- terminal -----------------------------------------------------------------------
     def request_completion(self, request: CompletionRequest) -> bool:
         """First completion request wins (rule 6)."""
-        with self._lock:
-            self.completions.append(request)
-            if self.winner is not None or self.sealed:
-                return False
-            self.winner = request
-        self._completed.set()
-        return True
+        return self.terminal.request_completion(request)
 
-    # -- CoreServices internals -------------------------------------------------------
+    def wait_completion(self, timeout: float) -> CompletionRequest | None:
+        """Wait until some completion request won."""
+        return self.terminal.wait_completion(timeout)
+
+    def take_cut(self) -> TerminalSemanticCut:
+        """Seal publishing and return the exact cut (a NORMAL completion if none won);
+        the flow's gauges are dropped."""
+        cut = self.terminal.take_cut()
+        self.flow.clear()
+        return cut
+
+    def cut(self) -> TerminalSemanticCut:
+        """The cut (taken once)."""
+        return self.take_cut()
+
+    def terminate(
+        self,
+        kind: CompletionKind = CompletionKind.NORMAL,
+        reason: str = "done",
+        *,
+        timeout_s: float | None = None,
+    ) -> list[FinalizerResult]:
+        """Request completion (host side), cut, and run every finalizer (rule 7)."""
+        self.terminal.request_completion(CompletionRequest(kind, reason, "host"))
+        return self.finalizers.run(self.take_cut(), timeout_s)
+
+    def status(self) -> tuple[str, str | None]:
+        """The Run status: required-finalizer precedence, then the completion kind."""
+        return self.finalizers.status(self.terminal.winner)
+
+    def run_failed(self) -> bool:
+        """True when the Run's status is failed."""
+        return self.status()[0] == "failed"
+
+    # -- state tests read (each owned by a part; read-only here) -------------------------
+    global_sequence = _Read[int](lambda core: core.bus.global_sequence)
+    generation = _Read[int](lambda core: core.bus.generation)
+    tick = _Read[int](lambda core: core.bus.tick)
+    sealed = _Read[bool](lambda core: core.bus.sealed)
+    subscribers = _Read[dict[str, list[Subscription]]](lambda core: core.bus.subscribers)
+    #: (source, from_sequence, channels) of every accepted subscription
+    subscribe_calls = _Read[list[tuple[str, int, tuple[str, ...]]]](lambda core: core.bus.subscribe_calls)
+    grants = _Read[list[str]](lambda core: core.granting.granted)  # every grant given, in order
+    registrations = _Read[list[Registration]](lambda core: core.finalizers.registrations)
+    results = _Read[list[FinalizerResult]](lambda core: core.finalizers.results)
+    completions = _Read[list[CompletionRequest]](lambda core: core.terminal.completions)
+    winner = _Read[CompletionRequest | None](lambda core: core.terminal.winner)
+    flow_gauges = _Read[list[Gauge]](lambda core: core.flow.gauges)
+    flow_released = _Read[list[FlowGauge]](lambda core: core.flow.released)
+    flow_waits = _Read[int](lambda core: core.flow.waits)

@@ -1,57 +1,67 @@
-"""The fake Core's terminal coordinator and flow control (rules 6-8 of ``fake_core``).
+"""The fake Core's terminal coordination (rules 6-7 of ``fake_core``), as two parts of
+:class:`fastsim_record.testing.fake_core.FakeCore` that each own their state:
 
-A mixin of :class:`fastsim_record.testing.fake_core.FakeCore`: completion, the exact
-cut, finalizers to an absolute deadline, Run status, and ``end_tick`` for unpaced Runs.
+    | part           | owns                                 | job                               |
+    |----------------|--------------------------------------|-----------------------------------|
+    | ``Terminal``   | completion requests, the winner, the | first request wins; the exact cut |
+    |                | cut                                  | seals the bus                     |
+    | ``Finalizers`` | registrations, results               | run them to an absolute deadline; |
+    |                |                                      | the Run's status                  |
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fastsim_contract.payloads import FrozenDict
+import attrs
+
+from fastsim_contract.errors import TerminalError
 from fastsim_contract.protocols import Finalizer
 from fastsim_contract.values import (
     CompletionKind,
     CompletionRequest,
+    FinalizerRegistrationRequest,
     FinalizerResult,
     TerminalSemanticCut,
 )
-from fastsim_record.testing.fake_state import FakeState
+from fastsim_record.testing.fake_bus import FakeBus, check_fault
+from fastsim_record.testing.fake_output import FakeOutputService
 
-if TYPE_CHECKING:
-    from fastsim_record.testing.fake_services import Registration
-
-__all__ = ["FakeTerminal"]
+__all__ = ["Finalizers", "Registration", "Terminal"]
 
 
-class FakeTerminal(FakeState):
-    """Terminal coordination of the fake Core (a mixin; the state is ``FakeCore``'s)."""
+@attrs.define(eq=False)
+class Terminal:
+    """Completion (the first request wins) and the exact cut (rule 6)."""
 
-    def end_tick(self, *, paced: bool = False) -> float:
-        """Rule 8: the end of a tick; the seconds spent waiting on pressed gauges."""
-        if paced:
-            return 0.0
-        started = time.monotonic()
-        for registration in list(self.flow_gauges):
-            deadline = time.monotonic() + self.flow_stall_s
-            if registration.gauge.pressed:
-                self.flow_waits += 1
-            while registration.gauge.pressed and not self._completed.is_set():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    registration.close()
-                    self.flow_released.append(registration.gauge)
-                    break
-                registration.gauge.wait_relieved(min(0.05, remaining))
-        return time.monotonic() - started
+    bus: FakeBus
+    completions: list[CompletionRequest] = attrs.field(factory=list)
+    winner: CompletionRequest | None = None
+    final_cut: TerminalSemanticCut | None = None
+    completed: threading.Event = attrs.field(factory=threading.Event)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
 
-    # -- terminal -----------------------------------------------------------------------
+    def request_completion(self, request: CompletionRequest) -> bool:
+        """First completion request wins (rule 6)."""
+        with self._lock:
+            self.completions.append(request)
+            if self.winner is not None or self.bus.sealed:
+                return False
+            self.winner = request
+        self.completed.set()
+        return True
+
     def wait_completion(self, timeout: float) -> CompletionRequest | None:
         """Wait until some completion request won."""
-        self._completed.wait(timeout)
+        self.completed.wait(timeout)
         return self.winner
+
+    def failed(self) -> bool:
+        """Whether a FAILED completion won."""
+        winner = self.winner
+        return winner is not None and winner.kind is CompletionKind.FAILED
 
     def take_cut(self) -> TerminalSemanticCut:
         """Seal publishing and return the exact cut (a NORMAL completion if none won)."""
@@ -62,36 +72,58 @@ class FakeTerminal(FakeState):
         winner = self.winner
         if winner is None:  # pragma: no cover - set just above
             raise RuntimeError("no completion")
-        self.publish("lifecycle", {
+        self.bus.publish("lifecycle", {
             "event": "run.stopping", "completion": winner.kind.value, "reason": winner.reason,
         })
-        with self._lock:
-            self.sealed = True
-            self.flow_gauges.clear()
-            finals = FrozenDict(dict(self.source_sequences))
-            self.final_cut = TerminalSemanticCut(self.global_sequence, finals, winner, self.generation)
+        self.final_cut = self.bus.seal(winner)
         return self.final_cut
 
-    def cut(self) -> TerminalSemanticCut:
-        """The cut (taken once)."""
-        return self.take_cut()
 
-    def terminate(
-        self,
-        kind: CompletionKind = CompletionKind.NORMAL,
-        reason: str = "done",
-        *,
-        timeout_s: float | None = None,
-    ) -> list[FinalizerResult]:
-        """Request completion (host side), cut, and run every finalizer (rule 7)."""
-        self.request_completion(CompletionRequest(kind, reason, "host"))
-        cut = self.take_cut()
+@attrs.define(eq=False)
+class Registration:
+    """One registered finalizer."""
+
+    bus: FakeBus
+    request: FinalizerRegistrationRequest
+    finalizer: Finalizer
+    active: bool = True
+    timed_out: bool = False
+
+    def unregister(self) -> None:
+        """Withdraw the finalizer (refused after the cut)."""
+        if self.bus.sealed and self.active:
+            raise TerminalError("unregister after the terminal cut")
+        self.active = False
+
+
+@attrs.define(eq=False)
+class Finalizers:
+    """Registered finalizers, run concurrently to an absolute deadline (rule 7)."""
+
+    bus: FakeBus
+    outputs: FakeOutputService  # a late finalizer's leases are revoked
+    faults: set[str]
+    max_timeout_s: float
+    registrations: list[Registration] = attrs.field(factory=list)
+    results: list[FinalizerResult] = attrs.field(factory=list)
+
+    def register(self, request: FinalizerRegistrationRequest, finalizer: Finalizer) -> Registration:
+        """Register a finalizer (refused after the cut)."""
+        check_fault(self.faults, "register_finalizer")
+        if not isinstance(request, FinalizerRegistrationRequest):
+            raise TypeError("register_finalizer takes a FinalizerRegistrationRequest")
+        registration = Registration(self.bus, request, finalizer)
+        self.bus.before_cut("register_finalizer", lambda: self.registrations.append(registration))
+        return registration
+
+    def run(self, cut: TerminalSemanticCut, timeout_s: float | None = None) -> list[FinalizerResult]:
+        """Every active finalizer on its own thread; late ones are cancelled, their leases revoked."""
         started = time.monotonic()
         runs: list[tuple[Registration, float, threading.Thread, list[Any]]] = []
         for registration in self.registrations:
             if not registration.active:
                 continue
-            budget = min(registration.request.requested_timeout_s, self.max_finalizer_timeout_s)
+            budget = min(registration.request.requested_timeout_s, self.max_timeout_s)
             if timeout_s is not None:
                 budget = timeout_s
             deadline = started + budget
@@ -118,20 +150,15 @@ class FakeTerminal(FakeState):
         self.results.extend(results)
         return results
 
-    def status(self) -> tuple[str, str | None]:
+    def status(self, winner: CompletionRequest | None) -> tuple[str, str | None]:
         """The Run status: required-finalizer precedence, then the completion kind."""
         active = [r for r in self.registrations if r.active]
         for registration, result in zip(active, self.results):
             if registration.request.required and not result.ok:
                 return "failed", f"{result.component}: {result.reason or 'failed'}"
-        winner = self.winner
         if winner is None or winner.kind is CompletionKind.NORMAL:
             return "succeeded", None
         return winner.kind.value, winner.reason
-
-    def run_failed(self) -> bool:
-        """True when the Run's status is failed."""
-        return self.status()[0] == "failed"
 
 
 def _call(finalizer: Finalizer, cut: TerminalSemanticCut, deadline: float, box: list[Any]) -> None:
@@ -139,5 +166,3 @@ def _call(finalizer: Finalizer, cut: TerminalSemanticCut, deadline: float, box: 
         box.append(finalizer.finalize(cut, deadline))
     except BaseException as exc:  # reported as the finalizer's failure
         box.append(exc)
-
-

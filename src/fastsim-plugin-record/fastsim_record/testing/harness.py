@@ -26,6 +26,7 @@ from fastsim_record.config.model import (
     StreamsConfig,
 )
 from fastsim_record.pipeline.plugin import RecordPlugin
+from fastsim_record.pipeline.wiring import Wiring
 from fastsim_record.testing.fake_core import FakeCore, numeric_channels
 from fastsim_recording_format.reader import FsrReader
 
@@ -84,6 +85,14 @@ class Harness:
     core: FakeCore
     plugin: RecordPlugin
     results: list[FinalizerResult] = attrs.field(factory=list)
+
+    @property
+    def wiring(self) -> Wiring:
+        """What ``bootstrap.wire`` built for the plugin (it is prepared)."""
+        wiring = self.plugin.wiring
+        if wiring is None:
+            raise AssertionError("the plugin is not wired")
+        return wiring
 
     @classmethod
     def started(

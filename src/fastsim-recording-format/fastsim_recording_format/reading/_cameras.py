@@ -1,4 +1,4 @@
-"""Camera frames and calibration of a recording or episode (see ``_recording``)."""
+"""Camera frames and calibration of a recording or episode, one part of a view (see ``_recording``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from fastsim_recording_format import FormatError, StreamSpec
 from fastsim_recording_format.reading._codecs import ImageCodec, decode_image, image_codec
 from fastsim_recording_format.reading._errors import BadArgument, BadRecording, OutOfRange, unknown
-from fastsim_recording_format.reading._file import Array, ViewBase, as_int, opt_int
+from fastsim_recording_format.reading._file import Array, Scope, as_int, opt_int
 from fastsim_recording_format.reading._values import (
     CalibrationEpoch,
     CalibrationSeries,
@@ -22,22 +22,28 @@ from fastsim_recording_format.reading._values import (
     LostDeclaration,
 )
 
-__all__ = ["CameraView"]
+__all__ = ["Cameras"]
 
 _AHEAD = 3  # frames decoded ahead by frames()
 _CALIBRATION_ROLES = (("intrinsics", 72, (3, 3)), ("translation", 24, (3,)), ("quaternion_xyzw", 32, (4,)))
 
 
-class CameraView(ViewBase):
+class Cameras:
     """A view's camera calls: frames (decoded ahead on a thread pool) and calibration."""
+
+    __slots__ = ("_scope",)
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
 
     # -- cameras ------------------------------------------------------------------------
     def cameras(self) -> tuple[str, ...]:
         """Camera aliases that have an RGB stream."""
-        return tuple(a for a, roles in self._file().cameras.items() if "rgb" in roles)
+        return tuple(a for a, roles in self._scope.file().cameras.items() if "rgb" in roles)
 
-    def _camera(self, camera: object, role: str = "rgb") -> StreamSpec:
-        f = self._file()
+    def spec(self, camera: object, role: str = "rgb") -> StreamSpec:
+        """The stream of ``camera``'s ``role`` (an unknown alias or a missing role: one line)."""
+        f = self._scope.file()
         if not isinstance(camera, str):
             raise BadArgument(f"camera must be a string alias, got {type(camera).__name__}")
         roles = f.cameras.get(camera)
@@ -45,45 +51,39 @@ class CameraView(ViewBase):
             raise unknown("camera", camera, self.cameras())
         spec = roles.get(role)
         if spec is None:
-            raise BadRecording(f"{self._where()}: camera {camera!r} has no {role} stream")
+            raise BadRecording(f"{self._scope.where()}: camera {camera!r} has no {role} stream")
         return spec
 
-    def _image_codec(self, spec: StreamSpec) -> ImageCodec:
-        codecs = self._file().image_codecs
+    def image_codec(self, spec: StreamSpec) -> ImageCodec:
+        """The image codec of an RGB stream (parsed once per file)."""
+        codecs = self._scope.file().image_codecs
         codec = codecs.get(spec.name)
         if codec is None:
             codec = codecs[spec.name] = image_codec(spec)
         return codec
 
-    def _decode(self, spec: StreamSpec, row: Any, out: Array | None = None) -> Array:
+    def decode(self, spec: StreamSpec, row: Any, out: Array | None = None) -> Array:
+        """The image of one record-table row (into ``out`` when given)."""
         at, length = int(row["payload_at"]), int(row["payload_length"])
-        payload = np.frombuffer(self._file().tables.read(at, length), np.uint8)
-        return decode_image(payload, self._image_codec(spec), at, out)
+        payload = np.frombuffer(self._scope.file().tables.read(at, length), np.uint8)
+        return decode_image(payload, self.image_codec(spec), at, out)
 
     def frame_count(self, camera: str) -> int:
         """How many frames a camera has in this view."""
-        return len(self._data_rows(self._camera(camera)))
+        return len(self._scope.data_rows(self.spec(camera)))
 
-    def frames(
-        self,
-        camera: str,
-        *,
-        generation: int | None = None,
-        start_ns: int | None = None,
-        stop_ns: int | None = None,
-        step: int = 1,
-    ) -> Iterator[Frame]:
-        """Decoded frames, one at a time, in ``[start_ns, stop_ns)``, every ``step``-th."""
-        spec = self._camera(camera)
+    def frames(self, camera: str, generation: object, start_ns: object, stop_ns: object, step: object) -> Iterator[Frame]:
+        """``View.frames``: the arguments checked now, the frames decoded as iterated."""
+        spec = self.spec(camera)
         gen = opt_int("generation", generation)
         lo = opt_int("start_ns", start_ns)
         hi = opt_int("stop_ns", stop_ns)
         st = as_int("step", step)
         if st < 1:
             raise BadArgument(f"step must be a positive integer, got {step!r}")
-        if gen is not None and gen not in self.generations():
-            raise unknown("generation", gen, [str(g) for g in self.generations()])
-        rows = self._data_rows(spec)
+        if gen is not None and gen not in self._scope.generations():
+            raise unknown("generation", gen, [str(g) for g in self._scope.generations()])
+        rows = self._scope.data_rows(spec)
         mask = np.ones(len(rows), bool)
         if gen is not None:
             mask &= rows["generation"] == gen
@@ -92,7 +92,7 @@ class CameraView(ViewBase):
         if hi is not None:
             mask &= rows["time_ns"] < hi
         picked = np.flatnonzero(mask)[::st]
-        self._image_codec(spec)  # a bad descriptor fails before the first frame
+        self.image_codec(spec)  # a bad descriptor fails before the first frame
 
         return self._decoded(spec, rows, picked.tolist())
 
@@ -106,53 +106,53 @@ class CameraView(ViewBase):
         if len(picked) < 2 or (os.cpu_count() or 1) < 2:
             for k in picked:
                 row = rows[k]
-                yield Frame(self._decode(spec, row), int(row["time_ns"]), int(row["generation"]), k)
+                yield Frame(self.decode(spec, row), int(row["time_ns"]), int(row["generation"]), k)
             return
         pending: deque[tuple[int, Future[Array]]] = deque()
         todo = iter(picked)
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="fsr-frames") as pool:
             for k in itertools.islice(todo, _AHEAD):
-                pending.append((k, pool.submit(self._decode, spec, rows[k])))
+                pending.append((k, pool.submit(self.decode, spec, rows[k])))
             while pending:
                 k, future = pending.popleft()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    pending.append((nxt, pool.submit(self._decode, spec, rows[nxt])))
+                    pending.append((nxt, pool.submit(self.decode, spec, rows[nxt])))
                 row = rows[k]
                 yield Frame(future.result(), int(row["time_ns"]), int(row["generation"]), k)
 
     def frame(self, camera: str, index: int) -> Frame:
         """Frame ``index`` of a camera in this view (negative counts from the end)."""
-        spec = self._camera(camera)
+        spec = self.spec(camera)
         k = as_int("index", index)
-        rows = self._data_rows(spec)
+        rows = self._scope.data_rows(spec)
         n = len(rows)
         if not -n <= k < n:
             raise OutOfRange(
                 f"frame index {index} out of range: camera {camera!r} has {n} frames"
-                + (f" (0..{n - 1})" if n else "") + f" in {self._where()}"
+                + (f" (0..{n - 1})" if n else "") + f" in {self._scope.where()}"
             )
         k %= n
         row = rows[k]
-        return Frame(self._decode(spec, row), int(row["time_ns"]), int(row["generation"]), k)
+        return Frame(self.decode(spec, row), int(row["time_ns"]), int(row["generation"]), k)
 
     def frame_at(self, camera: str, time_ns: int, *, generation: int | None = None) -> Frame:
         """The latest frame recorded at or before ``time_ns``."""
-        spec = self._camera(camera)
+        spec = self.spec(camera)
         t = as_int("time_ns", time_ns)
         gen = opt_int("generation", generation)
-        rows = self._data_rows(spec)
+        rows = self._scope.data_rows(spec)
         index = np.arange(len(rows))
         if gen is not None:
-            if gen not in self.generations():
-                raise unknown("generation", gen, [str(g) for g in self.generations()])
+            if gen not in self._scope.generations():
+                raise unknown("generation", gen, [str(g) for g in self._scope.generations()])
             keep = rows["generation"] == gen
             rows, index = rows[keep], index[keep]
         times = rows["time_ns"]
         if len(times) > 1 and bool((np.diff(times) < 0).any()):
             raise BadArgument(
                 f"time_ns {t} is ambiguous: simulation time restarts between the generations "
-                f"{sorted(set(rows['generation'].tolist()))} of {self._where()}; pass generation= "
+                f"{sorted(set(rows['generation'].tolist()))} of {self._scope.where()}; pass generation= "
                 "or use episodes()"
             )
         k = int(np.searchsorted(times, t, side="right")) - 1
@@ -160,20 +160,20 @@ class CameraView(ViewBase):
             first = f"; the first is at {int(times[0])}" if len(times) else ""
             raise OutOfRange(f"camera {camera!r} has no frame at or before time_ns {t}{first}")
         row = rows[k]
-        return Frame(self._decode(spec, row), int(row["time_ns"]), int(row["generation"]), int(index[k]))
+        return Frame(self.decode(spec, row), int(row["time_ns"]), int(row["generation"]), int(index[k]))
 
     # -- calibration --------------------------------------------------------------------
     def calibration(self, camera: str) -> CalibrationSeries:
         """Per-sample K, translation and quaternion, and the calibration epochs."""
         from fastsim_recording_format.reading.calibration_history import rebuild_calibration_history
 
-        self._camera(camera)
-        f = self._file()
+        self.spec(camera)
+        f = self._scope.file()
         arrays: list[Array] = []
         rows_of: list[Array] = []
         for role, nbytes, shape in _CALIBRATION_ROLES:
-            spec = self._camera(camera, role)
-            rows = self._data_rows(spec)
+            spec = self.spec(camera, role)
+            rows = self._scope.data_rows(spec)
             bad = rows["payload_length"] != nbytes
             if bool(bad.any()):
                 k = int(bad.argmax())
@@ -181,24 +181,24 @@ class CameraView(ViewBase):
             raw = f.tables.gather(rows["payload_at"], nbytes)
             arrays.append(raw.view("<f8").astype(np.float64).reshape(len(rows), *shape))
             rows_of.append(rows)
-        spec = self._camera(camera, "intrinsics")
+        spec = self.spec(camera, "intrinsics")
         records = [
             r for r in f.tables.reader.records(spec.stream_id)
-            if r.kind.name == "DATA" and (self._generation is None or r.generation == self._generation)
+            if r.kind.name == "DATA" and (self._scope.generation is None or r.generation == self._scope.generation)
         ]
         if len({len(r) for r in rows_of}) != 1:
             # an optional camera lost some calibration samples (GAP records): keep the ticks
             # whose three samples were all recorded
             if not f.tables.reader.degraded:  # without GAP records the counts must agree
                 raise BadRecording(
-                    f"{self._where()}: camera {camera!r} calibration streams have "
+                    f"{self._scope.where()}: camera {camera!r} calibration streams have "
                     f"{[len(r) for r in rows_of]} samples"
                 )
             keep = _complete_ticks(rows_of)
             arrays = [a[m] for a, m in zip(arrays, keep, strict=True)]
             rows_of = [r[m] for r, m in zip(rows_of, keep, strict=True)]
             records = [r for r, k in zip(records, keep[0].tolist(), strict=True) if k]
-        lost = _lost_declarations(f.tables.reader.footer, camera, self._generation)
+        lost = _lost_declarations(f.tables.reader.footer, camera, self._scope.generation)
         history = rebuild_calibration_history([spec], records)
         digests = tuple(str(r.metadata.get("calibration_digest", "")) for r in records)
         epochs = tuple(

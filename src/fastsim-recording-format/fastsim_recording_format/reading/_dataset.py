@@ -275,12 +275,12 @@ class _Cache:
     def images(self, alias: str, rows: Array) -> Array:
         """The frames at camera rows ``rows`` (zeros where a row is -1), decoded in place."""
         spec = self.state.cameras[alias]["rgb"]
-        codec = self.recording._image_codec(spec)
+        codec = self.recording._cameras.image_codec(spec)
         out = np.empty((len(rows), codec.height, codec.width, 3), np.uint8)
         camera = self._camera_rows(alias)
         for j, row in enumerate(rows.tolist()):
             if row < 0:
                 out[j] = 0
             else:
-                self.recording._decode(spec, camera[row], out[j])
+                self.recording._cameras.decode(spec, camera[row], out[j])
         return out

@@ -1,9 +1,11 @@
-"""One process's state of one recording file, and the base every view shares.
+"""One process's state of one recording file, and the scope every part of a view reads through.
 
 See ``_recording`` for the decision table of which records each call returns.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,8 +20,7 @@ from fastsim_recording_format.reading._codecs import (
 from fastsim_recording_format.reading._errors import BadArgument
 from fastsim_recording_format.reading._tables import DATA, FileTables
 
-__all__ = ["Array", "File", "ViewBase", "as_int", "opt_int"]
-
+__all__ = ["Array", "File", "Scope", "as_int", "opt_int"]
 
 
 def as_int(name: str, value: object) -> int:
@@ -61,34 +62,36 @@ class File:
         self.tables.close()
 
 
-class ViewBase:
-    """What every view has: its file and its generation (``None``: the whole recording)."""
+class Scope:
+    """Which records a view reads: its file (the recording's, reopened per process) and its
+    generation (``None``: the whole recording).  Every part of a view reads through one."""
 
-    _generation: int | None
+    __slots__ = ("file", "generation")
 
-    def _file(self) -> File:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def __init__(self, file: Callable[[], File], generation: int | None) -> None:
+        self.file = file
+        self.generation = generation
 
-    # -- rows ---------------------------------------------------------------------------
-    def _data_rows(self, spec: StreamSpec) -> Array:
-        rows = self._file().tables.rows(spec.stream_id)
+    def data_rows(self, spec: StreamSpec) -> Array:
+        """The DATA rows of ``spec``'s stream in this scope's generation(s)."""
+        rows = self.file().tables.rows(spec.stream_id)
         mask = rows["kind"] == DATA
-        if self._generation is not None:
-            mask &= rows["generation"] == self._generation
+        if self.generation is not None:
+            mask &= rows["generation"] == self.generation
         out: Array = rows[mask]
         return out
 
-    def _where(self) -> str:
-        return f"{self._file().tables.path}" + (
-            f" (generation {self._generation})" if self._generation is not None else ""
+    def where(self) -> str:
+        """The file (and generation) for error messages."""
+        return f"{self.file().tables.path}" + (
+            f" (generation {self.generation})" if self.generation is not None else ""
         )
 
-    # -- generations --------------------------------------------------------------------
     def generations(self) -> tuple[int, ...]:
-        """The Runtime generations this view holds."""
-        if self._generation is not None:
-            return (self._generation,)
+        """The Runtime generations this scope holds."""
+        if self.generation is not None:
+            return (self.generation,)
         gens: set[int] = set()
-        for entry in self._file().tables.reader.footer["streams"]:
+        for entry in self.file().tables.reader.footer["streams"]:
             gens.update(int(g) for g in entry["generations"])
         return tuple(sorted(gens))

@@ -12,6 +12,10 @@ Decision table: which records each call returns
     | 4 | ``events/lifecycle/control`` | kind ``events`` / ``lifecycle``| DATA, JSON-decoded   |
     |   |                              | / ``control``                  |                      |
 
+A :class:`Recording` and each :class:`Episode` is one :class:`~._view.View`: every call
+is handed to the part that owns it (``Numeric``, ``JsonRecords``, ``Cameras``, over one
+``Scope``: the file and the generation); see ``_view``.
+
 GAP records (declared loss) and BARRIER records (generation boundaries) never appear as
 samples; a BARRIER's generation is where an episode starts.  A :class:`Recording` holds
 only its path (and ``verify``) when pickled and reopens the file on first use in the new
@@ -27,8 +31,9 @@ from typing import Any
 
 from fastsim_recording_format._source import Closing
 from fastsim_recording_format.reading._errors import BadArgument, unknown
+from fastsim_recording_format.reading._file import File, Scope, as_int
 from fastsim_recording_format.reading._values import Info
-from fastsim_recording_format.reading._view import File, View, as_int
+from fastsim_recording_format.reading._view import View
 
 __all__ = ["Episode", "Recording", "open"]
 
@@ -39,10 +44,7 @@ class Episode(View):
     def __init__(self, recording: Recording, generation: int) -> None:
         self.recording = recording
         self.generation = generation
-        self._generation = generation
-
-    def _file(self) -> File:
-        return self.recording._file()
+        self._parts(Scope(recording._file, generation))
 
     def __repr__(self) -> str:
         return f"Episode({self.recording.path!r}, generation={self.generation})"
@@ -59,12 +61,13 @@ class Recording(View, Closing):
             raise BadArgument(f"path must be a str or os.PathLike, got {type(path).__name__}")
         self.path = os.fspath(path)
         self.verify = bool(verify)
-        self._generation = None
         self._state: File | None = None
         self._pid = -1
+        self._parts(Scope(self._file, None))
         self._file()  # open now: a bad path or file fails here, with one line
 
     def _file(self) -> File:
+        """This process's file state (opened again after a fork or an unpickle)."""
         state = self._state
         if state is None or self._pid != os.getpid():
             if not os.path.isfile(self.path):
@@ -154,9 +157,9 @@ class Recording(View, Closing):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
         self.verify = bool(state.get("verify", True))
-        self._generation = None
         self._state = None
         self._pid = -1
+        self._parts(Scope(self._file, None))
 
     def __repr__(self) -> str:
         return f"Recording({self.path!r})"
