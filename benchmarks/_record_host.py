@@ -17,9 +17,9 @@ import attrs
 import yaml
 
 from fastsim_contract.protocols import Plugin, PluginContext
-from fastsim_embedded.compile import PreparedRun, prepare_run
-from fastsim_embedded.core import EmbeddedHost, RunOutcome
-from fastsim_embedded.session import EmbeddedPluginContext, discover_plugin
+from fastsim_embedded.host.core import EmbeddedHost, RunOutcome
+from fastsim_embedded.session.compile import PreparedRun, prepare_run
+from fastsim_embedded.session.session import EmbeddedPluginContext, discover_plugin
 
 RECORD = "plugin://fastsim/record"
 

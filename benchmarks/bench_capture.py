@@ -28,7 +28,7 @@ from _record_host import RecordRun, lane_losses
 from _report import Figures, add_json_flag
 
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
-from fastsim_embedded.loop import observation_publisher
+from fastsim_embedded.session.loop import observation_publisher
 
 
 def _drained(run: RecordRun) -> None:

@@ -30,7 +30,7 @@ import numpy as np
 from _record_host import RecordRun, lane_losses
 from _report import Figures, add_json_flag, load_average
 
-from fastsim_embedded.loop import observation_publisher
+from fastsim_embedded.session.loop import observation_publisher
 
 TARGET_US = 3.0
 CHUNK = 200

@@ -17,8 +17,8 @@ import yaml
 import fastsim_record as fr
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import Episode, EpisodeClosed, run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import Episode, EpisodeClosed, run_session
 from fastsim_recording_format import validate
 
 RECORD = "plugin://fastsim/record"

@@ -54,7 +54,7 @@ def test_control_payloads_equal_the_frozen_dicts(tmp_path: Any) -> None:
     """Control audit/result payloads built frozen equal freeze() of their dicts, sizes exact."""
     from fastsim_contract.values import CapturePlan, SourceKind
     from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
-    from fastsim_embedded.core import EmbeddedHost
+    from fastsim_embedded.host.core import EmbeddedHost
 
     plan = CapturePlan(sources=frozenset({SourceKind.CONTROL_AUDIT.value, SourceKind.CONTROL_RESULT.value}))
     host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
@@ -79,7 +79,7 @@ def test_control_payloads_equal_the_frozen_dicts(tmp_path: Any) -> None:
 def test_plugin_event_payload_equals_the_frozen_dict(tmp_path: Any) -> None:
     """The plugin event built frozen equals freeze() of its documented dict, size exact."""
     from fastsim_contract.values import CapturePlan, SourceKind
-    from fastsim_embedded.core import EmbeddedHost
+    from fastsim_embedded.host.core import EmbeddedHost
 
     plan = CapturePlan(sources=frozenset({SourceKind.PLUGIN_EVENT.value}))
     host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)

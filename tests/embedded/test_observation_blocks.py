@@ -20,7 +20,7 @@ from fastsim_contract.values import (
 )
 from fastsim_embedded.backends.base import BackendSpec
 from fastsim_embedded.backends.synthetic import create_backend
-from fastsim_embedded.core import EmbeddedHost
+from fastsim_embedded.host.core import EmbeddedHost
 
 
 def _host(tmp_path: Path, names: tuple[str, ...]) -> tuple[EmbeddedHost, list[Envelope]]:

@@ -147,7 +147,7 @@ def test_an_episode_that_cannot_be_opened_is_reported_never_raised_into_the_env(
 ) -> None:
     """The host refuses to open episode 1's file: the env keeps running, episodes 0 and 2 are committed, and close() warns one line naming episode 1 and why."""
     from fastsim_embedded import session
-    from fastsim_embedded.output import OutputRefused
+    from fastsim_embedded.output.transaction import OutputRefused
 
     real_open = session.Episode.open.__func__  # type: ignore[attr-defined]
     calls = {"n": 0}

@@ -53,9 +53,9 @@ REGISTERED = {
     "fastsim.components": {"fastsim.record": "fastsim_record.config.catalog:CATALOG"},
     "fastsim.plugins": {"fastsim.record": "fastsim_record.bootstrap:create_plugin"},
     "fastsim.hosts": {
-        "embedded": "fastsim_embedded.cli_record:COMMAND",
-        "embedded-replay": "fastsim_embedded.cli_replay:COMMAND",
-        "gymnasium": "fastsim_embedded.gymnasium_recorder:HOST",
+        "embedded": "fastsim_embedded.cli.record:COMMAND",
+        "embedded-replay": "fastsim_embedded.cli.replay:COMMAND",
+        "gymnasium": "fastsim_embedded.gymnasium_host.recorder:HOST",
     },
     "console_scripts": {"fsr": "fastsim_record.cli:main"},
 }

@@ -1,11 +1,11 @@
 """``fsr record RUN.yaml``: record a Run (or a sweep of seeded episodes) on the embedded host.
 
 Reached through the ``fastsim.hosts`` entry point (``fastsim_record`` never imports this
-package).  Exit codes: ``fastsim_embedded.record_summary`` (0 normal, 1 failed, 2 config
+package).  Exit codes: ``fastsim_embedded.cli.summary`` (0 normal, 1 failed, 2 config
 or refused output, 3 stopped; 128+N abandoned by a third signal, or stopped by signal N
 before the Run started: one line, nothing staged).  ``fsr`` catches the stop signals
 before its first heavy import, so a signal in the first seconds is never lost.  Signals:
-``fastsim_embedded.stop_signals``.  Sweeps (``--episodes``): ``fastsim_embedded.sweep``.
+``fastsim_embedded.cli.signals``.  Sweeps (``--episodes``): ``fastsim_embedded.cli.sweep``.
 
     | # | option            | effect                                                          |
     |---|-------------------|-----------------------------------------------------------------|
@@ -41,12 +41,12 @@ from fastsim_contract.lifetime import end_with_parent
 from fastsim_contract.run import SEED_MAX
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.backends import backend_names
-from fastsim_embedded.compile import PreparedRun, check_duration, prepare_run
-from fastsim_embedded.output import OutputRefused
-from fastsim_embedded.output_names import protect_inputs
-from fastsim_embedded.record_summary import EXIT_CONFIG, EXIT_FAILED, EpisodeReport, report_of
-from fastsim_embedded.session import SessionResult, run_session
-from fastsim_embedded.stop_signals import StopSignals
+from fastsim_embedded.cli.signals import StopSignals
+from fastsim_embedded.cli.summary import EXIT_CONFIG, EXIT_FAILED, EpisodeReport, report_of
+from fastsim_embedded.output.names import protect_inputs
+from fastsim_embedded.output.transaction import OutputRefused
+from fastsim_embedded.session.compile import PreparedRun, check_duration, prepare_run
+from fastsim_embedded.session.session import SessionResult, run_session
 
 __all__ = ["COMMAND", "RecordCommand"]
 
@@ -155,7 +155,7 @@ class RecordCommand:
     def run(self, args: argparse.Namespace) -> int:
         """Record; never raise."""
         if args.episodes is not None and not args.sweep_worker:
-            from fastsim_embedded.sweep import run_sweep
+            from fastsim_embedded.cli.sweep import run_sweep
 
             return run_sweep(args)
         err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -266,14 +266,14 @@ class RecordCommand:
     def check_sweep(self, args: argparse.Namespace) -> tuple[int | None, list[str]]:
         """A sweep orchestrated by the caller (``fsr record --episodes N --ray``): the first
         seed, or ``None`` and the lines saying why nothing may run (``sweep.check_sweep``)."""
-        from fastsim_embedded.sweep import check_sweep
+        from fastsim_embedded.cli.sweep import check_sweep
 
         return check_sweep(args)
 
     def worker_command(self, args: argparse.Namespace, episode: int, seed: int) -> list[str]:
         """The command line that records episode ``episode`` with ``seed`` in its own
         process and prints its report as one JSON line (``sweep.worker_command``)."""
-        from fastsim_embedded.sweep import worker_command
+        from fastsim_embedded.cli.sweep import worker_command
 
         return worker_command(args, episode, seed)
 
@@ -304,7 +304,7 @@ COMMAND = RecordCommand()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command standalone (``python -m fastsim_embedded.cli_record``)."""
+    """Run the command standalone (``python -m fastsim_embedded.cli.record``)."""
     parser = argparse.ArgumentParser(prog="fsr record")
     COMMAND.add_arguments(parser)
     args = parser.parse_args(argv)

@@ -4,7 +4,7 @@ Reached through the ``fastsim.hosts`` entry point ``embedded-replay`` (``fastsim
 never imports this package).  RUN.yaml names the scene (``backend: mujoco``), the
 cameras and a Record instance; the scene is posed from SOURCE's ``render.state`` and
 never stepped.  ``--renderer moderngl`` draws SOURCE's recorded geometry instead, with no
-physics engine (``fastsim_embedded.gl_replay``; the ``[gl]`` extra).  Exit codes:
+physics engine (``fastsim_embedded.backends.gl_replay``; the ``[gl]`` extra).  Exit codes:
 
     | # | code | when                                                                  |
     |---|------|-----------------------------------------------------------------------|
@@ -26,10 +26,10 @@ from pathlib import Path
 import attrs
 
 from fastsim_contract.run_errors import RunConfigError
-from fastsim_embedded.output import OutputRefused
-from fastsim_embedded.output_names import protect_inputs
-from fastsim_embedded.replay import RENDERERS, replay
-from fastsim_embedded.stop_signals import StopSignals
+from fastsim_embedded.cli.signals import StopSignals
+from fastsim_embedded.output.names import protect_inputs
+from fastsim_embedded.output.transaction import OutputRefused
+from fastsim_embedded.render.replay import RENDERERS, replay
 
 __all__ = ["COMMAND", "ReplayCommand"]
 
@@ -93,7 +93,7 @@ COMMAND = ReplayCommand()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command standalone (``python -m fastsim_embedded.cli_replay``)."""
+    """Run the command standalone (``python -m fastsim_embedded.cli.replay``)."""
     parser = argparse.ArgumentParser(prog="fsr replay")
     COMMAND.add_arguments(parser)
     return COMMAND.run(parser.parse_args(argv))

@@ -39,7 +39,7 @@ from types import FrameType
 import attrs
 
 from fastsim_contract.values import CompletionKind
-from fastsim_embedded.core import EmbeddedHost
+from fastsim_embedded.host.core import EmbeddedHost
 
 __all__ = ["DEADLINE_EXIT", "SIGNALS", "StopSignals", "left_on_disk"]
 

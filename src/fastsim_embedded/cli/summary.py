@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_embedded.session import SessionResult
+from fastsim_embedded.session.session import SessionResult
 
 __all__ = [
     "EXIT_CONFIG",

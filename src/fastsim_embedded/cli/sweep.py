@@ -1,7 +1,7 @@
 """``fsr record RUN.yaml --episodes N [--seed S] [--jobs J]``: many seeded episodes.
 
 Episode k (0-based) has seed S+k and runs in its own process with its own host
-(``python -m fastsim_embedded.cli_record --sweep-worker``), at most J at once.  Before
+(``python -m fastsim_embedded.cli.record --sweep-worker``), at most J at once.  Before
 anything runs, every episode's output names are rendered and checked:
 
     | # | check                                              | on failure              |
@@ -40,16 +40,16 @@ from rich.console import Console
 
 from fastsim_contract.lifetime import child_environment
 from fastsim_contract.run_errors import RunConfigError
-from fastsim_embedded.compile import episode_names
-from fastsim_embedded.output_names import STAGING_SUFFIX, check_output_name
-from fastsim_embedded.record_summary import (
+from fastsim_embedded.cli.signals import StopSignals
+from fastsim_embedded.cli.summary import (
     EXIT_CONFIG,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_STOPPED,
     EpisodeReport,
 )
-from fastsim_embedded.stop_signals import StopSignals
+from fastsim_embedded.output.names import STAGING_SUFFIX, check_output_name
+from fastsim_embedded.session.compile import episode_names
 
 __all__ = ["check_sweep", "run_sweep", "worker_command"]
 
@@ -57,7 +57,7 @@ __all__ = ["check_sweep", "run_sweep", "worker_command"]
 def worker_command(args: argparse.Namespace, episode: int, seed: int) -> list[str]:
     """The command line of one episode's process."""
     cmd = [
-        sys.executable, "-m", "fastsim_embedded.cli_record", str(args.run), "--sweep-worker",
+        sys.executable, "-m", "fastsim_embedded.cli.record", str(args.run), "--sweep-worker",
         "--episode", str(episode), "--seed", str(seed), "--output-dir", str(args.output_dir),
         "--no-progress",
     ]

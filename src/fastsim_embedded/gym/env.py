@@ -20,7 +20,7 @@ other import).  Keyword arguments:
     | 7 | overwrite    | False     | replace existing episode files instead of skipping numbers  |
     | 8 | backend_options | none   | the backend's knobs (as ``fsr record --backend-option``)    |
 
-Episodes (one ``fastsim_embedded.session.Episode`` each, one committed file each):
+Episodes (one ``fastsim_embedded.session.session.Episode`` each, one committed file each):
 
     | # | call           | what happens                                                        |
     |---|----------------|---------------------------------------------------------------------|
@@ -73,18 +73,18 @@ import numpy as np
 from fastsim_contract.run import RunDocument, load_run
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ControlSpec
-from fastsim_embedded.compile import PreparedRun, prepare_run
-from fastsim_embedded.gym_slots import EnvSlot, claim_slot
-from fastsim_embedded.gym_spaces import (
+from fastsim_embedded.gym.slots import EnvSlot, claim_slot
+from fastsim_embedded.gym.spaces import (
     REWARD_CHANNEL,
     ObservationReader,
     action_space,
     commands_for,
     observation_space,
 )
-from fastsim_embedded.loop import TickResult, tick_count
-from fastsim_embedded.output import OutputRefused
-from fastsim_embedded.session import Episode, task_of
+from fastsim_embedded.output.transaction import OutputRefused
+from fastsim_embedded.session.compile import PreparedRun, prepare_run
+from fastsim_embedded.session.loop import TickResult, tick_count
+from fastsim_embedded.session.session import Episode, task_of
 
 __all__ = ["ENV_ID", "FastSimRunEnv"]
 

@@ -31,8 +31,8 @@ import numpy as np
 
 from fastsim_contract.calibration import calibration_digest, uncalibrated_profile
 from fastsim_embedded.backends.base import Array, CameraReading
-from fastsim_embedded.gymnasium_mujoco import calibration_of, render_observation_path
-from fastsim_embedded.gymnasium_spaces import Leaf, leaf_value
+from fastsim_embedded.gymnasium_host.mujoco import calibration_of, render_observation_path
+from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["CameraSource", "UncalibratedCamera", "camera_note", "plan_cameras"]

@@ -18,10 +18,10 @@ import numpy as np
 from fastsim_contract.harness import HarnessSpec
 from fastsim_embedded.backends.base import TickScript
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend
-from fastsim_embedded.contract_driver import EmbeddedDriver
-from fastsim_embedded.contract_driver import make_driver as make_embedded_driver
-from fastsim_embedded.gymnasium_spaces import RowPacker
-from fastsim_embedded.loop import TickStepper
+from fastsim_embedded.gymnasium_host.spaces import RowPacker
+from fastsim_embedded.session.loop import TickStepper
+from fastsim_embedded.testing.contract_driver import EmbeddedDriver
+from fastsim_embedded.testing.contract_driver import make_driver as make_embedded_driver
 
 __all__ = ["GymnasiumDriver", "make_driver"]
 

@@ -25,7 +25,7 @@ from typing import Any
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend
-from fastsim_embedded.session import Episode, EpisodeClosed, SessionResult
+from fastsim_embedded.session.session import Episode, EpisodeClosed, SessionResult
 
 __all__ = ["EpisodeWriter"]
 

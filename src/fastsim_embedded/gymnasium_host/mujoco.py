@@ -136,7 +136,7 @@ def render_source_of(env: Any) -> Any:
     parts = _mujoco_parts(env)
     if parts is None:
         return None
-    from fastsim_embedded.mujoco_render import (
+    from fastsim_embedded.render.mujoco import (
         MujocoRenderSource,  # imports mujoco: MuJoCo envs only
     )
 

@@ -45,17 +45,17 @@ from fastsim_embedded.backends.gymnasium_env import (
     StepRow,
     camera_channels,
 )
-from fastsim_embedded.compile import prepare_built
-from fastsim_embedded.gymnasium_cameras import camera_note, plan_cameras
-from fastsim_embedded.gymnasium_episode import EpisodeWriter
-from fastsim_embedded.gymnasium_mujoco import (
+from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
+from fastsim_embedded.gymnasium_host.episode import EpisodeWriter
+from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
     StagedRenderSource,
     joints_of,
     render_source_of,
 )
-from fastsim_embedded.gymnasium_spaces import space_leaves
-from fastsim_embedded.session import Episode, SessionResult, discover_plugin
+from fastsim_embedded.gymnasium_host.spaces import space_leaves
+from fastsim_embedded.session.compile import prepare_built
+from fastsim_embedded.session.session import Episode, SessionResult, discover_plugin
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 

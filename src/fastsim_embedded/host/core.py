@@ -6,8 +6,8 @@ its ``publish_*`` methods on the simulation thread; each plugin gets its own
 ``fastsim_contract.protocols.CoreServices``.
 
 The per-component services and their subscription and grant tables are
-``fastsim_embedded.services``; the observation and camera publishers are
-``fastsim_embedded.observations`` (a mixin of :class:`EmbeddedHost`).
+``fastsim_embedded.host.services``; the observation and camera publishers are
+``fastsim_embedded.host.observations`` (a mixin of :class:`EmbeddedHost`).
 
 Terminal sequence (``terminate``): publish ``run.stopping`` -> seal the bus and take the
 :class:`TerminalSemanticCut` -> run finalizers to their absolute deadline -> revoke the
@@ -42,16 +42,16 @@ from fastsim_embedded.backends.base import (
     ControlCommand,
     ControlOutcome,
 )
-from fastsim_embedded.bus import CaptureBus
-from fastsim_embedded.flow import DEFAULT_STALL_S, FlowControl
-from fastsim_embedded.observations import ObservationPublishing
-from fastsim_embedded.output import FileOutputService
-from fastsim_embedded.services import EmbeddedCore
-from fastsim_embedded.terminal import (
+from fastsim_embedded.host.bus import CaptureBus
+from fastsim_embedded.host.flow import DEFAULT_STALL_S, FlowControl
+from fastsim_embedded.host.observations import ObservationPublishing
+from fastsim_embedded.host.services import EmbeddedCore
+from fastsim_embedded.host.terminal import (
     FinalizerOutcome,
     TerminalCoordinator,
     run_status,
 )
+from fastsim_embedded.output.transaction import FileOutputService
 
 __all__ = ["EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
 
@@ -297,7 +297,7 @@ class EmbeddedHost(ObservationPublishing):
         *,
         failure: str | None = None,
     ) -> RunOutcome:
-        """Summarise the Run (the terminal table in ``fastsim_embedded.terminal``)."""
+        """Summarise the Run (the terminal table in ``fastsim_embedded.host.terminal``)."""
         completion = self.terminal.completion or CompletionRequest(CompletionKind.FAILED, failure or "", "host")
         status, reason = run_status(completion, finalizers)
         if failure is not None:

@@ -1,6 +1,6 @@
 """Publishing observations and camera samples on the simulation thread.
 
-``ObservationPublishing`` is a mixin of :class:`fastsim_embedded.core.EmbeddedHost`
+``ObservationPublishing`` is a mixin of :class:`fastsim_embedded.host.core.EmbeddedHost`
 (which holds the state).  A backend's numeric state reaches the bus in one of three
 shapes, chosen once per Run:
 
@@ -35,8 +35,8 @@ from fastsim_embedded.backends.base import CameraReading, ReadOnlySamples
 from fastsim_recording_format.encoding import readonly
 
 if TYPE_CHECKING:
-    from fastsim_embedded.bus import CaptureBus
-    from fastsim_embedded.core import EmbeddedRunContext
+    from fastsim_embedded.host.bus import CaptureBus
+    from fastsim_embedded.host.core import EmbeddedRunContext
 
 __all__ = ["ObservationPublishing", "read_only"]
 

@@ -27,11 +27,11 @@ from fastsim_contract.errors import GrantRefused, SubscriptionRefused
 from fastsim_contract.output_service import ComponentOutputs
 from fastsim_contract.protocols import EnvelopeSink, Finalizer, FlowGauge, Subscription
 from fastsim_contract.values import CompletionRequest, FinalizerRegistrationRequest, SourceKind
-from fastsim_embedded.flow import GaugeRegistration
-from fastsim_embedded.terminal import Registration
+from fastsim_embedded.host.flow import GaugeRegistration
+from fastsim_embedded.host.terminal import Registration
 
 if TYPE_CHECKING:
-    from fastsim_embedded.core import EmbeddedHost, EmbeddedRunContext
+    from fastsim_embedded.host.core import EmbeddedHost, EmbeddedRunContext
 
 __all__ = ["EmbeddedCore"]
 
@@ -106,6 +106,6 @@ class EmbeddedCore:
         return self.host.terminal.request_completion(request)
 
     def register_flow_gauge(self, gauge: FlowGauge) -> GaugeRegistration:
-        """Slow an unpaced Run while ``gauge`` is pressed (``fastsim_embedded.flow``)."""
+        """Slow an unpaced Run while ``gauge`` is pressed (``fastsim_embedded.host.flow``)."""
         return self.host.flow.register(gauge, self.component)
 

@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_embedded.output_leases import Transaction
-from fastsim_embedded.output_names import STAGING_SUFFIX
+from fastsim_embedded.output.leases import Transaction
+from fastsim_embedded.output.names import STAGING_SUFFIX
 from fastsim_recording_format.transaction import fsync_dir
 
 __all__ = ["QUARANTINE_DIR", "dispose_staging"]

@@ -1,4 +1,4 @@
-"""The leases of one output transaction (``fastsim_embedded.output``): the host-side
+"""The leases of one output transaction (``fastsim_embedded.output.transaction``): the host-side
 ``Transaction`` record, the opaque write lease and the exact readback lease."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 import attrs
 
 from fastsim_contract.errors import LeaseError
-from fastsim_embedded.output_names import NameLock, identity_of
+from fastsim_embedded.output.names import NameLock, identity_of
 from fastsim_recording_format.lease import LeaseEvent, LeaseMachine
 
 if TYPE_CHECKING:
-    from fastsim_embedded.output import FileOutputService
+    from fastsim_embedded.output.transaction import FileOutputService
 
 __all__ = ["FileReadbackLease", "FileWriteLease", "Transaction"]
 

@@ -38,7 +38,7 @@ revoked); this service adds the storage checks above and these rules:
 
 Disposal of an unpublished staging file (abort, revocation) follows the
 ``RunOutputPolicy``: kept as ``<name>.incomplete``, quarantined or deleted
-(``fastsim_embedded.output_disposal``).
+(``fastsim_embedded.output.disposal``).
 
 A staging path that no longer holds this transaction's inode (someone moved or
 replaced it) is left alone and reported in ``Transaction.note``.
@@ -64,9 +64,9 @@ import attrs
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.output_service import ComponentOutputs, receipt_problem
-from fastsim_embedded.output_disposal import QUARANTINE_DIR, dispose_staging
-from fastsim_embedded.output_leases import FileReadbackLease, FileWriteLease, Transaction
-from fastsim_embedded.output_names import (
+from fastsim_embedded.output.disposal import QUARANTINE_DIR, dispose_staging
+from fastsim_embedded.output.leases import FileReadbackLease, FileWriteLease, Transaction
+from fastsim_embedded.output.names import (
     STAGING_SUFFIX,
     NameLock,
     OutputRefused,

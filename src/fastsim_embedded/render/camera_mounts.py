@@ -65,7 +65,7 @@ class CameraMount:
 
     def local(self) -> F64:
         """4x4 MuJoCo camera frame -> body frame."""
-        from fastsim_embedded.gl_replay.camera import pose_matrix
+        from fastsim_embedded.backends.gl_replay.camera import pose_matrix
 
         return pose_matrix(np.array([*self.pos, *self.quat_xyzw], dtype=np.float64))
 

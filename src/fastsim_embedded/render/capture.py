@@ -41,8 +41,8 @@ from fastsim_contract.render_services import (
     select_catalog,
 )
 from fastsim_contract.values import SourceKind
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.fluid import ParticleEmitter
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.render.fluid import ParticleEmitter
 
 __all__ = ["RateGate", "RenderCapture", "RenderSource", "render_source_of"]
 

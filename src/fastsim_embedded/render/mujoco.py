@@ -32,8 +32,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_embedded.fluid import ParticleEmitter
-from fastsim_embedded.geometry import MujocoSceneGeometry
+from fastsim_embedded.render.fluid import ParticleEmitter
+from fastsim_embedded.render.geometry import MujocoSceneGeometry
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["MujocoRenderSource"]

@@ -53,11 +53,11 @@ from fastsim_embedded.backends.base import (
     ControlOutcome,
     TickScript,
 )
+from fastsim_embedded.backends.gl_replay.scene import tick_name
 from fastsim_embedded.backends.scene_schema import scene_issues
-from fastsim_embedded.compile import PreparedRun, prepare_run
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.gl_replay.scene import tick_name
-from fastsim_embedded.session import SessionResult, run_session
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.session.compile import PreparedRun, prepare_run
+from fastsim_embedded.session.session import SessionResult, run_session
 from fastsim_recording_format import FsrReader, Record
 from fastsim_recording_format.codecs.render_state import decode_render_state
 
@@ -267,8 +267,8 @@ def _renderer_backend(track: RenderTrack, run: str | os.PathLike[str], renderer:
         return None, {}
     if renderer != "moderngl":
         raise RunConfigError([RunIssue("--renderer", f"unknown renderer {renderer!r} (known: {', '.join(RENDERERS)})")])
-    from fastsim_embedded.gl_replay.gl import MissingExtra, load_moderngl
-    from fastsim_embedded.gl_replay.scene import RecordedScene, SceneRefused
+    from fastsim_embedded.backends.gl_replay.gl import MissingExtra, load_moderngl
+    from fastsim_embedded.backends.gl_replay.scene import RecordedScene, SceneRefused
 
     try:
         load_moderngl()

@@ -32,7 +32,7 @@ from fastsim_contract.render_services import (
     GeometryItem,
     MeshResource,
 )
-from fastsim_embedded.fluid import ParticleEmitter
+from fastsim_embedded.render.fluid import ParticleEmitter
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["SyntheticGeometry", "SyntheticRenderSource"]

@@ -43,9 +43,9 @@ from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescripto
 from fastsim_embedded.backends import UnknownBackend, create_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec
 from fastsim_embedded.backends.scene_schema import scene_issues
-from fastsim_embedded.output_names import check_output_name, with_suffix
-from fastsim_embedded.render_capture import RenderCapture
-from fastsim_embedded.task_capture import with_task_includes
+from fastsim_embedded.output.names import check_output_name, with_suffix
+from fastsim_embedded.render.capture import RenderCapture
+from fastsim_embedded.session.task_capture import with_task_includes
 
 __all__ = ["PreparedRun", "capture_plan", "prepare_built", "prepare_run"]
 

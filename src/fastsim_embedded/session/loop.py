@@ -26,12 +26,12 @@ The scripted driver (``run_loop``) adds, per tick:
     | 3 | pacing, only with ``realtime_factor``: sleep until wall time catches up with |
     |   | sim time / factor (default: as fast as possible)                             |
     | 4 | flow control, only without ``realtime_factor``: while a consumer's gauge is  |
-    |   | pressed, wait for it, bounded (``fastsim_embedded.flow``, FC1-FC6)           |
+    |   | pressed, wait for it, bounded (``fastsim_embedded.host.flow``, FC1-FC6)           |
 
 After the last tick the host requests a normal completion (it loses if anything else
 already won).  A backend exception becomes a failed completion; KeyboardInterrupt a
 stopped one.  Any other driver (the Gymnasium environment, a test) calls ``tick`` with
-its own script through ``fastsim_embedded.session.Episode.step``; neither copies the other.
+its own script through ``fastsim_embedded.session.session.Episode.step``; neither copies the other.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ import attrs
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import Backend, CameraReading, ControlOutcome, TickScript
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.render_capture import RenderCapture
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.render.capture import RenderCapture
 
 __all__ = [
     "HostWork", "Progress", "TickResult", "TickStepper", "observation_publisher", "run_loop", "tick_count",

@@ -34,11 +34,18 @@ from fastsim_contract.run_errors import RunConfigError, RunIssue
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent, TickScript
 from fastsim_embedded.backends.tasks import TASK_RESULT_EVENT, TaskTracker
-from fastsim_embedded.compile import PreparedRun
-from fastsim_embedded.core import EmbeddedCore, EmbeddedHost, RunOutcome
-from fastsim_embedded.loop import HostWork, Progress, TickResult, TickStepper, run_loop, tick_count
-from fastsim_embedded.output import OutputRefused
-from fastsim_embedded.render_capture import RenderCapture
+from fastsim_embedded.host.core import EmbeddedCore, EmbeddedHost, RunOutcome
+from fastsim_embedded.output.transaction import OutputRefused
+from fastsim_embedded.render.capture import RenderCapture
+from fastsim_embedded.session.compile import PreparedRun
+from fastsim_embedded.session.loop import (
+    HostWork,
+    Progress,
+    TickResult,
+    TickStepper,
+    run_loop,
+    tick_count,
+)
 
 __all__ = [
     "PLUGINS_ENTRY_POINT_GROUP", "EmbeddedPluginContext", "Episode", "EpisodeClosed", "SessionResult",
@@ -153,7 +160,7 @@ class Episode:
     """One Run on the embedded host, as an object a driver steps tick by tick.
 
     ``Episode.open`` does phases 0-3 of the table above (reserve, boot, prepare, start);
-    ``step`` runs one tick (phase 4, ``fastsim_embedded.loop.TickStepper``); ``close``
+    ``step`` runs one tick (phase 4, ``fastsim_embedded.session.loop.TickStepper``); ``close``
     does phases 5-6 and returns the ``SessionResult``.  The scripted ``fsr record`` is
     one driver (``run_session``: it plays the scene's script), the Gymnasium environment
     another (it sends its own commands); neither copies the other.
@@ -301,7 +308,7 @@ class Episode:
         realtime_factor: float | None = None,
     ) -> int:
         """The scripted driver: play the scene's own script for up to ``ticks`` ticks,
-        then request a normal completion (``fastsim_embedded.loop.run_loop``)."""
+        then request a normal completion (``fastsim_embedded.session.loop.run_loop``)."""
         if self.failure is not None:
             return 0
         try:

@@ -11,7 +11,7 @@ import attrs
 from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec, Profile
 from fastsim_contract.values import CompletionRequest, Envelope, SourceKind
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
-from fastsim_embedded.core import EmbeddedCore, EmbeddedHost
+from fastsim_embedded.host.core import EmbeddedCore, EmbeddedHost
 
 __all__ = ["EmbeddedDriver", "make_driver"]
 

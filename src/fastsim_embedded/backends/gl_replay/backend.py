@@ -2,7 +2,7 @@
 
 Only ``fsr replay SOURCE.fsr RUN.yaml --renderer moderngl`` builds it (``replay``
 passes the source through ``BackendSpec.options``).  It is the render source of a
-:class:`~fastsim_embedded.replay.ReplayBackend`, which calls :meth:`pose_sample` with
+:class:`~fastsim_embedded.render.replay.ReplayBackend`, which calls :meth:`pose_sample` with
 each tick's decoded ``render.state``; the cameras are then drawn by ``gl.GlRenderer``.
 
 Channels, from the source and the Replay Run's scene (``scenario.scene.<backend>``,
@@ -19,7 +19,7 @@ the recorded backend's own keys, so one Run serves both renderers):
     | 4 | ``…extrinsics.translation``, ``quaternion_xyzw`` | recorded, at the tick              |
 
 ``cameras`` (default: every camera the source recorded) may name only recorded cameras,
-at any resolution; ``extra_cameras`` (``fastsim_embedded.camera_mounts``) adds new
+at any resolution; ``extra_cameras`` (``fastsim_embedded.render.camera_mounts``) adds new
 viewpoints, placed on the recorded pose of their body at each tick (320 x 240 unless the
 scene gives ``width`` and ``height``, as the ``mujoco`` backend).  ``describe()`` says which renderer drew the frames (its
 name, moderngl's version, the GL renderer) beside each camera's calibration source.
@@ -44,10 +44,22 @@ from fastsim_embedded.backends.base import (
     ControlOutcome,
     TickScript,
 )
-from fastsim_embedded.camera_mounts import CameraMount, parse_mounts
-from fastsim_embedded.gl_replay.camera import rescale, view
-from fastsim_embedded.gl_replay.gl import ALBEDO, Draw, GlFrame, GlRenderer, Particles, body_colour
-from fastsim_embedded.gl_replay.scene import CameraPose, RecordedScene, SceneRefused, tick_name
+from fastsim_embedded.backends.gl_replay.camera import rescale, view
+from fastsim_embedded.backends.gl_replay.gl import (
+    ALBEDO,
+    Draw,
+    GlFrame,
+    GlRenderer,
+    Particles,
+    body_colour,
+)
+from fastsim_embedded.backends.gl_replay.scene import (
+    CameraPose,
+    RecordedScene,
+    SceneRefused,
+    tick_name,
+)
+from fastsim_embedded.render.camera_mounts import CameraMount, parse_mounts
 from fastsim_recording_format import Record
 from fastsim_recording_format.encoding import readonly
 

@@ -24,8 +24,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_embedded.gl_replay.camera import linear_depth, projection
-from fastsim_embedded.gl_replay.shapes import Tessellation
+from fastsim_embedded.backends.gl_replay.camera import linear_depth, projection
+from fastsim_embedded.backends.gl_replay.shapes import Tessellation
 
 __all__ = ["ALBEDO", "Draw", "GlFrame", "GlRenderer", "MissingExtra", "Particles", "body_colour", "load_moderngl"]
 
@@ -216,7 +216,7 @@ class GlRenderer:
 
     def _draw_particles(self, view: npt.NDArray[np.float64], particles: Particles) -> None:
         """One instanced draw: a sphere mesh per radius, an instance buffer grown on demand."""
-        from fastsim_embedded.gl_replay.shapes import tessellate
+        from fastsim_embedded.backends.gl_replay.shapes import tessellate
 
         count = len(particles.positions)
         cached = self._particles.get(particles.radius)

@@ -32,8 +32,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_embedded.gl_replay.camera import pose_matrix
-from fastsim_embedded.gl_replay.shapes import Tessellation, UndrawableShape, tessellate
+from fastsim_embedded.backends.gl_replay.camera import pose_matrix
+from fastsim_embedded.backends.gl_replay.shapes import Tessellation, UndrawableShape, tessellate
 from fastsim_recording_format import FsrReader, Record
 from fastsim_recording_format.codecs.geometry import (
     STREAM_NAME,
