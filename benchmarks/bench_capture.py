@@ -57,12 +57,12 @@ def _loop(run: RecordRun, ticks: int, observe: Callable[[], object] | None, chun
         wall0, cpu0 = time.perf_counter(), time.thread_time()
         for tick in range(start, min(ticks, start + chunk - 1) + 1):
             host.advance(tick, round(tick * dt_ns))
-            host.publish_control_issued(command)
-            host.publish_control_applied(command, outcome)
+            host.events.publish_control_issued(command)
+            host.events.publish_control_applied(command, outcome)
             if observe is not None:
                 observe()
-            host.publish_plugin_event("scene.marker", {"tick": tick})
-            host.publish_lifecycle("tick.done", tick=tick)
+            host.events.publish_plugin_event("scene.marker", {"tick": tick})
+            host.events.publish_lifecycle("tick.done", tick=tick)
         wall += time.perf_counter() - wall0
         cpu += time.thread_time() - cpu0
     return wall, cpu

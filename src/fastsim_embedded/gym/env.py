@@ -20,7 +20,7 @@ other import).  Keyword arguments:
     | 7 | overwrite    | False     | replace existing episode files instead of skipping numbers  |
     | 8 | backend_options | none   | the backend's knobs (as ``fsr record --backend-option``)    |
 
-Episodes (one ``fastsim_embedded.session.session.Episode`` each, one committed file each):
+Episodes (one ``fastsim_embedded.session.session.Session`` each, one committed file each):
 
     | # | call           | what happens                                                        |
     |---|----------------|---------------------------------------------------------------------|
@@ -84,7 +84,8 @@ from fastsim_embedded.gym.spaces import (
 from fastsim_embedded.output.transaction import OutputRefused
 from fastsim_embedded.session.compile import PreparedRun, prepare_run
 from fastsim_embedded.session.loop import TickResult, tick_count
-from fastsim_embedded.session.session import Episode, task_of
+from fastsim_embedded.session.metadata import task_of
+from fastsim_embedded.session.session import Session
 
 __all__ = ["ENV_ID", "FastSimRunEnv"]
 
@@ -97,7 +98,7 @@ class _Open:
     """The open episode, shared with the finaliser (which must not hold the env)."""
 
     def __init__(self) -> None:
-        self.episode: Episode | None = None
+        self.episode: Session | None = None
 
     def commit(self, kind: CompletionKind, reason: str) -> tuple[str, ...]:
         episode, self.episode = self.episode, None
@@ -190,7 +191,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
     # -- Gymnasium API ---------------------------------------------------------------
 
     @property
-    def episode(self) -> Episode | None:
+    def episode(self) -> Session | None:
         """The open episode (``None`` between a committed episode and the next reset)."""
         return self._open.episode
 
@@ -215,7 +216,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         result = self._tick(episode, [])
         return self._observation(result), self._info(episode, result, [])
 
-    def _open_episode(self, seed: int) -> Episode:
+    def _open_episode(self, seed: int) -> Session:
         """Prepare and open the next episode, skipping numbers whose files exist."""
         for _ in range(_MAX_SKIPPED):
             number = self._episode_number
@@ -225,7 +226,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
                 name_suffix=f"-env{self.env_index}", backend_options=self._options,
             )
             try:
-                return Episode.open(prepared, self.output_dir, overwrite=self.overwrite)
+                return Session.open(prepared, self.output_dir, overwrite=self.overwrite)
             except OutputRefused:
                 continue  # a file of an earlier session, or a recoverable .incomplete
         raise RuntimeError(f"FastSimRun-v0: {_MAX_SKIPPED} episode names in {self.output_dir} are taken")
@@ -257,7 +258,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             self.committed += info["committed"]
         return self._observation(result), reward, terminated, truncated, info
 
-    def _tick(self, episode: Episode, commands: list[ControlCommand]) -> TickResult:
+    def _tick(self, episode: Session, commands: list[ControlCommand]) -> TickResult:
         """One tick, whole: Ctrl-C during it is held until the tick is done (a half-published
         tick would leave a gap the file cannot commit), then commits ``stopped``."""
         with _HeldInterrupt() as held:
@@ -278,7 +279,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         assert self._reader is not None  # noqa: S101 - set by reset
         return {**self._reader.numeric(result.observation), **self._reader.cameras(result.cameras, self._shapes)}
 
-    def _info(self, episode: Episode, result: TickResult, commands: list[ControlCommand]) -> dict[str, Any]:
+    def _info(self, episode: Session, result: TickResult, commands: list[ControlCommand]) -> dict[str, Any]:
         task = task_of(episode.backend)
         control = [
             {"command_id": c.command_id, "accepted": o.accepted, "detail": dict(o.detail)}

@@ -1,18 +1,18 @@
 """One Gymnasium episode being recorded: opened and committed off the env thread.
 
-Opening an ``Episode`` reserves its name and stages its file with an fsync; committing
+Opening an ``Session`` reserves its name and stages its file with an fsync; committing
 it validates, fsyncs and renames.  Neither belongs on the env thread, so a
-``EpisodeWriter`` opens its ``Episode`` in the recording's writer pool and the env thread
+``EpisodeWriter`` opens its ``Session`` in the recording's writer pool and the env thread
 only captures:
 
-    | # | env thread calls | while the Episode is opening          | once it is open                   |
+    | # | env thread calls | while the Session is opening          | once it is open                   |
     |---|------------------|---------------------------------------|-----------------------------------|
     | 1 | ``tick``         | keep (row, camera readings, events)   | publish the kept ticks in order,  |
-    |   |                  | (at most ``max_pending``: then wait)  | then this one (``Episode.step``)  |
-    | 2 | ``finish``       | the writer pool publishes what was kept, then ``Episode.close``      |
+    |   |                  | (at most ``max_pending``: then wait)  | then this one (``Session.step``)  |
+    | 2 | ``finish``       | the writer pool publishes what was kept, then ``Session.close``      |
 
 A tick is one read-only row and readings already taken; nothing is encoded, hashed or
-written here.  An Episode that could not open (or whose Run stopped) drops its ticks and
+written here.  An Session that could not open (or whose Run stopped) drops its ticks and
 reports why in its ``SessionResult``/``failure``.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend
-from fastsim_embedded.session.session import Episode, EpisodeClosed, SessionResult
+from fastsim_embedded.session.session import Session, SessionClosed, SessionResult
 
 __all__ = ["EpisodeWriter"]
 
@@ -36,7 +36,7 @@ class EpisodeWriter:
     """One episode of one (sub-)env (module table)."""
 
     def __init__(
-        self, pool: concurrent.futures.Executor, opener: Callable[[], Episode], backend: GymnasiumBackend,
+        self, pool: concurrent.futures.Executor, opener: Callable[[], Session], backend: GymnasiumBackend,
         *, number: int, seed: int | None, max_pending: int = 4096,
     ) -> None:
         self.backend = backend
@@ -54,22 +54,22 @@ class EpisodeWriter:
         self._max_pending = max_pending
         self._pending: list[Tick] = []
         self._future = pool.submit(opener)
-        self._ready: Episode | None = None  # the open Episode once nothing is kept any more
+        self._ready: Session | None = None  # the open Session once nothing is kept any more
 
-    def _episode(self) -> Episode | None:
-        """The open Episode (waits for it), or ``None`` when it failed to open."""
+    def _episode(self) -> Session | None:
+        """The open Session (waits for it), or ``None`` when it failed to open."""
         try:
             return self._future.result()
         except Exception as exc:
             self.failure = self.failure or f"the episode could not be opened: {_one_line(exc)}"
             return None
 
-    def _publish(self, episode: Episode, tick: Tick) -> None:
+    def _publish(self, episode: Session, tick: Tick) -> None:
         row, readings, events, commands, snapshot = tick
         self.backend.stage(row, readings, snapshot)
         try:
             episode.step(commands, events=events)
-        except EpisodeClosed as exc:  # the Run stopped (e.g. its recording failed): keep nothing more
+        except SessionClosed as exc:  # the Run stopped (e.g. its recording failed): keep nothing more
             self.failure = self.failure or str(exc)
 
     def _drain(self) -> None:
@@ -84,7 +84,7 @@ class EpisodeWriter:
         self, row: Any, readings: Sequence[CameraReading], events: tuple[ScenePluginEvent, ...],
         commands: tuple[ControlCommand, ...] = (), snapshot: Any = None,
     ) -> None:
-        """Row 1: publish one tick now, or keep it until the Episode is open."""
+        """Row 1: publish one tick now, or keep it until the Session is open."""
         episode = self._ready
         if episode is None and self._future.done() and not self._pending:
             episode = self._ready = self._episode()
@@ -109,7 +109,7 @@ class EpisodeWriter:
             return None
         if not episode.stopping:
             for event in events:
-                episode.host.publish_plugin_event(event.name, event.data, event.emitter)
+                episode.host.events.publish_plugin_event(event.name, event.data, event.emitter)
         return episode.close(kind, reason)
 
 

@@ -1,4 +1,4 @@
-"""Recording Gymnasium episodes on the embedded host: one ``Episode`` per (sub-)env episode.
+"""Recording Gymnasium episodes on the embedded host: one ``Session`` per (sub-)env episode.
 
 ``fastsim_record.gym`` reaches this module through the ``fastsim.hosts`` entry point
 ``gymnasium`` (``HOST``); the plugin never imports the host.  Each env episode is one Run
@@ -8,10 +8,10 @@ writer, transaction and validation, unchanged.
 
     | # | call (env thread)      | what the host does                                            |
     |---|------------------------|---------------------------------------------------------------|
-    | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Episode`` opens in the opening |
+    | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Session`` opens in the opening |
     |   |                        | pool (name reserved, file staged); observation 0 is kept      |
     | 2 | ``step``               | one row (obs t, action t, reward, flags) and frame t's camera |
-    |   |                        | readings: one tick (kept until the Episode is open, bounded)  |
+    |   |                        | readings: one tick (kept until the Session is open, bounded)  |
     | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
     |   |                        | to the commit pool                                            |
     | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
@@ -55,7 +55,8 @@ from fastsim_embedded.gymnasium_host.mujoco import (
 )
 from fastsim_embedded.gymnasium_host.spaces import space_leaves
 from fastsim_embedded.session.compile import prepare_built
-from fastsim_embedded.session.session import Episode, SessionResult, discover_plugin
+from fastsim_embedded.session.plugins import discover_plugin
+from fastsim_embedded.session.session import Session, SessionResult
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
@@ -69,7 +70,7 @@ class RecordingOptions:
     prefix: str = "episode"
     first_episode: int = 0
     fps: float = 30.0
-    cameras: bool = True  # record render() frames as the camera ``camera`` (gymnasium_cameras)
+    cameras: bool = True  # record render() frames as the camera ``camera`` (gymnasium_host.cameras)
     images: bool = True  # Box(uint8, (H, W, 3)) observation leaves as cameras (False: numeric, exact)
     camera: str = "render"
     camera_envs: tuple[int, ...] | None = None  # sub-envs whose frames are recorded (None: all)
@@ -215,9 +216,9 @@ class GymRecording:
         document = self._document(self.name(number, index), cameras=tuple(shapes),
                                   render_state=self._render[index] is not None)
 
-        def opener() -> Episode:
+        def opener() -> Session:
             compiled = compile_run(run_from_mapping(document), self._catalogs)
-            episode = Episode.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
+            episode = Session.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
                                    factories=self._factories)
             if episode.failure is not None:
                 episode.close()

@@ -1,13 +1,21 @@
-"""The embedded Core: the run context and the host of one Run (events, control, terminal).
+"""The embedded Core: the host of one Run, composed of its parts, and its terminal sequence.
 
-:class:`EmbeddedHost` is one Run's Core.  Producers (the run loop, tests) publish through
-its ``publish_*`` methods on the simulation thread; each plugin gets its own
-:class:`EmbeddedCore` view (``core_for(component)``) implementing
+:class:`EmbeddedHost` is one Run's Core.  It holds the Run's parts:
+
+    | # | part           | module                            | what it does                          |
+    |---|----------------|-----------------------------------|---------------------------------------|
+    | 1 | context        | ``fastsim_embedded.host.context``  | identity, rates, the live tick        |
+    | 2 | bus            | ``fastsim_embedded.host.bus``      | sequences, history, delivery          |
+    | 3 | events         | ``fastsim_embedded.host.events``   | lifecycle, plugin events, control     |
+    | 4 | observations   | ``fastsim_embedded.host.observations`` | observation and camera samples    |
+    | 5 | terminal       | ``fastsim_embedded.host.terminal`` | completion, finalizers, run status    |
+    | 6 | outputs        | ``fastsim_embedded.output.transaction`` | the real-file transactions       |
+    | 7 | flow           | ``fastsim_embedded.host.flow``     | flow control of unpaced Runs          |
+
+Producers (the run loop, tests) publish through ``host.events`` and ``host.observations``
+on the simulation thread; each plugin gets its own :class:`EmbeddedCore` view
+(``core_for(component)``, ``fastsim_embedded.host.services``) implementing
 ``fastsim_contract.protocols.CoreServices``.
-
-The per-component services and their subscription and grant tables are
-``fastsim_embedded.host.services``; the observation and camera publishers are
-``fastsim_embedded.host.observations`` (a mixin of :class:`EmbeddedHost`).
 
 Terminal sequence (``terminate``): publish ``run.stopping`` -> seal the bus and take the
 :class:`TerminalSemanticCut` -> run finalizers to their absolute deadline -> revoke the
@@ -19,32 +27,26 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_contract.payloads import FrozenDict, freeze, portable_size
+from fastsim_contract.payloads import freeze
 from fastsim_contract.values import (
     CapturePlan,
     ChannelDescriptor,
     CompletionKind,
     CompletionRequest,
-    Envelope,
-    GenerationBarrier,
-    PackedLayout,
-    SourceKind,
     TerminalSemanticCut,
 )
-from fastsim_embedded.backends.base import (
-    ControlCommand,
-    ControlOutcome,
-)
 from fastsim_embedded.host.bus import CaptureBus
+from fastsim_embedded.host.context import EmbeddedRunContext, RunOutcome
+from fastsim_embedded.host.events import EventPublisher
 from fastsim_embedded.host.flow import DEFAULT_STALL_S, FlowControl
-from fastsim_embedded.host.observations import ObservationPublishing
+from fastsim_embedded.host.observations import ObservationPublisher
 from fastsim_embedded.host.services import EmbeddedCore
 from fastsim_embedded.host.terminal import (
     FinalizerOutcome,
@@ -53,56 +55,10 @@ from fastsim_embedded.host.terminal import (
 )
 from fastsim_embedded.output.transaction import FileOutputService
 
-__all__ = ["EmbeddedCore", "EmbeddedHost", "EmbeddedRunContext", "RunOutcome"]
-
-_EVENT = SourceKind.PLUGIN_EVENT
-_AUDIT = SourceKind.CONTROL_AUDIT
-_RESULT = SourceKind.CONTROL_RESULT
-
-
+__all__ = ["EmbeddedHost"]
 
 @attrs.define(eq=False)
-class EmbeddedRunContext:
-    """Run identity, rates, policy, declared channels and the live tick/generation facts."""
-
-    run_id: str
-    completion_id: str
-    sensor_hz: float
-    rate_policy: str
-    physics_hz: float
-    output_policy: RunOutputPolicy
-    channels: Sequence[ChannelDescriptor]
-    capture: CapturePlan
-    services: frozenset[str] = frozenset()
-    replay: object | None = None  # a render Replay's ReplaySource (fastsim_contract.render_services)
-    generation: int = 0
-    tick: int = 0
-    sim_time_ns: int = 0
-    #: what the host says about the Run (name, backend, seed, episode, scene description);
-    #: a recorder may store it with its artifact
-    metadata: Mapping[str, object] = attrs.field(factory=dict)
-
-
-@attrs.frozen
-class RunOutcome:
-    """How the Run ended."""
-
-    status: str  # succeeded | failed | cancelled | stopped
-    reason: str | None
-    completion: CompletionRequest
-    cut: TerminalSemanticCut | None
-    finalizers: tuple[FinalizerOutcome, ...] = ()
-    committed: tuple[Path, ...] = ()
-    disposed: tuple[Path, ...] = ()  # published-incomplete or quarantined staging files
-
-    @property
-    def ok(self) -> bool:
-        """Succeeded (normal completion, every required finalizer ok)."""
-        return self.status == "succeeded"
-
-
-@attrs.define(eq=False)
-class EmbeddedHost(ObservationPublishing):
+class EmbeddedHost:
     """One Run's in-process Core."""
 
     context: EmbeddedRunContext
@@ -117,13 +73,9 @@ class EmbeddedHost(ObservationPublishing):
     outputs: FileOutputService = attrs.field(init=False)
     grants: list[tuple[str, str]] = attrs.field(factory=list)
     sink_errors: list[tuple[str, str]] = attrs.field(factory=list)
+    events: EventPublisher = attrs.field(init=False)
+    observations: ObservationPublisher = attrs.field(init=False)
     _cores: dict[str, EmbeddedCore] = attrs.field(init=False, factory=dict)
-    _channel_seq: dict[str, int] = attrs.field(init=False, factory=dict)
-    _observed: int = attrs.field(init=False, default=0)
-    _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
-    _packed: PackedLayout | None = attrs.field(init=False, default=None)
-    _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
-    _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
     def __attrs_post_init__(self) -> None:
@@ -135,6 +87,8 @@ class EmbeddedHost(ObservationPublishing):
             self.output_dir, self.context.output_policy, self.context.completion_id
         )
         self.flow = FlowControl(self.flow_stall_s)
+        self.events = EventPublisher(self.context, self.bus, self.portable_sizes)
+        self.observations = ObservationPublisher(self.context, self.bus, self.events.publish_now)
 
     @classmethod
     def create(
@@ -181,72 +135,9 @@ class EmbeddedHost(ObservationPublishing):
         self.context.tick = tick
         self.context.sim_time_ns = sim_time_ns
 
-    # -- publishers --------------------------------------------------------------------
-    def _publish_event(self, source: SourceKind, data: Mapping[str, object]) -> Envelope | None:
-        if not self.bus.captures(source):
-            return None
-        return self._publish_frozen(source, freeze(data))
-
-    def _publish_frozen(self, source: SourceKind, payload: FrozenDict) -> Envelope | None:
-        """Publish an already frozen event payload (the caller checked ``captures``)."""
-        ctx = self.context  # the hot path: straight to the bus, without publish_now's **options
-        return self.bus.publish(
-            source, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=payload, portable_size=portable_size(payload) if self.portable_sizes else None,
-        )
-
-    def publish_lifecycle(self, event: str, **data: object) -> Envelope | None:
-        """A lifecycle event (``run.created``, ``generation.started``, ``run.stopping``...)."""
-        return self._publish_event(SourceKind.LIFECYCLE, {"event": event, **data})
-
-    def publish_plugin_event(
-        self, name: str, data: Mapping[str, object] | None = None, emitter: str = "scene"
-    ) -> Envelope | None:
-        """A plugin/scene event (built frozen, like the control events below)."""
-        if not self.bus.captures(_EVENT):
-            return None
-        return self._publish_frozen(_EVENT, FrozenDict({
-            "event": freeze(name), "emitter": freeze(emitter), "data": freeze(dict(data or {})),
-        }))
-
     def control_producers_started(self) -> None:
         """Control producers start now; later control subscriptions are refused."""
         self.bus.control_producers_started()
-
-    # The two control events run once per command on the simulation thread: their payloads
-    # are built frozen (``freeze`` of the same mapping gives the same FrozenDict; only the
-    # nested values need a deep copy), and nothing is built when the source is not captured.
-    def publish_control_issued(self, command: ControlCommand) -> Envelope | None:
-        """Control audit: the command was issued."""
-        if not self.bus.captures(_AUDIT):
-            return None
-        return self._publish_frozen(_AUDIT, FrozenDict({
-            "event": "command.issued",
-            "command_id": freeze(command.command_id),
-            "command": freeze(command.name),
-            "target": freeze(command.target),
-            "args": freeze(dict(command.args)),
-        }))
-
-    def publish_control_applied(self, command: ControlCommand, outcome: ControlOutcome) -> Envelope | None:
-        """Control result: the command was applied (or rejected)."""
-        if not self.bus.captures(_RESULT):
-            return None
-        return self._publish_frozen(_RESULT, FrozenDict({
-            "event": "command.applied",
-            "command_id": freeze(command.command_id),
-            "accepted": freeze(outcome.accepted),
-            "detail": freeze(dict(outcome.detail)),
-        }))
-
-    def begin_generation(self, reason: str = "reset") -> int:
-        """A new Runtime generation: the barrier, then ``generation.started``."""
-        previous = self.context.generation
-        self.context.generation = previous + 1
-        ctx = self.context
-        self.publish_now(SourceKind.GENERATION_BARRIER, GenerationBarrier(ctx.generation, previous, reason))
-        self.publish_lifecycle("generation.started", generation=ctx.generation, previous=previous, reason=reason)
-        return ctx.generation
 
     # -- terminal ------------------------------------------------------------------------
     def request_completion(self, kind: CompletionKind, reason: str, requested_by: str = "host") -> bool:
@@ -260,7 +151,7 @@ class EmbeddedHost(ObservationPublishing):
             self.request_completion(CompletionKind.NORMAL, "run ended")
             completion = self.terminal.completion
         assert completion is not None  # noqa: S101 - set just above
-        self.publish_lifecycle(
+        self.events.publish_lifecycle(
             "run.stopping",
             completion=completion.kind.value,
             reason=completion.reason,

@@ -1,8 +1,8 @@
 """Publishing observations and camera samples on the simulation thread.
 
-``ObservationPublishing`` is a mixin of :class:`fastsim_embedded.host.core.EmbeddedHost`
-(which holds the state).  A backend's numeric state reaches the bus in one of three
-shapes, chosen once per Run:
+``ObservationPublisher`` is a part of :class:`fastsim_embedded.host.core.EmbeddedHost`
+(``host.observations``) that holds its own per-Run state.  A backend's numeric state
+reaches the bus in one of three shapes, chosen once per Run:
 
     | # | shape       | bound by               | one tick costs                               |
     |---|-------------|------------------------|----------------------------------------------|
@@ -16,9 +16,10 @@ Every tick carries the plan's channels in the plan's order (a ``SampleBlock``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+import attrs
 import numpy as np
 
 from fastsim_contract.payloads import freeze
@@ -32,13 +33,11 @@ from fastsim_contract.values import (
     SourceKind,
 )
 from fastsim_embedded.backends.base import CameraReading, ReadOnlySamples
+from fastsim_embedded.host.bus import CaptureBus
+from fastsim_embedded.host.context import EmbeddedRunContext
 from fastsim_recording_format.encoding import readonly
 
-if TYPE_CHECKING:
-    from fastsim_embedded.host.bus import CaptureBus
-    from fastsim_embedded.host.core import EmbeddedRunContext
-
-__all__ = ["ObservationPublishing", "read_only"]
+__all__ = ["ObservationPublisher", "read_only"]
 
 
 def read_only(value: object) -> Any:
@@ -48,17 +47,20 @@ def read_only(value: object) -> Any:
     return readonly(np.array(value))  # a scalar or list from a backend: freeze a copy
 
 
-class ObservationPublishing:
-    """The observation and camera publishers of ``EmbeddedHost`` (module table)."""
+@attrs.define(eq=False)
+class ObservationPublisher:
+    """The observation and camera publishers of one Run (module table)."""
 
     context: EmbeddedRunContext
     bus: CaptureBus
-    _channel_seq: dict[str, int]
-    _observed: int
-    _rows: tuple[tuple[int, int], ...] | None
-    _packed: PackedLayout | None
-    _gather: Any
-    _camera_index: dict[str, tuple[str, str, str]] | None
+    #: the host's stamped publish (``EventPublisher.publish_now``): the camera samples' path
+    publish_now: Callable[..., Envelope | None]
+    _channel_seq: dict[str, int] = attrs.field(init=False, factory=dict)
+    _observed: int = attrs.field(init=False, default=0)
+    _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
+    _packed: PackedLayout | None = attrs.field(init=False, default=None)
+    _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
+    _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
 
     def wants_observations(self) -> bool:
         """Whether the plan selects numeric channels (else: no polling at all)."""
@@ -78,15 +80,6 @@ class ObservationPublishing:
         self._observed += 1
         block = SampleBlock(names, picked, self._observed)
         return self._publish_tick(block)
-
-    def publish_now(self, source: SourceKind, payload: object, **options: Any) -> Envelope | None:
-        """Publish ``payload`` on ``source`` stamped with the current generation, tick and
-        simulation time (``options``: ``CaptureBus.publish``'s keywords)."""
-        ctx = self.context
-        return self.bus.publish(
-            source, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=payload, **options,
-        )
 
     def _publish_tick(self, block: SampleBlock) -> Envelope | None:
         ctx = self.context

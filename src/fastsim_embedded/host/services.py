@@ -31,7 +31,8 @@ from fastsim_embedded.host.flow import GaugeRegistration
 from fastsim_embedded.host.terminal import Registration
 
 if TYPE_CHECKING:
-    from fastsim_embedded.host.core import EmbeddedHost, EmbeddedRunContext
+    from fastsim_embedded.host.context import EmbeddedRunContext
+    from fastsim_embedded.host.core import EmbeddedHost
 
 __all__ = ["EmbeddedCore"]
 

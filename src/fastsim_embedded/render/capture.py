@@ -154,7 +154,7 @@ class RenderCapture:
         return frozenset()
 
     def _publish(self, source: SourceKind, payload: object, size: int) -> None:
-        self.host.publish_now(source, payload, portable_size=size)
+        self.host.events.publish_now(source, payload, portable_size=size)
 
     def after_step(self, dt_s: float) -> None:
         """Rows 1-4 of the module table for the tick the host just stepped."""

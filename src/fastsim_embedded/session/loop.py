@@ -31,7 +31,7 @@ The scripted driver (``run_loop``) adds, per tick:
 After the last tick the host requests a normal completion (it loses if anything else
 already won).  A backend exception becomes a failed completion; KeyboardInterrupt a
 stopped one.  Any other driver (the Gymnasium environment, a test) calls ``tick`` with
-its own script through ``fastsim_embedded.session.session.Episode.step``; neither copies the other.
+its own script through ``fastsim_embedded.session.session.Session.step``; neither copies the other.
 """
 
 from __future__ import annotations
@@ -74,12 +74,12 @@ def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], 
     channel (no polling at all); else the cheapest capability the backend has --
     ``PackedSampling`` (one buffer), then ``BlockSampling`` (row views), then the
     per-channel ``sample_numeric`` mapping.  The callable returns the sample it published."""
-    if not host.wants_observations():
+    if not host.observations.wants_observations():
         return None
     packed = getattr(backend, "sample_numeric_packed", None)
     packing = getattr(backend, "numeric_packing", None)
-    if callable(packed) and callable(packing) and host.bind_numeric_packing(packing()):
-        publish_packed = host.publish_observation_packed
+    if callable(packed) and callable(packing) and host.observations.bind_numeric_packing(packing()):
+        publish_packed = host.observations.publish_observation_packed
 
         def observe_packed() -> object:
             sample = packed()
@@ -89,8 +89,8 @@ def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], 
         return observe_packed
     blocks = getattr(backend, "sample_numeric_blocks", None)
     layout = getattr(backend, "numeric_layout", None)
-    if callable(blocks) and callable(layout) and host.bind_numeric_layout(layout()):
-        publish_blocks = host.publish_observation_blocks
+    if callable(blocks) and callable(layout) and host.observations.bind_numeric_layout(layout()):
+        publish_blocks = host.observations.publish_observation_blocks
 
         def observe_blocks() -> object:
             sample = blocks()
@@ -101,7 +101,7 @@ def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], 
 
     def observe_mapping() -> object:
         sample = backend.sample_numeric()
-        host.publish_observation(sample)
+        host.observations.publish_observation(sample)
         return sample
 
     return observe_mapping
@@ -127,6 +127,8 @@ class TickStepper:
         self._dt_ns = 1e9 / host.context.sensor_hz
         self._observe = observation_publisher(host, backend)
         self._cameras = bool(host.context.capture.cameras)
+        self._events = host.events
+        self._publish_cameras = host.observations.publish_cameras
         self._clock: Callable[[int], int] | None = getattr(backend, "sim_time_ns", None)  # Replay
         self._render = RenderCapture.build(host, backend)  # None: no render-side work per tick
         self._render_dt = substeps / host.context.physics_hz
@@ -134,18 +136,18 @@ class TickStepper:
 
     def tick(self, script: TickScript) -> TickResult:
         """Run tick ``ticks + 1`` with ``script`` (its reset, commands and events)."""
-        host, backend = self.host, self.backend
+        host, backend, events = self.host, self.backend, self._events
         tick = self.ticks + 1
         sim_time_ns = round(tick * self._dt_ns) if self._clock is None else self._clock(tick)
         host.advance(tick, sim_time_ns)
         if script.reset:
             backend.reset(host.context.generation + 1)
-            host.begin_generation("reset")
+            events.begin_generation("reset")
         outcomes: list[ControlOutcome] = []
         for command in script.commands:
-            host.publish_control_issued(command)
+            events.publish_control_issued(command)
             outcome = backend.apply_control(command)
-            host.publish_control_applied(command, outcome)
+            events.publish_control_applied(command, outcome)
             outcomes.append(outcome)
         backend.step(self.substeps)
         if self._render is not None:
@@ -154,9 +156,9 @@ class TickStepper:
         readings: Sequence[CameraReading] = ()
         if self._cameras:
             readings = backend.sample_cameras()
-            host.publish_cameras(readings)
+            self._publish_cameras(readings)
         for event in script.events:
-            host.publish_plugin_event(event.name, event.data, event.emitter)
+            events.publish_plugin_event(event.name, event.data, event.emitter)
         self.ticks = tick
         return TickResult(tick, sim_time_ns, tuple(outcomes), observation, readings)
 

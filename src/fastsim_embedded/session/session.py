@@ -13,31 +13,44 @@
 
 A failure in phases 2-3 fails the Run: completion ``failed``, every created plugin is
 closed (close before finalization aborts its output), nothing is finalized, and Core
-revokes leftovers.  Plugins are found through the ``fastsim.plugins`` entry points:
-the component ``plugin://<ns>/<name>`` is the entry point named ``<ns>.<name>``
-(``plugin://fastsim/record`` is ``fastsim.record``).
+revokes leftovers.  Plugins are found through the ``fastsim.plugins`` entry points
+(``fastsim_embedded.session.plugins``).
+
+A :class:`Session` is that table as an object a driver steps:
+
+    | # | call              | phases | what happens                                              |
+    |---|-------------------|--------|-----------------------------------------------------------|
+    | 1 | ``Session.open``  | 0-3    | the prepared Run, opened                                  |
+    | 2 | ``reset(seed)``   | 5-6, 0-3 | the open Run ends (``stopped``; a closed one stays as it |
+    |   |                   |        | ended), then the next episode of the same Run is prepared |
+    |   |                   |        | with ``seed`` (episode number + 1) and opened in its place |
+    | 3 | ``step(commands)``| 4      | one tick with the driver's commands (``loop.TickStepper``)|
+    | 4 | ``close()``       | 5-6    | cut, finalize, teardown; the ``SessionResult``            |
+
+Drivers: ``run_session`` (``fsr record``: ``Session.open`` + the scene's own script +
+``close``), ``FastSimRun-v0`` (``fastsim_embedded.gym``: its actions), the Gymnasium
+recorder (``fastsim_embedded.gymnasium_host``: the env's steps) and tests.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import attrs
 
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_contract.protocols import Plugin, PluginFactory
-from fastsim_contract.run_compiler import entry_point_name
-from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.run_errors import RunConfigError
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent, TickScript
-from fastsim_embedded.backends.tasks import TASK_RESULT_EVENT, TaskTracker
-from fastsim_embedded.host.core import EmbeddedCore, EmbeddedHost, RunOutcome
+from fastsim_embedded.backends.tasks import TASK_RESULT_EVENT
+from fastsim_embedded.host.context import RunOutcome
+from fastsim_embedded.host.core import EmbeddedHost
 from fastsim_embedded.output.transaction import OutputRefused
 from fastsim_embedded.render.capture import RenderCapture
-from fastsim_embedded.session.compile import PreparedRun
+from fastsim_embedded.session.compile import PreparedRun, prepare_run
 from fastsim_embedded.session.loop import (
     HostWork,
     Progress,
@@ -46,23 +59,18 @@ from fastsim_embedded.session.loop import (
     run_loop,
     tick_count,
 )
+from fastsim_embedded.session.metadata import run_metadata, task_of
+from fastsim_embedded.session.plugins import (
+    EmbeddedPluginContext,
+    discover_plugin,
+    one_line,
+    teardown,
+)
 
-__all__ = [
-    "PLUGINS_ENTRY_POINT_GROUP", "EmbeddedPluginContext", "Episode", "EpisodeClosed", "SessionResult",
-    "TickResult", "discover_plugin", "run_session", "task_of",
-]
+__all__ = ["Prepare", "Session", "SessionClosed", "SessionResult", "TickResult", "run_session"]
 
-PLUGINS_ENTRY_POINT_GROUP = "fastsim.plugins"
-
-
-@attrs.frozen
-class EmbeddedPluginContext:
-    """What the host hands a plugin factory (``PluginContext``)."""
-
-    component_id: str
-    config: object
-    core: EmbeddedCore
-    alias: str = ""
+#: how ``Session.reset`` prepares the next episode: ``(seed, episode) -> PreparedRun``
+Prepare = Callable[[int | None, int], PreparedRun]
 
 
 @attrs.frozen
@@ -76,108 +84,105 @@ class SessionResult:
     flow_waited_s: float = 0.0  # how long it waited in all
 
 
-def discover_plugin(component_id: str) -> PluginFactory:
-    """The installed factory for ``component_id`` (``RunConfigError`` if none)."""
-    name = entry_point_name(component_id)
-    for ep in entry_points(group=PLUGINS_ENTRY_POINT_GROUP):
-        if ep.name == name:
-            factory: PluginFactory = ep.load()
-            return factory
-    raise RunConfigError([RunIssue(
-        "plugins",
-        f"no installed plugin factory for {component_id} "
-        f"(no entry point {name!r} in group {PLUGINS_ENTRY_POINT_GROUP!r})",
-    )])
+@attrs.frozen
+class _Options:
+    """How a Session opens each of its Runs (``Session.open``'s keywords)."""
+
+    output_dir: Path
+    output_policy: RunOutputPolicy | None = None
+    portable_sizes: bool = True
+    factories: Mapping[str, PluginFactory] | None = None
+    max_finalizer_timeout_s: float = 300.0
+    on_host: Callable[[EmbeddedHost], None] | None = None
+    overwrite: bool = False
 
 
-def _plain(value: object) -> object:
-    """``value`` as JSON-ready data (mappings, lists, numbers, strings)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
+class SessionClosed(RuntimeError):
+    """``Session.step`` after the Run ended (closed, failed to prepare, or cut)."""
 
 
-def run_metadata(prepared: PreparedRun) -> dict[str, object]:
-    """What the host records about the Run: name, backend, seed, episode and the scene.
-
-    The scene description is the authored ``scenario.scene``, the backend's own
-    ``describe()`` when it has one (e.g. what the seed randomized), and every declared
-    channel with its dtype, shape, units and per-element names.
-    """
-    backend = prepared.backend
-    describe = getattr(backend, "describe", None)
-    scene: dict[str, object] = {"authored": _plain(prepared.run.scenario.get("scene") or {})}
-    if callable(describe):
-        scene["backend"] = _plain(describe())
-    scene["channels"] = [
-        {
-            "name": c.name, "kind": c.kind, "dtype": c.dtype, "shape": list(c.shape),
-            "units": list(c.units), "entity": c.entity,
-            "element_names": _plain(c.attributes.get("element_names", [])),
-        }
-        for c in prepared.channels
-    ]
-    metadata: dict[str, object] = {
-        "run": {
-            "name": prepared.run.name, "backend": prepared.backend_name, "seed": prepared.seed,
-            "episode": prepared.episode, "sensor_hz": prepared.sensor_hz,
-            "physics_hz": prepared.physics_hz, "duration_s": prepared.duration_s,
-        },
-        "scene": scene,
-    }
-    controls = getattr(backend, "controls", None)
-    if callable(controls):  # what a driver may command (exports name the command's elements)
-        metadata["controls"] = [_plain(attrs.asdict(c)) for c in controls()]
-    task = task_of(backend)
-    if task is not None:  # the task spec: what the reward and the result mean
-        metadata["task"] = {
-            **task.spec.to_json(), "target": _plain(task.target.tolist()),
-            "channels": [c.name for c in task.channels()], "result_event": TASK_RESULT_EVENT,
-        }
-    return metadata
+def _same_run(prepared: PreparedRun) -> Prepare:
+    """The default ``Session.reset``: the same Run file, backend and duration, the next episode."""
+    def prepare(seed: int | None, episode: int) -> PreparedRun:
+        return prepare_run(prepared.run, backend=prepared.backend_name, duration_s=prepared.duration_s,
+                           seed=seed, episode=episode, sweep=True)
+    return prepare
 
 
-def task_of(backend: object) -> TaskTracker | None:
-    """The task the scene declares (``scenario.scene.task``), if any."""
-    task = getattr(backend, "task", None)
-    return task if isinstance(task, TaskTracker) else None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-class EpisodeClosed(RuntimeError):
-    """``Episode.step`` after the episode ended (closed, failed to prepare, or cut)."""
-
-
-class Episode:
-    """One Run on the embedded host, as an object a driver steps tick by tick.
-
-    ``Episode.open`` does phases 0-3 of the table above (reserve, boot, prepare, start);
-    ``step`` runs one tick (phase 4, ``fastsim_embedded.session.loop.TickStepper``); ``close``
-    does phases 5-6 and returns the ``SessionResult``.  The scripted ``fsr record`` is
-    one driver (``run_session``: it plays the scene's script), the Gymnasium environment
-    another (it sends its own commands); neither copies the other.
+class Session:
+    """One Run on the embedded host, as an object a driver steps tick by tick (module table).
 
     Opening raises what ``run_session`` raises before anything runs (``OutputRefused``,
-    ``RunConfigError``); any other prepare failure leaves the episode ``failure`` set:
-    ``step`` refuses and ``close`` returns the failed outcome.
+    ``RunConfigError``); any other prepare failure leaves ``failure`` set: ``step``
+    refuses and ``close`` returns the failed outcome.
     """
 
-    def __init__(self, prepared: PreparedRun, host: EmbeddedHost, plugins: list[tuple[str, Plugin]]) -> None:
+    def __init__(self, prepared: PreparedRun, options: _Options, prepare: Prepare | None = None) -> None:
+        self._options = options
+        self._prepare = prepare or _same_run(prepared)
+        #: the results of the Runs this session ended by ``reset``, in order
+        self.previous: list[SessionResult] = []
+        self._boot(prepared)
+
+    def _boot(self, prepared: PreparedRun) -> None:
+        """Phases 0-3 of ``prepared`` (module table); this session now steps it."""
+        options = self._options
         self.prepared = prepared
-        self.host = host
         self.backend = prepared.backend
-        self.plugins = plugins
+        self.plugins: list[tuple[str, Plugin]] = []
         self.failure: str | None = None
         self.result: SessionResult | None = None
         self._stepper: TickStepper | None = None
+        run, backend = prepared.run, prepared.backend
+        host = self.host = EmbeddedHost.create(
+            capture=prepared.capture, channels=prepared.channels, output_dir=options.output_dir,
+            sensor_hz=prepared.sensor_hz, physics_hz=prepared.physics_hz, rate_policy=prepared.rate_policy,
+            output_policy=options.output_policy or run.runtime.output, portable_sizes=options.portable_sizes,
+            max_finalizer_timeout_s=options.max_finalizer_timeout_s,
+        )
+        host.outputs.overwrite = options.overwrite
+        try:
+            for name in prepared.output_names:
+                host.outputs.reserve(name)
+        except OutputRefused:
+            host.outputs.release_reservations()
+            backend.close()
+            raise
+        host.context.services = RenderCapture.services_of(backend)  # fluid.audit with an emitter
+        host.context.metadata = run_metadata(prepared)
+        if options.on_host is not None:
+            options.on_host(host)
+        backend.reset(0)
+        events = host.events
+        events.publish_lifecycle("run.created", run_id=host.context.run_id, name=run.name, backend=prepared.backend_name)
+        events.publish_lifecycle("generation.started", generation=0, previous=None, reason="start")
+        try:
+            for component in prepared.compiled.components:
+                factories = options.factories or {}
+                factory = factories.get(component.component_id) or discover_plugin(component.component_id)
+                context = EmbeddedPluginContext(
+                    component.component_id, component.config, host.core_for(component.alias), component.alias
+                )
+                plugin = factory(context)
+                self.plugins.append((component.alias, plugin))
+                plugin.prepare()
+            events.publish_lifecycle("run.prepared", plugins=[alias for alias, _ in self.plugins])
+            for _, plugin in self.plugins:
+                plugin.start()
+        except RunConfigError:
+            teardown(self.plugins)
+            host.cleanup(time.monotonic() + host.revoke_grace_s)  # and release the output names
+            backend.close()
+            raise
+        except Exception as exc:
+            self.failure = f"prepare failed: {one_line(exc)}"
+            return
+        host.bus.close_history()
+        host.control_producers_started()
+        events.publish_lifecycle(
+            "run.started", sensor_hz=prepared.sensor_hz, physics_hz=prepared.physics_hz,
+            wall_time_unix_ns=time.time_ns(),
+        )
 
     @classmethod
     def open(
@@ -191,65 +196,34 @@ class Episode:
         max_finalizer_timeout_s: float = 300.0,
         on_host: Callable[[EmbeddedHost], None] | None = None,
         overwrite: bool = False,
-    ) -> Episode:
-        """Reserve the output names, boot the backend, prepare and start every plugin."""
-        run = prepared.run
-        host = EmbeddedHost.create(
-            capture=prepared.capture,
-            channels=prepared.channels,
-            output_dir=output_dir,
-            sensor_hz=prepared.sensor_hz,
-            physics_hz=prepared.physics_hz,
-            rate_policy=prepared.rate_policy,
-            output_policy=output_policy or run.runtime.output,
-            portable_sizes=portable_sizes,
-            max_finalizer_timeout_s=max_finalizer_timeout_s,
-        )
-        backend = prepared.backend
-        host.outputs.overwrite = overwrite
-        try:
-            for name in prepared.output_names:
-                host.outputs.reserve(name)
-        except OutputRefused:
-            host.outputs.release_reservations()
-            backend.close()
-            raise
-        host.context.services = RenderCapture.services_of(backend)  # fluid.audit with an emitter
-        host.context.metadata = run_metadata(prepared)
-        if on_host is not None:
-            on_host(host)
-        backend.reset(0)
-        host.publish_lifecycle("run.created", run_id=host.context.run_id, name=run.name, backend=prepared.backend_name)
-        host.publish_lifecycle("generation.started", generation=0, previous=None, reason="start")
+        prepare: Prepare | None = None,
+    ) -> Session:
+        """Reserve the output names, boot the backend, prepare and start every plugin.
 
-        episode = cls(prepared, host, [])
+        ``prepare`` is how ``reset`` prepares the next episode (default: ``prepared``'s
+        Run file, backend and duration with the new seed and the next episode number).
+        """
+        options = _Options(output_dir, output_policy, portable_sizes, factories, max_finalizer_timeout_s,
+                           on_host, overwrite)
+        return cls(prepared, options, prepare)
+
+    def reset(self, seed: int | None = None) -> None:
+        """End the open Run (``stopped``; one already closed keeps its result), then prepare
+        the next episode with ``seed`` (``None``: the Run's ``runtime.seed``) and open it.
+
+        Every ended Run's result is in ``previous``.  Raises what ``open`` raises; the
+        session then has no open Run (``step`` refuses, ``close`` returns the last result).
+        """
+        if self.result is None:
+            self.close(CompletionKind.STOPPED, f"reset after {self.ticks} ticks")
+        assert self.result is not None  # noqa: S101 - set by close
+        ended = self.result
+        self.previous.append(ended)
         try:
-            for component in prepared.compiled.components:
-                factory = (factories or {}).get(component.component_id) or discover_plugin(component.component_id)
-                context = EmbeddedPluginContext(
-                    component.component_id, component.config, host.core_for(component.alias), component.alias
-                )
-                plugin = factory(context)
-                episode.plugins.append((component.alias, plugin))
-                plugin.prepare()
-            host.publish_lifecycle("run.prepared", plugins=[alias for alias, _ in episode.plugins])
-            for _, plugin in episode.plugins:
-                plugin.start()
-        except RunConfigError:
-            _teardown(episode.plugins)
-            host.cleanup(time.monotonic() + host.revoke_grace_s)  # and release the output names
-            backend.close()
+            self._boot(self._prepare(seed, self.prepared.episode + 1))
+        except BaseException:
+            self.result = ended  # nothing open: step refuses, close returns the last result
             raise
-        except Exception as exc:
-            episode.failure = f"prepare failed: {_one_line(exc)}"
-            return episode
-        host.bus.close_history()
-        host.control_producers_started()
-        host.publish_lifecycle(
-            "run.started", sensor_hz=prepared.sensor_hz, physics_hz=prepared.physics_hz,
-            wall_time_unix_ns=time.time_ns(),
-        )
-        return episode
 
     @property
     def ticks(self) -> int:
@@ -265,7 +239,7 @@ class Episode:
     def stepper(self) -> TickStepper:
         """The per-tick stepper (built on first use, after every plugin started)."""
         if self.result is not None or self.failure is not None:
-            raise EpisodeClosed(self.failure or "the episode is closed")
+            raise SessionClosed(self.failure or "the session is closed")
         if self._stepper is None:
             self._stepper = TickStepper(self.host, self.backend, substeps=self.prepared.substeps)
         return self._stepper
@@ -283,13 +257,13 @@ class Episode:
 
         Unpaced drivers ``settle`` (flow control FC1-FC6) after the tick.  A backend or
         publisher exception requests a failed completion and is re-raised; a step after
-        a completion request raises ``EpisodeClosed``.
+        a completion request raises ``SessionClosed``.
         """
         if self.result is not None or self.failure is not None:
-            raise EpisodeClosed(self.failure or "the episode is closed")
+            raise SessionClosed(self.failure or "the session is closed")
         if self.stopping:
             completion = self.host.terminal.completion
-            raise EpisodeClosed(f"the episode is stopping: {completion.reason if completion else ''}")
+            raise SessionClosed(f"the session is stopping: {completion.reason if completion else ''}")
         try:
             result = self.stepper.tick(TickScript(reset, tuple(commands), tuple(events)))
         except Exception as exc:
@@ -329,7 +303,7 @@ class Episode:
         *,
         on_cut: Callable[[EmbeddedHost], None] | None = None,
     ) -> SessionResult:
-        """End the episode: request ``kind`` (it loses if a completion already won), cut,
+        """End the Run: request ``kind`` (it loses if a completion already won), cut,
         finalize (Record commits), stop and close every plugin, release the backend.
         Idempotent: a second call returns the first result."""
         if self.result is not None:
@@ -337,7 +311,7 @@ class Episode:
         host = self.host
         if self.failure is not None:
             host.request_completion(CompletionKind.FAILED, self.failure)
-            errors = _teardown(self.plugins)
+            errors = teardown(self.plugins)
             host.cleanup(time.monotonic() + host.revoke_grace_s)
             self.backend.close()
             self.result = SessionResult(host.outcome(None, (), failure=self.failure), 0, errors)
@@ -345,12 +319,12 @@ class Episode:
         host.request_completion(kind, reason or f"{kind.value} after {self.ticks} ticks")
         task = task_of(self.backend)
         if task is not None:  # the episode's result, before the cut seals the bus
-            host.publish_plugin_event(TASK_RESULT_EVENT, task.result(), emitter="task")
+            host.events.publish_plugin_event(TASK_RESULT_EVENT, task.result(), emitter="task")
         cut = host.take_cut()
         if on_cut is not None:
             on_cut(host)
         finalizers = host.finalize(cut)
-        errors = _teardown(self.plugins)
+        errors = teardown(self.plugins)
         host.cleanup(time.monotonic() + host.revoke_grace_s)
         self.backend.close()
         self.result = SessionResult(
@@ -375,31 +349,20 @@ def run_session(
     on_cut: Callable[[EmbeddedHost], None] | None = None,
 ) -> SessionResult:
     """Run ``prepared`` to its outcome, playing the scene's script (the scripted driver
-    of ``Episode``).  ``factories`` overrides discovery (tests).
+    of ``Session``).  ``factories`` overrides discovery (tests).
 
     Every output name is reserved before any plugin exists: an existing final file
     (without ``overwrite``), a crashed Run's ``.incomplete`` or another recorder's lock
     raises ``OutputRefused`` and nothing runs.  ``on_cut`` is called just before the
     finalizers start (a watchdog can bound what follows).
     """
-    episode = Episode.open(
+    session = Session.open(
         prepared, output_dir, output_policy=output_policy, portable_sizes=portable_sizes,
         factories=factories, max_finalizer_timeout_s=max_finalizer_timeout_s, on_host=on_host,
         overwrite=overwrite,
     )
-    episode.play_script(
+    session.play_script(
         tick_count(prepared.duration_s, prepared.sensor_hz),
         host_work=host_work, progress=progress, realtime_factor=realtime_factor,
     )
-    return episode.close(on_cut=on_cut)
-
-
-def _teardown(plugins: list[tuple[str, Plugin]]) -> tuple[str, ...]:
-    errors: list[str] = []
-    for alias, plugin in plugins:
-        for step in (plugin.stop, plugin.close):
-            try:
-                step()
-            except Exception as exc:
-                errors.append(f"{alias}.{step.__name__}: {_one_line(exc)}")
-    return tuple(errors)
+    return session.close(on_cut=on_cut)

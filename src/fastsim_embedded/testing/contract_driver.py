@@ -11,7 +11,8 @@ import attrs
 from fastsim_contract.harness import FinalizerReport, Finish, HarnessSpec, Profile
 from fastsim_contract.values import CompletionRequest, Envelope, SourceKind
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ControlOutcome
-from fastsim_embedded.host.core import EmbeddedCore, EmbeddedHost
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.host.services import EmbeddedCore
 
 __all__ = ["EmbeddedDriver", "make_driver"]
 
@@ -30,11 +31,11 @@ class EmbeddedDriver:
 
     def publish_lifecycle(self, event: str, **data: object) -> Envelope | None:
         """A lifecycle event."""
-        return self.host.publish_lifecycle(event, **data)
+        return self.host.events.publish_lifecycle(event, **data)
 
     def publish_plugin_event(self, name: str, data: Mapping[str, object] | None = None) -> Envelope | None:
         """A plugin event."""
-        return self.host.publish_plugin_event(name, data)
+        return self.host.events.publish_plugin_event(name, data)
 
     def start_producers(self) -> None:
         """The prepare boundary: history closes, control producers start."""
@@ -44,14 +45,14 @@ class EmbeddedDriver:
     def issue_control(self, command_id: str) -> None:
         """Audit then result of one command."""
         command = ControlCommand(command_id, "noop", "robot")
-        self.host.publish_control_issued(command)
-        self.host.publish_control_applied(command, ControlOutcome(True))
+        self.host.events.publish_control_issued(command)
+        self.host.events.publish_control_applied(command, ControlOutcome(True))
 
     def tick(self, values: Mapping[str, object]) -> None:
         """One tick with these channel values."""
         self._tick += 1
         self.host.advance(self._tick, round(self._tick * 1e9 / self.host.context.sensor_hz))
-        self.host.publish_observation(values)
+        self.host.observations.publish_observation(values)
 
     def publish_camera(
         self, channel: str, value: object, calibration_digest: str, profile: Profile = None
@@ -61,18 +62,18 @@ class EmbeddedDriver:
             for role, name in camera.channels().items():
                 if name == channel:
                     reading = CameraReading(camera.alias, channel, role, value, calibration_digest, profile)  # type: ignore[arg-type]
-                    self.host.publish_cameras([reading])
+                    self.host.observations.publish_cameras([reading])
                     return
         raise KeyError(channel)
 
     def publish_render(self, source: str, payload: Mapping[str, object]) -> Envelope | None:
         """One render-side item (``render.state``, ``geometry``, ``fluid.emissions``), as
         ``RenderCapture`` publishes it: a read-only mapping in the current tick."""
-        return self.host.publish_now(SourceKind(source), MappingProxyType(dict(payload)), portable_size=256)
+        return self.host.events.publish_now(SourceKind(source), MappingProxyType(dict(payload)), portable_size=256)
 
     def reset(self) -> None:
         """A new generation."""
-        self.host.begin_generation("reset")
+        self.host.events.begin_generation("reset")
 
     def end_tick(self, *, paced: bool = False) -> float:
         """What ``run_loop`` does at the end of a tick (rule 10): settle only unpaced."""
