@@ -18,8 +18,7 @@ writer, transaction and validation, unchanged.
     |   |                        | reset/close, or the env raised (its one line in the reason)   |
     | 5 | ``close``              | end every open episode, wait for every commit                 |
 
-Both pools have ``writers`` threads (the pool of writers); at most ``2 *
-writers`` finished episodes wait for their commit, after which ``step`` waits.
+Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their commit, then ``step`` waits.
 Together with the Record lanes' item and byte bounds (per episode) and the bounded
 pending ticks of an opening episode, memory does not grow with episode length.
 """
