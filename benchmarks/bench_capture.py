@@ -73,7 +73,7 @@ def measure(record: bool, ticks: int, channels: int, null: bool = False) -> tupl
     run = RecordRun.build(record=record, channels=channels, null_consumer=null)
     backend = run.prepared.backend
     backend.step(1)
-    wall, cpu = _loop(run, ticks, observation_publisher(run.host, backend))
+    wall, cpu = _loop(run, ticks, observation_publisher(run.host.observations, backend))
     outcome, summary = run.finish()
     if record and not null and outcome.status != "succeeded":
         raise SystemExit(f"bench_capture: Record run did not succeed: {outcome.reason}")

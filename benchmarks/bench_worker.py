@@ -63,7 +63,7 @@ def worker_round(ticks: int, channels: int) -> dict[str, Any]:
     plugin: Any = run.plugin  # the Record plugin: its encoders and worker
     record_bytes = int(plugin.encoders["observations"].record_bytes)
     backend.step(1)
-    observe = observation_publisher(host, backend)
+    observe = observation_publisher(host.observations, backend)
     assert observe is not None
     dt = 1e9 / host.context.sensor_hz
     _settle(plugin)

@@ -45,6 +45,7 @@ import attrs
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import Backend, CameraReading, ControlOutcome, TickScript
 from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.host.observations import ObservationPublisher
 from fastsim_embedded.render.capture import RenderCapture
 
 __all__ = [
@@ -69,17 +70,17 @@ class TickResult:
     cameras: Sequence[CameraReading] = ()
 
 
-def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], object] | None:
+def observation_publisher(observations: ObservationPublisher, backend: Backend) -> Callable[[], object] | None:
     """What publishes one observation tick: ``None`` when the plan selects no numeric
     channel (no polling at all); else the cheapest capability the backend has --
     ``PackedSampling`` (one buffer), then ``BlockSampling`` (row views), then the
     per-channel ``sample_numeric`` mapping.  The callable returns the sample it published."""
-    if not host.observations.wants_observations():
+    if not observations.wants_observations():
         return None
     packed = getattr(backend, "sample_numeric_packed", None)
     packing = getattr(backend, "numeric_packing", None)
-    if callable(packed) and callable(packing) and host.observations.bind_numeric_packing(packing()):
-        publish_packed = host.observations.publish_observation_packed
+    if callable(packed) and callable(packing) and observations.bind_numeric_packing(packing()):
+        publish_packed = observations.publish_observation_packed
 
         def observe_packed() -> object:
             sample = packed()
@@ -89,8 +90,8 @@ def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], 
         return observe_packed
     blocks = getattr(backend, "sample_numeric_blocks", None)
     layout = getattr(backend, "numeric_layout", None)
-    if callable(blocks) and callable(layout) and host.observations.bind_numeric_layout(layout()):
-        publish_blocks = host.observations.publish_observation_blocks
+    if callable(blocks) and callable(layout) and observations.bind_numeric_layout(layout()):
+        publish_blocks = observations.publish_observation_blocks
 
         def observe_blocks() -> object:
             sample = blocks()
@@ -101,7 +102,7 @@ def observation_publisher(host: EmbeddedHost, backend: Backend) -> Callable[[], 
 
     def observe_mapping() -> object:
         sample = backend.sample_numeric()
-        host.observations.publish_observation(sample)
+        observations.publish_observation(sample)
         return sample
 
     return observe_mapping
@@ -125,7 +126,7 @@ class TickStepper:
         self.backend = backend
         self.substeps = substeps
         self._dt_ns = 1e9 / host.context.sensor_hz
-        self._observe = observation_publisher(host, backend)
+        self._observe = observation_publisher(host.observations, backend)
         self._cameras = bool(host.context.capture.cameras)
         self._events = host.events
         self._publish_cameras = host.observations.publish_cameras
