@@ -25,6 +25,7 @@ from typing import Any
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import CameraReading, ControlCommand, ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend
+from fastsim_embedded.session.plugins import one_line
 from fastsim_embedded.session.session import Session, SessionClosed, SessionResult
 
 __all__ = ["EpisodeWriter"]
@@ -61,7 +62,7 @@ class EpisodeWriter:
         try:
             return self._future.result()
         except Exception as exc:
-            self.failure = self.failure or f"the episode could not be opened: {_one_line(exc)}"
+            self.failure = self.failure or f"the episode could not be opened: {one_line(exc)}"
             return None
 
     def _publish(self, episode: Session, tick: Tick) -> None:
@@ -111,8 +112,3 @@ class EpisodeWriter:
             for event in events:
                 episode.host.events.publish_plugin_event(event.name, event.data, event.emitter)
         return episode.close(kind, reason)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
