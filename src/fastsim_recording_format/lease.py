@@ -2,7 +2,7 @@
 
 Every output transaction in the project runs this one table: the format's
 ``FilesystemLeases`` (``transaction.py``), the embedded host's ``FileOutputService``
-(``fastsim_embedded.output.transaction``) and the in-memory ``FakeOutputService``
+(``fastsim_embedded.output``) and the in-memory ``FakeOutputService``
 (``fastsim_record.testing.fake_output``).  They differ only in storage (a file, a
 hidden staging file linked at the first flush, a ``BytesIO``) and in the checks a
 storage makes before an event (inode, size, receipt, policy); *which* call is accepted
