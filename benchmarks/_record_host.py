@@ -17,9 +17,10 @@ import attrs
 import yaml
 
 from fastsim_contract.protocols import Plugin, PluginContext
-from fastsim_embedded.compile import PreparedRun, prepare_run
-from fastsim_embedded.core import EmbeddedHost, RunOutcome
-from fastsim_embedded.session import EmbeddedPluginContext, discover_plugin
+from fastsim_embedded.host.context import RunOutcome
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.session.compile import PreparedRun, prepare_run
+from fastsim_embedded.session.plugins import EmbeddedPluginContext, discover_plugin
 
 RECORD = "plugin://fastsim/record"
 
@@ -69,8 +70,8 @@ class RecordRun:
             rate_policy=prepared.rate_policy, output_policy=prepared.run.runtime.output,
         )
         prepared.backend.reset(0)
-        host.publish_lifecycle("run.created", run_id=host.context.run_id)
-        host.publish_lifecycle("generation.started", generation=0, previous=None, reason="start")
+        host.events.publish_lifecycle("run.created", run_id=host.context.run_id)
+        host.events.publish_lifecycle("generation.started", generation=0, previous=None, reason="start")
         plugin: Plugin | None = None
         if null_consumer:
             core = host.core_for("record")
@@ -88,7 +89,7 @@ class RecordRun:
             plugin.start()
         host.bus.close_history()
         host.control_producers_started()
-        host.publish_lifecycle("run.started")
+        host.events.publish_lifecycle("run.started")
         return cls(prepared, host, plugin, workdir)
 
     def finish(self) -> tuple[RunOutcome, dict[str, Any]]:

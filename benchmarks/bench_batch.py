@@ -50,8 +50,8 @@ import psutil  # type: ignore[import-untyped]
 import yaml
 from _report import Figures, add_json_flag
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.batch.executors import ProcessPool, RayTasks
 from fastsim_record.batch.index import write_index
 from fastsim_record.batch.jobs import CheckTask, Outcome, index_job, sha256_file, validate_job

@@ -36,10 +36,10 @@ from typing import Any
 import yaml
 from _report import Figures, add_json_flag
 
-import fastsim_embedded.loop as loop_module
-import fastsim_embedded.session as session_module
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+import fastsim_embedded.session.loop as loop_module
+import fastsim_embedded.session.session as session_module
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 
 RECORD = "plugin://fastsim/record"
 SENSOR_HZ = 120.0

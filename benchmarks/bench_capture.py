@@ -28,7 +28,7 @@ from _record_host import RecordRun, lane_losses
 from _report import Figures, add_json_flag
 
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
-from fastsim_embedded.loop import observation_publisher
+from fastsim_embedded.session.loop import observation_publisher
 
 
 def _drained(run: RecordRun) -> None:
@@ -57,12 +57,12 @@ def _loop(run: RecordRun, ticks: int, observe: Callable[[], object] | None, chun
         wall0, cpu0 = time.perf_counter(), time.thread_time()
         for tick in range(start, min(ticks, start + chunk - 1) + 1):
             host.advance(tick, round(tick * dt_ns))
-            host.publish_control_issued(command)
-            host.publish_control_applied(command, outcome)
+            host.events.publish_control_issued(command)
+            host.events.publish_control_applied(command, outcome)
             if observe is not None:
                 observe()
-            host.publish_plugin_event("scene.marker", {"tick": tick})
-            host.publish_lifecycle("tick.done", tick=tick)
+            host.events.publish_plugin_event("scene.marker", {"tick": tick})
+            host.events.publish_lifecycle("tick.done", tick=tick)
         wall += time.perf_counter() - wall0
         cpu += time.thread_time() - cpu0
     return wall, cpu
@@ -73,7 +73,7 @@ def measure(record: bool, ticks: int, channels: int, null: bool = False) -> tupl
     run = RecordRun.build(record=record, channels=channels, null_consumer=null)
     backend = run.prepared.backend
     backend.step(1)
-    wall, cpu = _loop(run, ticks, observation_publisher(run.host, backend))
+    wall, cpu = _loop(run, ticks, observation_publisher(run.host.observations, backend))
     outcome, summary = run.finish()
     if record and not null and outcome.status != "succeeded":
         raise SystemExit(f"bench_capture: Record run did not succeed: {outcome.reason}")

@@ -24,8 +24,8 @@ from typing import Any
 import yaml
 from _report import Figures, add_json_flag
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_recording_format import FsrReader
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "droid-like" / "run.yaml"

@@ -36,10 +36,10 @@ from pathlib import Path
 import yaml
 from _report import Figures, add_json_flag
 
-from fastsim_embedded import render_capture
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.session import run_session
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.render import capture as render_capture
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 
 
 def _run_file(root: Path, enabled: bool) -> Path:

@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.replay import prepare_replay
-from fastsim_embedded.session import run_session
+from fastsim_embedded.render.replay import prepare_replay
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("mujoco_default", "mujoco_fast", "moderngl")

@@ -69,8 +69,8 @@ import attrs
 from _record_host import RECORD, lane_losses, null_factory, write_run
 from _report import Figures, add_json_flag, median_ci
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 
 TARGET_SLOWDOWN = 0.03
 WORK_S = 0.001

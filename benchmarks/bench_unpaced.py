@@ -49,9 +49,9 @@ import yaml
 from _record_host import null_factory
 from _report import Figures, add_json_flag
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.session import run_session
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 
 RECORD = "plugin://fastsim/record"
 REPO = Path(__file__).resolve().parents[1]

@@ -30,7 +30,7 @@ import numpy as np
 from _record_host import RecordRun, lane_losses
 from _report import Figures, add_json_flag, load_average
 
-from fastsim_embedded.loop import observation_publisher
+from fastsim_embedded.session.loop import observation_publisher
 
 TARGET_US = 3.0
 CHUNK = 200
@@ -64,7 +64,7 @@ def worker_round(ticks: int, channels: int) -> dict[str, Any]:
     plugin: Any = record.wiring  # what it was wired with: its encoders and worker
     record_bytes = int(plugin.encoders["observations"].record_bytes)
     backend.step(1)
-    observe = observation_publisher(host, backend)
+    observe = observation_publisher(host.observations, backend)
     assert observe is not None
     dt = 1e9 / host.context.sensor_hz
     _settle(plugin)

@@ -14,9 +14,9 @@ from fastsim_contract.harness import DriverFactory
 __all__ = ["IMPLEMENTATIONS", "load"]
 
 IMPLEMENTATIONS: list[tuple[str, str]] = [
-    ("embedded", "fastsim_embedded.contract_driver:make_driver"),
+    ("embedded", "fastsim_embedded.testing.contract_driver:make_driver"),
     ("fake", "fastsim_record.testing.contract_driver:make_driver"),
-    ("gymnasium", "fastsim_embedded.gymnasium_contract_driver:make_driver"),
+    ("gymnasium", "fastsim_embedded.gymnasium_host.contract_driver:make_driver"),
 ]
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 
 RECORD = "plugin://fastsim/record"
 BUCKET = "fsr-test"

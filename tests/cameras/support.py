@@ -11,8 +11,8 @@ import yaml
 
 from fastsim_embedded.backends import create_backend, register_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec, CameraReading
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import SessionResult, run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import SessionResult, run_session
 
 RECORD = "plugin://fastsim/record"
 ROLE_STREAMS = {

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from fastsim_contract.protocols import PluginContext
-from fastsim_embedded.compile import PreparedRun, prepare_run
-from fastsim_embedded.probe import ProbeOptions, ProbePlugin, create_probe
-from fastsim_embedded.session import SessionResult, run_session
+from fastsim_embedded.session.compile import PreparedRun, prepare_run
+from fastsim_embedded.session.session import SessionResult, run_session
+from fastsim_embedded.testing.probe import ProbeOptions, ProbePlugin, create_probe
 
 RECORD = "plugin://fastsim/record"
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_embedded.output import FileOutputService, OutputRefused
+from fastsim_embedded.output.transaction import FileOutputService, OutputRefused
 
 
 def main() -> int:

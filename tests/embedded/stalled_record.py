@@ -14,8 +14,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from fastsim_embedded import output
 from fastsim_embedded.backends.synthetic import SyntheticBackend
+from fastsim_embedded.output import leases as output
 from fastsim_record.cli import main
 
 _original = output.FileWriteLease.write

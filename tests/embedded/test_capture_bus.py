@@ -16,7 +16,7 @@ from fastsim_contract.values import (
     SampleBlock,
     SourceKind,
 )
-from fastsim_embedded.bus import CaptureBus
+from fastsim_embedded.host.bus import CaptureBus
 
 PLAN = CapturePlan(sources=frozenset({"lifecycle", "events", "control.audit", "control.result"}))
 

@@ -1,9 +1,10 @@
-"""The steppable session: test code drives one Run tick by tick through ``Episode``.
+"""The steppable session: test code drives one Run tick by tick through ``Session``.
 
-The scripted ``fsr record`` (``run_session``) is one driver of ``Episode``; these tests are
-another.  They check that a driven episode records exactly what the driver sent and what
+The scripted ``fsr record`` (``run_session``) is one driver of ``Session``; these tests are
+another.  They check that a driven session records exactly what the driver sent and what
 each tick returned, that stepping the scene's own script by hand gives the same file
-contents as ``run_session``, and that the episode refuses steps once it has ended.
+contents as ``run_session``, that ``reset(seed)`` ends the Run and opens the next episode
+with that seed, and that the session refuses steps once it has ended.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import yaml
 import fastsim_record as fr
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import Episode, EpisodeClosed, run_session
-from fastsim_recording_format import validate
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import Session, SessionClosed, run_session
+from fastsim_recording_format import FsrReader, validate
 
 RECORD = "plugin://fastsim/record"
 
@@ -41,21 +42,21 @@ def _command(k: int, offset: float) -> ControlCommand:
 
 def test_a_driven_episode_records_the_commands_sent_and_the_observations_returned(tmp_path: Path) -> None:
     """Each step's commands are the control audit; each step's returned sample is the recorded tick."""
-    episode = Episode.open(prepare_run(_run(tmp_path), seed=5), tmp_path / "out")
-    packing = episode.backend.numeric_packing()  # type: ignore[attr-defined]
+    session = Session.open(prepare_run(_run(tmp_path), seed=5), tmp_path / "out")
+    packing = session.backend.numeric_packing()  # type: ignore[attr-defined]
     sent: list[ControlCommand] = []
     returned: list[np.ndarray] = []
     for k in range(1, 13):
         commands = [_command(k, 0.01 * k)] if k % 3 == 0 else []
         commands += [ControlCommand(f"bad-{k}", "fly", "robot")] if k == 7 else []
-        result = episode.step(commands, events=[ScenePluginEvent("driver.tick", {"k": k})] if k == 4 else ())
+        result = session.step(commands, events=[ScenePluginEvent("driver.tick", {"k": k})] if k == 4 else ())
         assert result.tick == k
         assert len(result.outcomes) == len(commands)
         if k == 7:
             assert result.outcomes[-1].accepted is False  # the refusal is visible to the driver
         sent += commands
         returned.append(np.array(result.observation, copy=True))
-    outcome = episode.close().outcome
+    outcome = session.close().outcome
     assert outcome.ok
     assert outcome.completion.kind is CompletionKind.NORMAL
     path = Path(outcome.committed[0])
@@ -80,16 +81,16 @@ def test_a_driven_episode_records_the_commands_sent_and_the_observations_returne
 
 
 def test_stepping_the_scene_script_by_hand_equals_run_session(tmp_path: Path) -> None:
-    """A test that plays backend.script(t) through Episode.step records what the scripted driver records."""
+    """A test that plays backend.script(t) through Session.step records what the scripted driver records."""
     scene = {"robots": {"robot": {"use": "robot://example/robot"}},
              "synthetic": {"command_every_s": 0.2, "reset_every_s": 0.5, "event_every_s": 0.3}}
     scripted = run_session(prepare_run(_run(tmp_path, "a.fsr", scene), seed=9), tmp_path / "a")
     prepared = prepare_run(_run(tmp_path, "b.fsr", scene), seed=9)
-    episode = Episode.open(prepared, tmp_path / "b")
+    session = Session.open(prepared, tmp_path / "b")
     for tick in range(1, 31):
         script = prepared.backend.script(tick)
-        episode.step(script.commands, events=script.events, reset=script.reset)
-    driven = episode.close()
+        session.step(script.commands, events=script.events, reset=script.reset)
+    driven = session.close()
     assert scripted.ticks == driven.ticks == 30
     with fr.open(scripted.outcome.committed[0]) as a, fr.open(driven.outcome.committed[0]) as b:
         assert a.info.generations == b.info.generations
@@ -104,18 +105,18 @@ def test_stepping_the_scene_script_by_hand_equals_run_session(tmp_path: Path) ->
 
 
 def test_a_closed_or_stopping_episode_refuses_steps(tmp_path: Path) -> None:
-    """step after close, or after a completion request, raises EpisodeClosed; close is idempotent."""
-    episode = Episode.open(prepare_run(_run(tmp_path), seed=1), tmp_path / "out")
-    episode.step()
-    episode.host.request_completion(CompletionKind.STOPPED, "the driver stopped")
-    with pytest.raises(EpisodeClosed, match="stopping"):
-        episode.step()
-    first = episode.close()
+    """step after close, or after a completion request, raises SessionClosed; close is idempotent."""
+    session = Session.open(prepare_run(_run(tmp_path), seed=1), tmp_path / "out")
+    session.step()
+    session.host.request_completion(CompletionKind.STOPPED, "the driver stopped")
+    with pytest.raises(SessionClosed, match="stopping"):
+        session.step()
+    first = session.close()
     assert first.outcome.completion.kind is CompletionKind.STOPPED
     assert first.outcome.committed  # a stopped episode commits what it recorded
-    assert episode.close() is first
-    with pytest.raises(EpisodeClosed):
-        episode.step()
+    assert session.close() is first
+    with pytest.raises(SessionClosed):
+        session.step()
 
 
 def test_a_backend_failure_in_a_step_fails_the_episode_and_is_re_raised(
@@ -123,15 +124,42 @@ def test_a_backend_failure_in_a_step_fails_the_episode_and_is_re_raised(
 ) -> None:
     """An exception inside the backend requests a failed completion; the driver sees the exception."""
     prepared = prepare_run(_run(tmp_path), seed=1)
-    episode = Episode.open(prepared, tmp_path / "out")
-    episode.step()
+    session = Session.open(prepared, tmp_path / "out")
+    session.step()
 
     def broken(self: object, substeps: int) -> None:
         raise RuntimeError("the physics blew up")
 
     monkeypatch.setattr(type(prepared.backend), "step", broken)
     with pytest.raises(RuntimeError, match="blew up"):
-        episode.step()
-    outcome = episode.close().outcome
+        session.step()
+    outcome = session.close().outcome
     assert outcome.completion.kind is CompletionKind.FAILED
     assert "tick 2" in outcome.completion.reason
+
+
+def test_reset_ends_the_run_and_opens_the_next_episode_with_the_seed(tmp_path: Path) -> None:
+    """reset(seed) commits the open Run (stopped) and steps the next episode, prepared with that seed."""
+    session = Session.open(prepare_run(_run(tmp_path), seed=5), tmp_path / "out")
+    for k in range(1, 4):
+        assert session.step([_command(k, 0.01)]).tick == k
+    session.reset(seed=7)
+    assert session.prepared.seed == 7
+    assert session.prepared.episode == 1
+    first = session.previous[0]
+    assert first.outcome.completion.kind is CompletionKind.STOPPED
+    assert first.ticks == 3
+    assert [session.step().tick for _ in range(4)] == [1, 2, 3, 4]  # a new Run: its ticks restart
+    second = session.close()
+    assert second.outcome.ok
+    assert second.ticks == 4
+    paths = [Path(first.outcome.committed[0]), Path(second.outcome.committed[0])]
+    assert [p.name for p in paths] == ["stepped.fsr", "stepped-00001.fsr"]
+    for path, seed, ticks in zip(paths, (5, 7), (3, 4), strict=True):
+        assert validate(path).validated_bytes == path.stat().st_size
+        with fr.open(path) as rec:
+            assert rec.info.records["observations"] == ticks
+        with FsrReader(path) as reader:
+            assert reader.run.attributes["run"]["seed"] == seed
+    with pytest.raises(SessionClosed):
+        session.step()

@@ -54,13 +54,13 @@ def test_control_payloads_equal_the_frozen_dicts(tmp_path: Any) -> None:
     """Control audit/result payloads built frozen equal freeze() of their dicts, sizes exact."""
     from fastsim_contract.values import CapturePlan, SourceKind
     from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
-    from fastsim_embedded.core import EmbeddedHost
+    from fastsim_embedded.host.core import EmbeddedHost
 
     plan = CapturePlan(sources=frozenset({SourceKind.CONTROL_AUDIT.value, SourceKind.CONTROL_RESULT.value}))
     host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
     command = ControlCommand("c-1", "set_joint_targets", "robot", {"targets": [0.5, -1.25]})
-    issued = host.publish_control_issued(command)
-    applied = host.publish_control_applied(command, ControlOutcome(False, {"error": "no", "n": [1, {"k": 2}]}))
+    issued = host.events.publish_control_issued(command)
+    applied = host.events.publish_control_applied(command, ControlOutcome(False, {"error": "no", "n": [1, {"k": 2}]}))
     assert issued is not None
     assert applied is not None
     expected_issued = freeze({"event": "command.issued", "command_id": "c-1", "command": "set_joint_targets",
@@ -79,12 +79,12 @@ def test_control_payloads_equal_the_frozen_dicts(tmp_path: Any) -> None:
 def test_plugin_event_payload_equals_the_frozen_dict(tmp_path: Any) -> None:
     """The plugin event built frozen equals freeze() of its documented dict, size exact."""
     from fastsim_contract.values import CapturePlan, SourceKind
-    from fastsim_embedded.core import EmbeddedHost
+    from fastsim_embedded.host.core import EmbeddedHost
 
     plan = CapturePlan(sources=frozenset({SourceKind.PLUGIN_EVENT.value}))
     host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
-    envelope = host.publish_plugin_event("grasp", {"force": [1.5, 2.0], "ok": True}, emitter="gripper")
-    bare = host.publish_plugin_event("tick")
+    envelope = host.events.publish_plugin_event("grasp", {"force": [1.5, 2.0], "ok": True}, emitter="gripper")
+    bare = host.events.publish_plugin_event("tick")
     assert envelope is not None
     assert bare is not None
     expected = freeze({"event": "grasp", "emitter": "gripper", "data": {"force": [1.5, 2.0], "ok": True}})

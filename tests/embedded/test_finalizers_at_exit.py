@@ -25,10 +25,10 @@ from fastsim_contract.values import (
     FinalizerResult,
     TerminalSemanticCut,
 )
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.output import FileOutputService
-from fastsim_embedded.session import Episode
-from fastsim_embedded.terminal import TerminalCoordinator
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.output.transaction import FileOutputService
+from fastsim_embedded.session.session import Session
+from fastsim_embedded.host.terminal import TerminalCoordinator
 from fastsim_recording_format import validate
 
 RECORD = "plugin://fastsim/record"
@@ -167,7 +167,7 @@ def test_an_episode_closed_where_no_thread_can_start_commits(
         "runtime": {"sensor_hz": 30.0, "duration_s": 10.0},
         "plugins": {"record": {"use": RECORD, "config": {"output": {"name": "at-exit.fsr"}}}},
     }))
-    episode = Episode.open(prepare_run(run, seed=1), tmp_path / "out")
+    episode = Session.open(prepare_run(run, seed=1), tmp_path / "out")
     for _ in range(6):
         episode.step()
     refused = _refuse_threads(monkeypatch)  # from here on, as at interpreter exit

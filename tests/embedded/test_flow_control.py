@@ -1,4 +1,4 @@
-"""Flow control in the embedded host's run loop (contract section 10, ``fastsim_embedded.flow``).
+"""Flow control in the embedded host's run loop (contract section 10, ``fastsim_embedded.host.flow``).
 
 A paced Run never reads a gauge; an unpaced Run waits for a pressed one, bounded.  The
 last test records the README's minimal Run unpaced with a CPU-bound process beside it
@@ -16,9 +16,9 @@ from typing import cast
 
 import pytest
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.session import run_session
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ def test_host_modules_import_neither_the_plugin_nor_a_simulator() -> None:
     """Importing the host (session, compiler, CLI, synthetic backend) loads no fastsim_record, mujoco or cv2."""
     probe = (
         "import sys\n"
-        "import fastsim_embedded.cli_record, fastsim_embedded.session, fastsim_embedded.compile\n"
+        "import fastsim_embedded.cli.record, fastsim_embedded.session.session, fastsim_embedded.session.compile\n"
         "from fastsim_embedded.backends import create_backend\n"
         "from fastsim_embedded.backends.base import BackendSpec\n"
         "create_backend('synthetic', BackendSpec())\n"
@@ -25,11 +25,11 @@ def test_replay_imports_only_the_format_never_the_plugin() -> None:
     probe = (
         "import sys\n"
         "import numpy as np\n"
-        "import fastsim_embedded.replay, fastsim_embedded.cli_replay\n"
+        "import fastsim_embedded.render.replay, fastsim_embedded.cli.replay\n"
         "from fastsim_recording_format.codecs.render_state import encode_render_state\n"
         "state = {'rigid/box/pose': np.zeros(7), 'rigid/box/linear_velocity': np.zeros(3),\n"
         "         'rigid/box/angular_velocity': np.zeros(3)}\n"
-        "fastsim_embedded.replay.decode_render_state(encode_render_state(state))\n"
+        "fastsim_embedded.render.replay.decode_render_state(encode_render_state(state))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fastsim_record'))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

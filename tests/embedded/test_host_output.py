@@ -10,7 +10,7 @@ import pytest
 
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_embedded.output import FileOutputService, Transaction
+from fastsim_embedded.output.transaction import FileOutputService, Transaction
 
 CID = "run-completion-1"
 

@@ -14,9 +14,10 @@ from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends import register_backend
 from fastsim_embedded.backends.base import BackendSpec
 from fastsim_embedded.backends.synthetic import SyntheticBackend, create_backend
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.probe import ProbeOptions, ProbePlugin
-from fastsim_embedded.session import SessionResult, discover_plugin
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.plugins import discover_plugin
+from fastsim_embedded.session.session import SessionResult
+from fastsim_embedded.testing.probe import ProbeOptions, ProbePlugin
 
 ProbeSession = Callable[..., tuple[SessionResult, ProbePlugin]]
 NO_OBSERVATIONS = {"record": {"use": "plugin://fastsim/record",
@@ -182,7 +183,7 @@ def test_record_plugin_is_found_through_its_entry_point() -> None:
 
 def test_the_host_looks_the_plugin_up_by_its_dotted_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """plugin://fastsim/record is the entry point `fastsim.record`; one named `record` is not it."""
-    import fastsim_embedded.session as session
+    import fastsim_embedded.session.plugins as session
 
     class _EntryPoint:
         def __init__(self, name: str, value: object) -> None:

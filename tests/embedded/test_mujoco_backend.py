@@ -95,7 +95,7 @@ def test_packed_sample_is_the_per_channel_samples_back_to_back(backend: MujocoBa
 
 def test_host_publishes_mujoco_ticks_packed() -> None:
     """The run loop picks PackedSampling for the MuJoCo backend when the plan selects its channels."""
-    from fastsim_embedded.loop import observation_publisher
+    from fastsim_embedded.session.loop import observation_publisher
 
     class Host:
         bound: object = None

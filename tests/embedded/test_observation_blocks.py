@@ -20,7 +20,7 @@ from fastsim_contract.values import (
 )
 from fastsim_embedded.backends.base import BackendSpec
 from fastsim_embedded.backends.synthetic import create_backend
-from fastsim_embedded.core import EmbeddedHost
+from fastsim_embedded.host.core import EmbeddedHost
 
 
 def _host(tmp_path: Path, names: tuple[str, ...]) -> tuple[EmbeddedHost, list[Envelope]]:
@@ -40,9 +40,9 @@ def test_block_path_equals_the_mapping_path(tmp_path: Path) -> None:
     backend.step(3)
     names = tuple(reversed([c.name for c in backend.channels()][1:]))  # a subset, another order
     host, seen = _host(tmp_path, names)
-    assert host.bind_numeric_layout(backend.numeric_layout())
-    host.publish_observation(backend.sample_numeric())
-    host.publish_observation_blocks(backend.sample_numeric_blocks())
+    assert host.observations.bind_numeric_layout(backend.numeric_layout())
+    host.observations.publish_observation(backend.sample_numeric())
+    host.observations.publish_observation_blocks(backend.sample_numeric_blocks())
     by_mapping, by_blocks = (e.payload for e in seen)
     assert isinstance(by_mapping, ObservationTick)
     assert isinstance(by_blocks, ObservationTick)
@@ -77,9 +77,9 @@ def test_sample_block_is_an_immutable_sequence_of_channel_samples() -> None:
 def test_writeable_blocks_are_frozen_by_the_host(tmp_path: Path) -> None:
     """A backend handing writeable blocks gets them copied and frozen before publication."""
     host, seen = _host(tmp_path, ("x",))
-    assert host.bind_numeric_layout({"x": (0, 1)})
+    assert host.observations.bind_numeric_layout({"x": (0, 1)})
     block = np.arange(6.0).reshape(2, 3)
-    host.publish_observation_blocks((block,))
+    host.observations.publish_observation_blocks((block,))
     block[1, 0] = 99.0
     payload = seen[0].payload
     assert isinstance(payload, ObservationTick)
@@ -97,9 +97,9 @@ def test_packed_path_equals_the_mapping_path_for_any_plan_order(tmp_path: Path) 
     declared = tuple(c.name for c in backend.channels())
     for names in (declared, tuple(reversed(declared[1:]))):
         host, seen = _host(tmp_path, names)
-        assert host.bind_numeric_packing(backend.numeric_packing())
-        host.publish_observation(backend.sample_numeric())
-        host.publish_observation_packed(backend.sample_numeric_packed())
+        assert host.observations.bind_numeric_packing(backend.numeric_packing())
+        host.observations.publish_observation(backend.sample_numeric())
+        host.observations.publish_observation_packed(backend.sample_numeric_packed())
         by_mapping, by_packed = (e.payload for e in seen)
         assert isinstance(by_mapping, ObservationTick)
         assert isinstance(by_packed, ObservationTick)
@@ -122,8 +122,8 @@ def test_full_plan_publishes_the_backend_buffer_without_a_copy(tmp_path: Path) -
     backend.reset(0)
     backend.step(1)
     host, seen = _host(tmp_path, tuple(c.name for c in backend.channels()))
-    assert host.bind_numeric_packing(backend.numeric_packing())
-    host.publish_observation_packed(backend.sample_numeric_packed())
+    assert host.observations.bind_numeric_packing(backend.numeric_packing())
+    host.observations.publish_observation_packed(backend.sample_numeric_packed())
     payload = seen[0].payload
     assert isinstance(payload, ObservationTick)
     assert isinstance(payload.values, PackedValues)
@@ -134,14 +134,14 @@ def test_full_plan_publishes_the_backend_buffer_without_a_copy(tmp_path: Path) -
 def test_writeable_packed_buffers_are_frozen_by_the_host(tmp_path: Path) -> None:
     """A backend handing a writeable packed buffer gets it copied and frozen before publication."""
     host, seen = _host(tmp_path, ("x", "y"))
-    assert host.bind_numeric_packing((("x", "float64", (2,)), ("y", "<f8", ())))
+    assert host.observations.bind_numeric_packing((("x", "float64", (2,)), ("y", "<f8", ())))
     buffer = np.arange(3.0)
-    host.publish_observation_packed(buffer)
+    host.observations.publish_observation_packed(buffer)
     buffer[0] = 99.0
     payload = seen[0].payload
     assert isinstance(payload, ObservationTick)
     assert [np.asarray(v).tolist() for v in payload.values] == [[0.0, 1.0], 2.0]
-    assert not host.bind_numeric_packing((("x", "<f8", (2,)),))  # does not cover the plan
+    assert not host.observations.bind_numeric_packing((("x", "<f8", (2,)),))  # does not cover the plan
 
 
 def test_packed_values_check_their_size_and_refuse_writes() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_embedded.output import FileOutputService, FileWriteLease, OutputRefused
-from fastsim_embedded.output_names import check_output_name
+from fastsim_embedded.output.names import check_output_name
+from fastsim_embedded.output.transaction import FileOutputService, FileWriteLease, OutputRefused
 
 CID = "run-completion-1"
 
@@ -187,8 +187,8 @@ def test_a_config_error_at_prepare_releases_the_output_name(tmp_path: Path) -> N
     import yaml
 
     from fastsim_contract.run_errors import RunConfigError, RunIssue
-    from fastsim_embedded.compile import prepare_run
-    from fastsim_embedded.session import run_session
+    from fastsim_embedded.session.compile import prepare_run
+    from fastsim_embedded.session.session import run_session
 
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump({

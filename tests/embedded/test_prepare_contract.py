@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main
 from fastsim_recording_format import FsrReader
 

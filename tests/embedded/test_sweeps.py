@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_recording_format import FsrReader
 
 FSR = str(Path(sys.executable).with_name("fsr"))
@@ -200,7 +200,7 @@ def test_the_host_command_exposes_the_sweep_checks_and_worker_command(tmp_path: 
     """COMMAND.check_sweep gives the first seed (or the refusals) and worker_command one episode's process."""
     import argparse
 
-    from fastsim_embedded.cli_record import COMMAND
+    from fastsim_embedded.cli.record import COMMAND
 
     run = _write(tmp_path, name="ep-{seed}.fsr")
     parser = argparse.ArgumentParser()
@@ -208,7 +208,7 @@ def test_the_host_command_exposes_the_sweep_checks_and_worker_command(tmp_path: 
     args = parser.parse_args([str(run), "--episodes", "2", "--seed", "5", "--output-dir", str(tmp_path)])
     assert COMMAND.check_sweep(args) == (5, [])
     cmd = COMMAND.worker_command(args, 1, 6)
-    assert cmd[1:4] == ["-m", "fastsim_embedded.cli_record", str(run)]
+    assert cmd[1:4] == ["-m", "fastsim_embedded.cli.record", str(run)]
     assert cmd[cmd.index("--seed") + 1] == "6"
     (tmp_path / "ep-6.fsr").write_bytes(b"x")
     first, lines = COMMAND.check_sweep(args)

@@ -172,7 +172,7 @@ def test_uncalibrated_profile_rule_3u_and_the_record_checks() -> None:
     assert k_matches(np.full(9, np.nan).tobytes(), profile)
     assert not k_matches(np.eye(3).tobytes(), profile)
 
-    from fastsim_embedded.gymnasium_cameras import UncalibratedCamera
+    from fastsim_embedded.gymnasium_host.cameras import UncalibratedCamera
 
     names = ("cameras.cam.rgb", "cameras.cam.intrinsics", "cameras.cam.extrinsics.translation",
              "cameras.cam.extrinsics.quaternion_xyzw")

@@ -146,10 +146,10 @@ def test_an_episode_that_cannot_be_opened_is_reported_never_raised_into_the_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The host refuses to open episode 1's file: the env keeps running, episodes 0 and 2 are committed, and close() warns one line naming episode 1 and why."""
-    from fastsim_embedded import session
-    from fastsim_embedded.output import OutputRefused
+    from fastsim_embedded.output.transaction import OutputRefused
+    from fastsim_embedded.session import session
 
-    real_open = session.Episode.open.__func__  # type: ignore[attr-defined]
+    real_open = session.Session.open.__func__  # type: ignore[attr-defined]
     calls = {"n": 0}
 
     def flaky_open(cls: Any, /, prepared: object, output_dir: Path, **kwargs: object) -> object:
@@ -158,7 +158,7 @@ def test_an_episode_that_cannot_be_opened_is_reported_never_raised_into_the_env(
             raise OutputRefused(output_dir / "episode-000001.fsr", "another recorder is writing this name now")
         return real_open(cls, prepared, output_dir, **kwargs)
 
-    monkeypatch.setattr(session.Episode, "open", classmethod(flaky_open))
+    monkeypatch.setattr(session.Session, "open", classmethod(flaky_open))
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path)
     played = play(env, [1, 2, 3])
     with pytest.warns(RuntimeWarning, match=r"^episode 1: not committed: the episode could not be opened: "

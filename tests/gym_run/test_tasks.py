@@ -13,8 +13,8 @@ import yaml
 
 import fastsim_record as fr
 from fastsim_embedded.backends.tasks import TaskSpec, TaskTracker
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main
 
 from .conftest import PICK, REACH, ROOT, reach_run

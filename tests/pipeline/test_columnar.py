@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.session import SessionResult, run_session
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import SessionResult, run_session
 from fastsim_record.core.captured import CapturedRun
 from fastsim_record.pipeline.columns import RunBuilder
 from fastsim_record.ports.sources import materialize

@@ -14,9 +14,9 @@ from fastsim_contract.values import SourceKind
 from fastsim_embedded.backends import register_backend
 from fastsim_embedded.backends.base import BackendSpec
 from fastsim_embedded.backends.synthetic import SyntheticBackend, create_backend
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.session import SessionResult, run_session
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import SessionResult, run_session
 from fastsim_record.cli import main as fsr_main
 from fastsim_recording_format.model import RecordKind
 from fastsim_recording_format.reader import FsrReader

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 import fastsim_record as fr
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main as fsr_main
 from fastsim_recording_format.reader import FsrReader
 

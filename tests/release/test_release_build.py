@@ -37,9 +37,9 @@ REGISTERED: dict[str, dict[str, dict[str, str]]] = {
     "fastsim-recording-format": {},
     "fastsim-embedded": {
         "fastsim.hosts": {
-            "embedded": "fastsim_embedded.cli_record:COMMAND",
-            "embedded-replay": "fastsim_embedded.cli_replay:COMMAND",
-            "gymnasium": "fastsim_embedded.gymnasium_recorder:HOST",
+            "embedded": "fastsim_embedded.cli.record:COMMAND",
+            "embedded-replay": "fastsim_embedded.cli.replay:COMMAND",
+            "gymnasium": "fastsim_embedded.gymnasium_host.recorder:HOST",
         },
     },
     "fastsim-plugin-record": {

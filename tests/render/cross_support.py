@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_embedded.replay import prepare_replay
+from fastsim_embedded.render.replay import prepare_replay
 
 __all__ = ["FramePair", "compare", "paired_frames", "side_by_side"]
 

@@ -23,8 +23,8 @@ pytest.importorskip("moderngl")
 
 from tests.render.cross_support import compare, paired_frames, side_by_side
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.session import run_session
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main as fsr_main
 from fastsim_recording_format import FsrReader
 from fastsim_recording_format.codecs.geometry import decode_assets

@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("mujoco")
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.gl_replay.scene import RecordedScene, SceneRefused
-from fastsim_embedded.session import run_session
+from fastsim_embedded.backends.gl_replay.scene import RecordedScene, SceneRefused
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main as fsr_main
 from fastsim_recording_format import FsrReader
 from fastsim_recording_format.codecs.geometry import DecodedAssets
@@ -140,7 +140,7 @@ def test_a_non_finite_pose_is_refused_naming_the_tick(
             return RenderState(arrays=arrays)
         return state
 
-    monkeypatch.setattr("fastsim_embedded.replay.decode_render_state", poisoned)
+    monkeypatch.setattr("fastsim_embedded.render.replay.decode_render_state", poisoned)
     code, err = _replay(sources, "both", tmp_path, capsys)
     assert code == 1
     assert len(err) == 1
@@ -190,8 +190,8 @@ def test_a_non_finite_transform_is_refused_naming_the_tick(sources: dict[str, Pa
 def test_a_particle_is_a_sphere_where_the_camera_model_puts_it() -> None:
     """One particle 1 m in front of a camera lands on the pixel K gives, at 1 m minus its radius."""
     pytest.importorskip("moderngl")
-    from fastsim_embedded.gl_replay.camera import view
-    from fastsim_embedded.gl_replay.gl import GlRenderer, Particles
+    from fastsim_embedded.backends.gl_replay.camera import view
+    from fastsim_embedded.backends.gl_replay.gl import GlRenderer, Particles
 
     renderer = GlRenderer()
     try:
@@ -237,7 +237,7 @@ def test_a_moderngl_replay_never_imports_mujoco(sources: dict[str, Path], tmp_pa
 
     script = (
         "import sys\n"
-        "from fastsim_embedded.cli_replay import main\n"
+        "from fastsim_embedded.cli.replay import main\n"
         f"code = main([{str(sources['both'])!r}, {str(sources['replay'])!r}, '--output-dir', {str(tmp_path)!r},"
         " '--renderer', 'moderngl'])\n"
         "print(code, 'mujoco' in sys.modules)\n"

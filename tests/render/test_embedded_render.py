@@ -14,9 +14,9 @@ from numpy.typing import NDArray
 
 from fastsim_contract.render_services import GeometryAssets, GeometryTransforms
 from fastsim_contract.values import CapturePlan, Envelope, SourceKind
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.fluid import ParticleEmitter
-from fastsim_embedded.render_capture import RateGate, RenderCapture
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.render.capture import RateGate, RenderCapture
+from fastsim_embedded.render.fluid import ParticleEmitter
 from fastsim_record.adapters.geometry import GeometryEncoder
 from fastsim_record.testing.strategies import render_rate_cases
 from fastsim_recording_format.codecs.geometry import decode_assets
@@ -167,7 +167,7 @@ def mesh_scene() -> tuple[Any, Any]:
 @pytest.mark.mujoco
 def test_mujoco_geometry_catalog_motion_and_dedup(mesh_scene: tuple[Any, Any]) -> None:
     """The MuJoCo catalog has static/dynamic/kinematic bodies and two equal meshes stored once."""
-    from fastsim_embedded.geometry import MujocoSceneGeometry
+    from fastsim_embedded.render.geometry import MujocoSceneGeometry
 
     service = MujocoSceneGeometry(*mesh_scene)
     assert service.catalog_kinds() == {"visual", "collision"}
@@ -188,7 +188,7 @@ def test_mujoco_geometry_catalog_motion_and_dedup(mesh_scene: tuple[Any, Any]) -
 @pytest.mark.mujoco
 def test_mujoco_geometry_falls_back_to_collision(mesh_scene: tuple[Any, Any]) -> None:
     """With no visible group the scene exposes only its collision catalog."""
-    from fastsim_embedded.geometry import MujocoSceneGeometry
+    from fastsim_embedded.render.geometry import MujocoSceneGeometry
 
     service = MujocoSceneGeometry(*mesh_scene, visual_groups=())
     assert service.catalog_kinds() == {"collision"}
@@ -198,7 +198,7 @@ def test_mujoco_geometry_falls_back_to_collision(mesh_scene: tuple[Any, Any]) ->
 @pytest.mark.mujoco
 def test_geometry_capture_reads_once_then_queries_moving_bodies(tmp_path: Path, mesh_scene: tuple[Any, Any]) -> None:
     """Assets are read once; later samples query only dynamic and kinematic transforms."""
-    from fastsim_embedded.mujoco_render import MujocoRenderSource
+    from fastsim_embedded.render.mujoco import MujocoRenderSource
 
     source = MujocoRenderSource(*mesh_scene)
     backend = type("B", (), {"render_source": lambda self: source})()
@@ -221,7 +221,7 @@ def test_geometry_capture_reads_once_then_queries_moving_bodies(tmp_path: Path, 
 @pytest.mark.mujoco
 def test_disabled_geometry_never_reads_the_catalog(tmp_path: Path, mesh_scene: tuple[Any, Any]) -> None:
     """With geometry disabled no catalog, resource or transform read happens."""
-    from fastsim_embedded.mujoco_render import MujocoRenderSource
+    from fastsim_embedded.render.mujoco import MujocoRenderSource
 
     source = MujocoRenderSource(*mesh_scene)
     backend = type("B", (), {"render_source": lambda self: source})()
@@ -233,7 +233,7 @@ def test_disabled_geometry_never_reads_the_catalog(tmp_path: Path, mesh_scene: t
 @pytest.mark.mujoco
 def test_render_state_round_trip_and_exact_apply(mesh_scene: tuple[Any, Any]) -> None:
     """Sampled MuJoCo state survives the codec and poses a fresh model bit for bit."""
-    from fastsim_embedded.mujoco_render import MujocoRenderSource
+    from fastsim_embedded.render.mujoco import MujocoRenderSource
 
     model, data = mesh_scene
     data.qpos[:] = np.random.default_rng(1).standard_normal(model.nq)
@@ -252,8 +252,8 @@ def test_render_state_round_trip_and_exact_apply(mesh_scene: tuple[Any, Any]) ->
 @pytest.mark.mujoco
 def test_mujoco_run_records_scene_geometry_through_record(tmp_path: Path) -> None:
     """A MuJoCo Run with streams.geometry writes one visual assets record, then moving-body transforms at rate_hz."""
-    from fastsim_embedded.compile import prepare_run
-    from fastsim_embedded.session import run_session
+    from fastsim_embedded.session.compile import prepare_run
+    from fastsim_embedded.session.session import run_session
     from fastsim_recording_format import FsrReader
     from fastsim_recording_format.codecs.geometry import decode_transforms, record_kind
 
@@ -285,7 +285,7 @@ def test_mujoco_run_records_scene_geometry_through_record(tmp_path: Path) -> Non
 @pytest.mark.mujoco
 def test_replay_check_refuses_a_state_that_leaves_a_scene_body_unposed(mesh_scene: tuple[Any, Any]) -> None:
     """check_state accepts the scene's own state and refuses one missing a free body's pose."""
-    from fastsim_embedded.mujoco_render import MujocoRenderSource
+    from fastsim_embedded.render.mujoco import MujocoRenderSource
 
     source = MujocoRenderSource(*mesh_scene)
     state = dict(source.render_state())

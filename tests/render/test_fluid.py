@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fastsim_contract.render_services import FluidEmissionBatch
-from fastsim_embedded.fluid import ParticleEmitter, emitter_from_scene
+from fastsim_embedded.render.fluid import ParticleEmitter, emitter_from_scene
 from fastsim_record.adapters.fluid import FluidEmissionEncoder
 from fastsim_record.errors import RecordError
 from fastsim_recording_format.codecs.fluid import (

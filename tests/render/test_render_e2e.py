@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fastsim_embedded import render_capture
 from fastsim_embedded.backends.synthetic import SyntheticBackend
-from fastsim_embedded.bus import CaptureBus
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.core import EmbeddedHost
-from fastsim_embedded.session import run_session
-from fastsim_embedded.synthetic_render import SyntheticGeometry, SyntheticRenderSource
+from fastsim_embedded.host.bus import CaptureBus
+from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.render import capture as render_capture
+from fastsim_embedded.render.synthetic import SyntheticGeometry, SyntheticRenderSource
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record import sources
 from fastsim_record.adapters import fluid, geometry
 from fastsim_recording_format import FsrReader, validate

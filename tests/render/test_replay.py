@@ -12,9 +12,9 @@ pytest.importorskip("mujoco")
 
 import cv2
 
-from fastsim_embedded.compile import prepare_run
-from fastsim_embedded.replay import replay
-from fastsim_embedded.session import run_session
+from fastsim_embedded.render.replay import replay
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main as fsr_main
 from fastsim_recording_format import FsrReader
 from fastsim_recording_format.codecs.render_state import decode_render_state

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fastsim_contract.run_errors import RunConfigError
-from fastsim_embedded.replay import read_track
+from fastsim_embedded.render.replay import read_track
 from fastsim_record.cli import _host
 from fastsim_record.cli import replay as replay_cli
 from fastsim_recording_format import FsrWriter, RecordIn, RunMetadata, StreamSpec

@@ -16,7 +16,7 @@ folder validation skip hidden, unsealed and quarantined files).
     | 5 | longer than ``name_max - STAGING_OVERHEAD``   | names the sizes and the limit |
     |   | bytes (UTF-8)                                 |                               |
 
-``fastsim_record.config`` (``fsr check``) and ``fastsim_embedded.output_names`` (``fsr
+``fastsim_record.config`` (``fsr check``) and ``fastsim_embedded.output.names`` (``fsr
 record``) both call :func:`output_name_refusal`, so they never disagree.
 """
 

@@ -1,20 +1,19 @@
 """An embedded, in-process FastSim host that implements the Core contract, so a Run records on any machine.
 
-Module map (the Core side; the contract is ``fastsim_contract`` and ``contracts/``):
+Rooms (the Core side; the contract is ``fastsim_contract`` and ``contracts/``); each
+room's ``__init__`` maps its modules:
 
-    | module             | what it owns                                                          |
-    |--------------------|-----------------------------------------------------------------------|
-    | compile            | ``prepare_run``: load_run -> compile_run -> backend -> CapturePlan     |
-    | session            | ``Episode``: one Run as an object (open, step, close); ``run_session``  |
-    |                    | = ``Episode.open`` + the scripted driver + ``close``                  |
-    | loop               | ``TickStepper`` (one tick); ``run_loop``: the scripted driver (pacing) |
-    | core               | ``EmbeddedHost`` (publishers, cut) and ``EmbeddedCore`` (CoreServices) |
-    | bus                | global/per-source sequences, atomic history-plus-live delivery        |
-    | terminal           | completion (first wins), finalizer deadline, cancel, run status       |
-    | output             | real-file leases: staging, fsync, atomic rename, disposal, revocation |
-    | payloads           | immutable payloads and the producer-computed portable size            |
-    | backends           | the Backend protocol (``base``), registry, ``synthetic``               |
-    | probe              | a minimal consumer plugin for exercising a Core                       |
-    | contract_driver    | this host as a contract-suite ``CoreDriver``                          |
-    | cli_record         | ``fsr record`` (the ``fastsim.hosts`` / ``embedded`` entry point)      |
+    | room           | what it owns                                                              |
+    |----------------|---------------------------------------------------------------------------|
+    | session        | ``prepare_run``; ``Session`` (reset(seed), step(commands), close()); the  |
+    |                | tick (``TickStepper``) and the scripted driver of ``fsr record``          |
+    | host           | ``EmbeddedHost``: bus, services, lifecycle/events/control and observation |
+    |                | publishing, flow control, the terminal (cut, finalizers, outcome)         |
+    | output         | real-file leases: staging, fsync, atomic rename, disposal, revocation     |
+    | render         | render.state, geometry, fluid, camera mounts; camera-only render Replay   |
+    | backends       | the Backend protocol (``base``), registry, synthetic, MuJoCo, gl_replay   |
+    | cli            | ``fsr record`` / ``fsr replay`` (the ``fastsim.hosts`` entry points)       |
+    | gymnasium_host | recording Gymnasium episodes (the ``gymnasium`` entry point)              |
+    | gym            | ``FastSimRun-v0``: a Run as a Gymnasium environment (a Session driver)    |
+    | testing        | a minimal consumer plugin; this host as a contract-suite ``CoreDriver``   |
 """

@@ -18,7 +18,7 @@ _REGISTRY: dict[str, BackendFactory | str] = {
     "mujoco": "fastsim_embedded.backends.mujoco_backend:create_backend",
     "synthetic+cameras": "fastsim_embedded.backends.synthetic_cameras:create_backend",
     "mujoco-shapes": "fastsim_embedded.backends.mujoco_shapes:create_backend",
-    "moderngl": "fastsim_embedded.gl_replay.backend:create_backend",  # only under fsr replay --renderer
+    "moderngl": "fastsim_embedded.backends.gl_replay.backend:create_backend",  # only under fsr replay --renderer
     "gymnasium": "fastsim_embedded.backends.gymnasium_scene:create_backend",  # Replay of fastsim_record.gym files
 }
 

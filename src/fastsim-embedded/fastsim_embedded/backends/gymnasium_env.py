@@ -1,7 +1,7 @@
 """The ``gymnasium`` backend: one Gymnasium env (or one sub-env of a vector env) as a Core backend.
 
 The env's own thread is the simulation thread, and the env steps itself: the driver
-(``fastsim_embedded.gymnasium_recorder``) calls ``env.step``/``env.reset``, stages what
+(``fastsim_embedded.gymnasium_host.recorder``) calls ``env.step``/``env.reset``, stages what
 they returned with ``stage`` and then runs one host tick, which publishes the staged row
 through the ordinary observation and camera paths.  Nothing here steps physics, so
 ``step`` and ``reset`` only keep the contract; there is no script and no command.
@@ -52,7 +52,7 @@ from fastsim_embedded.backends.base import (
     ControlOutcome,
     TickScript,
 )
-from fastsim_embedded.gymnasium_spaces import Leaf, RowPacker, leaf_value
+from fastsim_embedded.gymnasium_host.spaces import Leaf, RowPacker, leaf_value
 
 __all__ = ["ACTION_COMMAND", "JOINT_POSITION", "JOINT_VELOCITY", "GymnasiumBackend", "StepRow", "camera_channels"]
 

@@ -39,7 +39,7 @@ from fastsim_embedded.backends.base import (
     TickScript,
 )
 from fastsim_embedded.backends.gymnasium_env import JOINT_POSITION, JOINT_VELOCITY, camera_channels
-from fastsim_embedded.gymnasium_mujoco import calibration_of, joints_of, render_source_of
+from fastsim_embedded.gymnasium_host.mujoco import calibration_of, joints_of, render_source_of
 
 __all__ = ["GymnasiumScene", "create_backend"]
 

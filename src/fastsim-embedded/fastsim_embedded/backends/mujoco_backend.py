@@ -27,7 +27,7 @@ Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
     | 4 | reset_every_s  | 4.0      | a reset (new Runtime generation) period; null: never     |
     | 5 | randomize      | defaults | seeded ranges (``mujoco_randomize``); false: none        |
     | 6 | extra_cameras  | none     | cameras added to the model, declared after ``cameras``   |
-    |   |                |          | (``fastsim_embedded.camera_mounts``)                     |
+    |   |                |          | (``fastsim_embedded.render.camera_mounts``)                     |
 
 ``scenario.scene.task`` declares ``pick`` or ``reach`` (``fastsim_embedded.backends.tasks``):
 the scene then adds the ``task.*`` numeric channels after the joint state (end effector:
@@ -35,7 +35,7 @@ the gripper's ``grasp_site``; a reach target without ``target`` is drawn from th
 ``controls()`` declares what a driver may command: ``set_joint_targets`` with the 7 arm
 joint targets (rad, the actuators' ranges from the model) and the gripper closure [0, 1].
 
-``scenario.scene.fluid`` adds a particle emitter (``fastsim_embedded.fluid``): the scene
+``scenario.scene.fluid`` adds a particle emitter (``fastsim_embedded.render.fluid``): the scene
 then exposes ``fluid.audit`` and its particles enter ``render.state``.
 
 Each generation replays the scripted pick from the initial state: a command
@@ -76,9 +76,9 @@ from fastsim_embedded.backends.mujoco_scene import (
     MujocoDroidScene,
 )
 from fastsim_embedded.backends.tasks import TaskTracker, parse_task
-from fastsim_embedded.camera_mounts import parse_mounts
-from fastsim_embedded.fluid import emitter_from_scene
-from fastsim_embedded.mujoco_render import MujocoRenderSource
+from fastsim_embedded.render.camera_mounts import parse_mounts
+from fastsim_embedded.render.fluid import emitter_from_scene
+from fastsim_embedded.render.mujoco import MujocoRenderSource
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["COMMAND_NAME", "MujocoBackend", "create_backend"]

@@ -20,7 +20,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_embedded.camera_mounts import CameraMount
+from fastsim_embedded.render.camera_mounts import CameraMount
 
 __all__ = [
     "OffscreenRenderers",

@@ -59,7 +59,7 @@ from fastsim_embedded.backends.mujoco_gl import (
 )
 from fastsim_embedded.backends.mujoco_pick import PICK_DURATION_S, PICK_PHASE_NAMES
 from fastsim_embedded.backends.mujoco_randomize import Randomization, apply_randomization
-from fastsim_embedded.camera_mounts import CameraMount
+from fastsim_embedded.render.camera_mounts import CameraMount
 from fastsim_recording_format.encoding import readonly
 
 __all__ = [

@@ -38,7 +38,7 @@ from fastsim_embedded.backends.mujoco_gl import (
     mujoco,
     mujoco_to_opencv_quaternion,
 )
-from fastsim_embedded.mujoco_render import MujocoRenderSource
+from fastsim_embedded.render.mujoco import MujocoRenderSource
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["CAMERAS", "NAME", "ShapesBackend", "create_backend"]

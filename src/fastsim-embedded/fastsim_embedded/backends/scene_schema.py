@@ -24,7 +24,7 @@ import attrs
 from fastsim_contract.run_errors import RunIssue
 from fastsim_contract.run_structure import describe, unknown_key_message
 from fastsim_embedded.backends.mujoco_randomize import parse_randomization
-from fastsim_embedded.camera_mounts import parse_mounts
+from fastsim_embedded.render.camera_mounts import parse_mounts
 
 __all__ = ["KNOWN_ROBOTS", "SCENE_SCHEMAS", "TASK_OBJECTS", "Key", "scene_issues"]
 

@@ -12,7 +12,7 @@ Scene (``scenario.scene``) and options (``BackendSpec.options``):
     | 4 | command_every_s     | 0.5     | a scripted ``set_joint_offset`` command period     |
     | 5 | event_every_s       | 1.0     | a scripted ``scene.marker`` plugin event period    |
     | 6 | reset_every_s       | none    | a reset (new Runtime generation) period            |
-    | 7 | scene.fluid         | none    | a particle emitter (``fastsim_embedded.fluid``):    |
+    | 7 | scene.fluid         | none    | a particle emitter (``fastsim_embedded.render.fluid``):    |
     |   |                     |         | the scene then exposes ``fluid.audit``             |
     | 8 | scene.task          | none    | ``reach`` (``fastsim_embedded.backends.tasks``):   |
     |   |                     |         | adds the ``task.*`` channels after the others      |
@@ -48,8 +48,8 @@ from fastsim_embedded.backends.base import (
     TickScript,
 )
 from fastsim_embedded.backends.tasks import TaskTracker, parse_task
-from fastsim_embedded.fluid import emitter_from_scene
-from fastsim_embedded.synthetic_render import SyntheticRenderSource
+from fastsim_embedded.render.fluid import emitter_from_scene
+from fastsim_embedded.render.synthetic import SyntheticRenderSource
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["SyntheticBackend", "create_backend"]

@@ -3,7 +3,7 @@
 The plugin never imports a host: as ``fsr record`` finds ``fastsim.hosts`` entry points,
 ``fastsim_record.gym`` loads the entry point named ``gymnasium``.  Its object has
 ``Options`` (the recording options class) and ``open(...)`` (a recording with
-``begin``/``step``/``end``/``fail``/``close``); ``fastsim_embedded.gymnasium_recorder``
+``begin``/``step``/``end``/``fail``/``close``); ``fastsim_embedded.gymnasium_host.recorder``
 is the embedded host's.
 """
 

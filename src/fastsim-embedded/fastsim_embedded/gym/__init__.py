@@ -1,0 +1,14 @@
+"""``FastSimRun-v0``: a FastSim Run as a Gymnasium environment (a driver of ``session.Session``).
+
+Importing this package registers ``FastSimRun-v0`` (``gym.make("fastsim_embedded.gym:FastSimRun-v0", ...)``).
+
+    | module | what it owns                                                              |
+    |--------|---------------------------------------------------------------------------|
+    | env    | ``FastSimRunEnv``: reset/step/close over one ``Session`` per episode       |
+    | spaces | observation and action spaces from the Run's channels and controls        |
+    | slots  | the ``-env<k>`` sub-env slot in file names (an ``flock`` per slot)         |
+"""
+
+from fastsim_embedded.gym.env import ENV_ID, FastSimRunEnv
+
+__all__ = ["ENV_ID", "FastSimRunEnv"]

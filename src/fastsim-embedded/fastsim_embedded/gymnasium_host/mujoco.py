@@ -1,0 +1,252 @@
+"""Honest calibration of a Gymnasium MuJoCo env's ``render()`` frames, read from the renderer.
+
+Gymnasium's MuJoCo envs render through ``env.unwrapped.mujoco_renderer``, whose
+off-screen viewer keeps the ``MjvScene`` of the frame it last drew.  Its GL camera
+(``scn.camera[0]``: position, forward and up vectors, frustum) is the camera that drew the
+frame, for a fixed camera and for the free (tracking) camera alike:
+
+    | # | value            | from                                                            |
+    |---|------------------|-----------------------------------------------------------------|
+    | 1 | K                | ``pinhole_profile`` of the frame's size and the vertical field  |
+    |   |                  | of view ``2 atan(frustum_top / frustum_near)``                  |
+    | 2 | translation      | ``camera.pos`` (world, m)                                       |
+    | 3 | quaternion_xyzw  | the OpenCV optical frame: z = forward, y = -up, x = y cross z   |
+
+A non-MuJoCo env has no such source: ``calibration_of`` returns ``None`` and the recorder
+records its frames as an ``uncalibrated`` camera (``gymnasium_cameras``) rather than invent
+a K (``describe()`` says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from fastsim_contract.calibration import calibration_digest, pinhole_profile
+from fastsim_contract.render_services import select_catalog
+from fastsim_embedded.backends.base import Array, CameraReading
+from fastsim_recording_format.encoding import readonly
+
+__all__ = [
+    "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
+    "calibration_of", "joints_of", "render_observation_path", "render_source_of",
+]
+
+
+def _mujoco_parts(env: Any) -> tuple[Any, Any, Any] | None:
+    """(model, data, renderer) of a Gymnasium MuJoCo env, else ``None``."""
+    unwrapped = getattr(env, "unwrapped", env)
+    model, data = getattr(unwrapped, "model", None), getattr(unwrapped, "data", None)
+    renderer = getattr(unwrapped, "mujoco_renderer", None)
+    if model is None or data is None or type(model).__module__.split(".")[0] != "mujoco":
+        return None
+    return model, data, renderer
+
+
+class MujocoFrameCalibration:
+    """K and the pose of the camera that drew a Gymnasium MuJoCo env's last frame."""
+
+    def __init__(self, camera: str, renderer: Any) -> None:
+        self.camera = camera
+        self._renderer = renderer
+        self._profiles: dict[tuple[int, int, float], tuple[dict[str, object], str, Array]] = {}
+
+    def readings(self, frame: Array, channels: tuple[str, str, str, str]) -> tuple[CameraReading, ...]:
+        """The frame's four camera readings (rgb, intrinsics, translation, quaternion)."""
+        viewer = getattr(self._renderer, "viewer", None)
+        scn = getattr(viewer, "scn", None)
+        if scn is None:
+            raise RuntimeError(f"camera {self.camera}: the env rendered no frame through its MuJoCo renderer")
+        gl = scn.camera[0]
+        height, width = int(frame.shape[0]), int(frame.shape[1])
+        fovy = math.degrees(2.0 * math.atan2(float(gl.frustum_top), float(gl.frustum_near)))
+        key = (width, height, round(fovy, 9))
+        cached = self._profiles.get(key)
+        if cached is None:
+            profile = pinhole_profile(self.camera, width, height, fovy)
+            k = np.array(
+                [[profile["fx"], 0.0, profile["cx"]], [0.0, profile["fy"], profile["cy"]], [0.0, 0.0, 1.0]],
+                dtype=np.float64,
+            )
+            cached = self._profiles[key] = (profile, calibration_digest(profile), readonly(k))
+        profile, digest, k = cached
+        forward = np.asarray(gl.forward, dtype=np.float64)
+        y_axis = -np.asarray(gl.up, dtype=np.float64)
+        x_axis = np.cross(y_axis, forward)
+        rotation = np.column_stack([x_axis, y_axis, forward])
+        rgb, intrinsics, translation, quaternion = channels
+        return (
+            CameraReading(self.camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
+            CameraReading(self.camera, intrinsics, "intrinsics", k, digest, profile),
+            CameraReading(
+                self.camera, translation, "translation", readonly(np.array(gl.pos, dtype=np.float64)), digest,
+            ),
+            CameraReading(self.camera, quaternion, "quaternion_xyzw", readonly(_quaternion_xyzw(rotation)), digest),
+        )
+
+
+def _quaternion_xyzw(rot: Array) -> Array:
+    """The unit xyzw quaternion (w >= 0) of a rotation matrix (Shepperd's method)."""
+    m = rot
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = 2.0 * math.sqrt(trace + 1.0)
+        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
+    else:
+        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
+    out = np.array(q, dtype=np.float64)
+    if out[3] < 0:
+        out = -out
+    result: Array = out / np.linalg.norm(out)
+    return result
+
+
+def calibration_of(env: Any, camera: str) -> MujocoFrameCalibration | None:
+    """The frame calibration of a Gymnasium MuJoCo env, or ``None`` for any other env."""
+    parts = _mujoco_parts(env)
+    if parts is None or parts[2] is None:
+        return None
+    return MujocoFrameCalibration(camera, parts[2])
+
+
+def render_observation_path(env: Any) -> tuple[str, ...] | None:
+    """Where ``gymnasium.wrappers.AddRenderObservation`` puts ``render()`` frames in the
+    observation (``()``: the whole observation; ``("pixels",)``: its key), or ``None``."""
+    while env is not None:
+        if type(env).__name__ == "AddRenderObservation":
+            kwargs = getattr(env, "_saved_kwargs", {}) or {}
+            return () if kwargs.get("render_only", True) else (str(kwargs.get("render_key", "pixels")),)
+        env = getattr(env, "env", None)
+    return None
+
+
+def render_source_of(env: Any) -> Any:
+    """``render.state`` access to a MuJoCo env's model and data (``None`` for other envs)."""
+    parts = _mujoco_parts(env)
+    if parts is None:
+        return None
+    from fastsim_embedded.render.mujoco import (
+        MujocoRenderSource,  # imports mujoco: MuJoCo envs only
+    )
+
+    return MujocoRenderSource(parts[0], parts[1])
+
+
+class MujocoJoints:
+    """A MuJoCo env's hinge and slide joints (its robot state) and actuators (its controls).
+
+    Recorded as ``robot.joint_position``/``robot.joint_velocity`` at every observation row
+    (the state after the step, read from ``env.unwrapped.data``), and each action as an
+    applied control target named by the actuators: what ``fsr replay`` and
+    ``fsr export --to lerobot`` read as the robot's state and action.
+    """
+
+    def __init__(self, model: Any, data: Any) -> None:
+        ids = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (2, 3)]  # slide, hinge
+        self.names = tuple(str(model.joint(j).name) or f"joint{j}" for j in ids)
+        self.actuators = tuple(str(model.actuator(a).name) or f"actuator{a}" for a in range(model.nu))
+        self._qpos = np.array([int(model.jnt_qposadr[j]) for j in ids], dtype=np.intp)
+        self._qvel = np.array([int(model.jnt_dofadr[j]) for j in ids], dtype=np.intp)
+        self._data = data
+
+    def sample(self) -> tuple[Array, Array]:
+        """Joint positions and velocities now (new float64 arrays)."""
+        return self._data.qpos[self._qpos].astype(np.float64), self._data.qvel[self._qvel].astype(np.float64)
+
+
+def joints_of(env: Any) -> MujocoJoints | None:
+    """The joints of a MuJoCo env with at least one hinge or slide joint, else ``None``."""
+    parts = _mujoco_parts(env)
+    if parts is None:
+        return None
+    joints = MujocoJoints(parts[0], parts[1])
+    return joints if joints.names else None
+
+
+@attrs.frozen
+class RenderSnapshot:
+    """``render.state`` and the moving bodies' transforms, read when an observation was returned."""
+
+    state: Mapping[str, Array] | None
+    transforms: object | None
+
+
+class RenderSnapshots:
+    """Takes a MuJoCo env's render-side snapshot at capture time (one per sub-env).
+
+    The recorded row of observation t is published one ``step()`` later (it waits for the
+    action chosen from it), when ``data`` already holds state t + 1; so the render side is
+    read when observation t is returned and published with its row (``StagedRenderSource``).
+    """
+
+    def __init__(self, inner: Any, *, state: bool, geometry: bool) -> None:
+        self.inner = inner
+        self.state = state
+        self.geometry = inner.scene_geometry() if geometry else None
+        self.moving: tuple[str, ...] = ()
+        if self.geometry is not None:
+            kind = select_catalog(self.geometry.catalog_kinds())
+            if kind is not None:
+                catalog = self.geometry.catalog(kind)
+                self.moving = tuple(b.name for b in catalog.bodies if b.motion != "static")
+
+    def take(self) -> RenderSnapshot:
+        """The snapshot now."""
+        state = self.inner.render_state() if self.state else None
+        transforms = self.geometry.transforms(self.moving) if self.geometry is not None and self.moving else None
+        return RenderSnapshot(state, transforms)
+
+
+class StagedRenderSource:
+    """One episode's render source: serves the snapshot staged with the row being published."""
+
+    def __init__(self, snapshots: RenderSnapshots) -> None:
+        self.snapshots = snapshots
+        self.current: RenderSnapshot | None = None
+
+    def render_state(self) -> Mapping[str, Array]:
+        """The staged snapshot's state (what the env's data held at observation time)."""
+        if self.current is None or self.current.state is None:
+            raise RuntimeError("render.state: no snapshot was staged with this row")
+        return self.current.state
+
+    def scene_geometry(self) -> Any:
+        """The geometry service, its transforms answered from the staged snapshot."""
+        return None if self.snapshots.geometry is None else _StagedGeometry(self)
+
+    def fluid_emitter(self) -> None:
+        """A Gymnasium env has no particle emitter."""
+        return None
+
+
+class _StagedGeometry:
+    def __init__(self, source: StagedRenderSource) -> None:
+        self._source = source
+        self._inner: Any = source.snapshots.geometry
+
+    def catalog_kinds(self) -> frozenset[str]:
+        kinds: frozenset[str] = self._inner.catalog_kinds()
+        return kinds
+
+    def catalog(self, kind: str) -> Any:
+        return self._inner.catalog(kind)
+
+    def read_resource(self, resource_id: str) -> Any:
+        return self._inner.read_resource(resource_id)
+
+    def transforms(self, bodies: Sequence[str]) -> object:
+        current = self._source.current
+        if current is not None and current.transforms is not None and tuple(bodies) == self._source.snapshots.moving:
+            return current.transforms
+        return self._inner.transforms(bodies)

@@ -1,0 +1,400 @@
+"""Recording Gymnasium episodes on the embedded host: one ``Session`` per (sub-)env episode.
+
+``fastsim_record.gym`` reaches this module through the ``fastsim.hosts`` entry point
+``gymnasium`` (``HOST``); the plugin never imports the host.  Each env episode is one Run
+of the embedded host with the ``gymnasium`` backend (``backends.gymnasium_env``),
+recorded by the Record plugin found through ``fastsim.plugins``: its lanes, worker,
+writer, transaction and validation, unchanged.
+
+    | # | call (env thread)      | what the host does                                            |
+    |---|------------------------|---------------------------------------------------------------|
+    | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Session`` opens in the opening |
+    |   |                        | pool (name reserved, file staged); observation 0 is kept      |
+    | 2 | ``step``               | one row (obs t, action t, reward, flags) and frame t's camera |
+    |   |                        | readings: one tick (kept until the Session is open, bounded)  |
+    | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
+    |   |                        | to the commit pool                                            |
+    | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
+    |   |                        | reset/close, or the env raised (its one line in the reason)   |
+    | 5 | ``close``              | end every open episode, wait for every commit                 |
+
+Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their commit, then ``step`` waits.
+Together with the Record lanes' item and byte bounds (per episode) and the bounded
+pending ticks of an opening episode, memory does not grow with episode length.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from fastsim_contract.run import run_from_mapping
+from fastsim_contract.run_compiler import compile_run, discover_catalogs
+from fastsim_contract.values import CompletionKind
+from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import (
+    ACTION_COMMAND,
+    GymnasiumBackend,
+    StepRow,
+    camera_channels,
+)
+from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
+from fastsim_embedded.gymnasium_host.episode import EpisodeWriter
+from fastsim_embedded.gymnasium_host.mujoco import (
+    RenderSnapshots,
+    StagedRenderSource,
+    joints_of,
+    render_source_of,
+)
+from fastsim_embedded.gymnasium_host.spaces import space_leaves
+from fastsim_embedded.session.compile import prepare_built
+from fastsim_embedded.session.plugins import discover_plugin
+from fastsim_embedded.session.session import Session, SessionResult
+
+__all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
+
+RECORD = "plugin://fastsim/record"
+
+
+@attrs.frozen(kw_only=True)
+class RecordingOptions:
+    """What ``fastsim_record.gym`` asks for (its options, already checked)."""
+
+    prefix: str = "episode"
+    first_episode: int = 0
+    fps: float = 30.0
+    cameras: bool = True  # record render() frames as the camera ``camera`` (gymnasium_host.cameras)
+    images: bool = True  # Box(uint8, (H, W, 3)) observation leaves as cameras (False: numeric, exact)
+    camera: str = "render"
+    camera_envs: tuple[int, ...] | None = None  # sub-envs whose frames are recorded (None: all)
+    encoding: str = "jpeg"
+    quality: int | None = None
+    render_state: bool = False
+    render_state_hz: float | None = None
+    geometry: bool = False  # scene.geometry@2 of a MuJoCo env
+    info_keys: tuple[str, ...] = ()
+    integrity: str = "structural"
+    numeric_queue_bytes: int = 32 * 1024 * 1024
+    media_queue_items: int = 16
+    writers: int = 4
+    max_episode_bytes: int | None = None  # raw bytes (rows + frames) one episode may record, then it ends
+
+
+@attrs.frozen
+class EpisodeFile:
+    """One committed (or refused) episode: its path, sub-env, steps, seed and outcome."""
+
+    path: Path | None
+    sub_env: int | None
+    episode: int
+    steps: int
+    seed: int | None
+    completion: str
+    reason: str
+
+
+class GymRecording:
+    """The recording of one wrapped env (``n`` sub-envs; 1 for a single env)."""
+
+    def __init__(
+        self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
+        description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
+    ) -> None:
+        self.directory = Path(directory)
+        self.options = options
+        self.vector = vector
+        self.description = dict(description)
+        self._envs = list(envs)
+        # a MuJoCo env's joints (its robot state) and actuators, when the env is in this process
+        self._joints = [joints_of(env) if env is not None else None for env in self._envs]
+        first = self._joints[0] if self._joints and all(j is not None for j in self._joints) else None
+        self.sources, observation = plan_cameras(
+            space_leaves(observation_space, "observation"), self._envs[0] if self._envs else None,
+            render_frames=options.cameras, render_alias=options.camera, images=options.images,
+        )
+        self.row = StepRow(
+            observation, space_leaves(action_space, "action"), options.info_keys,
+            joints=len(first.names) if first is not None else 0,
+        )
+        actions = self.row.action
+        self._actuators = first.actuators if first is not None and len(actions) == 1 and actions[0].shape == (
+            len(first.actuators),) and actions[0].dtype.kind == "f" else ()
+        if first is None:
+            self._joints = [None] * len(self._envs)
+        self._cameras: list[dict[str, Any]] = []  # per sub-env: alias -> its source of K and pose
+        self._render: list[Any] = []
+        for i, env in enumerate(self._envs):
+            wanted = options.camera_envs is None or i in options.camera_envs  # render() frames only
+            self._cameras.append({
+                src.alias: src.calibrator(env) for src in self.sources
+                if not src.render or wanted  # an env in another process: its frames come from call("render")
+            })
+            inner = render_source_of(env) if (options.render_state or options.geometry) and env is not None else None
+            self._render.append(None if inner is None else RenderSnapshots(
+                inner, state=options.render_state, geometry=options.geometry,
+            ))
+        self._catalogs = discover_catalogs()  # found once per recording, not per episode
+        self._factories = {RECORD: discover_plugin(RECORD)}
+        self._open: dict[int, EpisodeWriter] = {}
+        self._next = options.first_episode
+        workers = max(1, options.writers)
+        self._openers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-open")
+        self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
+        self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[SessionResult | None]]] = []
+        self._slots = threading.BoundedSemaphore(2 * workers)
+        self.files: list[EpisodeFile] = []
+
+    def camera_recorded(self, index: int) -> bool:
+        """Whether sub-env ``index`` records any camera."""
+        return bool(self._cameras[index])
+
+    def wants_render(self, index: int) -> bool:
+        """Whether the wrapper must call ``render()`` for sub-env ``index`` (frames not in the observation)."""
+        return any(src.leaf is None and src.alias in self._cameras[index] for src in self.sources)
+
+    def name(self, number: int, index: int) -> str:
+        """The episode's file name: sorts in episode order, carries the sub-env index."""
+        sub = f"-env{index:03d}" if self.vector else ""
+        return f"{self.options.prefix}-{number:06d}{sub}.fsr"
+
+    def _document(self, name: str, *, cameras: Sequence[str], render_state: bool) -> dict[str, object]:
+        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
+        o = self.options
+        streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
+        if cameras:
+            streams["cameras"] = configured = {}
+            for alias in cameras:
+                rgb, k, t, q = camera_channels(alias)
+                cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
+                                          "encoding": o.encoding}
+                if o.quality is not None and o.encoding == "jpeg":
+                    cam["quality"] = o.quality
+                configured[alias] = cam
+        if render_state and o.render_state:
+            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        if render_state and o.geometry:
+            streams["geometry"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
+                  "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
+        config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
+                                     "integrity": o.integrity}
+        return {
+            "schema": "fastsim/2", "name": o.prefix, "backend": "gymnasium", "scenario": {"scene": {}},
+            "runtime": {"sensor_hz": o.fps, "duration_s": 365 * 24 * 3600.0},
+            "plugins": {"record": {"use": RECORD, "config": config}},
+        }
+
+    def begin(
+        self, index: int, seed: int | None, reset_options: object, observation: Any, frame: Any = None,
+        *, how: str = "reset",
+    ) -> None:
+        """Row 1: a new episode of sub-env ``index`` starts with ``observation`` (opened off this thread)."""
+        frames = self._frames(index, observation, frame)
+        if index in self._open:
+            self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
+        o = self.options
+        first_row = self.row.start(observation, self._joint_state(index))  # ValueError: nothing opened
+        number = self._next
+        self._next += 1
+        shapes = {alias: (int(f.shape[0]), int(f.shape[1])) for alias, f in frames.items()}
+        reset = {"seed": seed, "options": _plain(reset_options), "sub_env": index if self.vector else None,
+                 "how": how}
+        described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
+                     "camera": camera_note({a: c for a, c in self._cameras[index].items() if a in shapes}, o.cameras)}
+        backend = GymnasiumBackend(
+            self.row.packer, cameras=tuple(shapes.items()),
+            render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
+            description=described, actuators=self._actuators, per_step=self.row.step_names,
+        )
+        document = self._document(self.name(number, index), cameras=tuple(shapes),
+                                  render_state=self._render[index] is not None)
+
+        def opener() -> Session:
+            compiled = compile_run(run_from_mapping(document), self._catalogs)
+            episode = Session.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
+                                   factories=self._factories)
+            if episode.failure is not None:
+                episode.close()
+                raise RuntimeError(episode.failure)
+            return episode
+
+        pending = o.media_queue_items if shapes else 4096  # ticks kept while the file opens: frames are big
+        writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
+        writer.row = first_row
+        writer.cameras = tuple(shapes)
+        writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
+        writer.readings = self._readings(index, frames)
+        writer.snapshot = self._snapshot(index)
+        writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
+        self._open[index] = writer
+
+    def _frames(self, index: int, observation: Any, rendered: Any) -> dict[str, Any]:
+        """This observation's frame of each camera of sub-env ``index`` (RGB uint8 frames only)."""
+        out = {}
+        for src in self.sources:
+            if src.alias in self._cameras[index]:
+                frame = src.frame(observation, rendered)
+                if isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
+                    out[src.alias] = frame
+        return out
+
+    def _snapshot(self, index: int) -> Any:
+        snapshots = self._render[index]
+        return None if snapshots is None else snapshots.take()
+
+    def _joint_state(self, index: int) -> Any:
+        joints = self._joints[index]
+        return None if joints is None else joints.sample()
+
+    def _readings(self, index: int, frames: Mapping[str, Any]) -> Sequence[Any]:
+        cameras = self._cameras[index]
+        return tuple(r for alias, frame in frames.items() for r in cameras[alias].readings(frame, camera_channels(alias)))
+
+    def is_open(self, index: int) -> bool:
+        """Whether sub-env ``index`` has an episode being recorded."""
+        return index in self._open
+
+    def step(
+        self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None = None, frame: Any = None,
+    ) -> None:
+        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open)."""
+        writer = self._open.get(index)
+        if writer is None:
+            return
+        frames = self._frames(index, observation, frame)
+        limit = self.options.max_episode_bytes
+        if limit is not None:  # rows and frames as staged (before JPEG/PNG), the final row included
+            added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
+            if writer.bytes + added > limit:  # this transition is not recorded; the file ends on observation t
+                self._finish(index, False, True, CompletionKind.STOPPED,
+                             f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
+                return
+            writer.bytes += added
+        try:
+            self._tick(writer, action, reward, terminated, truncated, info)
+            writer.steps += 1
+            writer.ret += float(reward)
+            writer.row = None  # published: never again as the final row
+            writer.row = self.row.start(observation, self._joint_state(index))
+        except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
+            line = str(exc).splitlines()[0]
+            if writer.row is None and writer.steps:  # step t was published: its final tick has a fill observation
+                writer.row, writer.readings = self.row.start_fill(self._joint_state(index)), ()
+            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
+            raise
+        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras})
+        writer.snapshot = self._snapshot(index)
+        if terminated or truncated:
+            self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
+                         "terminated" if terminated else "truncated")
+
+    def _tick(
+        self, writer: EpisodeWriter, action: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None, events: tuple[ScenePluginEvent, ...] = (),
+    ) -> None:
+        row = self.row.complete(writer.row, action, reward, terminated, truncated, info)
+        first, writer.events = writer.events, ()
+        commands: tuple[ControlCommand, ...] = ()
+        if self._actuators and action is not None:
+            targets = np.asarray(action, dtype=np.float64).reshape(-1).tolist()
+            commands = (ControlCommand(f"action-{writer.steps + 1}", ACTION_COMMAND, "robot", {"targets": targets}),)
+        writer.tick(row, writer.readings, (*first, *events), commands, writer.snapshot)
+
+    def _finish(
+        self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
+    ) -> None:
+        writer = self._open.pop(index)
+        end = ScenePluginEvent("gym.episode_end", {
+            "steps": writer.steps, "terminated": terminated, "truncated": truncated, "return": writer.ret,
+            "reason": reason, "error": error, "sub_env": index if self.vector else None,
+        }, "gymnasium")
+        trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it
+        try:
+            if writer.row is not None:
+                self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
+                trailing = ()
+        finally:
+            self._slots.acquire()  # at most 2 * writers episodes wait for their commit
+            future = self._closers.submit(writer.finish, kind, reason, trailing)
+            future.add_done_callback(lambda _: self._slots.release())
+            self._waiting.append((writer, index, future))
+            self._collect(block=False)
+
+    def end(self, index: int, kind: CompletionKind, reason: str) -> None:
+        """Row 4: end sub-env ``index``'s open episode as truncated (by reset or close)."""
+        if index in self._open:
+            self._finish(index, False, True, kind, reason)
+
+    def fail(self, exc: BaseException) -> None:
+        """Row 4: the env raised.  Every open episode commits what it recorded: completion
+        ``stopped`` (a ``failed`` Run is never published under its final name), the reason
+        and the ``gym.episode_end`` event's ``error`` carry the exception's one line."""
+        text = str(exc).strip().splitlines()
+        line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        for index in list(self._open):
+            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: the env raised {line}", line)
+
+    def _collect(self, *, block: bool) -> None:
+        keep = []
+        for writer, index, future in self._waiting:
+            if not block and not future.done():
+                keep.append((writer, index, future))
+                continue
+            try:
+                result = future.result()
+            except Exception as exc:  # the commit itself broke: reported, never raised into the env
+                result, writer.failure = None, writer.failure or f"{type(exc).__name__}: {exc}".splitlines()[0]
+            completion = result.outcome.completion if result is not None else None
+            committed = result.outcome.committed if result is not None else ()
+            self.files.append(EpisodeFile(
+                Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
+                writer.steps, writer.seed, completion.kind.value if completion else "failed",
+                (completion.reason if completion else "") or (writer.failure or ""),
+            ))
+        self._waiting = keep
+
+    def close(self) -> list[EpisodeFile]:
+        """Row 5: end every open episode as truncated, wait for every commit."""
+        for index in list(self._open):
+            self.end(index, CompletionKind.STOPPED, "truncated: the env was closed")
+        self._collect(block=True)
+        self._openers.shutdown(wait=True)
+        self._closers.shutdown(wait=True)
+        return sorted(self.files, key=lambda f: f.episode)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+class GymnasiumHost:
+    """The ``fastsim.hosts`` entry ``gymnasium``: what ``fastsim_record.gym`` calls."""
+
+    Options = RecordingOptions
+
+    def open(
+        self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
+        description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
+    ) -> GymRecording:
+        """A recording; ``ValueError`` (one line naming the space path) for an unmappable space."""
+        return GymRecording(directory, observation_space, action_space, envs, description, options, vector=vector)
+
+
+HOST = GymnasiumHost()

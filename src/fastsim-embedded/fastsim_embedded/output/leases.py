@@ -1,0 +1,127 @@
+"""The leases of one output transaction (``fastsim_embedded.output.transaction``): the host-side
+``Transaction`` record, the opaque write lease and the exact readback lease."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from fastsim_contract.errors import LeaseError
+from fastsim_embedded.output.names import NameLock, identity_of
+from fastsim_recording_format.lease import LeaseEvent, LeaseMachine
+
+if TYPE_CHECKING:
+    from fastsim_embedded.output.transaction import FileOutputService
+
+__all__ = ["FileReadbackLease", "FileWriteLease", "Transaction"]
+
+
+@attrs.define(eq=False)
+class Transaction:
+    """The host-side record of one artifact transaction."""
+
+    name: str
+    final: Path
+    staging: Path
+    owner: str = ""
+    #: the lease table's state machine (``fastsim_recording_format.lease``)
+    machine: LeaseMachine = attrs.field(
+        default=attrs.Factory(lambda tx: LeaseMachine(tx.name), takes_self=True)
+    )
+    size: int = 0
+    fd: int | None = None
+    readback: FileReadbackLease | None = None
+    disposed_to: Path | None = None
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the staging file we created
+    named: bool = False  # the staging file is linked under <name>.incomplete (first flush)
+    name_lock: NameLock | None = None
+    note: str | None = None  # why a disposal left a path alone
+
+    @property
+    def state(self) -> str:
+        """The lease table's state: open, sealed, confirmed, committed, aborted, revoked."""
+        return self.machine.state.value
+
+
+@attrs.define(eq=False)
+class FileWriteLease:
+    """Opaque write lease: bytes go in, nothing about the file comes out."""
+
+    _service: FileOutputService
+    _tx: Transaction
+
+    def write(self, data: bytes | memoryview) -> int:
+        """Write every byte of ``data``; refused unless the transaction is open."""
+        tx = self._tx
+        tx.machine.accept(LeaseEvent.WRITE, "write")
+        if tx.fd is None:
+            raise LeaseError(f"write: the lease for {tx.name!r} is closed")
+        view = memoryview(data).cast("B")
+        written = 0
+        while written < len(view):
+            written += os.write(tx.fd, view[written:])
+        tx.size += written
+        return written
+
+    def flush(self) -> None:
+        """Nothing is buffered in user space; the first flush makes the bytes so far
+        durable and names the file ``<name>.incomplete`` (the module table)."""
+        tx = self._tx
+        tx.machine.accept(LeaseEvent.WRITE, "flush")
+        if not tx.named:
+            self._service.name_staging(tx)
+
+    def close(self) -> None:
+        """Closing a write lease is a no-op; ``seal`` ends writing."""
+
+
+@attrs.define(eq=False)
+class FileReadbackLease:
+    """Exact readback lease of one sealed write."""
+
+    _tx: Transaction
+    _file: object = attrs.field(init=False, default=None)
+    closed: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        # never follow a symlink planted at the staging path, and read only our own inode
+        try:
+            fd = os.open(self._tx.staging, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise LeaseError(f"open_readback: {self._tx.staging}: {exc.strerror}") from None
+        if self._tx.identity is not None and identity_of(os.fstat(fd)) != self._tx.identity:
+            os.close(fd)
+            raise LeaseError(f"open_readback: {self._tx.staging} is no longer the file this Run wrote")
+        self._file = os.fdopen(fd, "rb")
+
+    def _handle(self) -> object:
+        if self.closed:
+            raise LeaseError(f"readback of {self._tx.name!r} is closed")
+        self._tx.machine.accept(LeaseEvent.READ, "read")
+        return self._file
+
+    def read(self, n: int = -1) -> bytes:
+        """Read up to ``n`` bytes (all with -1)."""
+        data: bytes = self._handle().read(n)  # type: ignore[attr-defined]
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Seek like a binary file."""
+        pos: int = self._handle().seek(offset, whence)  # type: ignore[attr-defined]
+        return pos
+
+    def tell(self) -> int:
+        """The current offset."""
+        pos: int = self._handle().tell()  # type: ignore[attr-defined]
+        return pos
+
+    def close(self) -> None:
+        """Close the readback (idempotent); the lease stays valid for confirm_validation."""
+        if not self.closed:
+            self.closed = True
+            self._file.close()  # type: ignore[attr-defined]
