@@ -5,6 +5,7 @@ See ``_recording`` for the decision table of which records each call returns.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -20,7 +21,7 @@ from fastsim_recording_format.reading._codecs import (
 from fastsim_recording_format.reading._errors import BadArgument
 from fastsim_recording_format.reading._tables import DATA, FileTables
 
-__all__ = ["Array", "File", "Scope", "as_int", "opt_int"]
+__all__ = ["Array", "File", "Opened", "Scope", "as_int", "opt_int"]
 
 
 def as_int(name: str, value: object) -> int:
@@ -60,6 +61,34 @@ class File:
 
     def close(self) -> None:
         self.tables.close()
+
+
+class Opened:
+    """The per-process :class:`File` of one path: opened on first call, and again in a new
+    process (after a fork or an unpickle).  A recording and its episodes share one."""
+
+    __slots__ = ("_pid", "_state", "path", "verify")
+
+    def __init__(self, path: str, verify: bool) -> None:
+        self.path = path
+        self.verify = verify
+        self._state: File | None = None
+        self._pid = -1
+
+    def __call__(self) -> File:
+        state = self._state
+        if state is None or self._pid != os.getpid():
+            if not os.path.isfile(self.path):
+                raise FileNotFoundError(f"{self.path}: no such recording file")
+            state = self._state = File(self.path, self.verify)
+            self._pid = os.getpid()
+        return state
+
+    def close(self) -> None:
+        """Close the file; a later call reopens it."""
+        if self._state is not None:
+            self._state.close()
+            self._state = None
 
 
 class Scope:

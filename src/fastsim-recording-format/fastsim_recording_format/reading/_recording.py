@@ -31,7 +31,7 @@ from typing import Any
 
 from fastsim_recording_format._source import Closing
 from fastsim_recording_format.reading._errors import BadArgument, unknown
-from fastsim_recording_format.reading._file import File, Scope, as_int
+from fastsim_recording_format.reading._file import File, Opened, Scope, as_int
 from fastsim_recording_format.reading._values import Info
 from fastsim_recording_format.reading._view import View
 
@@ -44,7 +44,7 @@ class Episode(View):
     def __init__(self, recording: Recording, generation: int) -> None:
         self.recording = recording
         self.generation = generation
-        self._parts(Scope(recording._file, generation))
+        self._parts(Scope(recording._opened, generation))
 
     def __repr__(self) -> str:
         return f"Episode({self.recording.path!r}, generation={self.generation})"
@@ -61,20 +61,17 @@ class Recording(View, Closing):
             raise BadArgument(f"path must be a str or os.PathLike, got {type(path).__name__}")
         self.path = os.fspath(path)
         self.verify = bool(verify)
-        self._state: File | None = None
-        self._pid = -1
-        self._parts(Scope(self._file, None))
+        self._open()
         self._file()  # open now: a bad path or file fails here, with one line
+
+    def _open(self) -> None:
+        # no reference back to ``self``: the file closes when the last view of it goes
+        self._opened = Opened(self.path, self.verify)
+        self._parts(Scope(self._opened, None))
 
     def _file(self) -> File:
         """This process's file state (opened again after a fork or an unpickle)."""
-        state = self._state
-        if state is None or self._pid != os.getpid():
-            if not os.path.isfile(self.path):
-                raise FileNotFoundError(f"{self.path}: no such recording file")
-            state = self._state = File(self.path, self.verify)
-            self._pid = os.getpid()
-        return state
+        return self._opened()
 
     @property
     def info(self) -> Info:
@@ -146,9 +143,7 @@ class Recording(View, Closing):
     # -- lifetime -----------------------------------------------------------------------
     def close(self) -> None:
         """Close the file; a later call reopens it."""
-        if self._state is not None:
-            self._state.close()
-            self._state = None
+        self._opened.close()
 
 
     def __getstate__(self) -> dict[str, Any]:
@@ -157,9 +152,7 @@ class Recording(View, Closing):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
         self.verify = bool(state.get("verify", True))
-        self._state = None
-        self._pid = -1
-        self._parts(Scope(self._file, None))
+        self._open()
 
     def __repr__(self) -> str:
         return f"Recording({self.path!r})"
