@@ -32,7 +32,8 @@ import os
 import attrs
 
 from fastsim_recording_format._batch import Accumulator, parse_batch
-from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, crc
+from fastsim_recording_format._batch_header import SIZE as HEADER_SIZE
+from fastsim_recording_format._batch_header import BatchHeader, crc_ok
 from fastsim_recording_format._sections import Head, encode_tail, read_head, read_tail
 from fastsim_recording_format._source import Source, open_source
 from fastsim_recording_format.errors import FormatError
@@ -64,13 +65,13 @@ class RecoveryReport:
 
 def _torn_records(src: Source, offset: int) -> int:
     """Record count of a torn batch whose header survived, else 0."""
-    if src.size - offset < BATCH_HEADER.size:
+    if src.size - offset < HEADER_SIZE:
         return 0
-    raw = src.read_at(offset, BATCH_HEADER.size, "batch header")
-    fields = BATCH_HEADER.unpack(raw)
-    if fields[0] != BATCH_MAGIC or crc(raw[:116]) != fields[-1]:
+    raw = src.read_at(offset, HEADER_SIZE, "batch header")
+    header = BatchHeader.read(raw)
+    if not header.intact or not crc_ok(raw, header):
         return 0
-    return int(fields[3])
+    return int(header.record_count)
 
 
 def _sealed_at(src: Source, head: Head, end: int) -> bool:
