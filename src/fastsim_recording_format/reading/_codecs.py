@@ -48,8 +48,8 @@ class ImageCodec:
 def image_codec(spec: StreamSpec) -> ImageCodec:
     """The image codec of a camera.rgb stream, from its recorded descriptor."""
     raw = spec.codec
-    codec = str(raw.get("payload_codec", raw.get("codec", ""))).lower()
-    if codec in _RAW:
+    codec = str(raw.get("payload_codec", raw.get("encoding", raw.get("codec", "none")))).lower()
+    if codec in _RAW:  # 0.3.0-era: the descriptor names only its size, or a raw encoding
         codec = "raw_rgb"
     width, height = raw.get("width"), raw.get("height")
     if codec not in ("jpeg", "png", "raw_rgb") or not isinstance(width, int) or not isinstance(height, int):

@@ -78,7 +78,7 @@ class _Tick:
         try:
             self.record_bytes, self.layout = numeric_layout(spec)
         except BadRecording as exc:
-            raise FormatError(0, f"stream {spec.name!r}: {exc}") from None
+            raise FormatError(0, str(exc)) from None
         self.channels = tuple((c.name, c.dtype, int(np.prod(c.shape)), c.offset) for c in self.layout)
         self.fills = frozenset(c.name for c in self.layout if c.per_step)
         self.name, self.sid, self.ctx = spec.name, spec.stream_id, ctx
@@ -235,8 +235,8 @@ _ALIASES = {"raw": "raw_rgb", "rgb": "raw_rgb", "rgb8": "raw_rgb", "raw-rgb": "r
 def codec_id(spec: StreamSpec) -> str:
     """A stream's payload codec id, as :data:`DECODERS` keys it."""
     raw = spec.codec
-    codec = str(raw.get("payload_codec", raw.get("codec", "")))
-    low = codec.lower()
+    codec = str(raw.get("payload_codec", raw.get("encoding", raw.get("codec", ""))))
+    low = codec.lower() or ("none" if spec.kind == "camera.rgb" else "")
     if low in _ALIASES or low in ("jpeg", "png", "raw_rgb"):
         return _ALIASES.get(low, low)
     return codec
@@ -250,4 +250,21 @@ def decoder_for(spec: StreamSpec, ctx: Context) -> StreamDecoder | None:
         if cam is not None and cam[1] == _names.RGB:
             return _Frame(spec, cam[0])
         return None
-    return factory(spec, ctx)
+    try:
+        return factory(spec, ctx)
+    except FormatError as exc:  # a descriptor the codec refuses: refused at the stream's first record
+        return _Refused(exc.reason)
+
+
+class _Refused:
+    """A stream whose descriptor its codec refuses: its first DATA record is a FormatError."""
+
+    __slots__ = ("reason",)
+    meta = False
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __call__(self, time_ns: int, generation: int, global_sequence: int, buf: bytes, start: int,
+                 length: int, at: int, metadata: Mapping[str, Any] | None) -> None:
+        raise FormatError(at, self.reason)
