@@ -37,6 +37,7 @@ from fastsim_recording_format._batch_header import BatchHeader, crc_ok
 from fastsim_recording_format._sections import Head, encode_tail, read_head, read_tail
 from fastsim_recording_format._source import Source, open_source
 from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.files import fsync_dir
 from fastsim_recording_format.overlap import OutputOverlapsInput, refuse_overlap
 from fastsim_recording_format.validate import check_payloads, check_record_metadata
 
@@ -164,14 +165,6 @@ def _write(src: Source, end: int, tail: bytes, out: str | os.PathLike[str], over
         with contextlib.suppress(OSError):
             os.unlink(tmp)  # created above with O_EXCL: ours to remove
         raise
-    _fsync_dir(os.path.dirname(os.path.abspath(out)))
+    fsync_dir(os.path.dirname(os.path.abspath(out)), best_effort=True)
     return end + len(tail)
 
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

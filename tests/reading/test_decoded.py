@@ -9,7 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastsim_recording_format import FormatError, FsrReader, FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format import (
+    FormatError,
+    FsrReader,
+    FsrWriter,
+    RecordIn,
+    RunMetadata,
+    StreamSpec,
+)
 from fastsim_recording_format.codecs.geometry import decode_transforms, encode_transforms
 from fastsim_recording_format.codecs.image import MAX_FRAME_PIXELS
 from fastsim_recording_format.reading._decoders import DECODERS, MAX_JSON_PAYLOAD
@@ -88,17 +95,24 @@ def test_typed_records_one_per_kind(tmp_path: Path) -> None:
     assert kinds.count(TickRecord) == kinds.count(FrameRecord) == kinds.count(CalibrationRecord) == 3
     assert kinds.count(JsonRecord) == kinds.count(GeometryRecord) == 3
     tick = next(r for r in records if isinstance(r, TickRecord) and r.time_ns == 10)
-    assert tick.values["arm.q"].tolist() == [1.0, -1.0] and tick.values["arm.n"].tolist() == [1.0]
+    assert tick.values["arm.q"].tolist() == [1.0, -1.0]
+    assert tick.values["arm.n"].tolist() == [1.0]
     assert tick.values["arm.q"].dtype == np.float64
     frame = next(r for r in records if isinstance(r, FrameRecord) and r.time_ns == 20)
-    assert frame.camera == "cam" and frame.payload == _frame(2)
-    assert frame.rgb().tobytes() == _frame(2) and frame.rgb().shape == (H, W, 3)
+    assert frame.camera == "cam"
+    assert frame.payload == _frame(2)
+    assert frame.rgb().tobytes() == _frame(2)
+    assert frame.rgb().shape == (H, W, 3)
     cal = next(r for r in records if isinstance(r, CalibrationRecord) and r.time_ns == 10)
-    assert cal.camera == "cam" and cal.calibrated
-    assert np.array_equal(cal.k, np.eye(3)) and cal.translation.tolist() == [1.0, 0.0, 0.0]
+    assert cal.camera == "cam"
+    assert cal.calibrated
+    assert np.array_equal(cal.k, np.eye(3))
+    assert cal.translation.tolist() == [1.0, 0.0, 0.0]
     assert cal.quaternion_xyzw.tolist() == [0.0, 0.0, 0.0, 1.0]
     event = next(r for r in records if isinstance(r, JsonRecord) and r.time_ns == 15)
-    assert event.value == {"tick": 2} and event.data == {"tick": 2} and event.stream == "events"
+    assert event.value == {"tick": 2}
+    assert event.data == {"tick": 2}
+    assert event.stream == "events"
     geo = next(r for r in records if isinstance(r, GeometryRecord) and r.time_ns == 20)
     assert decode_transforms(geo.payload)["b"].tolist() == [2, 0, 0, 0, 0, 0, 1]
     with pytest.raises(AttributeError):
@@ -117,8 +131,10 @@ def test_both_orders(tmp_path: Path) -> None:
     assert keys == sorted(keys)
     assert sorted(keys) == sorted((r.generation, r.time_ns, r.global_sequence) for r in in_file)
     assert [r.global_sequence for r in in_time] != [r.global_sequence for r in in_file]
-    assert type(in_time[5]) is JsonRecord and in_time[5].time_ns == 5  # before tick 1's other records
-    assert type(in_file[9]) is JsonRecord and in_file[9].time_ns == 5  # after them
+    assert type(in_time[5]) is JsonRecord
+    assert in_time[5].time_ns == 5
+    assert type(in_file[9]) is JsonRecord
+    assert in_file[9].time_ns == 5
     with pytest.raises(ValueError, match="order"):
         iter_decoded(path, order="random")  # type: ignore[arg-type]
 
@@ -128,7 +144,8 @@ def test_streams_select_and_reader_is_left_open(tmp_path: Path) -> None:
     path = _write(tmp_path / "a.fsr")
     with FsrReader(path) as reader:
         got = list(iter_decoded(reader, ["events", 2]))
-        assert {type(r) for r in got} == {JsonRecord, TickRecord} and len(got) == 6
+        assert {type(r) for r in got} == {JsonRecord, TickRecord}
+        assert len(got) == 6
         assert len(list(iter_decoded(reader, ["geometry"]))) == 3  # still open
 
 
@@ -173,7 +190,7 @@ def test_frame_pixels_are_bounded_before_decoding(tmp_path: Path) -> None:
         writer.seal(terminal_fence={"decision": "commit"})
     (frame,) = list(iter_decoded(path))
     assert isinstance(frame, FrameRecord)
-    with pytest.raises(FormatError, match="pixels|MAX_FRAME|frame"):
+    with pytest.raises(FormatError, match=r"pixels|MAX_FRAME|frame"):
         frame.rgb()
 
 
@@ -190,10 +207,11 @@ def test_a_payload_crc_mismatch_names_file_stream_and_offset(tmp_path: Path) -> 
     with pytest.raises(FormatError, match="payload CRC-32C mismatch") as info:
         list(iter_decoded(path))
     text = str(info.value)
-    assert str(path) in text and "cameras.cam.rgb" in text and re.search(r"at offset \d+$", text)
+    assert str(path) in text
+    assert "cameras.cam.rgb" in text
+    assert re.search(r"at offset \d+$", text)
     with FsrReader(path) as reader:  # Decoding.decode checks the same batch
         decoding = Decoding(reader)
         with pytest.raises(FormatError, match="payload CRC-32C mismatch"):
-            for r in reader.records():
-                decoding.decode(r)
+            _ = [decoding.decode(r) for r in reader.records()]
     assert len(list(iter_decoded(path, verify=False))) == 15  # unchecked: the flipped frame is read as is
