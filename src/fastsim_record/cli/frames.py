@@ -134,11 +134,13 @@ def _write_frames(reader: FsrReader, stream: str, alias: str, out: Path, every: 
         if not isinstance(frame, FrameRecord):  # pragma: no cover - the stream is a frame stream
             continue
         try:
-            bgr = frame.rgb()
+            bgr = frame.rgb(strict=False)  # damaged entropy data: decoded as far as it goes, as OpenCV does
             cv2.cvtColor(bgr, cv2.COLOR_RGB2BGR, dst=bgr)
             ok, png = cv2.imencode(".png", bgr)
         except cv2.error:
             ok = False
+        except FormatError as exc:  # the decoder's reason, with the record's offset and sequence
+            raise PayloadError(f"{where}: {exc.reason}") from None
         if not ok:
             raise PayloadError(f"{where}: could not encode PNG")
         del bgr

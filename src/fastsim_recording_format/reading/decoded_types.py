@@ -81,10 +81,12 @@ class FrameRecord:
     codec: ImageCodec  # codec ``jpeg``, ``png`` or ``raw_rgb`` (size 0x0: not an image codec read here)
     payload_offset: int  # file offset, named by every decoding error
 
-    def rgb(self, out: Array | None = None) -> Array:
+    def rgb(self, out: Array | None = None, *, strict: bool = True) -> Array:
         """The frame as RGB uint8 ``(height, width, 3)``; the descriptor's pixel count and the
-        payload's JPEG SOF / PNG IHDR size are checked before any pixel is decoded."""
-        return decode_image(np.frombuffer(self.payload, np.uint8), self.codec, self.payload_offset, out)
+        payload's JPEG SOF / PNG IHDR size are checked before any pixel is decoded
+        (``strict=False``: damaged JPEG entropy data decodes as far as it goes)."""
+        return decode_image(np.frombuffer(self.payload, np.uint8), self.codec, self.payload_offset, out,
+                            strict=strict)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
