@@ -121,8 +121,7 @@ def test_typed_records_one_per_kind(tmp_path: Path) -> None:
 
 
 def test_both_orders(tmp_path: Path) -> None:
-    """``file`` is global-sequence order; ``time`` is (generation, time, global sequence) order;
-    both hold the same records."""
+    """``file`` is global-sequence order, ``time`` (generation, time, global sequence) order: same records."""
     path = _write(tmp_path / "a.fsr")
     in_file = list(iter_decoded(path, order="file"))
     in_time = list(iter_decoded(path, order="time"))
