@@ -19,9 +19,9 @@ from typing import Any
 import attrs
 import numpy as np
 
+from fastsim_recording_format._batch_header import CRC_AT, BatchHeader, crc_ok
+from fastsim_recording_format._batch_header import SIZE as _HDR
 from fastsim_recording_format._layout import (
-    BATCH_HEADER,
-    BATCH_MAGIC,
     FLAG_PAYLOAD_CRC32C,
     FLAG_PAYLOAD_SHA256,
     INDEX_DTYPE,
@@ -55,7 +55,6 @@ def analyse_table(
 
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
-_HDR = BATCH_HEADER.size
 _REC = RECORD_DTYPE.itemsize
 _GAP = int(RecordKind.GAP)
 _ZERO_SHA = bytes(32)
@@ -90,16 +89,17 @@ def parse_batch(
     """
     strong = bool(flags_expected & FLAG_PAYLOAD_SHA256)
     raw = src.read_at(offset, _HDR, "batch header")
-    (magic, flags, got_ordinal, count, payload_crc, meta_len, pay_len, first_g, last_g,
-     gmin, gmax, tmin, tmax, sha, table_crc, header_crc) = BATCH_HEADER.unpack(raw)
-    if magic != BATCH_MAGIC:
+    h = BatchHeader.read(raw)
+    flags, count, payload_crc, meta_len, pay_len, sha = (
+        h.flags, h.record_count, h.payload_crc32c, h.metadata_length, h.payload_length, h.payload_sha256)
+    if not h.intact:
         raise FormatError(offset, "bad batch magic")
-    if crc(raw[:116]) != header_crc:
-        raise FormatError(offset + 116, "batch header CRC mismatch")
+    if not crc_ok(raw, h):
+        raise FormatError(offset + CRC_AT, "batch header CRC mismatch")
     if flags != flags_expected:
         raise FormatError(offset + 4, f"unexpected batch flags {flags} (the file header implies {flags_expected})")
-    if got_ordinal != ordinal:
-        raise FormatError(offset + 8, f"batch ordinal {got_ordinal}, expected {ordinal}")
+    if h.ordinal != ordinal:
+        raise FormatError(offset + 8, f"batch ordinal {h.ordinal}, expected {ordinal}")
     if count < 1:
         raise FormatError(offset + 16, "empty batch")
     if payload_crc and not flags & FLAG_PAYLOAD_CRC32C:
@@ -111,7 +111,7 @@ def parse_batch(
     if offset + length > limit:
         raise FormatError(offset + 16, f"batch of {length} bytes extends past the end of the batch area")
     body = src.read_at(offset + _HDR, table_len + pad8(meta_len), "record table")
-    if crc(body) != table_crc:
+    if crc(body) != h.table_crc:
         raise FormatError(offset + 112, "record table CRC mismatch")
     meta_at = offset + _HDR + table_len
     if any(body[table_len + meta_len:]):
@@ -119,12 +119,12 @@ def parse_batch(
     table = np.frombuffer(body, RECORD_DTYPE, count=count)
     facts = analyse_table(table, meta_len, pay_len, offset, ordinal, stream_ids)
     for field_offset, stored, derived, name in (
-        (40, first_g, facts.first_global, "first global sequence"),
-        (48, last_g, facts.last_global, "last global sequence"),
-        (56, gmin, facts.generation_min, "minimum generation"),
-        (60, gmax, facts.generation_max, "maximum generation"),
-        (64, tmin, facts.sim_time_min, "minimum simulation time"),
-        (72, tmax, facts.sim_time_max, "maximum simulation time"),
+        (40, h.first_global, facts.first_global, "first global sequence"),
+        (48, h.last_global, facts.last_global, "last global sequence"),
+        (56, h.generation_min, facts.generation_min, "minimum generation"),
+        (60, h.generation_max, facts.generation_max, "maximum generation"),
+        (64, h.sim_time_min, facts.sim_time_min, "minimum simulation time"),
+        (72, h.sim_time_max, facts.sim_time_max, "maximum simulation time"),
     ):
         if stored != derived:
             raise FormatError(offset + field_offset, f"batch header {name} disagrees with its records")

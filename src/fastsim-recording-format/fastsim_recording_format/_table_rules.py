@@ -29,8 +29,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from fastsim_recording_format._batch_header import SIZE as _HDR
 from fastsim_recording_format._layout import (
-    BATCH_HEADER,
     MAX_RECORD_METADATA_BYTES,
     PROJECTION_DTYPE,
     RECORD_DTYPE,
@@ -42,7 +42,6 @@ from fastsim_recording_format.model import RecordKind
 __all__ = ["BatchFacts", "analyse_block_table", "analyse_table"]
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
-_HDR = BATCH_HEADER.size
 _REC = RECORD_DTYPE.itemsize
 _GAP = int(RecordKind.GAP)
 _U64_MAX = np.uint64(2**64 - 1)

@@ -32,10 +32,12 @@ import os
 import attrs
 
 from fastsim_recording_format._batch import Accumulator, parse_batch
-from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, crc
+from fastsim_recording_format._batch_header import SIZE as HEADER_SIZE
+from fastsim_recording_format._batch_header import BatchHeader, crc_ok
 from fastsim_recording_format._sections import Head, encode_tail, read_head, read_tail
 from fastsim_recording_format._source import Source, open_source
 from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.files import fsync_dir
 from fastsim_recording_format.overlap import OutputOverlapsInput, refuse_overlap
 from fastsim_recording_format.validate import check_payloads, check_record_metadata
 
@@ -64,13 +66,13 @@ class RecoveryReport:
 
 def _torn_records(src: Source, offset: int) -> int:
     """Record count of a torn batch whose header survived, else 0."""
-    if src.size - offset < BATCH_HEADER.size:
+    if src.size - offset < HEADER_SIZE:
         return 0
-    raw = src.read_at(offset, BATCH_HEADER.size, "batch header")
-    fields = BATCH_HEADER.unpack(raw)
-    if fields[0] != BATCH_MAGIC or crc(raw[:116]) != fields[-1]:
+    raw = src.read_at(offset, HEADER_SIZE, "batch header")
+    header = BatchHeader.read(raw)
+    if not header.intact or not crc_ok(raw, header):
         return 0
-    return int(fields[3])
+    return int(header.record_count)
 
 
 def _sealed_at(src: Source, head: Head, end: int) -> bool:
@@ -163,14 +165,6 @@ def _write(src: Source, end: int, tail: bytes, out: str | os.PathLike[str], over
         with contextlib.suppress(OSError):
             os.unlink(tmp)  # created above with O_EXCL: ours to remove
         raise
-    _fsync_dir(os.path.dirname(os.path.abspath(out)))
+    fsync_dir(os.path.dirname(os.path.abspath(out)), best_effort=True)
     return end + len(tail)
 
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

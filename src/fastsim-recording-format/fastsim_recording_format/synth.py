@@ -16,6 +16,7 @@ from typing import BinaryIO, Final, TypedDict, Unpack
 import numpy as np
 import numpy.typing as npt
 
+from fastsim_recording_format import names
 from fastsim_recording_format.model import RecordIn, RecordKind, RunMetadata, SealResult, StreamSpec
 from fastsim_recording_format.writer import FsrWriter
 
@@ -34,7 +35,7 @@ def synth_streams(numeric_streams: int, camera: bool, camera_shape: tuple[int, i
     if camera:
         h, w = camera_shape
         out.append(StreamSpec(
-            CAMERA_STREAM, "cameras.overview.rgb", "camera.rgb",
+            CAMERA_STREAM, names.rgb_stream("overview"), "camera.rgb",
             {"media_type": "image/x-raw-rgb8", "codec": "raw", "height": h, "width": w, "lossy": False},
             {"camera": "overview"},
         ))

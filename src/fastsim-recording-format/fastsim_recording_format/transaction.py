@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 import attrs
 
 from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.files import INCOMPLETE_SUFFIX, fsync_dir
 from fastsim_recording_format.lease import LeaseError, LeaseEvent, LeaseMachine, LeaseState
 from fastsim_recording_format.validate import ValidationReceipt, validate
 from fastsim_recording_format.writer import FsrWriter
@@ -43,7 +44,6 @@ __all__ = [
     "fsync_dir",
 ]
 
-INCOMPLETE_SUFFIX = ".incomplete"
 
 
 @runtime_checkable
@@ -114,15 +114,6 @@ class _FsReadbackLease:
 def _stat(path: str) -> tuple[int, int, int]:
     st = os.stat(path)
     return (st.st_size, st.st_mtime_ns, st.st_ino)
-
-
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """Make a directory entry change durable (fsync the directory)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _as_path(path: str | os.PathLike[str]) -> str:

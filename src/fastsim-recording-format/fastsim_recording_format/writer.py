@@ -29,9 +29,9 @@ from crc32c import crc32c as _crc32c
 
 from fastsim_recording_format._assemble import RecordBlock, assemble
 from fastsim_recording_format._batch import Accumulator, analyse_table
+from fastsim_recording_format._batch_header import BatchHeader
 from fastsim_recording_format._json import json_items
 from fastsim_recording_format._layout import (
-    BATCH_HEADER,
     BATCH_MAGIC,
     MAX_FOOTER_BYTES,
     MAX_JSON_ITEMS,
@@ -220,12 +220,11 @@ class FsrWriter(Closing):
     def _header(
         self, n: int, payload_crc: int, meta_len: int, pay_len: int, facts: Any, sha: bytes, table_crc: int
     ) -> bytes:
-        header = BATCH_HEADER.pack(
+        return BatchHeader(
             BATCH_MAGIC, self._flags, self._acc.batches, n, payload_crc, meta_len, pay_len, facts.first_global,
             facts.last_global, facts.generation_min, facts.generation_max, facts.sim_time_min,
             facts.sim_time_max, sha, table_crc, 0,
-        )
-        return header[:116] + crc(header[:116]).to_bytes(4, "little")
+        ).pack()
 
     def _write(self, *parts: Payload) -> None:
         try:

@@ -53,6 +53,7 @@ from fastsim_embedded.backends.base import (
     TickScript,
 )
 from fastsim_embedded.gymnasium_host.spaces import Leaf, RowPacker, leaf_value
+from fastsim_recording_format import names
 
 __all__ = ["ACTION_COMMAND", "JOINT_POSITION", "JOINT_VELOCITY", "GymnasiumBackend", "StepRow", "camera_channels"]
 
@@ -65,9 +66,8 @@ _NO_SCRIPT = TickScript()
 
 def camera_channels(alias: str) -> tuple[str, str, str, str]:
     """The four channels of camera ``alias``: rgb, intrinsics, translation, quaternion_xyzw."""
-    base = f"cameras.{alias}"
-    return (f"{base}.rgb", f"{base}.intrinsics", f"{base}.extrinsics.translation",
-            f"{base}.extrinsics.quaternion_xyzw")
+    return (names.rgb_stream(alias), names.intrinsics_stream(alias), names.translation_stream(alias),
+            names.quaternion_stream(alias))
 
 
 class StepRow:

@@ -21,11 +21,10 @@ from pathlib import Path
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_embedded.output.leases import Transaction
 from fastsim_embedded.output.names import STAGING_SUFFIX
-from fastsim_recording_format.transaction import fsync_dir
+from fastsim_recording_format.files import QUARANTINE_DIR, fsync_dir
 
 __all__ = ["QUARANTINE_DIR", "dispose_staging"]
 
-QUARANTINE_DIR = ".quarantine"
 
 
 def dispose_staging(tx: Transaction, policy: RunOutputPolicy, output_dir: Path, completion_id: str) -> None:

@@ -29,6 +29,7 @@ import attrs
 
 from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_names import NAME_MAX, STAGING_SUFFIX, output_name_refusal
+from fastsim_recording_format.files import LOCK_SUFFIX
 from fastsim_recording_format.overlap import overlap
 
 __all__ = [
@@ -104,7 +105,7 @@ class NameLock:
     @classmethod
     def acquire(cls, directory: Path, name: str, final: Path) -> NameLock:
         """Take the lock at once or raise ``OutputRefused`` (never waits)."""
-        path = directory / f".{name}.lock"
+        path = directory / f".{name}{LOCK_SUFFIX}"
         for _ in range(20):
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)

@@ -76,8 +76,8 @@ from fastsim_embedded.output.names import (
     identity_of,
     lidentity,
 )
+from fastsim_recording_format.files import fsync_dir
 from fastsim_recording_format.lease import LeaseEvent
-from fastsim_recording_format.transaction import fsync_dir
 
 __all__ = [
     "ComponentOutputs",

@@ -59,7 +59,8 @@ from fastsim_embedded.host.core import EmbeddedHost
 from fastsim_embedded.session.compile import PreparedRun, prepare_run
 from fastsim_embedded.session.session import SessionResult, run_session
 from fastsim_recording_format import FsrReader, Record
-from fastsim_recording_format.codecs.render_state import decode_render_state
+from fastsim_recording_format.codecs.render_state import RenderState, decode_render_state
+from fastsim_recording_format.reading.decoded import Decoding, RenderStateRecord
 
 __all__ = ["RenderTrack", "ReplayBackend", "read_track", "replay"]
 
@@ -76,6 +77,16 @@ class RenderTrack:
     rate_hz: float
     source: ReplaySource
     reader: FsrReader | None = attrs.field(default=None, eq=False, repr=False)
+    #: the format package's decoder of this stream (its bounds and payload CRC check)
+    decoding: Decoding | None = attrs.field(default=None, eq=False, repr=False)
+
+    def state(self, index: int) -> RenderState:
+        """The decoded state of record ``index`` (0-based), read now through ``decoding``."""
+        record = self.records[index]
+        decoded = self.decoding.decode(record) if self.decoding is not None else None
+        if not isinstance(decoded, RenderStateRecord):
+            raise ValueError(f"{self.path.name}: render.state record {record.stream_sequence} does not decode")
+        return decode_render_state(decoded.payload)
 
     def close(self) -> None:
         """Close the source file (idempotent); payloads cannot be read afterwards."""
@@ -136,7 +147,7 @@ def _track(source: Path, reader: FsrReader) -> RenderTrack:
         global_last=records[-1].global_sequence,
         generations=tuple(sorted({r.generation for r in records})),
     )
-    return RenderTrack(source, sha, records, rate, replay_source, reader)
+    return RenderTrack(source, sha, records, rate, replay_source, reader, Decoding(reader, [STREAM]))
 
 
 @attrs.define(eq=False)
@@ -161,7 +172,7 @@ class ReplayBackend:
         if not hasattr(self._render, "apply_state") and not hasattr(self._render, "pose_sample"):
             raise RunConfigError([RunIssue("backend", "the backend's render source cannot apply a recorded state")])
         try:
-            self._render.check_state(decode_render_state(self.track.records[0].payload).arrays)
+            self._render.check_state(self.track.state(0).arrays)
         except Exception as exc:
             raise RunConfigError([RunIssue("SOURCE", str(exc).splitlines()[0])]) from None
         self.entity = getattr(self.inner, "entity", self.entity)
@@ -169,7 +180,7 @@ class ReplayBackend:
             return
         import mujoco  # the only simulator import, and only when a MuJoCo Replay runs
 
-        first = decode_render_state(self.track.records[0].payload).arrays
+        first = self.track.state(0).arrays
         decorators = getattr(getattr(self.inner, "scene", None), "decorators", None)
         has_fluid = any(k.startswith("fluid/") for k in first)
         if has_fluid and decorators is not None and self._render.draw_particles not in decorators:
@@ -209,7 +220,7 @@ class ReplayBackend:
     def step(self, substeps: int) -> None:
         """Pose sample ``tick`` exactly and run forward kinematics; physics never steps."""
         record = self.track.records[self._tick - 1]
-        state = decode_render_state(record.payload)
+        state = self.track.state(self._tick - 1)
         for key, value in state.arrays.items():  # refused before either renderer sees it
             if not np.all(np.isfinite(value)):
                 raise ValueError(f"{self.track.path.name}: {tick_name(self._tick, record)}: render.state {key!r} is not finite")

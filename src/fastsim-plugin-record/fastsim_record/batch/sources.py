@@ -27,6 +27,8 @@ from typing import Any
 
 import attrs
 
+from fastsim_recording_format.files import FSR_SUFFIX, INCOMPLETE_SUFFIX, QUARANTINE_DIR
+
 __all__ = [
     "Entry", "SourceError", "etag_of", "expand", "filesystem", "is_local_fs", "is_single_file", "is_url",
     "local_copy", "local_files", "readable", "skipped", "store_error",
@@ -84,7 +86,7 @@ def store_error(url: str, exc: BaseException) -> SourceError:
 def skipped(name: str) -> bool:
     """Never a batch source from a listing: unsealed, quarantined or temporary files."""
     parts = name.replace("\\", "/").split("/")
-    return (".quarantine" in parts or parts[-1].endswith(".incomplete")
+    return (QUARANTINE_DIR in parts or parts[-1].endswith(INCOMPLETE_SUFFIX)
             or parts[-1].startswith("."))
 
 
@@ -118,7 +120,7 @@ def _remote(source: str) -> list[Entry]:
     except Exception as exc:  # the store's own errors (credentials, connection, permission)
         raise store_error(source, exc) from None
     if found is not None:
-        infos = [(p, i) for p, i in sorted(found.items()) if p.endswith(".fsr") and not skipped(p)]
+        infos = [(p, i) for p, i in sorted(found.items()) if p.endswith(FSR_SUFFIX) and not skipped(p)]
         if not infos:
             raise SourceError(f"{source}: no .fsr file under this prefix")
     else:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from fastsim_contract.lifetime import pid_alive
 from fastsim_record.cli import _signals
+from fastsim_recording_format.files import fsync_dir
 
 __all__ = ["clear_stale", "publish", "remove", "staging"]
 
@@ -95,16 +96,8 @@ def publish(tmp: Path, out: Path, overwrite: bool) -> None:
                 with contextlib.suppress(OSError):
                     os.rename(aside, out)
             raise
-        _fsync_dir(out.parent)
+        fsync_dir(out.parent, best_effort=True)
         if moved:
             remove(aside)
         _signals.settle()  # OUT is published: a stop signal from here on cannot undo that
 
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

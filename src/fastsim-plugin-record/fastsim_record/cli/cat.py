@@ -26,18 +26,16 @@ import os
 import sys
 from typing import Any
 
-import numpy as np
-
 from fastsim_recording_format import FormatError, FsrReader
-from fastsim_recording_format.model import Record, RecordKind, StreamSpec
-from fastsim_recording_format.reading._codecs import numeric_layout
-from fastsim_recording_format.reading._errors import BadRecording
+from fastsim_recording_format.codecs.numeric import NUMERIC_CODEC
+from fastsim_recording_format.model import Record, RecordKind
+from fastsim_recording_format.reading._decoders import MAX_JSON_PAYLOAD, codec_id
+from fastsim_recording_format.reading.decoded import Decoding, JsonRecord, TickRecord
 
 __all__ = ["MAX_JSON_PAYLOAD", "add_arguments", "run"]
 
-#: JSON payloads larger than this are not read by ``--payload`` (lifecycle, events and
-#: control payloads are a few hundred bytes).
-MAX_JSON_PAYLOAD = 1 << 20
+# JSON payloads larger than MAX_JSON_PAYLOAD (the format package's decoding bound) are
+# not read by ``--payload``.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,48 +48,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class _PayloadDecoder:
-    """``--payload``: one decoder per stream, from its recorded descriptor."""
+    """``--payload``: JSON and numeric-tick payloads decoded by the format package's
+    :class:`~fastsim_recording_format.reading.decoded.Decoding` (its bounds, its CRC check)."""
 
-    def __init__(self, streams: tuple[StreamSpec, ...]) -> None:
-        self._specs = {s.stream_id: s for s in streams}
-        self._numeric: dict[int, Any] = {}
+    def __init__(self, reader: FsrReader) -> None:
+        self._decoding = Decoding(reader, keep_tick_bytes=True)
+        self._codecs = {s.stream_id: (codec_id(s), str(s.codec.get("payload_codec", s.codec.get("codec", ""))))
+                        for s in reader.streams}
 
     def fields(self, rec: Record) -> dict[str, Any]:
         if rec.kind is not RecordKind.DATA:
             return {}
-        spec = self._specs[rec.stream_id]
-        codec = str(spec.codec.get("payload_codec", spec.codec.get("codec", "")))
+        codec, spelled = self._codecs[rec.stream_id]
         if codec == "json":
             if rec.payload_length > MAX_JSON_PAYLOAD:
-                return {"payload_codec": codec, "payload": None,
+                return {"payload_codec": spelled, "payload": None,
                         "payload_note": f"over {MAX_JSON_PAYLOAD} bytes, not read"}
-            try:
-                return {"payload": json.loads(rec.payload)}
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise FormatError(rec.payload_offset, f"JSON payload does not parse: {exc}") from None
-        if codec == "numeric-tick/1":
-            return {"payload": self._tick(spec, rec)}
-        return {"payload_codec": codec}
-
-    def _tick(self, spec: StreamSpec, rec: Record) -> dict[str, Any]:
-        layout = self._numeric.get(spec.stream_id)
-        if layout is None:
-            try:
-                layout = self._numeric[spec.stream_id] = numeric_layout(spec)
-            except BadRecording as exc:
-                raise FormatError(rec.payload_offset, str(exc)) from None
-        record_bytes, channels = layout
-        if rec.payload_length != record_bytes:
-            raise FormatError(
-                rec.payload_offset,
-                f"numeric tick of {rec.payload_length} bytes, the stream's record size is {record_bytes}",
-            )
-        raw = rec.payload
-        out: dict[str, Any] = {}
-        for ch in channels:
-            values = np.frombuffer(raw, ch.dtype, count=int(np.prod(ch.shape)), offset=ch.offset)
-            out[ch.name] = {"names": list(ch.element_names), "values": values.reshape(ch.shape).tolist()}
-        return out
+            value = self._decoding.decode(rec)
+            if isinstance(value, JsonRecord):
+                return {"payload": value.value}
+        elif codec == NUMERIC_CODEC:
+            tick = self._decoding.decode(rec)
+            if isinstance(tick, TickRecord):
+                native = tick.native()
+                return {"payload": {
+                    ch.name: {"names": list(ch.element_names), "values": native[ch.name].tolist()}
+                    for ch in tick.layout}}
+        return {"payload_codec": spelled}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             if args.stream is not None and args.stream not in names.values():
                 print(f"fsr cat: no stream named {args.stream!r}", file=sys.stderr)
                 return 2
-            decoder = _PayloadDecoder(reader.streams) if args.payload else None
+            decoder = _PayloadDecoder(reader) if args.payload else None
             for rec in itertools.islice(reader.records(args.stream), args.limit):
                 extra = decoder.fields(rec) if decoder is not None else {}
                 sys.stdout.write(json.dumps({

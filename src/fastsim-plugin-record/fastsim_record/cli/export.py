@@ -44,6 +44,7 @@ from typing import Any
 
 from fastsim_record.cli import _signals
 from fastsim_record.cli._staging import clear_stale, publish, remove, staging
+from fastsim_recording_format.files import EXPORTING_TAG
 from fastsim_recording_format.overlap import OutputOverlapsInput, refuse_overlap
 
 __all__ = ["add_arguments", "run"]
@@ -323,7 +324,7 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> in
         return _fail(2, f"fsr export: {out} exists; pass --overwrite to replace it")
     if not out.parent.is_dir():
         return _fail(2, f"fsr export: {out.parent}: no such folder for OUT")
-    busy = clear_stale(out, ("exporting",))
+    busy = clear_stale(out, (EXPORTING_TAG,))
     if busy:
         return _fail(2, f"fsr export: {busy[0]} belongs to a running export (its PID is alive); "
                         "wait for it, or remove it if that process is not an export")
@@ -335,7 +336,7 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> in
     code = _checked(args, sources)
     if code:
         return code
-    tmp = staging(out, "exporting")
+    tmp = staging(out, EXPORTING_TAG)
     options = ExportOptions(task=args.task, video_codec=args.video_codec)
     show = not args.quiet and sys.stderr.isatty()
     logs: list[bytes] = []

@@ -14,9 +14,10 @@ legacy 0.3.0-era raw-RGB payload) and written losslessly as
     |   | other dimensions than the descriptor, or more    |                              |      |
     |   | than ``MAX_FRAME_PIXELS`` (2**26) pixels         |                              |      |
 
-Each payload's header is checked before it is decoded, and a frame is decoded straight to
-OpenCV's BGR order and encoded from there, so ``fsr frames`` holds at most about two
-declared frames (the decoded frame and its PNG) besides the interpreter.
+Frames are decoded by the format package (``reading.decoded``: ``FrameRecord.rgb``), which
+checks each payload's header before decoding it; the RGB frame is turned into OpenCV's BGR
+order in place and encoded from there, so ``fsr frames`` holds at most about two declared
+frames (the decoded frame and its PNG) besides the interpreter.
 
 Never a traceback.
 """
@@ -29,13 +30,13 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from fastsim_record.adapters.image_header import check_pixels
-from fastsim_record.ports.encoders import CODEC_RAW_RGB, ImageDescriptor, PayloadError
-from fastsim_recording_format import FormatError, FsrReader, RecordKind
+from fastsim_recording_format import FormatError, FsrReader, RecordKind, names
+from fastsim_recording_format.codecs.image import check_pixels
+from fastsim_recording_format.errors import PayloadError
+from fastsim_recording_format.reading._codecs import image_codec
+from fastsim_recording_format.reading._errors import BadRecording
+from fastsim_recording_format.reading.decoded import Decoding, FrameRecord
 
 __all__ = ["add_arguments", "run"]
 
@@ -51,11 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _aliases(reader: FsrReader) -> list[str]:
-    return sorted(
-        s.name[len("cameras.") : -len(".rgb")]
-        for s in reader.streams
-        if s.name.startswith("cameras.") and s.name.endswith(".rgb")
-    )
+    return sorted(cam[0] for s in reader.streams if (cam := names.camera_of(s.name)) and cam[1] == names.RGB)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         with FsrReader(path) as reader:
-            stream_name = f"cameras.{args.camera}.rgb"
+            stream_name = names.rgb_stream(args.camera)
             if stream_name not in {s.name for s in reader.streams}:
                 known = ", ".join(_aliases(reader)) or "none"
                 print(
@@ -77,8 +74,11 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            descriptor = ImageDescriptor.from_dict(reader.stream(stream_name).codec)
-            check_pixels(descriptor.width, descriptor.height, f"stream {stream_name} descriptor frame")
+            try:
+                codec = image_codec(reader.stream(stream_name))
+            except BadRecording as exc:
+                raise PayloadError(f"{exc}") from None
+            check_pixels(codec.width, codec.height, f"stream {stream_name} descriptor frame")
             out = Path(args.output)
             try:
                 out.mkdir(parents=True, exist_ok=True)
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"fsr frames: cannot create {out}: {exc.strerror or exc}", file=sys.stderr)
                 return 2
             with _quiet_native_stderr():
-                written = _write_frames(reader, stream_name, descriptor, args.camera, out, args.every)
+                written = _write_frames(reader, stream_name, args.camera, out, args.every)
     except (FormatError, PayloadError) as exc:
         print(f"invalid: {exc}", file=sys.stderr)
         return 1
@@ -117,28 +117,10 @@ def _quiet_native_stderr() -> Iterator[None]:
         os.close(devnull)
 
 
-def _decode_bgr(payload: bytes, descriptor: ImageDescriptor) -> np.ndarray[Any, Any]:
+def _write_frames(reader: FsrReader, stream: str, alias: str, out: Path, every: int) -> int:
     import cv2  # OpenCV loads only when a frame is decoded
 
-    from fastsim_record.adapters.codecs import decode_frame, decode_frame_bgr
-
-    if descriptor.payload_codec == CODEC_RAW_RGB:  # legacy raw RGB: reverse the channels in place
-        rgb = decode_frame(payload, descriptor)
-        cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR, dst=rgb)
-        return rgb
-    return decode_frame_bgr(payload, descriptor)
-
-
-def _write_frames(
-    reader: FsrReader,
-    stream: str,
-    descriptor: ImageDescriptor,
-    alias: str,
-    out: Path,
-    every: int,
-) -> int:
-    import cv2  # OpenCV loads only when a frame is decoded
-
+    decoding = Decoding(reader, [stream])
     written = 0
     index = 0
     for record in reader.records(stream):
@@ -148,13 +130,17 @@ def _write_frames(
         if (index - 1) % every:
             continue
         where = f"record at offset {record.payload_offset} (global sequence {record.global_sequence})"
+        frame = decoding.decode(record)
+        if not isinstance(frame, FrameRecord):  # pragma: no cover - the stream is a frame stream
+            continue
         try:
-            bgr = _decode_bgr(record.payload, descriptor)
+            bgr = frame.rgb(strict=False)  # damaged entropy data: decoded as far as it goes, as OpenCV does
+            cv2.cvtColor(bgr, cv2.COLOR_RGB2BGR, dst=bgr)
             ok, png = cv2.imencode(".png", bgr)
         except cv2.error:
             ok = False
-        except PayloadError as exc:
-            raise PayloadError(f"{where}: {exc}") from None
+        except FormatError as exc:  # the decoder's reason, with the record's offset and sequence
+            raise PayloadError(f"{where}: {exc.reason}") from None
         if not ok:
             raise PayloadError(f"{where}: could not encode PNG")
         del bgr

@@ -27,6 +27,7 @@ from fastsim_record.export._stream import (
     numeric_ticks,
 )
 from fastsim_recording_format import FsrReader
+from fastsim_recording_format import names as fsr_names
 from fastsim_recording_format.reading import Recording
 
 __all__ = ["FrameRow", "Plan", "action_samples", "frame_rows"]
@@ -114,8 +115,8 @@ class Plan:
         self.has_action: dict[tuple[str, int], bool] = {}
         with FsrReader(first.path) as reader:
             self.position, self.velocity = _state(first.path, numeric_channels(reader))
-            self.sizes = {c: (int(reader.stream(f"cameras.{c}.rgb").codec.get("height", 0)),
-                              int(reader.stream(f"cameras.{c}.rgb").codec.get("width", 0))) for c in self.cameras}
+            self.sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
+                              int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
         self.state_names = list(self.position.names) + (list(self.velocity.names) if self.velocity else [])
         for rec in recs:
             self._add(rec, options)
@@ -129,8 +130,8 @@ class Plan:
             raise ExportError(f"{rec.path}: cameras {list(rec.cameras())} differ from {list(self.cameras)}")
         with FsrReader(rec.path) as reader:
             channels = numeric_channels(reader)
-            sizes = {c: (int(reader.stream(f"cameras.{c}.rgb").codec.get("height", 0)),
-                         int(reader.stream(f"cameras.{c}.rgb").codec.get("width", 0))) for c in self.cameras}
+            sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
+                         int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
         pos, vel = _state(rec.path, channels)
         if (pos.name, pos.count, vel and vel.name) != (self.position.name, self.position.count,
                                                       self.velocity and self.velocity.name):
@@ -207,8 +208,7 @@ def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     cals = {c: calibration_samples(path, c, need_k=False) for c in plan.cameras}  # NaN when uncalibrated
     state_chs = [plan.position] + ([plan.velocity] if plan.velocity else [])
     streams = {ch.stream for ch in state_chs}
-    holds = {s: Hold((t.generation, t.time_ns, t.values) for t in
-                     numeric_ticks(path, s, [c for c in state_chs if c.stream == s])) for s in streams}
+    holds = {s: Hold((t.generation, t.time_ns, t.values) for t in numeric_ticks(path, s)) for s in streams}
     action = Hold((g, t, v) for g, t, v, _ in action_samples(path)) if plan.action_names else None
     for items in zip(*frames.values(), *cals.values(), strict=False):
         images = items[:len(plan.cameras)]

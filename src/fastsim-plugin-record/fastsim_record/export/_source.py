@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from fastsim_record.export._port import ExportOptions, ExportSummary, Progress
 from fastsim_record.export._stream import generation_spans, in_order_records
-from fastsim_recording_format import FsrReader, RecordKind
+from fastsim_recording_format import FsrReader, RecordKind, names
 from fastsim_recording_format.reading import Recording
 from fastsim_recording_format.reading import open as open_recording
 
@@ -66,7 +66,7 @@ class EncodedFrame:
 
 def encoded_frames(rec: Recording, camera: str, generation: int | None = None) -> Iterator[EncodedFrame]:
     """A camera's frames as recorded, one at a time (never decoded, never held together)."""
-    name = f"cameras.{camera}.rgb"
+    name = names.rgb_stream(camera)
     with FsrReader(rec.path) as reader:
         codec = str(reader.stream(name).codec.get("payload_codec", ""))
         for r in reader.records(name):

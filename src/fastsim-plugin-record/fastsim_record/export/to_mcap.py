@@ -43,15 +43,19 @@ from fastsim_record.export._source import (
     receipt,
 )
 from fastsim_record.export._stream import (
-    CalibrationSample,
+    CalibrationRecord,
     Channel,
-    Item,
+    FrameRecord,
     JsonRecord,
-    Tick,
-    in_order,
+    TickRecord,
+    check_calibrated,
+    export_records,
     numeric_channels,
 )
+from fastsim_recording_format import names
+from fastsim_recording_format.codecs.geometry import decode_assets, decode_transforms, record_kind
 from fastsim_recording_format.reading import Recording
+from fastsim_recording_format.reading.decoded import GeometryRecord
 
 __all__ = ["McapExporter"]
 
@@ -89,19 +93,11 @@ def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]
         writer.write_metadata("fsr.validation", _strings(receipt(rec.path)))
         out = _Topics(fg, ctx, rec)
         done = 0
-        for item in in_order(rec.path):
-            t = item.time_ns + offsets[item.generation]
-            if item.kind == "frame":
-                out.image(item, t)
-            elif item.kind == "calibration":
-                out.calibration(item.name, item.value, t)
-            elif item.kind == "tick":
-                out.tick(item.value, t)
-            elif item.kind == "json":
-                out.json(item.value, t)
-            else:
-                out.geometry(item.value, t)
-            done += 3 if item.kind == "calibration" else 1
+        write = {FrameRecord: out.image, CalibrationRecord: out.calibration, TickRecord: out.tick,
+                 JsonRecord: out.json, GeometryRecord: out.geometry}
+        for r in export_records(rec.path):
+            write[type(r)](r, r.time_ns + offsets[r.generation])  # type: ignore[operator]
+            done += 3 if type(r) is CalibrationRecord else 1
             if done >= 256:
                 progress.advance(done)
                 done = 0
@@ -134,17 +130,18 @@ class _Topics:
     def _typed(self, cls: str) -> Any:
         return lambda topic: getattr(self.fg.channels, cls)(topic, context=self.ctx)
 
-    def image(self, item: Item, t: int) -> None:
+    def image(self, f: FrameRecord, t: int) -> None:
         """A frame's recorded bytes as a CompressedImage."""
-        data, fmt = item.value, item.codec
+        data, fmt, cam = f.payload, f.codec.codec, f.camera
         if fmt == "raw_rgb":  # CompressedImage has no raw format: the one re-encode
-            data, fmt = _png(self.rec, item.name, item.value), "png"
-        msg = self.m.CompressedImage(timestamp=_ts(t), frame_id=f"{item.name}_optical", data=data, format=fmt)
-        self._log(f"/camera/{item.name}/image", self._typed("CompressedImageChannel"), msg, t)
+            data, fmt = _png(f), "png"
+        msg = self.m.CompressedImage(timestamp=_ts(t), frame_id=f"{cam}_optical", data=data, format=fmt)
+        self._log(f"/camera/{cam}/image", self._typed("CompressedImageChannel"), msg, t)
 
-    def calibration(self, cam: str, c: CalibrationSample, t: int) -> None:
+    def calibration(self, c: CalibrationRecord, t: int) -> None:
         """CameraCalibration (K, P = [K | 0]) and the world-to-optical FrameTransforms."""
-        m = self.m
+        check_calibrated(self.rec.path, c)
+        m, cam = self.m, c.camera
         if cam not in self.sizes:
             desc = _descriptor(self.rec, cam)
             self.sizes[cam] = (int(desc.get("width", 0)), int(desc.get("height", 0)))
@@ -163,9 +160,13 @@ class _Topics:
                              translation=m.Vector3(x=tr[0], y=tr[1], z=tr[2]),
                              rotation=m.Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))]), t)
 
-    def tick(self, tick: Tick, t: int) -> None:
-        """One JSON-schema message per channel of the tick, with names, units and values."""
+    def tick(self, tick: TickRecord, t: int) -> None:
+        """One JSON-schema message per channel of the tick, with names, units and values
+        (a generation's last tick: its per-step channels are a fill, not written)."""
+        fill = tick.fill
         for name, values in tick.values.items():
+            if name in fill:
+                continue
             ch = self.numeric[name]
             msg = {"generation": tick.generation, "names": list(ch.names), "units": list(ch.units),
                    "values": values.tolist()}
@@ -184,10 +185,9 @@ class _Topics:
             self._log(f"/command/{series.name}", lambda topic, ch=series: self.fg.Channel(
                 topic, schema=_numeric_schema(ch), context=self.ctx), msg, t)
 
-    def geometry(self, payload: bytes, t: int) -> None:
+    def geometry(self, g: GeometryRecord, t: int) -> None:
         """An assets record as a SceneUpdate (and its poses); a transforms record as FrameTransforms."""
-        from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
-
+        payload = g.payload
         if record_kind(payload) == "assets":
             assets = decode_assets(payload)
             for rid in assets.blobs:
@@ -221,11 +221,10 @@ def _strings(obj: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in obj.items()}
 
 
-def _png(rec: Recording, cam: str, raw: bytes) -> bytes:
+def _png(f: FrameRecord) -> bytes:
     import cv2
 
-    spec = _descriptor(rec, cam)
-    rgb = np.frombuffer(raw, np.uint8).reshape(int(spec["height"]), int(spec["width"]), 3)
+    rgb = f.rgb()
     _ok, png = cv2.imencode(".png", rgb[:, :, ::-1])
     return bytes(png.data)
 
@@ -234,7 +233,7 @@ def _descriptor(rec: Recording, cam: str) -> dict[str, Any]:
     from fastsim_recording_format import FsrReader
 
     with FsrReader(rec.path) as reader:
-        return dict(reader.stream(f"cameras.{cam}.rgb").codec)
+        return dict(reader.stream(names.rgb_stream(cam)).codec)
 
 
 def _body_tf(m: Any, t: int, body: str, pose: Any) -> Any:

@@ -38,9 +38,20 @@ import numpy.typing as npt
 from fastsim_record.export._commands import command_series
 from fastsim_record.export._port import Progress, load_extra
 from fastsim_record.export._source import PerSourceExporter, generation_offsets
-from fastsim_record.export._stream import Channel, in_order, numeric_channels
-from fastsim_recording_format import FsrReader, RecordKind
+from fastsim_record.export._stream import (
+    CalibrationRecord,
+    Channel,
+    FrameRecord,
+    JsonRecord,
+    TickRecord,
+    check_calibrated,
+    export_records,
+    numeric_channels,
+)
+from fastsim_recording_format import FsrReader, RecordKind, names
+from fastsim_recording_format.codecs.geometry import decode_assets, decode_transforms, record_kind
 from fastsim_recording_format.reading import Recording
+from fastsim_recording_format.reading.decoded import GeometryRecord
 
 __all__ = ["RerunExporter"]
 
@@ -93,8 +104,8 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     stream.save(str(path))
     with FsrReader(rec.path) as reader:
         channels = numeric_channels(reader)
-        sizes = {s.name[8:-4]: (int(s.codec.get("width", 0)), int(s.codec.get("height", 0)))
-                 for s in reader.streams if s.name.startswith("cameras.") and s.name.endswith(".rgb")}
+        sizes = {of[0]: (int(s.codec.get("width", 0)), int(s.codec.get("height", 0)))
+                 for s in reader.streams if (of := names.camera_of(s.name)) and of[1] == names.RGB}
     clock = _Clock(rec, channels)
     out = _Entities(rr, stream, clock)
     stream.log("world", rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
@@ -111,33 +122,36 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     attributes = info.attributes  # the Run's declared controls name the command elements
     named: set[str] = set()
     done = 0
-    for item in in_order(rec.path):
-        t, g = item.time_ns, item.generation
-        done += 3 if item.kind == "calibration" else 1
-        if done >= 256 or item.kind == "frame":  # a frame is slow to encode: report each one
+    for r in export_records(rec.path):
+        t, g = r.time_ns, r.generation
+        done += 3 if type(r) is CalibrationRecord else 1
+        if done >= 256 or type(r) is FrameRecord:  # a frame is slow to encode: report each one
             progress.advance(done)
             done = 0
-        if item.kind == "frame":
-            w, h = sizes[item.name]
-            data = item.value if item.codec in _MEDIA else _png(item.value, w, h)
-            out.add("image", f"world/cameras/{item.name}/image", t, g, (data, _MEDIA.get(item.codec, "image/png")))
-        elif item.kind == "calibration":
-            out.add("camera", f"world/cameras/{item.name}", t, g, (item.value, sizes.get(item.name, (0, 0))))
-        elif item.kind == "tick":
-            for name, values in item.value.values.items():
-                out.add("scalars", f"numeric/{name}", t, g, values)
-        elif item.kind == "json":
-            e = item.value
-            text = f"{e.stream} g{e.generation}: {json.dumps(e.data, sort_keys=True)}"
-            out.add("text", _entity(e.stream), t, g, (text, "WARN" if e.data.get("accepted") is False else "INFO"))
-            series = command_series(e.stream, e.data, attributes)
+        if isinstance(r, FrameRecord):
+            codec = r.codec.codec
+            blob = r.payload if codec in _MEDIA else _png(r)
+            out.add("image", f"world/cameras/{r.camera}/image", t, g, (blob, _MEDIA.get(codec, "image/png")))
+        elif isinstance(r, CalibrationRecord):
+            check_calibrated(rec.path, r)
+            out.add("camera", f"world/cameras/{r.camera}", t, g, (r, sizes.get(r.camera, (0, 0))))
+        elif isinstance(r, TickRecord):
+            fill = r.fill  # a generation's last tick: its per-step channels are a fill, not written
+            for name, values in r.values.items():
+                if name not in fill:
+                    out.add("scalars", f"numeric/{name}", t, g, values)
+        elif isinstance(r, JsonRecord):
+            data = r.data
+            text = f"{r.stream} g{r.generation}: {json.dumps(data, sort_keys=True)}"
+            out.add("text", _entity(r.stream), t, g, (text, "WARN" if data.get("accepted") is False else "INFO"))
+            series = command_series(r.stream, data, attributes)
             if series is not None:
                 if series.name not in named:
                     named.add(series.name)
                     stream.log(f"command/{series.name}", rr.SeriesLines(names=list(series.names)), static=True)
                 out.add("scalars", f"command/{series.name}", t, g, series.values)
-        else:
-            for body, pose in _geometry(rr, stream, item.value, meshes).items():
+        elif isinstance(r, GeometryRecord):
+            for body, pose in _geometry(rr, stream, r.payload, meshes).items():
                 out.add("body", f"world/bodies/{body}", t, g, pose)
     out.flush_all()
     progress.advance(done)
@@ -200,18 +214,16 @@ def _entity(stream: str) -> str:
     return "control" if stream.startswith("control") else stream
 
 
-def _png(raw: bytes, w: int, h: int) -> bytes:
+def _png(f: FrameRecord) -> bytes:
     import cv2
 
-    rgb = np.frombuffer(raw, np.uint8).reshape(h, w, 3)
+    rgb = f.rgb()
     _ok, png = cv2.imencode(".png", rgb[:, :, ::-1])
     return bytes(png.data)
 
 
 def _geometry(rr: Any, stream: Any, payload: bytes, meshes: dict[str, tuple[Array, Array]]) -> dict[str, Array]:
     """Log an assets record's items (static); return the body poses of either record kind."""
-    from fastsim_record.adapters.geometry import decode_assets, decode_transforms, record_kind
-
     if record_kind(payload) != "assets":
         return decode_transforms(payload)
     assets = decode_assets(payload)

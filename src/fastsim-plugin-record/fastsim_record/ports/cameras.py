@@ -18,6 +18,7 @@ import attrs
 from fastsim_contract.values import CameraSample
 from fastsim_record.ports.encoders import FrameEncoder, ImageDescriptor
 from fastsim_record.ports.sinks import StreamDecl
+from fastsim_recording_format import names
 
 __all__ = [
     "ARRAY_SHAPES",
@@ -32,12 +33,7 @@ __all__ = [
 
 ROLES: Final = ("rgb", "intrinsics", "translation", "quaternion_xyzw")
 
-_STREAM_SUFFIX: Final = {
-    "rgb": "rgb",
-    "intrinsics": "intrinsics",
-    "translation": "extrinsics.translation",
-    "quaternion_xyzw": "extrinsics.quaternion_xyzw",
-}
+_STREAM_SUFFIX: Final = names.ROLE_SUFFIX
 
 #: role -> exact float64 shape of its payload
 ARRAY_SHAPES: Final[Mapping[str, tuple[int, ...]]] = {
@@ -54,7 +50,7 @@ _UNITS: Final[Mapping[str, list[str]]] = {
 
 def camera_stream_name(alias: str, role: str) -> str:
     """The FSR stream name of one camera role, e.g. ``cameras.wrist.extrinsics.translation``."""
-    return f"cameras.{alias}.{_STREAM_SUFFIX[role]}"
+    return names.camera_stream(alias, _STREAM_SUFFIX[role])
 
 
 def array_codec(role: str) -> dict[str, object]:

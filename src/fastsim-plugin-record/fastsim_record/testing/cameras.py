@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from fastsim_contract.calibration import calibration_digest, intrinsic_matrix, pinhole_profile
 from fastsim_contract.values import CameraSample
 from fastsim_record.ports.encoders import FrameEncoder
+from fastsim_recording_format import names
 from fastsim_recording_format.encoding import readonly
 from fastsim_recording_format.synth import scene_frame
 
@@ -65,8 +66,8 @@ def camera_tick(
 
     return (
         sample("rgb", "rgb", rgb),
-        sample("translation", "extrinsics.translation", translation),
-        sample("quaternion_xyzw", "extrinsics.quaternion_xyzw", quaternion),
+        sample("translation", names.TRANSLATION, translation),
+        sample("quaternion_xyzw", names.QUATERNION, quaternion),
         sample("intrinsics", "intrinsics", k, profile=profile),
     )
 
@@ -93,7 +94,7 @@ def write_camera_fsr(
         channels = {r: f"sensors.{alias}.camera.{r}" for r in _ROLES}
         for decl in camera_streams(alias, channels, encoder.descriptor, required=True):
             codec = dict(decl.codec)
-            if legacy_raw and decl.name.endswith(".rgb"):
+            if legacy_raw and decl.name.endswith("." + names.RGB):
                 codec = {"width": encoder.descriptor.width, "height": encoder.descriptor.height}
             specs.append(StreamSpec(len(specs), decl.name, decl.kind, codec, dict(decl.attributes)))
     ids = {s.name: s.stream_id for s in specs}

@@ -48,8 +48,8 @@ class ImageCodec:
 def image_codec(spec: StreamSpec) -> ImageCodec:
     """The image codec of a camera.rgb stream, from its recorded descriptor."""
     raw = spec.codec
-    codec = str(raw.get("payload_codec", raw.get("codec", ""))).lower()
-    if codec in _RAW:
+    codec = str(raw.get("payload_codec", raw.get("encoding", raw.get("codec", "none")))).lower()
+    if codec in _RAW:  # 0.3.0-era: the descriptor names only its size, or a raw encoding
         codec = "raw_rgb"
     width, height = raw.get("width"), raw.get("height")
     if codec not in ("jpeg", "png", "raw_rgb") or not isinstance(width, int) or not isinstance(height, int):
@@ -59,20 +59,24 @@ def image_codec(spec: StreamSpec) -> ImageCodec:
     return ImageCodec(codec, width, height)
 
 
-def decode_image(payload: Array, codec: ImageCodec, at: int, out: Array | None = None) -> Array:
+def decode_image(
+    payload: Array, codec: ImageCodec, at: int, out: Array | None = None, *, strict: bool = True
+) -> Array:
     """One payload (a uint8 array) as an RGB uint8 ``(height, width, 3)`` array.
 
     ``at`` is the payload's file offset, named by every error.  With ``out`` (a
     C-contiguous uint8 array of that shape) the image is written there and returned.
+    ``strict=False``: a JPEG whose entropy data is damaged decodes as far as it goes (as
+    OpenCV does) instead of being refused; its header is checked either way.
     """
-    image = _decode(payload, codec, at, out)
+    image = _decode(payload, codec, at, out, strict)
     if out is not None and image is not out:
         out[...] = image
         return out
     return image
 
 
-def _decode(payload: Array, codec: ImageCodec, at: int, out: Array | None) -> Array:
+def _decode(payload: Array, codec: ImageCodec, at: int, out: Array | None, strict: bool = True) -> Array:
     try:
         check_pixels(codec.width, codec.height, "descriptor frame")
         if codec.codec == "raw_rgb":
@@ -91,7 +95,7 @@ def _decode(payload: Array, codec: ImageCodec, at: int, out: Array | None) -> Ar
         import simplejpeg  # libjpeg-turbo straight to RGB: no BGR frame, no conversion
 
         try:
-            rgb = simplejpeg.decode_jpeg(payload, colorspace="RGB", buffer=out)
+            rgb = simplejpeg.decode_jpeg(payload, colorspace="RGB", buffer=out, strict=strict)
         except ValueError as exc:
             raise FormatError(at, f"frame payload: jpeg payload of {payload.nbytes} bytes does not decode ({exc})") from None
         if rgb.shape != (codec.height, codec.width, 3):

@@ -32,7 +32,9 @@ import os
 import numpy as np
 
 from fastsim_recording_format import FormatError, FsrReader, RecordKind
-from fastsim_recording_format._layout import BATCH_HEADER, BATCH_MAGIC, RECORD_DTYPE, crc, pad8
+from fastsim_recording_format._batch_header import CRC_AT, BatchHeader, crc_ok
+from fastsim_recording_format._batch_header import SIZE as _HDR
+from fastsim_recording_format._layout import RECORD_DTYPE, crc, pad8
 from fastsim_recording_format.encoding import Array
 
 __all__ = ["ROWS_DTYPE", "FileTables"]
@@ -49,7 +51,6 @@ ROWS_DTYPE = np.dtype(
         ("payload_length", "<i8"),
     ]
 )
-_HDR = BATCH_HEADER.size
 MAX_META_READ = 1 << 16  # the most metadata bytes guessed into the table's read
 SPAN_SLACK = 1 << 16  # scattered rows closer than this are read through in one call
 MAX_SPAN = 16 << 20  # the most bytes one such call reads
@@ -134,7 +135,7 @@ class FileTables:
             return
         index = self.reader.batch_index
         size = self.size
-        unpack, magic_ok = BATCH_HEADER.unpack, BATCH_MAGIC
+        read_header = BatchHeader.read
         guess = 4096
         bodies: list[bytes | memoryview] = []
         facts: list[tuple[int, int, int, int]] = []  # table offset, count, payload area, limits
@@ -150,16 +151,16 @@ class FileTables:
             head_len = min(length, _HDR + _REC * count + guess)
             chunk = memoryview(self.read(off, max(_HDR, head_len), "batch header and record table"))
             raw = chunk[:_HDR]
-            fields = unpack(raw)
-            meta_len, pay_len = fields[5], fields[6]
+            h = read_header(raw)
+            meta_len, pay_len = h.metadata_length, h.payload_length
             guess = min(max(guess, pad8(meta_len) + 64), MAX_META_READ)
-            if fields[0] != magic_ok:  # (slices of the chunk are views: no copies)
+            if not h.intact:  # (slices of the chunk are views: no copies)
                 raise FormatError(off, "bad batch magic")
-            if crc(raw[:116]) != fields[15]:
-                raise FormatError(off + 116, "batch header CRC mismatch")
-            if fields[2] != ordinal:
-                raise FormatError(off + 8, f"batch ordinal {fields[2]}, expected {ordinal}")
-            if fields[3] != count:
+            if not crc_ok(raw, h):
+                raise FormatError(off + CRC_AT, "batch header CRC mismatch")
+            if h.ordinal != ordinal:
+                raise FormatError(off + 8, f"batch ordinal {h.ordinal}, expected {ordinal}")
+            if h.record_count != count:
                 raise FormatError(off + 16, "batch record count disagrees with the index")
             table_len = _REC * count
             body_len = table_len + pad8(meta_len)
@@ -169,10 +170,10 @@ class FileTables:
                 chunk[_HDR:_HDR + body_len] if _HDR + body_len <= len(chunk)
                 else memoryview(self.read(off + _HDR, body_len, "record table"))
             )
-            if crc(body) != fields[14]:
+            if crc(body) != h.table_crc:
                 raise FormatError(off + 112, "record table CRC mismatch")
             if self.verify:
-                self._check_payload(off, off + _HDR + body_len, pay_len, fields[4], body[:table_len])
+                self._check_payload(off, off + _HDR + body_len, pay_len, h.payload_crc32c, body[:table_len])
             bodies.append(body[:table_len])
             facts.append((off + _HDR, count, off + _HDR + body_len, 0))
             limits.append((meta_len, pay_len))

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from fastsim_recording_format import names
 from fastsim_recording_format.codecs.calibration import (
     CalibrationProfileError,
     calibration_digest,
@@ -45,12 +46,7 @@ __all__ = [
     "rebuild_calibration_history",
 ]
 
-_ROLE_SUFFIXES = {
-    "rgb": "rgb",
-    "intrinsics": "intrinsics",
-    "extrinsics.translation": "translation",
-    "extrinsics.quaternion_xyzw": "quaternion_xyzw",
-}
+_ROLE_SUFFIXES = {suffix: role for role, suffix in names.ROLE_SUFFIX.items()}
 _DATA = "DATA"
 
 
@@ -124,9 +120,9 @@ class CalibrationHistory:
 
 
 def _camera_role(name: str) -> tuple[str, str] | None:
-    if not name.startswith("cameras."):
+    if not name.startswith(names.CAMERA_PREFIX):
         return None
-    rest = name[len("cameras.") :]
+    rest = name[len(names.CAMERA_PREFIX) :]
     for suffix, role in _ROLE_SUFFIXES.items():
         if rest.endswith("." + suffix):
             alias = rest[: -len(suffix) - 1]

@@ -44,6 +44,7 @@ from fastsim_recording_format.codecs.geometry import (
 )
 from fastsim_recording_format.reading import CalibrationSeries, ReadError
 from fastsim_recording_format.reading import open as open_recording
+from fastsim_recording_format.reading.decoded import Decoding, GeometryRecord
 
 __all__ = ["CameraPose", "RecordedScene", "SceneItem", "SceneRefused", "tick_name"]
 
@@ -99,6 +100,8 @@ class RecordedScene:
     _geometry: tuple[Record, ...] = attrs.field(default=(), repr=False)
     _next: int = 0
     _camera_cursor: dict[str, int] = attrs.field(factory=dict, repr=False)
+    #: the format package's decoder of the geometry stream (its bounds and payload CRC check)
+    _decoding: Decoding | None = attrs.field(default=None, repr=False)
 
     @classmethod
     def read(cls, path: Path, reader: FsrReader) -> RecordedScene:
@@ -112,7 +115,7 @@ class RecordedScene:
         records = tuple(r for r in reader.records(STREAM_NAME) if r.kind.name == "DATA")
         if not records:
             raise SceneRefused(f"{path}: the {STREAM_NAME!r} stream is empty")
-        scene = cls(path, reader, geometry=records)
+        scene = cls(path, reader, geometry=records, decoding=Decoding(reader, [STREAM_NAME]))
         if scene._kind(records[0]) != "assets":
             raise SceneRefused(f"{path}: geometry record 1 is not an assets record")
         scene._apply(records[0], None)
@@ -120,9 +123,13 @@ class RecordedScene:
         scene.cameras = scene._read_cameras()
         return scene
 
-    def _kind(self, record: Record) -> str:
+    def _payload(self, record: Record) -> bytes:
+        decoded = self._decoding.decode(record) if self._decoding is not None else None
+        return decoded.payload if isinstance(decoded, GeometryRecord) else record.payload
+
+    def _kind(self, record: Record, payload: bytes | None = None) -> str:
         try:
-            return record_kind(record.payload)
+            return record_kind(self._payload(record) if payload is None else payload)
         except ValueError as exc:
             raise SceneRefused(f"{self.path}: geometry record {record.stream_sequence}: {exc}") from None
 
@@ -144,12 +151,13 @@ class RecordedScene:
     # -- geometry -------------------------------------------------------------------
     def _apply(self, record: Record, tick: str | None) -> None:
         where = f"{self.path}: geometry record {record.stream_sequence}"
+        payload = self._payload(record)
         try:
-            if self._kind(record) == "transforms":
-                for body, pose in decode_transforms(record.payload).items():
+            if self._kind(record, payload) == "transforms":
+                for body, pose in decode_transforms(payload).items():
                     self.poses[body] = self._finite(pose, f"{where}: body {body!r}", tick)
                 return
-            self._assets(decode_assets(record.payload), where)
+            self._assets(decode_assets(payload), where)
         except ValueError as exc:
             if isinstance(exc, SceneRefused):
                 raise

@@ -1,0 +1,82 @@
+"""Records are decoded in one place: no module outside ``src/fastsim_recording_format`` calls
+``struct.unpack``/``unpack_from``/``iter_unpack`` or ``numpy.frombuffer`` (an AST scan of src/).
+
+Code that needs a record's values reads them through ``fastsim_recording_format.reading``
+(``iter_decoded``, ``Decoding``, the reading API).  The allow-list below names the few calls
+that touch bytes which are not records; each entry is (file, call, count) with its reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+FORMAT = SRC / "fastsim_recording_format"
+CALLS = frozenset({"unpack", "unpack_from", "iter_unpack", "frombuffer"})
+
+ALLOWED: dict[tuple[str, str], int] = {
+    # shared-memory observation samples of the Runtime contract (a sample's numeric row), not records
+    ("fastsim_contract/samples.py", "frombuffer"): 1,
+    # GL replay: the framebuffer's colour and depth read back from OpenGL, not records
+    ("fastsim_embedded/gl_replay/gl.py", "frombuffer"): 2,
+    # gymnasium observation rows packed in memory for the env's spaces, not records
+    ("fastsim_embedded/gymnasium_spaces.py", "frombuffer"): 1,
+    # the same packer's own ``unpack`` method (not struct), on that in-memory row
+    ("fastsim_embedded/backends/gymnasium_env.py", "unpack"): 1,
+    # the capture side's image codec adapter: its raw-RGB round-trip decode of a frame it
+    # encodes (the recorder's encoder tests); files are read through ``FrameRecord.rgb``
+    ("fastsim_record/adapters/codecs.py", "frombuffer"): 2,
+}
+
+
+def _calls(path: Path) -> list[str]:
+    """Names of the decoding calls in one module: ``x.unpack(...)``, ``np.frombuffer(...)``,
+    and bare ``unpack(...)``/``frombuffer(...)`` imported by name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name in CALLS:
+            found.append(name)
+    return found
+
+
+def _scan() -> Counter[tuple[str, str]]:
+    found: Counter[tuple[str, str]] = Counter()
+    for path in sorted(SRC.rglob("*.py")):
+        if FORMAT in path.parents:
+            continue
+        for name in _calls(path):
+            found[(path.relative_to(SRC).as_posix(), name)] += 1
+    return found
+
+
+def test_no_record_bytes_are_decoded_outside_the_format_package() -> None:
+    """Every decoding call outside the format package is on the allow-list, as many times as it says."""
+    found = _scan()
+    extra = {k: n for k, n in found.items() if n > ALLOWED.get(k, 0)}
+    assert not extra, f"decode records through fastsim_recording_format.reading, not here: {extra}"
+
+
+def test_the_allow_list_is_not_stale() -> None:
+    """An allow-list entry whose calls are gone is removed (the list never grows silently)."""
+    found = _scan()
+    stale = {k: n for k, n in ALLOWED.items() if found.get(k, 0) < n}
+    assert not stale, f"allow-list entries with fewer calls than listed: {stale}"
+
+
+def test_the_scan_finds_a_decoding_call(tmp_path: Path) -> None:
+    """The scan sees the spellings it forbids (so an empty result means something)."""
+    mod = tmp_path / "m.py"
+    mod.write_text(
+        "import struct\nimport numpy as np\nfrom numpy import frombuffer\n"
+        "S = struct.Struct('<I')\n"
+        "a = struct.unpack('<I', b)\nb = S.unpack_from(b)\nc = np.frombuffer(b)\nd = frombuffer(b)\n"
+        "e = struct.iter_unpack('<I', b)\n"
+    )
+    assert sorted(_calls(mod)) == ["frombuffer", "frombuffer", "iter_unpack", "unpack", "unpack_from"]
