@@ -25,10 +25,10 @@ from fastsim_contract.values import (
     FinalizerResult,
     TerminalSemanticCut,
 )
-from fastsim_embedded.session.compile import prepare_run
-from fastsim_embedded.output.transaction import FileOutputService
-from fastsim_embedded.session.session import Session
 from fastsim_embedded.host.terminal import TerminalCoordinator
+from fastsim_embedded.output.transaction import FileOutputService
+from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session.session import Session
 from fastsim_recording_format import validate
 
 RECORD = "plugin://fastsim/record"
