@@ -21,14 +21,14 @@ SCRIPT = textwrap.dedent("""
     _signals.install()
     out, tmp = folder / "out.bin", folder / ".out.bin.exporting-1"
     tmp.write_bytes(b"complete")
-    real_fsync_dir = _staging._fsync_dir
+    real_fsync_dir = _staging.fsync_dir
 
-    def fsync_dir_then_signal(path):
-        real_fsync_dir(path)
+    def fsync_dir_then_signal(path, **kwargs):
+        real_fsync_dir(path, **kwargs)
         if moment == "during publish":
             os.kill(os.getpid(), signal.SIGINT)  # held by deferred(), raised at its end before the fix
 
-    _staging._fsync_dir = fsync_dir_then_signal
+    _staging.fsync_dir = fsync_dir_then_signal
     try:
         _staging.publish(tmp, out, overwrite=False)
         if moment == "after publish":

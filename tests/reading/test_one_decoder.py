@@ -1,5 +1,6 @@
-"""Records are decoded in one place: no module outside ``src/fastsim_recording_format`` calls
-``struct.unpack``/``unpack_from``/``iter_unpack`` or ``numpy.frombuffer`` (an AST scan of src/).
+"""Records are decoded in one place: no module outside ``fastsim_recording_format`` calls
+``struct.unpack``/``unpack_from``/``iter_unpack`` or ``numpy.frombuffer`` (an AST scan of the
+packages of the three distributions under src/).
 
 Code that needs a record's values reads them through ``fastsim_recording_format.reading``
 (``iter_decoded``, ``Decoding``, the reading API).  The allow-list below names the few calls
@@ -12,17 +13,18 @@ import ast
 from collections import Counter
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-FORMAT = SRC / "fastsim_recording_format"
+from tests.distributions import FOLDERS, PACKAGES
+
+FORMAT = "fastsim_recording_format"
 CALLS = frozenset({"unpack", "unpack_from", "iter_unpack", "frombuffer"})
 
 ALLOWED: dict[tuple[str, str], int] = {
     # shared-memory observation samples of the Runtime contract (a sample's numeric row), not records
     ("fastsim_contract/samples.py", "frombuffer"): 1,
     # GL replay: the framebuffer's colour and depth read back from OpenGL, not records
-    ("fastsim_embedded/gl_replay/gl.py", "frombuffer"): 2,
+    ("fastsim_embedded/backends/gl_replay/gl.py", "frombuffer"): 2,
     # gymnasium observation rows packed in memory for the env's spaces, not records
-    ("fastsim_embedded/gymnasium_spaces.py", "frombuffer"): 1,
+    ("fastsim_embedded/gymnasium_host/spaces.py", "frombuffer"): 1,
     # the same packer's own ``unpack`` method (not struct), on that in-memory row
     ("fastsim_embedded/backends/gymnasium_env.py", "unpack"): 1,
     # the capture side's image codec adapter: its raw-RGB round-trip decode of a frame it
@@ -48,11 +50,13 @@ def _calls(path: Path) -> list[str]:
 
 def _scan() -> Counter[tuple[str, str]]:
     found: Counter[tuple[str, str]] = Counter()
-    for path in sorted(SRC.rglob("*.py")):
-        if FORMAT in path.parents:
-            continue
-        for name in _calls(path):
-            found[(path.relative_to(SRC).as_posix(), name)] += 1
+    for distribution, folder in FOLDERS.items():
+        for package in PACKAGES[distribution]:
+            if package == FORMAT:
+                continue
+            for path in sorted((folder / package).rglob("*.py")):
+                for name in _calls(path):
+                    found[(path.relative_to(folder).as_posix(), name)] += 1
     return found
 
 
