@@ -26,7 +26,7 @@ The scripted driver (``run_loop``) adds, per tick:
     | 3 | pacing, only with ``realtime_factor``: sleep until wall time catches up with |
     |   | sim time / factor (default: as fast as possible)                             |
     | 4 | flow control, only without ``realtime_factor``: while a consumer's gauge is  |
-    |   | pressed, wait for it, bounded (``fastsim_embedded.host.flow``, FC1-FC6)           |
+    |   | pressed, wait for it, bounded (``fastsim_embedded.host.flow``, FC1-FC6)      |
 
 After the last tick the host requests a normal completion (it loses if anything else
 already won).  A backend exception becomes a failed completion; KeyboardInterrupt a
