@@ -1,0 +1,34 @@
+"""Runs for the FastSimRun-v0 tests: short synthetic reach Runs and the MuJoCo pick example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("gymnasium")
+
+ROOT = Path(__file__).resolve().parents[3]
+PICK = ROOT / "examples" / "policy" / "pick.yaml"
+REACH = ROOT / "examples" / "policy" / "run.yaml"
+
+
+def reach_run(
+    folder: Path, *, duration_s: float = 1.0, name: str = "episode.fsr", task: dict[str, object] | None = None,
+    record: dict[str, object] | None = None,
+) -> Path:
+    """A synthetic reach Run of ``duration_s`` at 30 Hz with no scripted commands."""
+    path = folder / "reach-run.yaml"
+    path.write_text(yaml.safe_dump({
+        "schema": "fastsim/2", "name": "reach", "backend": "synthetic",
+        "scenario": {"scene": {
+            "robots": {"robot": {"use": "robot://example/robot"}},
+            "synthetic": {"command_every_s": None, "event_every_s": None},
+            "task": task if task is not None else {"reach": {"tolerance_m": 0.05, "hold_s": 0.2}},
+        }},
+        "runtime": {"sensor_hz": 30.0, "duration_s": duration_s},
+        "plugins": {"record": {"use": "plugin://fastsim/record",
+                               "config": record or {"output": {"name": name}}}},
+    }))
+    return path

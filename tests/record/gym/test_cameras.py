@@ -1,0 +1,211 @@
+"""Cameras of any env: uncalibrated render() frames (CartPole) and image observations (format rule 3u).
+
+Every file is read back and compared with what the env returned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from tests.record.gym.envs import ImageEnv
+from tests.record.gym.play import play
+
+import fastsim_record as fr
+from fastsim_record.gym import RecordEpisodes, RecordVectorEpisodes, read_episode
+from fastsim_recording_format import FsrReader, validate
+
+pytest.importorskip("pygame", reason="CartPole's rgb_array frames need gymnasium[classic-control]")
+
+
+def _uncalibrated(rec: Any, alias: str, frames: int, size: tuple[int, int]) -> None:
+    """``alias`` is an uncalibrated camera: the profile says so, K and pose are NaN, no problem reported."""
+    cal = rec.calibration(alias)
+    assert len(cal.k) == frames
+    assert np.isnan(cal.k).all()
+    assert np.isnan(cal.translation).all()
+    assert np.isnan(cal.quaternion_xyzw).all()
+    assert cal.problems == ()
+    (epoch,) = cal.epochs
+    assert epoch.profile["model"] == "uncalibrated"
+    assert (epoch.profile["width"], epoch.profile["height"]) == size
+    assert epoch.profile["fx"] is None
+
+
+def test_cartpole_render_frames_are_an_uncalibrated_camera(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CartPole rgb_array: every render() frame recorded exactly (PNG), K and pose NaN under the uncalibrated profile, shown by fsr info; MCAP export refused with one line."""
+    from fastsim_record.cli import main
+
+    env = RecordEpisodes(gym.make("CartPole-v1", render_mode="rgb_array"), tmp_path / "out", encoding="png")
+    env.action_space.seed(0)
+    env.reset(seed=2)
+    frames = [env.render().copy()]
+    for _ in range(6):
+        env.step(env.action_space.sample())
+        frames.append(env.render().copy())
+    env.close()
+    path = env.files[0].path
+    assert validate(path).validated_bytes == path.stat().st_size
+    episode = read_episode(path)
+    assert "render: uncalibrated" in episode.description["camera"]
+    with fr.open(path) as rec:
+        assert rec.cameras() == ("render",)
+        for k, frame in enumerate(rec.frames("render")):
+            np.testing.assert_array_equal(frame.image, frames[k])
+            assert frame.time_ns == episode.time_ns[k]
+        _uncalibrated(rec, "render", 7, (600, 400))
+    assert main(["info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["cameras"] == {"render": {"model": "uncalibrated", "width": 600, "height": 400, "renderer": None}}
+    assert main(["info", str(path)]) == 0
+    assert "camera render: renderer not recorded, 600x400, uncalibrated (no K, no pose)" in capsys.readouterr().out
+    code = main(["export", str(path), "--to", "mcap", "-o", str(tmp_path / "x.mcap")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1  # ExportError (docs/errors.md)
+    assert len(err) == 1
+    assert "camera 'render' is uncalibrated (no K, no pose" in err[0]
+
+
+def test_image_observations_become_cameras_png_exact_and_jpeg_by_default(tmp_path: Path) -> None:
+    """A Dict observation: the RGB ``image`` leaf is the camera ``image`` (JPEG by default, PNG exact when asked), ``state`` stays numeric, the 1- and 4-channel images stay numeric channels, exactly."""
+    for encoding in ("png", "jpeg"):
+        out = tmp_path / encoding
+        options = {"encoding": "png"} if encoding == "png" else {}
+        env = RecordEpisodes(ImageEnv(), out, **options)
+        (played,) = play(env, [3])
+        env.close()
+        path = env.files[0].path
+        assert validate(path).validated_bytes == path.stat().st_size
+        with FsrReader(path) as reader:
+            codec = next(s.codec for s in reader.streams if s.name == "cameras.image.rgb")
+        assert codec["payload_codec"] == encoding
+        episode = read_episode(path)
+        assert set(episode.observations) == {"observation.state", "observation.mask", "observation.rgba"}
+        for key in ("state", "mask", "rgba"):
+            expected = np.stack([o[key] for o in played.observations])
+            np.testing.assert_array_equal(episode.observations[f"observation.{key}"], expected)
+        np.testing.assert_array_equal(episode.rewards, played.rewards)
+        with fr.open(path) as rec:
+            assert rec.cameras() == ("image",)
+            images = [f.image for f in rec.frames("image")]
+            assert len(images) == len(played.observations) == episode.steps + 1
+            for image, observation in zip(images, played.observations, strict=True):
+                if encoding == "png":
+                    np.testing.assert_array_equal(image, observation["image"])
+                else:  # lossy, close
+                    assert np.abs(image.astype(int) - observation["image"]).mean() < 4
+            _uncalibrated(rec, "image", len(images), (32, 24))
+
+
+def test_images_false_keeps_image_observations_numeric(tmp_path: Path) -> None:
+    """images=False: the RGB leaf is an exact numeric channel and no camera is recorded."""
+    env = RecordEpisodes(ImageEnv(), tmp_path, images=False)
+    (played,) = play(env, [4])
+    env.close()
+    episode = read_episode(env.files[0].path)
+    np.testing.assert_array_equal(episode.observations["observation.image"],
+                                  np.stack([o["image"] for o in played.observations]))
+    with fr.open(env.files[0].path) as rec:
+        assert rec.cameras() == ()
+
+
+def test_add_render_observation_on_cartpole_is_the_uncalibrated_render_camera(tmp_path: Path) -> None:
+    """AddRenderObservation(render_only=True) on CartPole: the whole observation is pixels, recorded as the uncalibrated camera ``render``; the episode still reads back (T + 1 frames, T step rows)."""
+    inner = gym.wrappers.AddRenderObservation(gym.make("CartPole-v1", render_mode="rgb_array"))
+    env = RecordEpisodes(inner, tmp_path, encoding="png")
+    (played,) = play(env, [6], max_steps=5)
+    env.close()
+    episode = read_episode(env.files[0].path)
+    assert episode.observations == {}
+    assert episode.steps == len(played.actions) == 5
+    assert episode.time_ns.shape == (6,)
+    with fr.open(env.files[0].path) as rec:
+        for frame, observation in zip(rec.frames("render"), played.observations, strict=True):
+            np.testing.assert_array_equal(frame.image, observation)
+        _uncalibrated(rec, "render", 6, (600, 400))
+
+
+def test_async_vector_image_observations_are_cameras_of_every_sub_env(tmp_path: Path) -> None:
+    """AsyncVectorEnv (sub-envs in other processes): the image travels with the observation, so each sub-env's episode file has its camera, frame for frame what that sub-env returned."""
+    envs = gym.vector.AsyncVectorEnv([ImageEnv, ImageEnv])
+    env = RecordVectorEpisodes(envs, tmp_path, encoding="png")
+    observation, _ = env.reset(seed=[1, 2])
+    seen: list[list[Any]] = [[observation["image"][i].copy()] for i in range(2)]
+    for _ in range(15):  # ImageEnv ends after 15 steps: one whole episode per sub-env
+        observation, *_ = env.step(np.array([0, 2]))
+        for i in range(2):
+            seen[i].append(observation["image"][i].copy())
+    env.close()
+    files = sorted((f for f in env.files if f.steps == 15), key=lambda f: f.sub_env or 0)
+    assert [f.sub_env for f in files] == [0, 1]
+    for f in files:
+        assert f.path is not None
+        with fr.open(f.path) as rec:
+            images = [fr_.image for fr_ in rec.frames("image")]
+        assert len(images) == 16
+        for image, expected in zip(images, seen[f.sub_env or 0][:16], strict=True):
+            np.testing.assert_array_equal(image, expected)
+
+
+def test_uncalibrated_profile_rule_3u_and_the_record_checks() -> None:
+    """Rule 3u: an uncalibrated profile has null fx..cy and unknown extrinsics; Record accepts its all-NaN K and pose and refuses a value under it (never a half-invented K), while a pinhole camera's NaN stays refused."""
+    import attrs
+
+    from fastsim_contract.calibration import check_profile, pinhole_profile, uncalibrated_profile
+    from fastsim_contract.values import CameraSample
+    from fastsim_record.adapters.camera_records import CameraRecordEncoder
+    from fastsim_record.adapters.codecs import PngEncoder
+    from fastsim_record.errors import CalibrationError
+    from fastsim_recording_format.codecs.calibration import CalibrationProfileError, k_matches
+
+    profile = uncalibrated_profile("cam", 64, 48)
+    assert check_profile(profile)["model"] == "uncalibrated"
+    with pytest.raises(CalibrationProfileError, match=r"^calibration profile fx: must be null for the uncalibrated"):
+        check_profile({**profile, "fx": 10.0})
+    with pytest.raises(CalibrationProfileError, match=r"^calibration profile model: must be 'pinhole' or 'uncalibrated'"):
+        check_profile({**profile, "model": "fisheye"})
+    with pytest.raises(CalibrationProfileError, match=r"^calibration profile fx: must be a finite number"):
+        check_profile({**pinhole_profile("cam", 64, 48, 60.0), "fx": None})
+    assert k_matches(np.full(9, np.nan).tobytes(), profile)
+    assert not k_matches(np.eye(3).tobytes(), profile)
+
+    from fastsim_embedded.gymnasium_host.cameras import UncalibratedCamera
+
+    names = ("cameras.cam.rgb", "cameras.cam.intrinsics", "cameras.cam.extrinsics.translation",
+             "cameras.cam.extrinsics.quaternion_xyzw")
+    readings = UncalibratedCamera("cam").readings(np.zeros((48, 64, 3), np.uint8), names)
+    samples = [CameraSample("cam", r.channel, r.role, r.value, r.calibration_digest, i, r.profile)
+               for i, r in enumerate(readings)]
+    enc = CameraRecordEncoder("cam", PngEncoder(64, 48))
+    records = [enc.encode(s) for s in samples]
+    assert records[1].metadata["calibration_profile"] == profile
+    assert np.isnan(np.frombuffer(records[2].payload, "<f8")).all()
+    half = attrs.evolve(samples[2], value=np.array([0.0, np.nan, np.nan]))
+    with pytest.raises(CalibrationError, match="uncalibrated camera's values must all be NaN"):
+        enc.encode(half)
+
+
+def test_async_vector_render_frames_of_the_selected_sub_envs(tmp_path: Path) -> None:
+    """AsyncVectorEnv CartPole rgb_array, camera_envs=[1]: sub-env 1's file has the uncalibrated camera ``render`` with exactly the frames its process rendered; sub-env 0's has none."""
+    envs = gym.vector.AsyncVectorEnv([lambda: gym.make("CartPole-v1", render_mode="rgb_array")] * 2)
+    env = RecordVectorEpisodes(envs, tmp_path, camera_envs=[1], encoding="png")
+    env.reset(seed=[5, 6])
+    seen = [envs.call("render")[1].copy()]
+    for _ in range(6):
+        _, _, terminated, truncated, _ = env.step(np.array([0, 1]))
+        assert not terminated.any()
+        assert not truncated.any()
+        seen.append(envs.call("render")[1].copy())
+    env.close()
+    by_env = {f.sub_env: f for f in env.files}
+    with fr.open(by_env[0].path) as rec:
+        assert rec.cameras() == ()
+    with fr.open(by_env[1].path) as rec:
+        images = [f.image for f in rec.frames("render")]
+        _uncalibrated(rec, "render", 7, (600, 400))
+    assert len(images) == 7
+    for image, expected in zip(images, seen, strict=True):
+        np.testing.assert_array_equal(image, expected)
