@@ -218,6 +218,7 @@ class PosedScene:
     reset (each tick is posed from the recording), no script (Replay scripts the ticks) and
     no control.  ``no_control`` is the error its refusal names."""
 
+    __slots__ = ()
     no_control = "a posed scene takes no control"
 
     def reset(self, generation: int) -> None:
