@@ -28,7 +28,8 @@ import numpy as np
 import numpy.typing as npt
 from _report import Figures, add_json_flag
 
-from fastsim_record.adapters.codecs import decode_frame, encoder_for
+from fastsim_record.adapters.codecs import encoder_for
+from fastsim_recording_format.reading._codecs import ImageCodec, decode_image
 
 U8 = npt.NDArray[np.uint8]
 WIDTH, HEIGHT, QUALITY = 640, 480, 92
@@ -108,7 +109,7 @@ def main() -> None:
     cpu = {n: statistics.median(c for c, _ in s) for n, s in samples.items()}
     wall = {n: statistics.median(w for _, w in s) for n, s in samples.items()}
 
-    decoded = decode_frame(jpeg.encode(rgb), jpeg.descriptor)
+    decoded = decode_image(np.frombuffer(jpeg.encode(rgb), np.uint8), ImageCodec("jpeg", WIDTH, HEIGHT), 0)
     mse = float(np.mean((decoded.astype(np.float64) - rgb.astype(np.float64)) ** 2))
     print(f"frame: {WIDTH}x{HEIGHT} {source}; OpenCV {cv2.__version__}, "
           f"cv2 threads {cv2.getNumThreads()}; {args.rounds} rounds x {args.frames} frames")

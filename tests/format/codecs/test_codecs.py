@@ -7,23 +7,18 @@ import json
 import numpy as np
 import numpy.typing as npt
 import pytest
+from tests.decode import decode_frame
 
 from fastsim_record.adapters.codecs import (
     JpegEncoder,
-    OpenCvDecoder,
     PngEncoder,
     RawRgbEncoder,
-    decode_frame,
     encoder_for,
     encoder_for_camera,
 )
 from fastsim_record.errors import ConfigError, DescriptorDriftError
-from fastsim_record.ports.encoders import (
-    FrameDecoder,
-    FrameEncoder,
-    ImageDescriptor,
-    PayloadError,
-)
+from fastsim_record.ports.encoders import FrameEncoder, ImageDescriptor, PayloadError
+from fastsim_recording_format import FormatError
 
 U8 = npt.NDArray[np.uint8]
 
@@ -78,17 +73,16 @@ def test_descriptor_dict_is_json_and_round_trips() -> None:
 
 
 def test_encoders_satisfy_the_port() -> None:
-    """Both adapters are FrameEncoders and the decoder is a FrameDecoder."""
+    """Both adapters are FrameEncoders."""
     assert isinstance(encoder_for(width=8, height=8), FrameEncoder)
     assert isinstance(encoder_for("png", width=8, height=8), FrameEncoder)
-    assert isinstance(OpenCvDecoder(), FrameDecoder)
 
 
 def test_png_round_trip_is_pixel_exact() -> None:
     """PNG encode then decode returns exactly the RGB pixels, channel order included."""
     frame = _frame(37, 53)
     enc = encoder_for("png", width=53, height=37)
-    out = OpenCvDecoder().decode(enc.encode(frame), enc.descriptor)
+    out = decode_frame(enc.encode(frame), enc.descriptor)
     assert out.dtype == np.uint8
     assert np.array_equal(out, frame)
 
@@ -155,16 +149,16 @@ def test_legacy_raw_encoding_records_packed_rgb() -> None:
 
 def test_legacy_raw_rgb_of_wrong_length_is_rejected() -> None:
     """A raw payload whose length is not width*height*3 fails with the byte counts."""
-    with pytest.raises(PayloadError, match="expected 720 bytes"):
+    with pytest.raises(FormatError, match="raw RGB payload of 719 bytes"):
         decode_frame(b"\0" * 719, ImageDescriptor.raw_rgb(20, 12))
 
 
 def test_payload_not_matching_descriptor_is_rejected() -> None:
     """A JPEG whose header size differs from the recorded descriptor fails closed, before decoding."""
     payload = encoder_for(width=64, height=48).encode(_frame())
-    with pytest.raises(PayloadError, match="header declares 64x48, the stream descriptor 32x48"):
+    with pytest.raises(FormatError, match="header declares 64x48, the stream descriptor 32x48"):
         decode_frame(payload, ImageDescriptor.jpeg(32, 48))
-    with pytest.raises(PayloadError, match="does not start with an SOI marker"):
+    with pytest.raises(FormatError, match="does not start with an SOI marker"):
         decode_frame(b"not a jpeg", ImageDescriptor.jpeg(64, 48))
 
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 import pytest
+from tests.decode import decode_frame
 
-from fastsim_record.adapters.codecs import decode_frame, encoder_for
+from fastsim_record.adapters.codecs import encoder_for
 
 pytestmark = pytest.mark.mujoco
 

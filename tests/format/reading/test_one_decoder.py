@@ -27,9 +27,6 @@ ALLOWED: dict[tuple[str, str], int] = {
     ("fastsim_embedded/gymnasium_host/spaces.py", "frombuffer"): 1,
     # the same packer's own ``unpack`` method (not struct), on that in-memory row
     ("fastsim_embedded/backends/gymnasium_env.py", "unpack"): 1,
-    # the capture side's image codec adapter: its raw-RGB round-trip decode of a frame it
-    # encodes (the recorder's encoder tests); files are read through ``FrameRecord.rgb``
-    ("fastsim_record/adapters/codecs.py", "frombuffer"): 2,
 }
 
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.decode import decode_frame
 
 import fastsim_record as fr
 from fastsim_embedded.backends.mujoco_scene import JOINT_NAMES
-from fastsim_record.adapters.codecs import decode_frame
 from fastsim_record.ports.encoders import ImageDescriptor
 from fastsim_recording_format import FormatError, FsrReader, RecordKind
 from fastsim_recording_format.reading import BadArgument, OutOfRange, UnknownName

@@ -108,6 +108,31 @@ def test_a_duration_that_is_not_a_finite_positive_number_exits_2(
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--duration", "soon", "must be a number of seconds (got 'soon')"),
+        ("--seed", "x1", "must be an integer from 0 through 2**63-1 (got 'x1')"),
+        ("--seed", "-1", "must be an integer from 0 through 2**63-1 (got -1)"),
+        ("--seed", str(2**63), f"must be an integer from 0 through 2**63-1 (got {2**63})"),
+        ("--episodes", "2.5", "must be a whole number from 1 through 1000000 (got '2.5')"),
+        ("--episodes", "0", "must be a whole number from 1 through 1000000 (got 0)"),
+        ("--jobs", "1000001", "must be a whole number from 1 through 1000000 (got 1000001)"),
+        ("--realtime", "fast", "must be a positive factor (got 'fast')"),
+        ("--realtime", "0", "must be a positive finite factor (got 0)"),
+        ("--realtime", "inf", "must be a positive finite factor (got inf)"),
+    ],
+)
+def test_a_numeric_option_out_of_its_range_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    """Each numeric option of `fsr record` says what it must be and what it got, exit 2."""
+    with pytest.raises(SystemExit) as caught:
+        main(["record", str(_write(tmp_path)), option, value])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == f"fsr record: argument {option}: {message}\n"
+
+
 def test_fsr_channels_lists_kind_dtype_shape_units_and_element_names(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
+from tests.decode import decode_frame
 
 from fastsim_record.adapters import codecs
-from fastsim_record.adapters.codecs import decode_frame
 from fastsim_record.ports.encoders import ImageDescriptor, RgbFrame
 from fastsim_recording_format import FsrReader, RecordKind
 

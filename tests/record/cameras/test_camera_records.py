@@ -7,11 +7,12 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
+from tests.decode import decode_frame
 
 from fastsim_contract.calibration import calibration_digest
 from fastsim_contract.values import CameraSample
 from fastsim_record.adapters.camera_records import CameraRecordEncoder
-from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder, decode_frame
+from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.ports.cameras import camera_streams
 from fastsim_record.ports.encoders import ImageDescriptor

@@ -7,9 +7,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from tests.decode import decode_frame
 
 from fastsim_contract.calibration import calibration_digest
-from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder, decode_frame
+from fastsim_record.adapters.codecs import JpegEncoder, PngEncoder
 from fastsim_record.cli import main
 from fastsim_record.ports.encoders import ImageDescriptor
 from fastsim_record.testing.cameras import profile_for, write_camera_fsr

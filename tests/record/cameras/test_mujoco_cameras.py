@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.decode import decode_frame
 
-from fastsim_record.adapters.codecs import decode_frame
 from fastsim_record.ports.encoders import ImageDescriptor
 from fastsim_recording_format import FsrReader, RecordKind
 from fastsim_recording_format.reading.calibration_history import rebuild_calibration_history

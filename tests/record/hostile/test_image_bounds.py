@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import simplejpeg
+from tests.decode import decode_frame
 
-from fastsim_record.adapters.codecs import PngEncoder, decode_frame
+from fastsim_record.adapters.codecs import PngEncoder
 from fastsim_record.ports.encoders import ImageDescriptor
 from fastsim_recording_format.codecs.image import MAX_FRAME_PIXELS, jpeg_size, png_size
-from fastsim_recording_format.errors import PayloadError
+from fastsim_recording_format.errors import FormatError
 
 from .support import MIB, run_fsr, write_camera_file
 
@@ -60,15 +61,15 @@ def test_header_sizes_of_real_encodings() -> None:
     ],
 )
 def test_malformed_jpeg_headers_are_refused(payload: bytes, fragment: str) -> None:
-    """A payload that is not a sequential JPEG up to its SOF is one PayloadError line."""
-    with pytest.raises(PayloadError, match=fragment):
+    """A payload that is not a sequential JPEG up to its SOF is one FormatError line."""
+    with pytest.raises(FormatError, match=fragment):
         decode_frame(payload, ImageDescriptor.jpeg(W, H))
 
 
 def test_a_png_in_a_jpeg_stream_is_refused() -> None:
     """The codec the descriptor names is the one whose header is parsed (no format sniffing)."""
     png = PngEncoder(W, H).encode(np.zeros((H, W, 3), np.uint8))
-    with pytest.raises(PayloadError, match="SOI"):
+    with pytest.raises(FormatError, match="SOI"):
         decode_frame(png, ImageDescriptor.jpeg(W, H))
 
 
@@ -76,7 +77,7 @@ def test_a_frame_above_the_pixel_bound_is_refused_before_decoding() -> None:
     """A descriptor and header that agree on more than MAX_FRAME_PIXELS are still refused."""
     side = 9000
     assert side * side > MAX_FRAME_PIXELS
-    with pytest.raises(PayloadError, match="pixel frame bound"):
+    with pytest.raises(FormatError, match="pixel frame bound"):
         decode_frame(_forge_sof(_jpeg(), side, side), ImageDescriptor.jpeg(side, side))
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "ControlOutcome",
     "ControlSpec",
     "PackedSampling",
+    "PosedScene",
     "ReadOnlySamples",
     "ScenePluginEvent",
     "TickScript",
@@ -210,6 +211,26 @@ class PackedSampling(Protocol):
     def numeric_packing(self) -> Sequence[tuple[str, str, tuple[int, ...]]]: ...
 
     def sample_numeric_packed(self) -> Array: ...
+
+
+class PosedScene:
+    """The part of :class:`Backend` every scene that only Replay poses shares: nothing to
+    reset (each tick is posed from the recording), no script (Replay scripts the ticks) and
+    no control.  ``no_control`` is the error its refusal names."""
+
+    __slots__ = ()
+    no_control = "a posed scene takes no control"
+
+    def reset(self, generation: int) -> None:
+        """Nothing to reset: Replay poses every tick from the recording."""
+
+    def script(self, tick: int) -> TickScript:
+        """No script: Replay scripts the ticks (``ReplayBackend.script``)."""
+        return TickScript()
+
+    def apply_control(self, command: ControlCommand) -> ControlOutcome:
+        """Refused: a posed scene takes no control."""
+        return ControlOutcome(False, {"error": self.no_control})
 
 
 #: A backend registry entry: builds a backend for one Run.

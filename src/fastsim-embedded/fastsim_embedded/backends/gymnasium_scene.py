@@ -30,14 +30,7 @@ from typing import Any
 import numpy as np
 
 from fastsim_contract.values import ChannelDescriptor
-from fastsim_embedded.backends.base import (
-    Array,
-    BackendSpec,
-    CameraReading,
-    ControlCommand,
-    ControlOutcome,
-    TickScript,
-)
+from fastsim_embedded.backends.base import Array, BackendSpec, CameraReading, PosedScene
 from fastsim_embedded.backends.gymnasium_env import JOINT_POSITION, JOINT_VELOCITY, camera_channels
 from fastsim_embedded.gymnasium_host.mujoco import calibration_of, joints_of, render_source_of
 
@@ -46,8 +39,10 @@ __all__ = ["GymnasiumScene", "create_backend"]
 CAMERA = "render"
 
 
-class GymnasiumScene:
+class GymnasiumScene(PosedScene):
     """A Gymnasium MuJoCo env, reset with the Run's seed, posed by Replay (module table)."""
+
+    no_control = "a Gymnasium scene takes no commands"
 
     def __init__(self, env: Any, spec: BackendSpec) -> None:
         self.env = env
@@ -83,17 +78,6 @@ class GymnasiumScene:
     def channels(self) -> Sequence[ChannelDescriptor]:
         """The joints and the camera ``render``."""
         return self._declared
-
-    def reset(self, generation: int) -> None:
-        """Replay poses every tick from the recording: nothing to reset."""
-
-    def script(self, tick: int) -> TickScript:
-        """No script."""
-        return TickScript()
-
-    def apply_control(self, command: ControlCommand) -> ControlOutcome:
-        """No commands: a Gymnasium env takes actions through ``step``."""
-        return ControlOutcome(False, {"error": "a Gymnasium scene takes no commands"})
 
     def step(self, substeps: int) -> None:
         """Refused: this scene is posed by Replay, never stepped (module header)."""

@@ -28,9 +28,9 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from rich.console import Console
@@ -49,6 +49,8 @@ from fastsim_embedded.session.compile import PreparedRun, check_duration, prepar
 from fastsim_embedded.session.session import SessionResult, run_session
 
 __all__ = ["COMMAND", "RecordCommand"]
+
+N = TypeVar("N", int, float)
 
 
 def _flatten(prefix: str, value: object, out: list[tuple[str, str]]) -> None:
@@ -75,46 +77,42 @@ def _print_table(console: Console, result: SessionResult) -> None:
         console.print(table)
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer from 0 through 2**63-1 (got {text!r})") from None
-    if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f"must be an integer from 0 through 2**63-1 (got {text})")
-    return value
+def _option_type(convert: Callable[[str], N], expected: str,
+                 problem: Callable[[N, str], str | None]) -> Callable[[str], N]:
+    """An argparse ``type``: ``convert`` the text ("must be ``expected``" when it cannot),
+    then refuse the value with ``problem(value, text)`` when that names one."""
+
+    def parse(text: str) -> N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {expected} (got {text!r})") from None
+        message = problem(value, text)
+        if message is not None:
+            raise argparse.ArgumentTypeError(message)
+        return value
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 through 1000000 (got {text!r})") from None
-    if not 1 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 through 1000000 (got {text})")
-    return value
+def _whole_number(low: int, high: int, expected: str) -> Callable[[str], int]:
+    return _option_type(lambda text: int(text, 10), expected,
+                        lambda value, text: None if low <= value <= high else f"must be {expected} (got {text})")
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds (got {text!r})") from None
+def _duration_problem(value: float, text: str) -> str | None:
     try:
         check_duration(value)
     except RunConfigError as exc:
-        raise argparse.ArgumentTypeError(exc.issues[0].message) from None
-    return value
+        return exc.issues[0].message
+    return None
 
 
-def _factor(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive factor (got {text!r})") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive finite factor (got {text})")
-    return value
+_seed = _whole_number(0, SEED_MAX, "an integer from 0 through 2**63-1")
+_count = _whole_number(1, 1_000_000, "a whole number from 1 through 1000000")
+_seconds = _option_type(float, "a number of seconds", _duration_problem)
+_factor = _option_type(float, "a positive factor", lambda value, text: None if math.isfinite(value) and value > 0
+                       else f"must be a positive finite factor (got {text})")
 
 
 @attrs.frozen

@@ -1,4 +1,4 @@
-"""Codec adapters behind the encoder port: JPEG (default) and PNG encoders, one decoder.
+"""Codec adapters behind the encoder port: JPEG (default) and PNG encoders.
 
 Encoders run only in the writer worker; the capture path hands over an immutable packed
 RGB array and nothing else touches it.
@@ -19,8 +19,8 @@ RGB array and nothing else touches it.
   rows, copied once into the payload in the worker, descriptor ``raw_rgb``.  It is
   not authorable from 0.3.6 on (the config rules reject ``raw`` there).
 
-An encoder is not thread-safe: the worker owns one per camera stream.  Decoding (readers
-only) uses OpenCV for both codecs and plain reshaping for legacy raw RGB.
+An encoder is not thread-safe: the worker owns one per camera stream.  Payloads are
+decoded only by the format's reading side (``fastsim_recording_format.reading``).
 
 Factory rules (:func:`encoder_for`):
 
@@ -46,7 +46,6 @@ import numpy as np
 import simplejpeg
 
 from fastsim_contract.run_errors import RunIssue
-from fastsim_record.adapters.image_header import check_pixels, jpeg_size, png_size
 from fastsim_record.errors import ConfigError
 from fastsim_record.ports.encoders import (
     CODEC_JPEG,
@@ -64,11 +63,8 @@ from fastsim_record.ports.encoders import (
 __all__ = [
     "CameraCodecSettings",
     "JpegEncoder",
-    "OpenCvDecoder",
     "PngEncoder",
     "RawRgbEncoder",
-    "decode_frame",
-    "decode_frame_bgr",
     "encoder_for",
     "encoder_for_camera",
 ]
@@ -214,71 +210,3 @@ def encoder_for_camera(
 ) -> FrameEncoder:
     """Build the encoder for a validated camera alias object (``.encoding``, ``.quality``)."""
     return encoder_for(settings.encoding, settings.quality, width=width, height=height, path=path)
-
-
-@attrs.define(eq=False)
-class OpenCvDecoder:
-    """Decodes JPEG, PNG and legacy raw-RGB payloads into new RGB arrays."""
-
-    def decode(self, payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
-        """Decode one payload as its recorded descriptor says; the result is writable."""
-        return decode_frame(payload, descriptor)
-
-
-def decode_frame(payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
-    """Decode one payload into a ``(height, width, 3)`` uint8 RGB array."""
-    if descriptor.payload_codec == CODEC_RAW_RGB:
-        view = memoryview(payload).cast("B")
-        check_pixels(descriptor.width, descriptor.height, "descriptor frame")
-        expected = descriptor.width * descriptor.height * 3
-        if view.nbytes != expected:
-            raise PayloadError(
-                f"raw RGB payload: expected {expected} bytes for "
-                f"{descriptor.width}x{descriptor.height}, got {view.nbytes}",
-                field="payload",
-            )
-        return np.frombuffer(view, dtype=np.uint8).reshape(descriptor.shape).copy()
-    bgr = decode_frame_bgr(payload, descriptor)
-    cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB, dst=bgr)  # in place: no second frame
-    return bgr
-
-
-def decode_frame_bgr(payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
-    """Decode a JPEG or PNG payload into a ``(height, width, 3)`` uint8 **BGR** array.
-
-    The dimensions are read from the JPEG SOF or PNG IHDR header first (see
-    :mod:`fastsim_record.adapters.image_header`): a payload whose header disagrees with the
-    descriptor, or declares more than ``MAX_FRAME_PIXELS``, is refused before OpenCV
-    allocates anything, so decoding never holds more than one declared frame.
-    """
-    if descriptor.payload_codec not in (CODEC_JPEG, CODEC_PNG):
-        raise PayloadError(f"image descriptor payload_codec: unknown {descriptor.payload_codec!r}")
-    check_pixels(descriptor.width, descriptor.height, "descriptor frame")
-    view = memoryview(payload).cast("B")
-    width, height = jpeg_size(view) if descriptor.payload_codec == CODEC_JPEG else png_size(view)
-    if (width, height) != (descriptor.width, descriptor.height):  # the descriptor is within the bound
-        raise PayloadError(
-            f"{descriptor.payload_codec} header declares {width}x{height}, "
-            f"the stream descriptor {descriptor.width}x{descriptor.height}",
-            field="payload",
-        )
-    try:
-        bgr = cv2.imdecode(np.frombuffer(view, dtype=np.uint8), cv2.IMREAD_COLOR)
-    except cv2.error as exc:
-        message = str(exc).strip().splitlines()[-1] if str(exc).strip() else "cv2.error"
-        raise PayloadError(
-            f"{descriptor.payload_codec} payload of {view.nbytes} bytes does not decode: {message}",
-            field="payload",
-        ) from None
-    if bgr is None:
-        raise PayloadError(
-            f"{descriptor.payload_codec} payload of {view.nbytes} bytes does not decode",
-            field="payload",
-        )
-    if bgr.shape != descriptor.shape:
-        raise PayloadError(
-            f"{descriptor.payload_codec} payload decodes to {bgr.shape}, "
-            f"descriptor says {descriptor.shape}",
-            field="payload",
-        )
-    return np.asarray(bgr, dtype=np.uint8)

@@ -27,29 +27,30 @@ from fastsim_record.cli import _signals
 
 __all__ = ["COMMANDS", "main"]
 
-#: subcommand name -> (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "info": ("fastsim_record.cli.info", "summarise an FSR file"),
-    "validate": ("fastsim_record.cli.validate", "validate an FSR file and print its receipt"),
-    "cat": ("fastsim_record.cli.cat", "print records as JSON lines"),
-    "recover": ("fastsim_record.cli.recover", "recover an unsealed .incomplete file"),
-    "synth": ("fastsim_record.cli.synth", "write a synthetic FSR file"),
-    "check": ("fastsim_record.cli.check", "compile a Run and print the effective Record config"),
-    "channels": ("fastsim_record.cli.channels", "list the channels a Run's scene declares"),
-    "record": ("fastsim_record.cli.record", "record a Run on the embedded host"),
-    "frames": ("fastsim_record.cli.frames", "write a camera's decoded frames as PNG files"),
-    "replay": ("fastsim_record.cli.replay", "render a recorded render.state into a new FSR"),
-    "export": ("fastsim_record.cli.export", "export FSR files to LeRobot, MCAP (Foxglove) or Rerun"),
-    "index": ("fastsim_record.cli.index", "write the episode index (Parquet) of many FSR files"),
-    "upload": ("fastsim_record.cli.upload", "upload committed, validated FSR files to object storage"),
+#: subcommand name (its module: ``fastsim_record.cli.<name>``) -> one-line help
+COMMANDS: dict[str, str] = {
+    "info": "summarise an FSR file",
+    "validate": "validate an FSR file and print its receipt",
+    "cat": "print records as JSON lines",
+    "recover": "recover an unsealed .incomplete file",
+    "synth": "write a synthetic FSR file",
+    "check": "compile a Run and print the effective Record config",
+    "channels": "list the channels a Run's scene declares",
+    "record": "record a Run on the embedded host",
+    "frames": "write a camera's decoded frames as PNG files",
+    "replay": "render a recorded render.state into a new FSR",
+    "export": "export FSR files to LeRobot, MCAP (Foxglove) or Rerun",
+    "index": "write the episode index (Parquet) of many FSR files",
+    "upload": "upload committed, validated FSR files to object storage",
 }
 
 
 def _load(name: str) -> ModuleType | None:
+    module = f"fastsim_record.cli.{name}"
     try:
-        return importlib.import_module(COMMANDS[name][0])
+        return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name == COMMANDS[name][0]:
+        if exc.name == module:
             return None
         raise
 
@@ -100,7 +101,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = _Parser(prog="fsr", description="FSR 1.2 recordings: record, inspect, validate.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules: dict[str, ModuleType] = {}
-    for name, (_, help_text) in COMMANDS.items():
+    for name, help_text in COMMANDS.items():
         module = _load(name)
         if module is None:
             continue

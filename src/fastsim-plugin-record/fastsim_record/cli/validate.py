@@ -80,10 +80,7 @@ def run(args: argparse.Namespace) -> int:
     except ProfileUnsupportedError as exc:
         print(f"fsr validate: {args.file}: {exc}", file=sys.stderr)
         return 2
-    except IntegrityPolicyError as exc:
-        print(f"fsr validate: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
+    except (IntegrityPolicyError, OSError) as exc:
         print(f"fsr validate: {exc}", file=sys.stderr)
         return 2
     if args.json:

@@ -36,6 +36,7 @@ from fastsim_recording_format.reading.decoded_types import (
     FrameRecord,
     GeometryRecord,
     JsonRecord,
+    OpaqueRecord,
     RenderStateRecord,
     TickRecord,
 )
@@ -179,7 +180,7 @@ class _Opaque:
     __slots__ = ("make", "name")
     meta = False
 
-    def __init__(self, spec: StreamSpec, make: Callable[..., Any]) -> None:
+    def __init__(self, spec: StreamSpec, make: type[OpaqueRecord]) -> None:
         self.name, self.make = spec.name, make
 
     def __call__(self, time_ns: int, generation: int, global_sequence: int, buf: bytes, start: int,

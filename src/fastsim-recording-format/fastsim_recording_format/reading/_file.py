@@ -12,6 +12,7 @@ import numpy as np
 
 from fastsim_recording_format import StreamSpec
 from fastsim_recording_format.encoding import Array
+from fastsim_recording_format.names import RGB, camera_of
 from fastsim_recording_format.reading._codecs import (
     NUMERIC_CODEC,
     Channel,
@@ -55,8 +56,8 @@ class File:
                 role = spec.attributes.get("role")
                 if isinstance(alias, str) and isinstance(role, str):
                     self.cameras.setdefault(alias, {})[role] = spec
-                elif spec.kind == "camera.rgb" and spec.name.startswith("cameras.") and spec.name.endswith(".rgb"):
-                    self.cameras.setdefault(spec.name[len("cameras."):-len(".rgb")], {})["rgb"] = spec
+                elif spec.kind == "camera.rgb" and (named := camera_of(spec.name)) and named[1] == RGB:
+                    self.cameras.setdefault(named[0], {})["rgb"] = spec
         self.image_codecs: dict[str, ImageCodec] = {}
 
     def close(self) -> None:

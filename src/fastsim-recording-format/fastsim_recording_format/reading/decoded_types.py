@@ -23,6 +23,7 @@ __all__ = [
     "FrameRecord",
     "GeometryRecord",
     "JsonRecord",
+    "OpaqueRecord",
     "RenderStateRecord",
     "TickRecord",
 ]
@@ -104,8 +105,8 @@ class CalibrationRecord:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class GeometryRecord:
-    """One scene geometry record (assets or transforms; ``codecs.geometry`` decodes it)."""
+class OpaqueRecord:
+    """A record whose payload the reader hands over undecoded, with where it came from."""
 
     stream: str
     time_ns: int
@@ -117,16 +118,13 @@ class GeometryRecord:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class RenderStateRecord:
-    """One ``render.state`` record (``codecs.render_state.decode_render_state`` decodes it)."""
+class GeometryRecord(OpaqueRecord):
+    """One scene geometry record (assets or transforms; ``codecs.geometry`` decodes it)."""
 
-    stream: str
-    time_ns: int
-    generation: int
-    global_sequence: int
-    payload: bytes
-    payload_offset: int
-    metadata: Mapping[str, Any]
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RenderStateRecord(OpaqueRecord):
+    """One ``render.state`` record (``codecs.render_state.decode_render_state`` decodes it)."""
 
 
 DecodedRecord = TickRecord | JsonRecord | FrameRecord | CalibrationRecord | GeometryRecord | RenderStateRecord

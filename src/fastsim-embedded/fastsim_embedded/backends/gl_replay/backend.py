@@ -36,14 +36,7 @@ import numpy.typing as npt
 
 from fastsim_contract.calibration import PROFILE_SCHEMA, calibration_digest
 from fastsim_contract.values import ChannelDescriptor
-from fastsim_embedded.backends.base import (
-    Array,
-    BackendSpec,
-    CameraReading,
-    ControlCommand,
-    ControlOutcome,
-    TickScript,
-)
+from fastsim_embedded.backends.base import Array, BackendSpec, CameraReading, PosedScene
 from fastsim_embedded.backends.gl_replay.camera import rescale, view
 from fastsim_embedded.backends.gl_replay.gl import (
     ALBEDO,
@@ -79,8 +72,10 @@ def _profile(camera: str, k: npt.NDArray[np.float64], width: int, height: int) -
 
 
 @attrs.define(eq=False)
-class GlReplayBackend:
+class GlReplayBackend(PosedScene):
     """Draws a :class:`RecordedScene` with moderngl; posed only by Replay (module table)."""
+
+    no_control = "the moderngl renderer applies no control"
 
     scene: RecordedScene
     entity: str
@@ -145,17 +140,6 @@ class GlReplayBackend:
     def channels(self) -> Sequence[ChannelDescriptor]:
         """The joint-state channels the source declared, and four channels per camera."""
         return self._declared
-
-    def reset(self, generation: int) -> None:
-        """Nothing to reset: Replay poses every tick."""
-
-    def script(self, tick: int) -> TickScript:
-        """Replay scripts the ticks (``ReplayBackend.script``)."""
-        return TickScript()
-
-    def apply_control(self, command: ControlCommand) -> ControlOutcome:
-        """A drawn scene takes no control."""
-        return ControlOutcome(False, {"error": "the moderngl renderer applies no control"})
 
     def step(self, substeps: int) -> None:
         """Nothing to step: there is no physics."""

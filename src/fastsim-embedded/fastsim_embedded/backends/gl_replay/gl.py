@@ -183,36 +183,24 @@ class GlRenderer:
     ) -> GlFrame:
         """One frame of ``draws`` (and ``particles``) seen through K and ``view`` (``camera.view``)."""
         with self._ctx:  # make this context current: MuJoCo's renderer may share the thread
-            return self._render(k, width, height, view, draws, depth, particles)
-
-    def _render(
-        self,
-        k: npt.NDArray[np.float64],
-        width: int,
-        height: int,
-        view: npt.NDArray[np.float64],
-        draws: Sequence[Draw],
-        depth: bool,
-        particles: Particles | None,
-    ) -> GlFrame:
-        fbo, depth_texture = self._fbo(width, height)
-        fbo.use()
-        fbo.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
-        self._program["projection"].write(projection(k, width, height).T.astype("f4").tobytes())
-        model_view, albedo = self._program["model_view"], self._program["albedo"]
-        for draw in draws:
-            model_view.write((view @ draw.world).T.astype("f4").tobytes())
-            albedo.value = draw.albedo
-            draw.mesh.render()
-        if particles is not None and len(particles.positions):
-            self._draw_particles(view, particles)
-        raw = fbo.read(components=3, alignment=1)
-        rgb = np.frombuffer(raw, np.uint8).reshape(height, width, 3)[::-1]
-        metres = None
-        if depth:
-            window = np.frombuffer(depth_texture.read(alignment=1), np.float32).reshape(height, width)[::-1]
-            metres = linear_depth(window)
-        return GlFrame(np.ascontiguousarray(rgb), metres)
+            fbo, depth_texture = self._fbo(width, height)
+            fbo.use()
+            fbo.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+            self._program["projection"].write(projection(k, width, height).T.astype("f4").tobytes())
+            model_view, albedo = self._program["model_view"], self._program["albedo"]
+            for draw in draws:
+                model_view.write((view @ draw.world).T.astype("f4").tobytes())
+                albedo.value = draw.albedo
+                draw.mesh.render()
+            if particles is not None and len(particles.positions):
+                self._draw_particles(view, particles)
+            raw = fbo.read(components=3, alignment=1)
+            rgb = np.frombuffer(raw, np.uint8).reshape(height, width, 3)[::-1]
+            metres = None
+            if depth:
+                window = np.frombuffer(depth_texture.read(alignment=1), np.float32).reshape(height, width)[::-1]
+                metres = linear_depth(window)
+            return GlFrame(np.ascontiguousarray(rgb), metres)
 
     def _draw_particles(self, view: npt.NDArray[np.float64], particles: Particles) -> None:
         """One instanced draw: a sphere mesh per radius, an instance buffer grown on demand."""
