@@ -122,7 +122,8 @@ def test_lerobot_action_of_a_gymnasium_recording_is_its_action_channel(tmp_path:
     with fr.open(path) as rec:
         acts, channel = rec.actions(), rec.numeric("action")
         audited = rec.actions("robot.gym.action")  # the same actions, read from the control audit
-    assert acts.command == "action" and len(acts) == len(channel) + 1 == 9
+    assert acts.command == "action"
+    assert len(acts) == len(channel) + 1 == 9
     np.testing.assert_array_equal(acts.values[:8], channel.values)
     assert acts.issued.tolist() == [True] * 8 + [False]
     np.testing.assert_array_equal(audited.values, acts.values)
@@ -149,9 +150,11 @@ def test_mcap_joint_states_logs_and_the_model_as_attachments(droid_fsr: Path, tm
         for schema, channel, _, msg in reader.iter_decoded_messages(topics=["/robot/joint_states", "/lifecycle",
                                                                             "/events"]):
             if channel.topic == "/robot/joint_states":
+                assert schema is not None
                 assert schema.name == "foxglove.JointStates"
                 states.append(msg)
             else:
+                assert schema is not None
                 assert schema.name == "foxglove.Log"
                 texts.append(msg.message)
         attachments = {a.name: a for a in reader.iter_attachments()}
@@ -163,9 +166,11 @@ def test_mcap_joint_states_logs_and_the_model_as_attachments(droid_fsr: Path, tm
     assert len(texts) == len(logs)
     assert sorted(str(e.data.get("event")) for e in logs) == sorted(t.split(" ", 2)[1].rstrip(":") for t in texts)
     model = attachments["mjcf/droid_like.xml"]
-    assert model.media_type == "application/xml" and model.data.decode() == mjcf
+    assert model.media_type == "application/xml"
+    assert model.data.decode() == mjcf
     digest = json.loads(meta["fsr.attachments"]["mjcf/droid_like.xml"])
-    assert digest["sha256"] == hashlib.sha256(model.data).hexdigest() and digest["bytes"] == len(model.data)
+    assert digest["sha256"] == hashlib.sha256(model.data).hexdigest()
+    assert digest["bytes"] == len(model.data)
     compiled = mujoco.MjModel.from_xml_string(model.data.decode())  # the model Foxglove's joints animate
     assert {compiled.joint(i).name for i in range(compiled.njnt)} >= set(q.names)
     assert "text" not in json.loads(meta["fsr.run"]["attributes"])["scene"]["backend"]["mjcf"]
@@ -181,7 +186,7 @@ def test_mcap_attaches_small_meshes_as_stl(geometry_fsr: Path, tmp_path: Path) -
 
     out = tmp_path / "geo.mcap"
     assert main(["export", str(geometry_fsr), "--to", "mcap", "-o", str(out), "--quiet"]) == 0
-    meshes = {}
+    meshes: dict[str, tuple[Any, Any]] = {}
     for r in iter_decoded(geometry_fsr):
         if isinstance(r, GeometryRecord) and record_kind(r.payload) == "assets":
             assets = decode_assets(r.payload)
@@ -216,7 +221,8 @@ def test_rerun_keeps_the_recorded_commands_beside_the_joint_states(droid_fsr: Pa
             continue
         batch = chunk.to_record_batch()
         (column,) = [c for c in batch.schema.names if c.endswith("Scalars:scalars")]
-        assert "sim_time" in batch.schema.names and "tick" in batch.schema.names
+        assert "sim_time" in batch.schema.names
+        assert "tick" in batch.schema.names
         values[chunk.entity_path] += batch.column(column).to_pylist()
     np.testing.assert_array_equal(np.array(values["/command/robot.set_joint_targets"]), audit)
     assert len(values["/numeric/robot.joint_position"]) == joints

@@ -74,17 +74,18 @@ def test_a_file_without_commands_and_bad_command_names(synthetic_fsr: Path) -> N
         for t, g, value in offsets:  # each is the action of the observation just before it
             row = int(np.flatnonzero((acts.generation == g) & (acts.time_ns < t))[-1])
             assert acts.values[row, 0] == value
-        with pytest.raises(UnknownName, match="unknown command 'robot.nope'.*robot.set_joint_offset"):
+        with pytest.raises(UnknownName, match=r"unknown command 'robot\.nope'.*robot\.set_joint_offset"):
             rec.actions("robot.nope")
 
 
 def test_refused_commands_keep_their_values_and_are_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A FastSimRun-v0 episode with one refused step: its row holds what was commanded, accepted false."""
     pytest.importorskip("gymnasium")
+    from tests.gym_run.conftest import reach_run
+
     from fastsim_embedded.backends.base import ControlOutcome
     from fastsim_embedded.backends.synthetic import SyntheticBackend
     from fastsim_embedded.gym import FastSimRunEnv
-    from tests.gym_run.conftest import reach_run
 
     env = FastSimRunEnv(reach_run(tmp_path, duration_s=2.0), tmp_path / "out")
     env.reset(seed=1)
@@ -119,7 +120,8 @@ def test_refused_commands_keep_their_values_and_are_marked(tmp_path: Path, monke
     plain = fr.Dataset(path, channels=[JOINTS], action=True)
     np.testing.assert_array_equal(plain[2]["action"], sent[2])
     assert plain[2]["action"].dtype == np.float64
-    assert not plain[2]["action_is_pad"] and plain[2]["action_accepted"]
+    assert not plain[2]["action_is_pad"]
+    assert plain[2]["action_accepted"]
 
 
 def test_seconds_windows_match_tick_windows_and_reject_fractions(synthetic_fsr: Path) -> None:

@@ -53,7 +53,13 @@ from fastsim_record.export._source import (
     generation_offsets,
     receipt,
 )
-from fastsim_record.export._stream import CalibrationRecord, Channel, FrameRecord, JsonRecord, TickRecord
+from fastsim_record.export._stream import (
+    CalibrationRecord,
+    Channel,
+    FrameRecord,
+    JsonRecord,
+    TickRecord,
+)
 from fastsim_recording_format import names
 from fastsim_recording_format.codecs.geometry import decode_assets, decode_transforms, record_kind
 from fastsim_recording_format.reading import Recording

@@ -9,6 +9,7 @@ See ``docs/reading.md``.
 
 from typing import Any
 
+from fastsim_recording_format.reading._actions import Actions
 from fastsim_recording_format.reading._dataset import Dataset
 from fastsim_recording_format.reading._errors import (
     BadArgument,
@@ -17,7 +18,6 @@ from fastsim_recording_format.reading._errors import (
     ReadError,
     UnknownName,
 )
-from fastsim_recording_format.reading._actions import Actions
 from fastsim_recording_format.reading._recording import Recording, Segment, deprecated, open
 from fastsim_recording_format.reading._values import (
     CalibrationEpoch,

@@ -40,7 +40,7 @@ def float_dtype(dtype: object) -> np.dtype[Any] | None:
     if dtype is None:
         return None
     try:
-        out = np.dtype(dtype)  # type: ignore[call-overload]
+        out: np.dtype[Any] = np.dtype(dtype)  # type: ignore[call-overload]
     except TypeError:
         raise BadArgument(f"dtype must be a floating dtype such as 'float32', got {dtype!r}") from None
     if out.kind != "f":
