@@ -83,7 +83,7 @@ class Windows:
         if isinstance(window, Mapping):
             extra = sorted(set(window) - set(keys))
             if extra:
-                raise unknown("window key", extra[0], keys, "the dataset's keys are")
+                raise unknown("window key", extra[0], keys, "the dataset's channels and cameras are")
             for k in keys:
                 self.offsets[k], sec = _offsets(k, window.get(k, [0]))
                 if sec:
