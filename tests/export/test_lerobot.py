@@ -78,8 +78,7 @@ def test_every_frame_matches_the_fsr_frame(two_files: tuple[list[Path], Path]) -
 
 
 def test_state_action_and_calibration_equal_the_recorded_values(two_files: tuple[list[Path], Path]) -> None:
-    """observation.state is position then velocity (float32), action the command issued after the frame's tick
-    (the generation's last frame: the one before), cameras K and pose: all exact."""
+    """state is position then velocity (float32), action the command sent after the frame's tick, K and pose: exact."""
     paths, out = two_files
     ds = LeRobotRules(out)
     episodes = _expected(paths)

@@ -36,8 +36,7 @@ def driven(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list[fl
 
 
 def test_lerobot_action_comes_from_the_recorded_commands(driven: tuple[Path, list[list[float]]], tmp_path: Path) -> None:
-    """LeRobot's action is the action sent after each frame's observation (the control audit, not the applied
-    ctrl nor the state); the last frame, after which nothing was sent, holds the last action."""
+    """LeRobot's action is the action sent after each frame (the control audit, not ctrl nor state); the last holds."""
     pytest.importorskip("av", reason="the lerobot extra is not installed")
     from tests.export.lerobot_rules import LeRobotRules
 
