@@ -16,7 +16,7 @@ __all__ = ["COMPONENT_ID", "__version__"]
 
 # Reading recordings (``fr.open``, ``fr.Dataset``): loaded on first use, so discovering the
 # plugin's catalog never imports numpy or the reader.
-_READING = frozenset({"open", "Dataset", "Recording", "Episode", "Info", "NumericSeries", "Frame",
+_READING = frozenset({"open", "Dataset", "Recording", "Segment", "Episode", "Actions", "Info", "NumericSeries", "Frame",
                       "CalibrationSeries", "CalibrationEpoch", "Event", "ReadError"})
 if TYPE_CHECKING:
     from fastsim_recording_format.reading import *  # noqa: F403

@@ -195,6 +195,6 @@ def test_numeric_table_is_one_arrow_table(synthetic_fsr: Path) -> None:
         joints = rec.numeric(JOINTS)
         np.testing.assert_array_equal(np.array(table[JOINTS].to_pylist()), joints.values)
         np.testing.assert_array_equal(table["time_ns"].to_numpy(), joints.time_ns)
-        episode = rec.episodes()[2].numeric_table([JOINTS])
+        episode = rec.segments()[2].numeric_table([JOINTS])
         assert episode.column_names == ["time_ns", "generation", JOINTS]
         assert set(episode["generation"].to_pylist()) == {2}

@@ -86,7 +86,7 @@ def test_every_gather_path_returns_the_written_values(tmp_path: Path, interleave
         assert list(every) == [*(f"c{i}" for i in range(CHANNELS)), "v"]
         np.testing.assert_array_equal(every["c3"].values, c3.values)
         np.testing.assert_array_equal(every["v"].values, v.values)
-        first, second = rec.episodes()
+        first, second = rec.segments()
         assert len(first.numeric("c0")) == 149
         assert second.numeric("c0").time_ns[0] == 150_000
         if interleave:
@@ -152,7 +152,7 @@ def test_large_reads_use_a_prepared_map_with_the_same_values(
     _write(path, interleave)
     with fr.open(path) as rec:
         small = rec.numeric_all()
-        episode = rec.episodes()[1].numeric_all()
+        episode = rec.segments()[1].numeric_all()
     monkeypatch.setattr(tables, "LARGE", 1)
     monkeypatch.setattr(numeric, "LARGE", 1)
     with fr.open(path) as rec:
@@ -161,7 +161,7 @@ def test_large_reads_use_a_prepared_map_with_the_same_values(
         for name, series in small.items():
             np.testing.assert_array_equal(large[name].values, series.values)
             np.testing.assert_array_equal(large[name].time_ns, series.time_ns)
-        second = rec.episodes()[1].numeric_all()
+        second = rec.segments()[1].numeric_all()
         for name, series in episode.items():
             np.testing.assert_array_equal(second[name].values, series.values)
         np.testing.assert_array_equal(rec.numeric("c3").values, small["c3"].values)

@@ -150,7 +150,7 @@ def test_episodes_split_exactly_at_barriers(synthetic_fsr: Path, droid_fsr: Path
             records = [r for r in reader.records("observations")]
         barriers = [r for r in records if r.kind == RecordKind.BARRIER]
         with fr.open(path) as rec:
-            episodes = rec.episodes()
+            episodes = rec.segments()
             assert [e.generation for e in episodes] == list(rec.info.generations)
             assert len(barriers) == len(episodes) - 1
             whole = rec.numeric(channel)
@@ -169,7 +169,7 @@ def test_episodes_split_exactly_at_barriers(synthetic_fsr: Path, droid_fsr: Path
                     assert after[0].generation == episode.generation
                     assert after[0].sim_time_ns == part.time_ns[0]
     with fr.open(droid_fsr) as rec:
-        for episode in rec.episodes():
+        for episode in rec.segments():
             frames = list(episode.frames("wrist"))
             assert frames
             assert {f.generation for f in frames} == {episode.generation}
@@ -201,7 +201,7 @@ def test_unknown_names_and_bad_indexes_list_what_exists(droid_fsr: Path) -> None
         with pytest.raises(BadArgument, match="step must be a positive integer"):
             rec.frames("wrist", step=0)
         with pytest.raises(UnknownName, match="unknown generation 5; the recording has: 0, 1"):
-            rec.episode(5)
+            rec.segment(5)
         with pytest.raises(UnknownName, match="unknown generation 7; the recording has: 0, 1"):
             rec.frames("wrist", generation=7)
         with pytest.raises(BadArgument, match="channel must be a string"):
@@ -247,12 +247,12 @@ def test_a_broken_frame_payload_is_one_error_naming_its_offset(droid_fsr: Path, 
 
 
 def test_a_recording_pickles_and_reopens_in_another_process(droid_fsr: Path, tmp_path: Path) -> None:
-    """A pickled Recording (and Episode) holds only its path and reads in a subprocess."""
+    """A pickled Recording (and Segment) holds only its path and reads in a subprocess."""
     with fr.open(droid_fsr) as rec:
         expected = rec.numeric("robot.joint_position").values.sum()
         image = rec.frame("wrist", 4).image
         blob = tmp_path / "rec.pkl"
-        blob.write_bytes(pickle.dumps((rec, rec.episodes()[1])))
+        blob.write_bytes(pickle.dumps((rec, rec.segments()[1])))
     assert len(blob.read_bytes()) < 1000
     script = (
         "import pickle, sys, numpy as np\n"

@@ -35,14 +35,8 @@ def driven(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list[fl
     return Path(env.committed[0]), actions
 
 
-def _applied(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    with fr.open(path) as rec:
-        results = [e for e in rec.control() if e.stream == "control.result" and e.data.get("accepted")]
-        return np.array([e.time_ns for e in results]), np.array([e.data["detail"]["ctrl"] for e in results])
-
-
 def test_lerobot_action_comes_from_the_recorded_commands(driven: tuple[Path, list[list[float]]], tmp_path: Path) -> None:
-    """LeRobot's action is the applied target of the latest command at each frame, not the joint state."""
+    """LeRobot's action is the action sent after each frame (the control audit, not ctrl nor state); the last holds."""
     pytest.importorskip("av", reason="the lerobot extra is not installed")
     from tests.record.export.lerobot_rules import LeRobotRules
 
@@ -51,20 +45,19 @@ def test_lerobot_action_comes_from_the_recorded_commands(driven: tuple[Path, lis
     assert main(["export", str(path), "--to", "lerobot", "-o", str(out), "--quiet"]) == 0
     ds = LeRobotRules(out)
     assert ds.info["features"]["action"]["names"] == NAMES
-    at, ctrl = _applied(path)
-    assert len(ctrl) == len(actions)
-    # the applied targets are the actions sent (the gripper closure scaled to its joint range)
-    np.testing.assert_allclose(ctrl[:, :7], np.array(actions)[:, :7])
-    np.testing.assert_allclose(ctrl[:, 7], np.array(actions)[:, 7] * 0.8)
-    with fr.open(path) as rec:
-        frames = [rec.frame("wrist", row["frame_index"]).time_ns for row in ds.data]
-        state = rec.numeric("robot.joint_position")
+    assert ds.info["features"]["action"]["dtype"] == "float32"
     assert len(ds.data) == 11  # the reset tick and 10 steps
-    for row, t in zip(ds.data, frames, strict=True):
-        expected = ctrl[max(int(np.searchsorted(at, t, "right")) - 1, 0)]
-        np.testing.assert_array_equal(row["action"], expected)
+    sent = np.array(actions, np.float32)
+    exported = np.array([row["action"] for row in ds.data], np.float32)
+    np.testing.assert_array_equal(exported[:10], sent)  # observation k, then action k
+    np.testing.assert_array_equal(exported[10], sent[9])
+    with fr.open(path) as rec:
+        state = rec.numeric("robot.joint_position")
+        acts = rec.actions()
+    np.testing.assert_array_equal(acts.values[:10], np.array(actions))
+    assert acts.issued.tolist() == [True] * 10 + [False]
     # not the state: the arm lags its targets
-    assert not np.allclose(np.array([r["action"][:7] for r in ds.data]), state.values[:, :7])
+    assert not np.allclose(exported[:, :7], state.values[:, :7])
 
 
 def test_mcap_carries_the_commands_beside_the_joint_states(driven: tuple[Path, list[list[float]]], tmp_path: Path) -> None:

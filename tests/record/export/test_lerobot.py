@@ -34,10 +34,10 @@ def two_files(droid_fsr: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     return [droid_fsr, second], out
 
 
-def _actions(ep: fr.Episode) -> tuple[np.ndarray, np.ndarray]:
-    """The applied ctrl of every accepted control.result of an episode, with its time."""
-    results = [e for e in ep.control() if e.stream == "control.result" and e.data.get("accepted")]
-    return (np.array([e.time_ns for e in results]), np.array([e.data["detail"]["ctrl"] for e in results]))
+def _commanded(seg: fr.Segment) -> tuple[np.ndarray, np.ndarray]:
+    """The targets of every command.issued record of a segment (the control audit), with its time."""
+    issued = [e for e in seg.control() if e.stream == "control.audit"]
+    return np.array([e.time_ns for e in issued]), np.array([e.data["args"]["targets"] for e in issued])
 
 
 def _expected(paths: list[Path]) -> list[tuple[Path, int]]:
@@ -50,7 +50,7 @@ def test_counts_agree(two_files: tuple[list[Path], Path]) -> None:
     ds = LeRobotRules(out)
     episodes = _expected(paths)
     assert ds.info["total_episodes"] == len(ds.episodes) == len(episodes) == 4
-    lengths = [fr.open(p).episode(g).frame_count("wrist") for p, g in episodes]
+    lengths = [fr.open(p).segment(g).frame_count("wrist") for p, g in episodes]
     assert [e["length"] for e in ds.episodes] == lengths
     assert ds.info["total_frames"] == len(ds.data) == sum(lengths)
     assert [r["index"] for r in ds.data] == list(range(len(ds.data)))
@@ -71,31 +71,34 @@ def test_every_frame_matches_the_fsr_frame(two_files: tuple[list[Path], Path]) -
     for row in ds.data:
         assert row["timestamp"] == np.float32(row["frame_index"] / ds.info["fps"])
         path, g = episodes[row["episode_index"]]
-        ep = fr.open(path).episode(g)
+        ep = fr.open(path).segment(g)
         for cam in ("exterior_left", "exterior_right", "wrist"):
             worst = min(worst, psnr(ds.frame(f"observation.images.{cam}", row), ep.frame(cam, row["frame_index"]).image))
     assert worst >= 30.0
 
 
 def test_state_action_and_calibration_equal_the_recorded_values(two_files: tuple[list[Path], Path]) -> None:
-    """observation.state is position then velocity, action the applied targets, cameras K and pose: all exact."""
+    """state is position then velocity (float32), action the command sent after the frame's tick, K and pose: exact."""
     paths, out = two_files
     ds = LeRobotRules(out)
     episodes = _expected(paths)
     feats = ds.info["features"]
+    assert feats["action"]["dtype"] == feats["observation.state"]["dtype"] == "float32"
     assert feats["action"]["names"] == ["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7", "gripper"]
     rec = fr.open(paths[0])
     assert feats["observation.state"]["names"] == [*rec.numeric("robot.joint_position").names,
                                                    *rec.numeric("robot.joint_velocity").names]
     for row in ds.data:
         path, g = episodes[row["episode_index"]]
-        ep = fr.open(path).episode(g)
+        ep = fr.open(path).segment(g)
         t = ep.frame("wrist", row["frame_index"]).time_ns
         q, v = ep.numeric("robot.joint_position"), ep.numeric("robot.joint_velocity")
         k = int(np.flatnonzero(q.time_ns <= t)[-1])
-        np.testing.assert_array_equal(row["observation.state"], np.concatenate([q.values[k], v.values[k]]))
-        at, targets = _actions(ep)
-        np.testing.assert_array_equal(row["action"], targets[max(int(np.searchsorted(at, t, "right")) - 1, 0)])
+        np.testing.assert_array_equal(row["observation.state"],
+                                      np.concatenate([q.values[k], v.values[k]]).astype(np.float32))
+        at, targets = _commanded(ep)
+        j = int(np.searchsorted(at, t, "right"))  # the first command after the frame's observation
+        np.testing.assert_array_equal(row["action"], targets[min(j, len(at) - 1)].astype(np.float32))
         cal = ep.calibration("exterior_left")
         np.testing.assert_array_equal(row["observation.cameras.exterior_left.intrinsics"],
                                       cal.k[row["frame_index"]].reshape(-1))

@@ -287,6 +287,7 @@ class MujocoBackend:
             "render_size": [self.scene.width, self.scene.height],
             "seed": self.spec.seed,
             "randomized": self.scene.randomized or None,
+            "mjcf": {"name": "droid_like.xml", "text": self.scene.mjcf},  # as authored; randomized: above
         }
 
     def render_source(self) -> MujocoRenderSource:

@@ -164,6 +164,8 @@ class MujocoDroidScene:
     randomization: Randomization | None = None  # None: the scene exactly as authored
     #: what the seed varied (``mujoco_randomize``), for the Run's scene description
     randomized: dict[str, Any] = attrs.field(init=False, factory=dict, repr=False)
+    #: the MJCF the model was compiled from, as authored (``fsr export --to mcap`` attaches it)
+    mjcf: str = attrs.field(init=False, default="", repr=False)
     model: Any = attrs.field(init=False, repr=False)  # mujoco.MjModel
     data: Any = attrs.field(init=False, repr=False)  # mujoco.MjData
     _renderers: OffscreenRenderers = attrs.field(init=False, factory=OffscreenRenderers, repr=False)
@@ -181,6 +183,7 @@ class MujocoDroidScene:
         if self.width < 1 or self.height < 1:
             raise ValueError(f"render size must be positive, got {self.width}x{self.height}")
         xml = resources.files("fastsim_embedded.backends").joinpath("assets", ASSET).read_text(encoding="utf-8")
+        self.mjcf = xml
         self.model = add_cameras(xml, self.extra_cameras, CAMERA_NAMES)
         self.data = mujoco.MjData(self.model)
         joints = [self.model.joint(name) for name in JOINT_NAMES]

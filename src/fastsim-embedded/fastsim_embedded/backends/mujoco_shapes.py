@@ -64,6 +64,7 @@ class ShapesBackend:
     _profiles: dict[str, tuple[Mapping[str, object], str]] = attrs.field(init=False, factory=dict)
     _steps: int = attrs.field(init=False, default=1)
     _source: MujocoRenderSource | None = attrs.field(init=False, default=None)
+    _mjcf: str = attrs.field(init=False, default="", repr=False)  # the MJCF the model was compiled from
 
     @property
     def name(self) -> str:
@@ -71,8 +72,9 @@ class ShapesBackend:
         return NAME
 
     def __attrs_post_init__(self) -> None:
-        xml = resources.files("fastsim_embedded.backends").joinpath("assets", "shapes.xml")
-        self.model = mujoco.MjModel.from_xml_string(xml.read_text(encoding="utf-8"))
+        self._mjcf = resources.files("fastsim_embedded.backends").joinpath("assets", "shapes.xml").read_text(
+            encoding="utf-8")
+        self.model = mujoco.MjModel.from_xml_string(self._mjcf)
         self.data = mujoco.MjData(self.model)
         self._steps = max(1, round(1.0 / self.spec.physics_hz / float(self.model.opt.timestep)))
         self.reset(0)
@@ -152,7 +154,7 @@ class ShapesBackend:
     def describe(self) -> dict[str, object]:
         """The scene as recorded with the Run."""
         return {"model": "shapes.xml (every geometry shape kind)", "cameras": list(self.cameras),
-                "render_size": [self.width, self.height]}
+                "render_size": [self.width, self.height], "mjcf": {"name": "shapes.xml", "text": self._mjcf}}
 
     def render_source(self) -> MujocoRenderSource:
         """render.state and scene.geometry access to the model."""

@@ -1,7 +1,7 @@
 """Commands as numeric series, so an export shows them beside the joint states.
 
-A ``control.audit`` ``command.issued`` record whose arguments hold one numeric vector
-(``args.targets`` of ``set_joint_targets``, for example) becomes the series
+A ``control.audit`` ``command.issued`` record whose arguments hold one numeric value or
+vector (``args.targets`` of ``set_joint_targets``, for example) becomes the series
 ``command/<target>.<command>``.  Its element names and units come from the Run's
 ``controls`` in the run metadata (what the scene declared a driver may command), else
 ``<arg>[i]``.  Exporters log it as they log a numeric channel: MCAP on
@@ -18,6 +18,8 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from fastsim_recording_format.reading._actions import command_vector, declared
+
 __all__ = ["CommandSeries", "command_series"]
 
 
@@ -31,30 +33,19 @@ class CommandSeries:
     values: npt.NDArray[np.float64]
 
 
-def _declared(attributes: Mapping[str, Any], command: str, target: str) -> Mapping[str, Any]:
-    for control in attributes.get("controls") or ():
-        if isinstance(control, Mapping) and control.get("command") == command and control.get("target") == target:
-            return control
-    return {}
-
-
 def command_series(stream: str, data: Mapping[str, Any], attributes: Mapping[str, Any]) -> CommandSeries | None:
     """The numeric series of one control record (``None`` unless it is an issued command
-    carrying one numeric vector)."""
-    if stream != "control.audit" or data.get("event") != "command.issued":
+    carrying one numeric value or vector: the reading API's ``command_vector``, the same
+    rule ``Recording.actions()`` applies)."""
+    if stream != "control.audit":
         return None
-    args = data.get("args")
-    if not isinstance(args, Mapping):
+    got = command_vector(data)
+    if got is None:
         return None
-    vectors = [(key, value) for key, value in args.items() if isinstance(value, list) and value
-               and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)]
-    if len(vectors) != 1:
-        return None
-    arg, values = vectors[0]
+    arg, values = got
     command, target = str(data.get("command")), str(data.get("target"))
-    declared = _declared(attributes, command, target)
-    names = declared.get("element_names")
-    units = declared.get("units")
+    control = next((c for c in declared(attributes) if c.get("command") == command and c.get("target") == target), {})
+    names, units = control.get("element_names"), control.get("units")
     n = len(values)
     return CommandSeries(
         name=f"{target}.{command}",

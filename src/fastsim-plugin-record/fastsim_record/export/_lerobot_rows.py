@@ -22,13 +22,12 @@ from fastsim_record.export._stream import (
     calibration_samples,
     decoded_frames,
     frame_times,
-    json_records,
     numeric_channels,
     numeric_ticks,
 )
 from fastsim_recording_format import FsrReader
 from fastsim_recording_format import names as fsr_names
-from fastsim_recording_format.reading import Recording
+from fastsim_recording_format.reading import Actions, Recording, UnknownName
 
 __all__ = ["FrameRow", "Plan", "action_samples", "frame_rows"]
 
@@ -36,39 +35,27 @@ Array = npt.NDArray[Any]
 T = TypeVar("T")
 
 
-def action_samples(path: str) -> Iterator[tuple[int, int, Array, tuple[str, ...]]]:
-    """``(generation, time_ns, targets, actuator names)`` of every applied control target.
-
-    A target is the ``ctrl`` of an accepted ``control.result``, else the ``targets`` of
-    the ``control.audit`` record with its ``command_id``."""
-    issued: dict[str, list[float]] = {}
-    for e in json_records(path, ("control",)):
-        if e.stream != "control.result":
-            targets = _vector(e.data.get("args"), "targets")
-            cid = e.data.get("command_id")
-            if targets is not None and isinstance(cid, str):
-                issued[cid] = targets
-            continue
-        got = issued.pop(str(e.data.get("command_id")), None)
-        if e.data.get("accepted") is False:
-            continue
-        detail = e.data.get("detail")
-        ctrl = _vector(detail, "ctrl") or got
-        if ctrl is None:
-            continue
-        acts = detail.get("actuators") if isinstance(detail, dict) else None
-        names = (tuple(acts) if isinstance(acts, list) and len(acts) == len(ctrl)
-                 and all(isinstance(a, str) for a in acts) else tuple(f"action[{i}]" for i in range(len(ctrl))))
-        yield e.generation, e.time_ns, np.asarray(ctrl, np.float64), names
-
-
-def _vector(obj: object, key: str) -> list[float] | None:
-    if not isinstance(obj, dict):
+def recorded_actions(rec: Recording) -> Actions | None:
+    """The file's commanded actions (``Recording.actions``: the control audit, or a
+    Gymnasium recording's ``action`` channel), aligned with its observation ticks;
+    ``None`` when it commands nothing (no command, no declared control)."""
+    try:
+        return rec.actions(clock=_state(rec.path, _channels(rec.path))[0].name)
+    except UnknownName:
         return None
-    v = obj.get(key)
-    if isinstance(v, list) and v and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v):
-        return [float(x) for x in v]
-    return None
+
+
+def action_samples(actions: Actions) -> Iterator[tuple[int, int, Array]]:
+    """``(generation, time_ns, action)`` of every tick whose command the scene accepted."""
+    keep = np.flatnonzero(actions.issued & actions.accepted)
+    values = actions.values.astype(np.float32)
+    for k, g, t in zip(keep.tolist(), actions.generation[keep].tolist(), actions.time_ns[keep].tolist()):
+        yield g, t, values[k]
+
+
+def _channels(path: str) -> dict[str, Channel]:
+    with FsrReader(path) as reader:
+        return numeric_channels(reader)
 
 
 class Hold(Generic[T]):
@@ -112,6 +99,7 @@ class Plan:
         self.fps: int | None = None
         self.sources: list[Source] = []
         self.action_names: list[str] = []
+        self.actions: dict[str, Actions] = {}
         self.has_action: dict[tuple[str, int], bool] = {}
         with FsrReader(first.path) as reader:
             self.position, self.velocity = _state(first.path, numeric_channels(reader))
@@ -122,7 +110,7 @@ class Plan:
             self._add(rec, options)
         missing = [f"{p} generation {g}" for (p, g), has in self.has_action.items() if not has]
         if self.action_names and missing:
-            raise ExportError(f"{missing[0]}: no applied control target, but other episodes have 'action'")
+            raise ExportError(f"{missing[0]}: no accepted command, but other episodes have 'action'")
         self.tasks = list(dict.fromkeys(s.task for s in self.sources))
 
     def _add(self, rec: Recording, options: ExportOptions) -> None:
@@ -153,11 +141,14 @@ class Plan:
                               "LeRobot needs one frame time for all cameras")
         for g, (n, t0, t1) in spans.items():
             self._rate(rec.path, g, n, t0, t1)
-        for g, _, _, names in action_samples(rec.path):
-            if self.action_names and list(names) != self.action_names:
-                raise ExportError(f"{rec.path}: generation {g}: actuators {list(names)} differ from {self.action_names}")
-            self.action_names = list(names)
-            self.has_action[(rec.path, g)] = True
+        actions = recorded_actions(rec)
+        if actions is not None and (actions.issued & actions.accepted).any():
+            if self.action_names and list(actions.names) != self.action_names:
+                raise ExportError(f"{rec.path}: action elements {list(actions.names)} differ from {self.action_names}")
+            self.action_names = list(actions.names)
+            self.actions[rec.path] = actions
+            for g in np.unique(actions.generation[actions.issued & actions.accepted]).tolist():
+                self.has_action[(rec.path, g)] = True
         for g in spans:
             self.has_action.setdefault((rec.path, g), False)
         task = options.task or rec.info.name or rec.path
@@ -209,7 +200,8 @@ def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     state_chs = [plan.position] + ([plan.velocity] if plan.velocity else [])
     streams = {ch.stream for ch in state_chs}
     holds = {s: Hold((t.generation, t.time_ns, t.values) for t in numeric_ticks(path, s)) for s in streams}
-    action = Hold((g, t, v) for g, t, v, _ in action_samples(path)) if plan.action_names else None
+    acts = plan.actions.get(path)
+    action = Hold(action_samples(acts)) if plan.action_names and acts is not None else None
     for items in zip(*frames.values(), *cals.values(), strict=False):
         images = items[:len(plan.cameras)]
         t, g, _ = images[0]
@@ -220,11 +212,11 @@ def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
             if got is None:
                 raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
             state.append(got[ch.name])
-        values["observation.state"] = np.concatenate(state)
-        if action is not None:
-            a = action.at(g, t)
+        values["observation.state"] = np.concatenate(state).astype(np.float32)
+        if plan.action_names:
+            a = action.at(g, t) if action is not None else None
             if a is None:
-                raise ExportError(f"{path}: generation {g}: no applied control target for 'action'")
+                raise ExportError(f"{path}: generation {g}: no accepted command for 'action'")
             values["action"] = a
         for cam, cal in zip(plan.cameras, items[len(plan.cameras):]):
             if cal.time_ns != t:

@@ -52,6 +52,7 @@ __all__ = [
     "json_records",
     "numeric_channels",
     "numeric_ticks",
+    "png_bytes",
 ]
 
 Array = npt.NDArray[Any]
@@ -185,3 +186,12 @@ def export_records(path: str) -> Iterator[DecodedRecord]:
     finally:
         reader.close()
     return iter_decoded(path, streams)
+
+
+def png_bytes(frame: FrameRecord) -> bytes:
+    """A frame as PNG bytes: the one re-encode, for a RAW-RGB frame (legacy files) that a
+    format's image type cannot carry raw."""
+    import cv2
+
+    _ok, png = cv2.imencode(".png", frame.rgb()[:, :, ::-1])
+    return bytes(png.data)

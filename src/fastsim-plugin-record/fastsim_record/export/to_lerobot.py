@@ -17,9 +17,14 @@ Rules:
     |   | timestamp`` is a frame's exact presentation time                                |
     | 3 | a numeric value at a frame is the latest sample at or before the frame's time   |
     |   | in the same generation (zero-order hold); before the first sample, the first    |
-    | 4 | ``observation.state`` = joint position then joint velocity (float64, with the   |
-    |   | channels' element names); ``action`` = the applied control targets (``ctrl`` of |
-    |   | ``control.result``, actuator names), sampled by rule 3                          |
+    | 4 | ``observation.state`` = joint position then joint velocity (float32, ``names``  |
+    |   | per element: the channels' element names, as LeRobot's own datasets have);      |
+    |   | ``action`` (float32, named) = the recorded commands: ``Recording.actions()``,   |
+    |   | the command chosen after each observation tick (the control audit of a scripted |
+    |   | or ``FastSimRun-v0`` Run; a Gymnasium recording's ``action`` channel); a frame  |
+    |   | takes the action of its tick, else (no command after that tick, or refused) the |
+    |   | latest accepted one before it in the same generation; before the first, the   |
+    |   | first                                                                           |
     | 5 | ``observation.cameras.<alias>.intrinsics`` [9] = K row-major; ``.extrinsics``    |
     |   | [7] = camera-to-world translation and quaternion xyzw (OpenCV optical frame)    |
     | 6 | ``task`` = ``--task``, else the Run's name                                      |
@@ -239,10 +244,10 @@ def _robot_type(rec: Recording) -> str | None:
 
 def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict[str, Any]:
     feats: dict[str, Any] = {
-        "observation.state": {"dtype": "float64", "shape": [len(plan.state_names)], "names": plan.state_names},
+        "observation.state": {"dtype": "float32", "shape": [len(plan.state_names)], "names": plan.state_names},
     }
     if plan.action_names:
-        feats["action"] = {"dtype": "float64", "shape": [len(plan.action_names)], "names": plan.action_names}
+        feats["action"] = {"dtype": "float32", "shape": [len(plan.action_names)], "names": plan.action_names}
     for cam in plan.cameras:
         h, w = plan.sizes[cam]
         info: dict[str, Any] = {
@@ -263,9 +268,9 @@ def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict
 
 
 def _schema(pa: Any, plan: Plan) -> Any:
-    fields = [pa.field("observation.state", pa.list_(pa.float64(), len(plan.state_names)))]
+    fields = [pa.field("observation.state", pa.list_(pa.float32(), len(plan.state_names)))]
     if plan.action_names:
-        fields.append(pa.field("action", pa.list_(pa.float64(), len(plan.action_names))))
+        fields.append(pa.field("action", pa.list_(pa.float32(), len(plan.action_names))))
     for cam in plan.cameras:
         fields.append(pa.field(f"observation.cameras.{cam}.intrinsics", pa.list_(pa.float64(), 9)))
         fields.append(pa.field(f"observation.cameras.{cam}.extrinsics", pa.list_(pa.float64(), 7)))
@@ -277,7 +282,7 @@ def _schema(pa: Any, plan: Plan) -> Any:
 def _arrow(pa: Any, values: Any) -> Any:
     if values.ndim == 1:
         return pa.array(values)
-    flat = np.ascontiguousarray(values, np.float64)
+    flat = np.ascontiguousarray(values)  # float32 state and action, float64 calibration
     return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
 
 

@@ -9,7 +9,9 @@ Topics (one message per FSR record of the stream it comes from):
     | ``/camera/<alias>/calibration``| ``foxglove.CameraCalibration`` | ``.intrinsics``: K, P = [K | 0] |
     | ``/camera/<alias>/tf``         | ``foxglove.FrameTransforms``| ``.extrinsics``: world -> optical  |
     | ``/numeric/<channel>``         | JSON schema ``fsr.numeric`` | numeric channel: names + values    |
-    | ``/lifecycle`` ``/events``     | JSON                        | the JSON streams, record as data   |
+    | ``/<entity>/joint_states``     | ``foxglove.JointStates``    | ``<entity>.joint_position`` (and   |
+    |                                |                             | ``.joint_velocity``) per tick      |
+    | ``/lifecycle`` ``/events``     | ``foxglove.Log``            | the JSON streams, one Log a record |
     | ``/control/audit`` ``/control/result`` | JSON                | control streams                    |
     | ``/command/<target>.<command>``| JSON schema ``fsr.numeric`` | an issued command's vector, beside |
     |                                |                             | the joint states (``_commands``)   |
@@ -22,7 +24,8 @@ Topics (one message per FSR record of the stream it comes from):
 end and time never goes backward.  Camera frames are ``<alias>_optical`` (OpenCV: x right,
 y down, z forward), bodies ``body/<name>``, the parent of all is ``world``.  The Run's
 metadata and the FSR validation receipt are MCAP metadata records ``fsr.run`` and
-``fsr.validation``.  A RAW-RGB frame (legacy files) is the one case that is encoded (to
+``fsr.validation``; the Run's MJCF (and each small mesh) are attachments, their SHA-256
+in the metadata record ``fsr.attachments`` (``_mcap_robot``).  A RAW-RGB frame (legacy files) is the one case that is encoded (to
 PNG), because ``CompressedImage`` has no raw format.
 """
 
@@ -35,7 +38,15 @@ from typing import Any
 
 import numpy as np
 
+from fastsim_record.export import _stream as records
 from fastsim_record.export._commands import CommandSeries, command_series
+from fastsim_record.export._mcap_robot import (
+    Attachments,
+    JointStates,
+    log_message,
+    mjcf_of,
+    without_mjcf_text,
+)
 from fastsim_record.export._port import Progress, load_extra
 from fastsim_record.export._source import (
     PerSourceExporter,
@@ -48,9 +59,6 @@ from fastsim_record.export._stream import (
     FrameRecord,
     JsonRecord,
     TickRecord,
-    check_calibrated,
-    export_records,
-    numeric_channels,
 )
 from fastsim_recording_format import names
 from fastsim_recording_format.codecs.geometry import decode_assets, decode_transforms, record_kind
@@ -88,34 +96,42 @@ def write_mcap(rec: Recording, path: Path, progress: Progress) -> dict[str, int]
             "name": info.name, "backend": info.backend, "seed": info.seed,
             "completion": info.completion, "completion_reason": info.completion_reason,
             "generations": list(info.generations), "generation_offsets_ns": offsets,
-            "attributes": info.attributes,
+            "attributes": without_mjcf_text(info.attributes), "mjcf": (mjcf_of(info.attributes) or (None,))[0],
         }))
         writer.write_metadata("fsr.validation", _strings(receipt(rec.path)))
-        out = _Topics(fg, ctx, rec)
+        attachments = Attachments(writer)
+        mjcf = mjcf_of(info.attributes)
+        if mjcf is not None:
+            attachments.attach(f"mjcf/{mjcf[0]}", "application/xml", mjcf[1].encode(),
+                               "run metadata attributes.scene.backend.mjcf")
+        out = _Topics(fg, ctx, rec, attachments)
         done = 0
         write = {FrameRecord: out.image, CalibrationRecord: out.calibration, TickRecord: out.tick,
                  JsonRecord: out.json, GeometryRecord: out.geometry}
-        for r in export_records(rec.path):
+        for r in records.export_records(rec.path):
             write[type(r)](r, r.time_ns + offsets[r.generation])  # type: ignore[operator]
             done += 3 if type(r) is CalibrationRecord else 1
             if done >= 256:
                 progress.advance(done)
                 done = 0
         progress.advance(done)
+        attachments.finish()
     return out.counts
 
 
 class _Topics:
     """The channels of one MCAP file, made on first use, and the messages per topic."""
 
-    def __init__(self, fg: Any, ctx: Any, rec: Recording) -> None:
+    def __init__(self, fg: Any, ctx: Any, rec: Recording, attachments: Attachments) -> None:
         from fastsim_recording_format import FsrReader
 
         self.fg, self.ctx, self.m, self.rec = fg, ctx, fg.messages, rec
         self.counts: dict[str, int] = {}
         self.chans: dict[str, Any] = {}
+        self.attachments = attachments
         with FsrReader(rec.path) as reader:
-            self.numeric = numeric_channels(reader)
+            self.numeric = records.numeric_channels(reader)
+        self.joints = JointStates(self.numeric)
         self.sizes: dict[str, tuple[int, int]] = {}
         self.meshes: dict[str, tuple[Any, Any]] = {}
         self.attributes = rec.info.attributes  # the Run's declared controls name command elements
@@ -134,13 +150,13 @@ class _Topics:
         """A frame's recorded bytes as a CompressedImage."""
         data, fmt, cam = f.payload, f.codec.codec, f.camera
         if fmt == "raw_rgb":  # CompressedImage has no raw format: the one re-encode
-            data, fmt = _png(f), "png"
+            data, fmt = records.png_bytes(f), "png"
         msg = self.m.CompressedImage(timestamp=_ts(t), frame_id=f"{cam}_optical", data=data, format=fmt)
         self._log(f"/camera/{cam}/image", self._typed("CompressedImageChannel"), msg, t)
 
     def calibration(self, c: CalibrationRecord, t: int) -> None:
         """CameraCalibration (K, P = [K | 0]) and the world-to-optical FrameTransforms."""
-        check_calibrated(self.rec.path, c)
+        records.check_calibrated(self.rec.path, c)
         m, cam = self.m, c.camera
         if cam not in self.sizes:
             desc = _descriptor(self.rec, cam)
@@ -164,6 +180,8 @@ class _Topics:
         """One JSON-schema message per channel of the tick, with names, units and values
         (a generation's last tick: its per-step channels are a fill, not written)."""
         fill = tick.fill
+        for topic, msg in self.joints.messages(self.m, _ts(t), tick):
+            self._log(topic, self._typed("JointStatesChannel"), msg, t)
         for name, values in tick.values.items():
             if name in fill:
                 continue
@@ -174,8 +192,11 @@ class _Topics:
                 topic, schema=_numeric_schema(ch), context=self.ctx), msg, t)
 
     def json(self, e: JsonRecord, t: int) -> None:
-        """A lifecycle, event or control record as JSON."""
+        """A lifecycle or event record as a Log; a control record as JSON."""
         topic = _JSON_TOPICS.get(e.stream, "/" + e.stream.replace(".", "/"))
+        if e.stream in ("lifecycle", "events"):
+            self._log(topic, self._typed("LogChannel"), log_message(self.m, _ts(t), e), t)
+            return
         msg = {"generation": e.generation, "sim_time_ns": e.time_ns, "stream": e.stream, "record": e.data}
         self._log(topic, lambda topic: self.fg.Channel(topic, message_encoding="json", context=self.ctx), msg, t)
         series = command_series(e.stream, e.data, self.attributes)
@@ -192,6 +213,7 @@ class _Topics:
             assets = decode_assets(payload)
             for rid in assets.blobs:
                 self.meshes[rid] = assets.mesh(rid)
+                self.attachments.mesh(rid, *self.meshes[rid], t)
             msg, poses = _scene_update(self.m, assets.manifest, self.meshes, t)
             self._log("/scene", self._typed("SceneUpdateChannel"), msg, t)
         else:
@@ -219,14 +241,6 @@ _JSON_TOPICS = {"lifecycle": "/lifecycle", "events": "/events", "control.audit":
 
 def _strings(obj: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v, sort_keys=True) for k, v in obj.items()}
-
-
-def _png(f: FrameRecord) -> bytes:
-    import cv2
-
-    rgb = f.rgb()
-    _ok, png = cv2.imencode(".png", rgb[:, :, ::-1])
-    return bytes(png.data)
 
 
 def _descriptor(rec: Recording, cam: str) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from fastsim_record.export._stream import (
     check_calibrated,
     export_records,
     numeric_channels,
+    png_bytes,
 )
 from fastsim_recording_format import FsrReader, RecordKind, names
 from fastsim_recording_format.codecs.geometry import decode_assets, decode_transforms, record_kind
@@ -130,7 +131,7 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
             done = 0
         if isinstance(r, FrameRecord):
             codec = r.codec.codec
-            blob = r.payload if codec in _MEDIA else _png(r)
+            blob = r.payload if codec in _MEDIA else png_bytes(r)
             out.add("image", f"world/cameras/{r.camera}/image", t, g, (blob, _MEDIA.get(codec, "image/png")))
         elif isinstance(r, CalibrationRecord):
             check_calibrated(rec.path, r)
@@ -212,14 +213,6 @@ class _Entities:
 
 def _entity(stream: str) -> str:
     return "control" if stream.startswith("control") else stream
-
-
-def _png(f: FrameRecord) -> bytes:
-    import cv2
-
-    rgb = f.rgb()
-    _ok, png = cv2.imencode(".png", rgb[:, :, ::-1])
-    return bytes(png.data)
 
 
 def _geometry(rr: Any, stream: Any, payload: bytes, meshes: dict[str, tuple[Array, Array]]) -> dict[str, Array]:

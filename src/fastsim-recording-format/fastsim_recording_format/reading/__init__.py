@@ -7,6 +7,9 @@ calibration is read), and lazily OpenCV (frames) and pyarrow (``numeric_table``)
 See ``docs/reading.md``.
 """
 
+from typing import Any
+
+from fastsim_recording_format.reading._actions import Actions
 from fastsim_recording_format.reading._dataset import Dataset
 from fastsim_recording_format.reading._errors import (
     BadArgument,
@@ -15,7 +18,7 @@ from fastsim_recording_format.reading._errors import (
     ReadError,
     UnknownName,
 )
-from fastsim_recording_format.reading._recording import Episode, Recording, open
+from fastsim_recording_format.reading._recording import Recording, Segment, deprecated, open
 from fastsim_recording_format.reading._values import (
     CalibrationEpoch,
     CalibrationSeries,
@@ -30,7 +33,8 @@ __all__ = [
     "open",
     "Dataset",
     "Recording",
-    "Episode",
+    "Segment",
+    "Actions",
     "Info",
     "NumericSeries",
     "Frame",
@@ -44,3 +48,10 @@ __all__ = [
     "BadArgument",
     "BadRecording",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Episode":  # the old name of Segment, for one release
+        deprecated("Episode", "Segment")
+        return Segment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -153,7 +153,7 @@ class Cameras:
             raise BadArgument(
                 f"time_ns {t} is ambiguous: simulation time restarts between the generations "
                 f"{sorted(set(rows['generation'].tolist()))} of {self._scope.where()}; pass generation= "
-                "or use episodes()"
+                "or use segments()"
             )
         k = int(np.searchsorted(times, t, side="right")) - 1
         if k < 0:

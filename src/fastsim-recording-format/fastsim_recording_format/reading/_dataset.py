@@ -15,6 +15,7 @@ spirit of LeRobot's ``delta_timestamps``:
     |   | simulation time in the same episode; with none, a zero image and a pad flag   |
     | 5 | when a selected channel is per-step (``Channel.per_step``), an episode's last   |
     |   | tick (its fill) is no sample: each sample has observation t with step t        |
+    | 6 | windows in seconds, the ``action`` key and ``dtype``: ``_dataset_keys``          |
 
 ``__getitem__`` returns a dict of numpy arrays: each channel and camera, the pad masks,
 and ``index``, ``file_index``, ``episode_index`` (position of the episode in the
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from fastsim_recording_format.encoding import Array
+from fastsim_recording_format.reading._dataset_keys import ACTION, Windows, action_rows, float_dtype
 from fastsim_recording_format.reading._errors import BadArgument, OutOfRange, unknown
 from fastsim_recording_format.reading._recording import Recording
 from fastsim_recording_format.reading._tables import DATA
@@ -73,14 +75,6 @@ def _paths(source: object) -> list[str]:
     return out
 
 
-def _offsets(name: str, value: object) -> Array:
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
-        raise BadArgument(f"window[{name!r}] must be a non-empty sequence of integer offsets, got {value!r}")
-    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value):
-        raise BadArgument(f"window[{name!r}] must hold integer tick offsets, got {list(value)!r}")
-    return np.asarray(value, np.int64)
-
-
 class Dataset:
     """Ticks of many recordings as samples (see the module table for windows and padding)."""
 
@@ -90,8 +84,10 @@ class Dataset:
         *,
         channels: Sequence[str],
         cameras: Sequence[str] = (),
-        window: Sequence[int] | Mapping[str, Sequence[int]] | None = None,
+        window: Sequence[int] | Mapping[str, Sequence[int] | Mapping[str, Sequence[float]]] | None = None,
         transform: Callable[[Sample], Any] | None = None,
+        action: bool | str = False,
+        dtype: object = None,
     ) -> None:
         self.paths = _paths(paths_or_index)
         if isinstance(channels, str) or not isinstance(channels, Sequence):
@@ -105,21 +101,16 @@ class Dataset:
         self.channels = tuple(channels)
         self.cameras = tuple(cameras)
         self.transform = transform
-        keys = (*self.channels, *self.cameras)
+        if not isinstance(action, bool | str):
+            raise BadArgument(f"action must be True, False or '<target>.<command>', got {action!r}")
+        self.action: str | None = (None if action is True else action) if action else None
+        self._action = bool(action)
+        self.dtype = float_dtype(dtype)
+        keys = (*self.channels, *self.cameras, *((ACTION,) if action else ()))
         if len(set(keys)) != len(keys):
-            raise BadArgument(f"channels and cameras repeat a name: {list(keys)}")
-        self.windowed = window is not None
-        self.window: dict[str, Array] = {}
-        if window is None:
-            self.window = {k: np.zeros(1, np.int64) for k in keys}
-        elif isinstance(window, Mapping):
-            extra = sorted(set(window) - set(keys))
-            if extra:
-                raise unknown("window key", extra[0], keys, "the dataset's channels and cameras are")
-            self.window = {k: _offsets(k, window.get(k, [0])) for k in keys}
-        else:
-            offsets = _offsets("*", window)
-            self.window = {k: offsets for k in keys}
+            raise BadArgument(f"channels, cameras and action repeat a name: {list(keys)}")
+        self.windows = Windows(window, keys)
+        self.windowed = self.windows.windowed
         # the sample index: one row per episode (file, generation, first tick row, ticks)
         episodes: list[tuple[int, int, int, int]] = []
         for f, path in enumerate(self.paths):
@@ -168,14 +159,22 @@ class Dataset:
         pos = i - int(self._first[e])
         cache = self._cache(f)
         ticks = cache.ticks[first_row:first_row + length]
+        times = ticks["time_ns"]
         sample: Sample = {}
         for name in self.channels:
-            q, pad = self._positions(name, pos, length)
-            sample[name] = self._shape(cache.values(name, ticks["payload_at"][q]))
+            q, pad = self.windows.positions(name, pos, times)
+            sample[name] = self._shape(self._cast(cache.values(name, ticks["payload_at"][q])))
             if self.windowed:
                 sample[f"{name}_is_pad"] = pad
+        if self._action:
+            q, pad = self.windows.positions(ACTION, pos, times)
+            values, issued, accepted = cache.actions(self.action, self.channels[0])
+            rows = first_row + q
+            sample[ACTION] = self._shape(self._cast(values[rows]))
+            sample[f"{ACTION}_is_pad"] = self._shape(pad | ~issued[rows])
+            sample[f"{ACTION}_accepted"] = self._shape(accepted[rows] & ~pad)
         for alias in self.cameras:
-            q, pad = self._positions(alias, pos, length)
+            q, pad = self.windows.positions(alias, pos, times)
             frames = cache.frame_rows(alias, first_row, length)[q]
             images = cache.images(alias, frames)
             pad = pad | (frames < 0)
@@ -190,10 +189,8 @@ class Dataset:
         sample["time_ns"] = np.int64(ticks["time_ns"][pos])
         return self.transform(sample) if self.transform is not None else sample
 
-    def _positions(self, key: str, pos: int, length: int) -> tuple[Array, Array]:
-        q = pos + self.window[key]
-        pad = (q < 0) | (q >= length)
-        return np.clip(q, 0, length - 1), pad
+    def _cast(self, values: Array) -> Array:
+        return values if self.dtype is None else values.astype(self.dtype)
 
     def _shape(self, stacked: Array) -> Array:
         return stacked if self.windowed else stacked[0]
@@ -205,6 +202,7 @@ class Dataset:
             if any(c.pid != os.getpid() for c in self._open.values()):
                 self._open.clear()  # inherited through a fork: the parent's, not ours to close
             cache = _Cache(Recording(self.paths[f]), self.channels[0])
+            self.windows.check_period(cache.ticks["time_ns"], self.paths[f])
         self._open[f] = cache  # most recently used last
         while len(self._open) > MAX_OPEN:
             oldest = next(iter(self._open))
@@ -243,6 +241,13 @@ class _Cache:
         self.ticks: Array = rows[rows["kind"] == DATA]
         self._frames: dict[str, Array] = {}
         self._frame_rows: dict[tuple[str, int], Array] = {}
+        self._actions: tuple[Array, Array, Array] | None = None
+
+    def actions(self, command: str | None, clock: str) -> tuple[Array, Array, Array]:
+        """This file's actions on the clock's ticks (``_dataset_keys`` rule 3), read once."""
+        if self._actions is None:
+            self._actions = action_rows(self.recording, command, clock)
+        return self._actions
 
     def values(self, channel: str, starts: Array) -> Array:
         _, _, ch = self.state.channels[channel]

@@ -1,4 +1,9 @@
-"""``open(path)``: a recording as typed, vectorised values, and its per-generation episodes.
+"""``open(path)``: a recording as typed, vectorised values, and its per-generation segments.
+
+Words: an *episode* is one file (what a user counts); a *segment* is one Runtime
+generation inside it (a reset starts the next).  ``episodes()``, ``episode()`` and the
+type name ``Episode`` are the old names of ``segments()``, ``segment()`` and
+``Segment``: they still work for one release, with a ``DeprecationWarning``.
 
 Decision table: which records each call returns
 
@@ -11,13 +16,16 @@ Decision table: which records each call returns
     |   |                              | translation and quaternion     |                      |
     | 4 | ``events/lifecycle/control`` | kind ``events`` / ``lifecycle``| DATA, JSON-decoded   |
     |   |                              | / ``control``                  |                      |
+    | 5 | ``actions()``                | ``control.audit``/``.result``, | DATA (``_actions``)  |
+    |   |                              | or the per-step ``action``     |                      |
+    |   |                              | channel of a Gymnasium file    |                      |
 
-A :class:`Recording` and each :class:`Episode` is one :class:`~._view.View`: every call
+A :class:`Recording` and each :class:`Segment` is one :class:`~._view.View`: every call
 is handed to the part that owns it (``Numeric``, ``JsonRecords``, ``Cameras``, over one
 ``Scope``: the file and the generation); see ``_view``.
 
 GAP records (declared loss) and BARRIER records (generation boundaries) never appear as
-samples; a BARRIER's generation is where an episode starts.  A :class:`Recording` holds
+samples; a BARRIER's generation is where a segment starts.  A :class:`Recording` holds
 only its path (and ``verify``) when pickled and reopens the file on first use in the new
 process.  Payload CRC-32Cs are checked on the first read of each batch (``open(path,
 verify=True)``, the default; see :func:`open`).
@@ -26,6 +34,7 @@ verify=True)``, the default; see :func:`open`).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,11 +44,17 @@ from fastsim_recording_format.reading._file import File, Opened, Scope, as_int
 from fastsim_recording_format.reading._values import Info
 from fastsim_recording_format.reading._view import View
 
-__all__ = ["Episode", "Recording", "open"]
+__all__ = ["Recording", "Segment", "open"]
 
 
-class Episode(View):
-    """One Runtime generation of a recording: a reset starts a new episode."""
+def deprecated(old: str, new: str) -> None:
+    """The one warning of a renamed reading-API name (kept for one release)."""
+    warnings.warn(f"{old} is deprecated: use {new} (a segment is one Runtime generation of a file; "
+                  "an episode is the file)", DeprecationWarning, stacklevel=3)
+
+
+class Segment(View):
+    """One Runtime generation of a recording: a reset starts a new segment."""
 
     def __init__(self, recording: Recording, generation: int) -> None:
         self.recording = recording
@@ -47,10 +62,10 @@ class Episode(View):
         self._parts(Scope(recording._opened, generation))
 
     def __repr__(self) -> str:
-        return f"Episode({self.recording.path!r}, generation={self.generation})"
+        return f"Segment({self.recording.path!r}, generation={self.generation})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Episode, (self.recording, self.generation))
+        return (Segment, (self.recording, self.generation))
 
 
 class Recording(View, Closing):
@@ -129,22 +144,31 @@ class Recording(View, Closing):
         """Every stream name, in stream-table order."""
         return tuple(self._file().streams)
 
-    def episodes(self) -> tuple[Episode, ...]:
-        """One view per Runtime generation, in order."""
-        return tuple(Episode(self, g) for g in self.generations())
+    def segments(self) -> tuple[Segment, ...]:
+        """One view per Runtime generation (segment), in order."""
+        return tuple(Segment(self, g) for g in self.generations())
 
-    def episode(self, generation: int) -> Episode:
-        """The view of one generation."""
+    def segment(self, generation: int) -> Segment:
+        """The view of one generation (segment)."""
         g = as_int("generation", generation)
         if g not in self.generations():
             raise unknown("generation", generation, [str(x) for x in self.generations()])
-        return Episode(self, g)
+        return Segment(self, g)
+
+    def episodes(self) -> tuple[Segment, ...]:
+        """Deprecated name of :meth:`segments` (one release)."""
+        deprecated("Recording.episodes()", "Recording.segments()")
+        return self.segments()
+
+    def episode(self, generation: int) -> Segment:
+        """Deprecated name of :meth:`segment` (one release)."""
+        deprecated("Recording.episode()", "Recording.segment()")
+        return self.segment(generation)
 
     # -- lifetime -----------------------------------------------------------------------
     def close(self) -> None:
         """Close the file; a later call reopens it."""
         self._opened.close()
-
 
     def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path, "verify": self.verify}
@@ -167,3 +191,10 @@ def open(path: str | os.PathLike[str], verify: bool = True) -> Recording:
     never a wrong value.  A file written without payload CRCs is read unchecked
     (``Recording.payload_crc`` is false).  ``verify=False`` skips the check."""
     return Recording(path, verify)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Episode":  # the old name of Segment, for one release
+        deprecated("Episode", "Segment")
+        return Segment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The calls a whole recording and each of its episodes share, each handed to the part
+"""The calls a whole recording and each of its segments share, each handed to the part
 that owns it (see ``_recording`` for the decision table of which records each returns):
 
     | # | part                         | calls                                          |
@@ -11,6 +11,7 @@ that owns it (see ``_recording`` for the decision table of which records each re
     |   | (``_json_records``)          |                                                |
     | 4 | ``Cameras`` (``_cameras``)   | ``cameras``, ``frame_count``, ``frames``,      |
     |   |                              | ``frame``, ``frame_at``, ``calibration``       |
+    | 5 | ``_actions``                 | ``actions``                                    |
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from fastsim_recording_format.reading._actions import Actions, actions_of
 from fastsim_recording_format.reading._cameras import Cameras
 from fastsim_recording_format.reading._file import Array, File, Scope, as_int
 from fastsim_recording_format.reading._json_records import JsonRecords
@@ -28,10 +30,10 @@ __all__ = ["File", "View", "as_int", "step_ticks"]
 
 
 class View:
-    """The calls shared by a whole recording and one of its episodes (table above)."""
+    """The calls shared by a whole recording and one of its segments (table above)."""
 
     def _parts(self, scope: Scope) -> None:
-        """Build the parts over ``scope`` (a recording's on open and unpickling, an episode's once)."""
+        """Build the parts over ``scope`` (a recording's on open and unpickling, a segment's once)."""
         self._scope = scope
         self._numeric = Numeric(scope)
         self._json = JsonRecords(scope)
@@ -89,6 +91,14 @@ class View:
     def control(self) -> tuple[Event, ...]:
         """Control audit and results (kind ``control``), in recording order."""
         return self._json.read("control")
+
+    def actions(self, command: str | None = None, *, clock: str | None = None) -> Actions:
+        """The commanded action of each observation tick, from the control audit (or a
+        Gymnasium recording's ``action`` channel), refused commands marked (``_actions``).
+
+        ``command``: ``<target>.<command>`` (default: the Run's declared control);
+        ``clock``: a numeric channel whose ticks the rows align with (default: the first)."""
+        return actions_of(self._scope, self._scope.file().tables.reader.run.attributes, command, clock)
 
     # -- cameras ------------------------------------------------------------------------
     def cameras(self) -> tuple[str, ...]:
