@@ -79,9 +79,9 @@ class Bar:
         return cls(label, total, Console(stderr=True) if shows_progress(json) else None, workers)
 
     def __enter__(self) -> Bar:
+        self._draw()
         if self.progress is not None:
             self.progress.start()
-            self._draw()
         return self
 
     def __exit__(self, *exc: object) -> None:
