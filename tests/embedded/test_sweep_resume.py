@@ -108,7 +108,8 @@ def test_resume_needs_a_sweep_and_excludes_overwrite(tmp_path: Path) -> None:
     assert (alone.returncode, alone.stderr.strip()) == (2, "--resume: only with --episodes")
     both = _fsr("record", str(run), "--episodes", "2", "--resume", "--overwrite", "--output-dir", str(tmp_path / "b"))
     assert (both.returncode, both.stderr.strip()) == (2, "fsr record: --resume and --overwrite: choose one")
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    assert not (tmp_path / "a").exists()
+    assert not (tmp_path / "b").exists()
 
 
 def test_a_scene_typo_fails_the_sweep_once_with_exit_2_before_any_episode(tmp_path: Path) -> None:
@@ -151,10 +152,13 @@ def test_a_sweep_shows_one_progress_bar_on_a_terminal_only(tmp_path: Path) -> No
                                  "--output-dir", str(tmp_path / "tty"))
     assert code == 0, shown
     assert "0/2 0 failed, 2 running" in shown
-    assert "2/2" in shown and "ETA 0:00:0" in shown
+    assert "2/2" in shown
+    assert "ETA 0:00:0" in shown
     piped = _fsr("record", str(run), "--episodes", "2", "--output-dir", str(tmp_path / "piped"))
     assert piped.returncode == 0
-    assert "running" not in piped.stdout + piped.stderr and "ETA" not in piped.stdout + piped.stderr
+    assert "running" not in piped.stdout + piped.stderr
+    assert "ETA" not in piped.stdout + piped.stderr
     code, quiet = _on_a_terminal("record", str(run), "--episodes", "2", "--json", "--output-dir", str(tmp_path / "json"))
     assert code == 0
-    assert "running" not in quiet and "ETA" not in quiet
+    assert "running" not in quiet
+    assert "ETA" not in quiet

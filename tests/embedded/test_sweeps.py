@@ -207,7 +207,8 @@ def test_the_host_command_exposes_the_sweep_checks_and_worker_command(tmp_path: 
     COMMAND.add_arguments(parser)
     args = parser.parse_args([str(run), "--episodes", "2", "--seed", "5", "--output-dir", str(tmp_path)])
     plan, notes = COMMAND.check_sweep(args)
-    assert plan is not None and (plan.first, plan.run, notes) == (5, (0, 1), [])
+    assert plan is not None
+    assert (plan.first, plan.run, notes) == (5, (0, 1), [])
     cmd = COMMAND.worker_command(args, 1, 6)
     assert cmd[1:4] == ["-m", "fastsim_embedded.cli.record", str(run)]
     assert cmd[cmd.index("--seed") + 1] == "6"

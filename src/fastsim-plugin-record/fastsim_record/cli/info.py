@@ -44,7 +44,7 @@ from typing import Any
 from fastsim_recording_format import FormatError, FsrReader
 from fastsim_recording_format.reading.summary import summary
 
-__all__ = ["add_arguments", "line", "run", "table"]
+__all__ = ["add_arguments", "run", "table"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,7 +158,7 @@ def _text(info: dict[str, Any]) -> str:
     return "\n".join(lines + table(info["streams"]))
 
 
-def line(path: str, info: dict[str, Any]) -> str:
+def _line(path: str, info: dict[str, Any]) -> str:
     """One file in one line: completion, seed, sim time, records, size, segments, flags."""
     completion = info["completion"]["kind"] or "unknown"
     seed = info["run"]["seed"]
@@ -197,7 +197,7 @@ def _batch(args: argparse.Namespace) -> int:
                     else {"path": o.url, "code": o.code, "error": o.error})
             print(json.dumps(data, sort_keys=True))
         elif o.data is not None:
-            print(f"== {o.url}\n{_text(o.data)}" if args.verbose else line(o.url, o.data))
+            print(f"== {o.url}\n{_text(o.data)}" if args.verbose else _line(o.url, o.data))
         if o.data is not None:
             kind = o.data["completion"]["kind"] or "unknown"
             kinds[kind] = kinds.get(kind, 0) + 1
