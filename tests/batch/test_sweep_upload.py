@@ -17,8 +17,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 def test_an_uploading_sweep_resumes_and_merges_its_rows_into_the_index(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """1 episode, then --episodes 3 --resume: episodes 1 and 2 are recorded and uploaded with seeds 8, 9;
-    the index keeps the first sweep's row beside the two new ones."""
+    """1 episode, then --episodes 3 --resume: episodes 1, 2 (seeds 8, 9) uploaded; the index keeps the first row."""
     run = write_run(tmp_path, duration=0.2)
     node, url = tmp_path / "node", f"file://{tmp_path / 'bucket'}"
     assert main(["record", str(run), "--episodes", "1", "--seed", "7", "--output-dir", str(node), "--upload", url]) == 0

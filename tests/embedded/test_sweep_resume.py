@@ -45,9 +45,7 @@ def _files(folder: Path) -> dict[str, tuple[int, int, bytes]]:
 
 
 def test_resume_records_exactly_the_missing_episodes_as_a_fresh_sweep_would(tmp_path: Path) -> None:
-    """2 episodes, one of them deleted, then --episodes 4 --resume: the 3 missing ones are recorded with
-    the seeds, names and data of a fresh 4-episode sweep; the one left is untouched; a plain rerun is
-    refused with a line that names --resume."""
+    """2 episodes, 1 deleted, --episodes 4 --resume: the 3 missing ones match a fresh sweep; a rerun names --resume."""
     run = _write(tmp_path)
     fresh, part = tmp_path / "fresh", tmp_path / "part"
     assert _fsr("record", str(run), "--episodes", "4", "--seed", "3", "--jobs", "2",
@@ -76,8 +74,7 @@ def test_resume_records_exactly_the_missing_episodes_as_a_fresh_sweep_would(tmp_
 
 
 def test_resume_lists_an_incomplete_with_its_recover_command_and_never_touches_it(tmp_path: Path) -> None:
-    """An episode's .incomplete is listed with the exact `fsr recover` command, left byte for byte, and
-    that episode is not recorded (exit 3); once the command has run, --resume finds the sweep complete."""
+    """An .incomplete is listed with its `fsr recover` command, left byte for byte, not recorded (exit 3)."""
     run = _write(tmp_path)
     out = tmp_path / "out"
     assert _fsr("record", str(run), "--episodes", "2", "--output-dir", str(out)).returncode == 0

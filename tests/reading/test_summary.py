@@ -82,8 +82,7 @@ def test_the_summary_and_recording_info_agree(tmp_path: Path, attributes: dict[s
 
 
 def test_fsr_info_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``fsr info --json`` is the summary, each stream's ``segments`` beside the ``generations`` it
-    renames (kept for one release); the text shows a wrong-typed name as ``-``."""
+    """``fsr info --json`` is the summary plus ``segments`` per stream; the text shows a wrong-typed name as ``-``."""
     path = write_file(tmp_path / "wrong.fsr", WRONG, result=WRONG_RESULT)
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
