@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from fastsim_record.cli import info as info_cli
 from fastsim_recording_format import FormatError, FsrReader, validate
 from fastsim_recording_format._layout import BATCH_HEADER, TRAILER, crc
+from fastsim_recording_format.reading.summary import summary
 from fastsim_recording_format.synth import write_synthetic
 
 from .helpers import footer_parts as _footer_parts
@@ -247,7 +248,7 @@ _WEIRD_JSON: st.SearchStrategy[Any] = st.sampled_from(
 def _read_everything(data: bytes) -> None:
     """Open, summarise as `fsr info` does, seek and read every record and payload."""
     with FsrReader(io.BytesIO(data)) as reader:
-        info_cli.table(info_cli.summary(reader)["streams"])
+        info_cli.table(summary(reader)["streams"])
         for spec in reader.streams:
             list(reader.seek(spec.stream_id, 0, 0))
         for rec in reader.records():

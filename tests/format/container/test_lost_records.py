@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastsim_record.cli.info import lost_records
+from fastsim_recording_format.reading.summary import lost_records
 
 
 def test_lost_records_of_a_footer_without_a_span_falls_back_to_the_gap_count() -> None:

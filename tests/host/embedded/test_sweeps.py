@@ -197,7 +197,7 @@ def test_the_droid_example_sweep_gives_eight_different_valid_episodes_and_refuse
 
 
 def test_the_host_command_exposes_the_sweep_checks_and_worker_command(tmp_path: Path) -> None:
-    """COMMAND.check_sweep gives the first seed (or the refusals) and worker_command one episode's process."""
+    """COMMAND.check_sweep gives the plan (first seed, episodes) or the refusals, and worker_command one episode's process."""
     import argparse
 
     from fastsim_embedded.cli.record import COMMAND
@@ -206,7 +206,9 @@ def test_the_host_command_exposes_the_sweep_checks_and_worker_command(tmp_path: 
     parser = argparse.ArgumentParser()
     COMMAND.add_arguments(parser)
     args = parser.parse_args([str(run), "--episodes", "2", "--seed", "5", "--output-dir", str(tmp_path)])
-    assert COMMAND.check_sweep(args) == (5, [])
+    plan, notes = COMMAND.check_sweep(args)
+    assert plan is not None
+    assert (plan.first, plan.run, notes) == (5, (0, 1), [])
     cmd = COMMAND.worker_command(args, 1, 6)
     assert cmd[1:4] == ["-m", "fastsim_embedded.cli.record", str(run)]
     assert cmd[cmd.index("--seed") + 1] == "6"
@@ -214,4 +216,4 @@ def test_the_host_command_exposes_the_sweep_checks_and_worker_command(tmp_path: 
     first, lines = COMMAND.check_sweep(args)
     assert first is None
     assert lines == [f"fsr record: {tmp_path / 'ep-6.fsr'}: already exists; refusing to overwrite it "
-                     "(pass --overwrite to replace it)"]
+                     "(pass --overwrite to replace it, or --resume to record only the episodes without a file)"]

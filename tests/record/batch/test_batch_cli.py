@@ -110,3 +110,29 @@ def test_an_unreachable_ray_address_is_one_line_exit_2(episodes: list[Path]) -> 
                               capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2
     assert done.stderr.strip() == f"fsr validate: --ray: cannot reach Ray at 127.0.0.1:{port}: Connection refused"
+
+
+def test_info_folder_prints_one_line_per_file_and_a_summary(dataset: Path, capsys: Capture) -> None:
+    """fsr info FOLDER: one line per file (completion, seed, segments) and the summary; --verbose: every table."""
+    files = sorted(dataset.glob("*.fsr"))
+    assert main(["info", str(dataset), "--jobs", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(files) + 1
+    for path, line, seed in zip(files, lines, (1, 2, 3)):
+        assert line.startswith(f"{path}  normal, seed {seed}, ")
+        assert line.endswith(", 1 segment")
+    assert lines[-1] == "summarised 3 files: 3 valid, 0 failed (completion: 3 normal)"
+    assert main(["info", str(dataset), "--jobs", "1", "--verbose"]) == 0
+    verbose = capsys.readouterr().out.splitlines()
+    assert [line for line in verbose if line.startswith("== ")] == [f"== {f}" for f in files]
+    assert sum(1 for line in verbose if line.startswith("stream ") and " segments " in line) == 3
+    assert len(verbose) > 5 * len(lines)
+
+
+def test_info_json_names_segments_and_keeps_generations_for_one_release(dataset: Path, capsys: Capture) -> None:
+    """Each stream's Runtime segments under `segments`; `generations` still carries the same list."""
+    assert main(["info", "--json", str(dataset)]) == 0
+    for line in capsys.readouterr().out.splitlines():
+        streams = json.loads(line)["streams"]
+        assert all(s["segments"] == s["generations"] for s in streams)
+        assert any(s["segments"] == [0] for s in streams)

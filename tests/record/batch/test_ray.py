@@ -50,7 +50,7 @@ def test_sweep_on_ray_records_validates_and_uploads(
                  "--ray", "--upload", url, "--json"])
     data = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0, data
-    assert data["counts"] == {"committed": 2, "stopped": 0, "failed": 0}
+    assert data["counts"] == {"committed": 2, "stopped": 0, "failed": 0, "not run": 0, "committed before": 0}
     assert sorted(p.name for p in out.glob("*.fsr")) == ["batch-test-seed7-0000.fsr", "batch-test-seed8-0001.fsr"]
     fs.invalidate_cache()
     with fs.open(url.removeprefix("s3://") + "/index.parquet", "rb") as handle:

@@ -10,10 +10,10 @@ import pytest
 
 import fastsim_record
 from fastsim_contract.values import CompletionKind
-from fastsim_record.cli.info import summary as info_summary
 from fastsim_record.testing.harness import Harness, make_config, summary_of
 from fastsim_recording_format.model import RecordKind
 from fastsim_recording_format.reader import FsrReader
+from fastsim_recording_format.reading.summary import summary as info_summary
 from fastsim_recording_format.validate import validate
 
 _WAIT = 30.0  # a hang guard, never a timing assertion

@@ -13,7 +13,8 @@ before its first heavy import, so a signal in the first seconds is never lost.  
     | 2 | --episodes N      | N episodes with seeds S..S+N-1 (a sweep; names are templates)   |
     | 3 | --jobs J          | parallel episode processes (default: the number of cores)       |
     | 4 | --overwrite       | replace existing final files (never a crashed ``.incomplete``)  |
-    | 5 | --verbose, --json | the flow-control gauge (how often and how long the simulation  |
+    | 5 | --resume          | a sweep: record only the episodes without a committed file      |
+    | 6 | --verbose, --json | the flow-control gauge (how often and how long the simulation  |
     |   |                   | waited on Record) and the finalizer's full table / one JSON     |
     |   |                   | object on stdout (``flow``: waits, waited_s)                    |
 
@@ -30,7 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from rich.console import Console
@@ -47,6 +48,9 @@ from fastsim_embedded.output.names import protect_inputs
 from fastsim_embedded.output.transaction import OutputRefused
 from fastsim_embedded.session.compile import PreparedRun, check_duration, prepare_run
 from fastsim_embedded.session.session import SessionResult, run_session
+
+if TYPE_CHECKING:
+    from fastsim_embedded.cli.sweep import SweepPlan
 
 __all__ = ["COMMAND", "RecordCommand"]
 
@@ -142,6 +146,8 @@ class RecordCommand:
                             help="parallel episode processes of a sweep (default: the number of cores)")
         parser.add_argument("--overwrite", action="store_true",
                             help="replace existing output files (default: refuse, exit 2)")
+        parser.add_argument("--resume", action="store_true",
+                            help="a sweep: record only the episodes that have no committed file (same seeds, names)")
         parser.add_argument("--verbose", action="store_true", help="also print the finalizer's full table")
         parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
         parser.add_argument("--no-portable-sizes", action="store_true",
@@ -158,8 +164,8 @@ class RecordCommand:
             return run_sweep(args)
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = Console(highlight=False, soft_wrap=True)
-        if args.jobs is not None:
-            err.print("--jobs: only with --episodes", markup=False)
+        if args.jobs is not None or args.resume:
+            err.print(f"{'--jobs' if args.jobs is not None else '--resume'}: only with --episodes", markup=False)
             return EXIT_CONFIG
         owns_process = bool(getattr(args, "owns_process", False)) or args.sweep_worker
         protect_inputs([args.run])  # an output never replaces the Run file, even with --overwrite
@@ -261,9 +267,10 @@ class RecordCommand:
 
             return run_session(prepared, Path(args.output_dir), progress=progress, **options)
 
-    def check_sweep(self, args: argparse.Namespace) -> tuple[int | None, list[str]]:
-        """A sweep orchestrated by the caller (``fsr record --episodes N --ray``): the first
-        seed, or ``None`` and the lines saying why nothing may run (``sweep.check_sweep``)."""
+    def check_sweep(self, args: argparse.Namespace) -> tuple[SweepPlan | None, list[str]]:
+        """A sweep orchestrated by the caller (``fsr record --episodes N --ray``): its plan
+        (first seed, episodes to record) and notes, or ``None`` and the lines saying why
+        nothing may run (``sweep.check_sweep``)."""
         from fastsim_embedded.cli.sweep import check_sweep
 
         return check_sweep(args)

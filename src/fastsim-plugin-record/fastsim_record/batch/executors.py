@@ -105,6 +105,11 @@ class ProcessPool:
         """``pool(J)``."""
         return f"pool({self.jobs})"
 
+    @property
+    def workers(self) -> int:
+        """How many items run at once (1 in this process)."""
+        return max(1, self.jobs)
+
     def map(self, fn: Callable[[T], R], items: Sequence[T], *, idempotent: bool = True) -> Iterator[R]:
         """In order; in-process when ``jobs`` is 1 or there is one item."""
         if self.jobs <= 1 or len(items) <= 1:
@@ -178,6 +183,11 @@ class RayTasks:
     def name(self) -> str:
         """``ray`` and the address."""
         return f"ray({self.address})" if self.address else "ray"
+
+    @property
+    def workers(self) -> int:
+        """How many items run at once: the cluster's CPUs once connected (else 1)."""
+        return max(1, self._workers)
 
     def start(self) -> None:
         """Connect (or start a local Ray) unless this process is already connected."""

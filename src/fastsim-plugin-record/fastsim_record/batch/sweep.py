@@ -1,8 +1,9 @@
 """An episode sweep run by the executor port: ``fsr record RUN.yaml --episodes N --ray``.
 
 The host is reached only through its ``fastsim.hosts`` command object (the plugin never
-imports it): ``check_sweep(args)`` renders and checks every episode's names first, and
-``worker_command(args, episode, seed)`` is the command line that records one episode in
+imports it): ``check_sweep(args)`` checks the Run once and plans the sweep first (the
+first seed, every episode's names, with ``--resume`` only the episodes without a
+committed file), and ``worker_command(args, episode, seed)`` is the command line that records one episode in
 its own process and prints its report as one JSON line.  Each job (``episode_job``) runs
 on one worker (a Ray task, or a pool process):
 

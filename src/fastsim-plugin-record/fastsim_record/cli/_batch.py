@@ -3,7 +3,8 @@
 ``fsr info``, ``validate``, ``index``, ``upload`` and ``export`` take ``--jobs J`` (a
 local process pool, the default) or ``--ray [ADDRESS]``; ``fsr validate`` and ``fsr
 index`` take ``--integrity PROFILE``.  ``run_all`` runs the jobs on the executor the
-options ask for (``fastsim_record.batch.runner``).
+options ask for (``fastsim_record.batch.runner``), with one progress bar on a terminal
+(never with ``--json``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from fastsim_record.batch.jobs import Outcome
-from fastsim_record.batch.runner import executor_of, failures, files
+from fastsim_record.batch.runner import executor_of, failures, files, shows_progress
 from fastsim_record.batch.runner import run_all as run_on
 from fastsim_recording_format import VALIDATION_PROFILES
 
@@ -61,5 +62,7 @@ def default_policy(integrity: str) -> str:
 
 def run_all(prog: str, args: argparse.Namespace, fn: Callable[[T], Outcome],
             items: Sequence[T]) -> list[Outcome] | int:
-    """Every job's outcome on the executor ``args`` ask for; an exit code when it cannot start."""
-    return run_on(prog, executor_of(args.jobs, args.ray), fn, items)
+    """Every job's outcome on the executor ``args`` ask for (a progress bar on a terminal);
+    an exit code when it cannot start."""
+    return run_on(prog, executor_of(args.jobs, args.ray), fn, items,
+                  progress=shows_progress(bool(getattr(args, "json", False))))

@@ -1,10 +1,11 @@
-"""``fsr info FILE... [--json] [--jobs J|--ray [ADDR]]``: summarise sealed FSR files.
+"""``fsr info FILE... [--json] [--verbose] [--jobs J|--ray [ADDR]]``: summarise sealed FSR files.
 
 One local FILE: the outcome table below.  Many files, folders or URLs: ``--json`` prints
 one JSON object per line (the keys below plus ``path``; a failed file is
-``{"path", "code", "error"}``), text prints each file's summary under a ``== FILE``
-header; then a summary line (stderr with ``--json``) and each failed file named; exit 0,
-else the worst code.
+``{"path", "code", "error"}``), text prints one line per file (completion, seed, sim
+time, records, size, segments, degraded/recovered; ``--verbose``: each file's whole
+summary under a ``== FILE`` header); then a summary line (stderr with ``--json``) and
+each failed file named; exit 0, else the worst code.
 
     | # | outcome                     | stdout               | stderr                | exit |
     |---|-----------------------------|----------------------|-----------------------|------|
@@ -14,7 +15,9 @@ else the worst code.
 
 The JSON object has the keys ``streams`` (objects with ``name``, ``stream_id``, ``kind``,
 ``records``, ``data``, ``gap``, ``lost`` (records the gaps stand in for), ``barrier``,
-``payload_bytes``, ``codec``, ``generations``, ``sim_time_ns``), ``records``, ``batches``, ``payload_bytes``, ``size``,
+``payload_bytes``, ``codec``, ``segments`` (the Runtime segments, reset to reset, its
+records belong to; ``generations``, the same list under its old name, is kept for one
+release), ``sim_time_ns``), ``records``, ``batches``, ``payload_bytes``, ``size``,
 ``degraded``, ``recovered``, ``integrity``, ``mode``, ``source_sha256``, ``run_id``,
 ``completion_id``, ``global_sequence`` and ``sim_time_ns``, and what the file says about
 its Run: ``completion`` (``kind``: normal, stopped, failed or cancelled, ``reason``,
@@ -39,15 +42,17 @@ import sys
 from typing import Any
 
 from fastsim_recording_format import FormatError, FsrReader
-from fastsim_recording_format.reading.summary import lost_records, summary
+from fastsim_recording_format.reading.summary import summary
 
-__all__ = ["add_arguments", "lost_records", "run", "summary", "table"]
+__all__ = ["add_arguments", "run", "table"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``fsr info``'s arguments."""
     parser.add_argument("files", nargs="+", metavar="FILE", help="sealed .fsr files, folders or URLs")
     parser.add_argument("--json", action="store_true", help="print one JSON object (one per line for many)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="many files: print each file's whole summary, not one line per file")
     from fastsim_record.cli._batch import add_executor_arguments
 
     add_executor_arguments(parser)
@@ -63,17 +68,24 @@ def _span(s: dict[str, Any]) -> str:
     return "-" if lo is None else f"{lo / 1e9:.3f}..{hi / 1e9:.3f} s"
 
 
-def _generations(gens: list[int]) -> str:
-    if not gens:
+def _segments(segments: list[int]) -> str:
+    if not segments:
         return "-"
-    if len(gens) <= 3:
-        return ",".join(map(str, gens))
-    return f"{gens[0]}..{gens[-1]} ({len(gens)})"
+    if len(segments) <= 3:
+        return ",".join(map(str, segments))
+    return f"{segments[0]}..{segments[-1]} ({len(segments)})"
+
+
+def _with_segments(info: dict[str, Any]) -> dict[str, Any]:
+    """``info`` with each stream's ``segments`` (the summary's ``generations``, which stays
+    for one release under its old name)."""
+    streams = [{**s, "segments": s.get("segments", s["generations"])} for s in info["streams"]]
+    return {**info, "streams": streams}
 
 
 #: the stream table's columns: title, right-aligned
 _COLUMNS = (("stream", False), ("records", True), ("gaps", True), ("lost", True), ("codec", False),
-            ("generations", False), ("sim time", False))
+            ("segments", False), ("sim time", False))
 
 
 def table(streams: list[dict[str, Any]]) -> list[str]:
@@ -83,7 +95,7 @@ def table(streams: list[dict[str, Any]]) -> list[str]:
         codec = s["codec"].get("codec") or s["codec"].get("media_type") or "-"
         rows.append([
             _cell(s["name"]), str(s["records"]), str(s["gap"]), str(s["lost"]), _cell(str(codec)),
-            _generations(s["generations"]), _span(s["sim_time_ns"]),
+            _segments(s.get("segments", s["generations"])), _span(s["sim_time_ns"]),
         ])
     widths = [max(len(row[k]) for row in rows) for k in range(len(_COLUMNS))]
     lines = []
@@ -146,8 +158,26 @@ def _text(info: dict[str, Any]) -> str:
     return "\n".join(lines + table(info["streams"]))
 
 
+def _line(path: str, info: dict[str, Any]) -> str:
+    """One file in one line: completion, seed, sim time, records, size, segments, flags."""
+    completion = info["completion"]["kind"] or "unknown"
+    seed = info["run"]["seed"]
+    lo, hi = info["sim_time_ns"]["min"], info["sim_time_ns"]["max"]
+    sim = "-" if lo is None else f"{(hi - lo) / 1e9:.2f} s"
+    segments = {g for s in info["streams"] for g in s.get("segments", s["generations"])}
+    flags = [flag for flag in ("degraded", "recovered") if info[flag]]
+    task = info.get("task")
+    if task and task.get("success") is not None:
+        flags.append(f"success {str(task['success']).lower()}")
+    return (f"{_cell(path)}  {completion}" + (f", seed {_cell(str(seed))}" if seed is not None else "")
+            + f", {sim}, {info['records']} records, {info['size']} bytes, "
+            + f"{len(segments)} segment{'' if len(segments) == 1 else 's'}"
+            + "".join(f", {flag}" for flag in flags))
+
+
 def _batch(args: argparse.Namespace) -> int:
-    """Many files: one summary each, then the batch's summary and failures."""
+    """Many files: one line each (``--verbose``: each whole summary), then the batch's
+    summary and failures."""
     from fastsim_record.batch.jobs import CheckTask, info_job
     from fastsim_record.batch.sources import SourceError, expand
     from fastsim_record.cli._batch import failures, files, run_all
@@ -160,14 +190,21 @@ def _batch(args: argparse.Namespace) -> int:
     outcomes = run_all("fsr info", args, info_job, [CheckTask(e) for e in entries])
     if isinstance(outcomes, int):
         return outcomes
+    kinds: dict[str, int] = {}
     for o in outcomes:
         if args.json:
-            data = {"path": o.url, **o.data} if o.data is not None else {"path": o.url, "code": o.code, "error": o.error}
+            data = ({"path": o.url, **_with_segments(o.data)} if o.data is not None
+                    else {"path": o.url, "code": o.code, "error": o.error})
             print(json.dumps(data, sort_keys=True))
         elif o.data is not None:
-            print(f"== {o.url}\n{_text(o.data)}")
+            print(f"== {o.url}\n{_text(o.data)}" if args.verbose else _line(o.url, o.data))
+        if o.data is not None:
+            kind = o.data["completion"]["kind"] or "unknown"
+            kinds[kind] = kinds.get(kind, 0) + 1
     bad = sum(1 for o in outcomes if o.code)
-    print(f"summarised {files(len(outcomes))}: {len(outcomes) - bad} valid, {bad} failed",
+    completions = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+    print(f"summarised {files(len(outcomes))}: {len(outcomes) - bad} valid, {bad} failed"
+          + (f" (completion: {completions})" if completions else ""),
           file=sys.stderr if args.json else sys.stdout)
     return failures("fsr info", outcomes)
 
@@ -188,5 +225,5 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"fsr info: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(info, sort_keys=True) if args.json else _text(info))
+    print(json.dumps(_with_segments(info), sort_keys=True) if args.json else _text(info))
     return 0

@@ -13,6 +13,11 @@ host's: 0 committed, 1 failed, 2 config.
     |   |                                      | commits there, then uploads (``--upload``) |
     | 3 | ``--ray``/``--upload`` without       | nobody: one line, exit 2                   |
     |   | ``--episodes``, or with ``--jobs`` and ``--ray`` |                              |
+
+Row 2 takes the host's plan (``check_sweep``: the Run checked once, the names and seeds
+of its one derivation, ``--resume``'s episodes to record), runs the episodes through
+``batch.runner.run_all`` (one progress bar on a terminal) and merges the uploaded
+episodes' rows into ``URL/index.parquet`` with ``batch.index.merge_index``.
 """
 
 from __future__ import annotations
@@ -65,14 +70,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sweep(host: Any, args: argparse.Namespace) -> int:
-    from fastsim_record.batch.executors import MissingRay, ProcessPool, choose
-    from fastsim_record.batch.index import EpisodeIndexError, read_index, update_index
+    from fastsim_record.batch.index import EpisodeIndexError, merge_index, read_index
+    from fastsim_record.batch.runner import executor_of, run_all, shows_progress
     from fastsim_record.batch.sweep import EpisodeTask, episode_job
 
-    first, lines = host.check_sweep(args)
+    plan, lines = host.check_sweep(args)  # the host's one derivation of names and seeds
     for line in lines:
         print(line, file=sys.stderr)
-    if first is None:
+    if plan is None:
         return 2
     index_url = f"{args.upload.rstrip('/')}/index.parquet" if args.upload else None
     try:
@@ -80,23 +85,12 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
     except (EpisodeIndexError, OSError, ValueError) as exc:
         print(f"fsr record: --upload: {exc}".splitlines()[0], file=sys.stderr)
         return 2
-    tasks = [EpisodeTask(tuple(host.worker_command(args, k, first + k)), k, first + k,
-                         str(args.output_dir), args.upload) for k in range(args.episodes)]
-    import os
-
-    executor = choose(args.jobs or os.cpu_count() or 1, args.ray)
-    done = False
-    try:
-        outcomes = list(executor.map(episode_job, tasks, idempotent=False))
-        done = True
-    except MissingRay as exc:
-        print(f"fsr record: {exc}", file=sys.stderr)
-        return 2
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        print(f"fsr record: --ray: {exc}".splitlines()[0], file=sys.stderr)
-        return 2
-    finally:
-        executor.close(abort=not done) if isinstance(executor, ProcessPool) else executor.close()
+    tasks = [EpisodeTask(tuple(host.worker_command(args, k, plan.first + k)), k, plan.first + k,
+                         str(args.output_dir), args.upload) for k in plan.run]
+    outcomes = run_all("fsr record", executor_of(args.jobs, args.ray), episode_job, tasks,
+                       idempotent=False, progress=shows_progress(args.json))
+    if isinstance(outcomes, int):
+        return outcomes
     mine: dict[str, Any] = {}
     for outcome in outcomes:
         for row in (outcome.data or {}).get("rows", []):
@@ -104,18 +98,19 @@ def _sweep(host: Any, args: argparse.Namespace) -> int:
     index_problem = None
     if index_url and (old or mine):
         try:  # merged with the index as it is now: another writer's rows are kept
-            update_index(index_url, lambda now: {**(now or {}), **mine}.values())
+            merge_index(index_url, mine)
         except EpisodeIndexError as exc:  # the episodes are uploaded; only the index is missing
             index_problem = str(exc)
-    code = _report(args, outcomes)
+    code = _report(args, outcomes, plan)
     if index_problem is not None:
         print(f"fsr record: --upload: {index_problem}", file=sys.stderr)
         return max(code, 1)
     return code
 
 
-def _report(args: argparse.Namespace, outcomes: list[Any]) -> int:
-    counts = {"committed": 0, "stopped": 0, "failed": 0}
+def _report(args: argparse.Namespace, outcomes: list[Any], plan: Any) -> int:
+    counts = {"committed": 0, "stopped": 0, "failed": 0, "not run": len(plan.held),
+              "committed before": len(plan.committed)}
     table = []
     for o in outcomes:
         report = (o.data or {}).get("report", {})
@@ -130,15 +125,20 @@ def _report(args: argparse.Namespace, outcomes: list[Any]) -> int:
         detail = committed if o.code == 0 else (o.error or report.get("reason") or "-")
         table.append((str(report.get("episode", "?")), str(report.get("seed", "?")), status,
                       str(detail).splitlines()[0]))
-    code = 1 if counts["failed"] else 3 if counts["stopped"] else 0
+    for k, command in plan.held:
+        table.append((str(k), str(plan.first + k), "not run", f"left as .incomplete: {command}"))
+    table.sort(key=lambda row: int(row[0]) if row[0].isdigit() else -1)
+    code = 1 if counts["failed"] else 3 if counts["stopped"] or plan.held else 0
     if args.json:
         print(json.dumps({"episodes": [(o.data or {}).get("report") for o in outcomes],
                           "exit_code": code, "counts": counts, "uploaded_to": args.upload}, sort_keys=True))
         return code
     where = f", uploaded to {args.upload}" if args.upload else ""
-    print(f"sweep of {len(outcomes)} episode{'' if len(outcomes) == 1 else 's'}: "
+    before = f"{len(plan.committed)} committed before, " if getattr(args, "resume", False) else ""
+    held = f", {len(plan.held)} not run" if plan.held else ""
+    print(f"sweep of {args.episodes} episode{'' if args.episodes == 1 else 's'}: {before}"
           f"{counts['committed']} committed{where}, "
-          f"{counts['stopped']} stopped, {counts['failed']} failed")
+          f"{counts['stopped']} stopped, {counts['failed']} failed{held}")
     rows = [("episode", "seed", "status", "path or reason"), *table]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
