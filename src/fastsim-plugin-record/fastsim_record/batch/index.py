@@ -128,7 +128,7 @@ def reusable(row: dict[str, Any] | None, entry: Entry, profile: str, sha256: boo
     (a failed read or validation is tried again on every run)."""
     if row is None or row.get("error") or row.get("size") != entry.size:
         return False
-    if not LATER_COLUMNS <= row.keys():  # made before a later column existed: read the file again
+    if not row.keys() >= LATER_COLUMNS:  # made before a later column existed: read the file again
         return False
     if row.get("profile") != profile and profile != "structural":  # every profile checks the structure
         return False
