@@ -247,6 +247,8 @@ def _items(source: object) -> Sequence[object]:
 def select(source: object, where: object = None, include: object = None) -> Selection:
     """The ``Dataset``'s files: every source expanded (rules 1-3), then filtered (1-5)."""
     items = _items(source)
+    if not items:
+        raise BadArgument("paths_or_index names no recordings")
     wanted = parse_include(include)
     if where is not None and not all(isinstance(i, str | os.PathLike) and is_index(i) for i in items):
         raise BadArgument("where filters an episode index's columns: pass the index (fsr index SOURCE -o "
@@ -276,7 +278,7 @@ def select(source: object, where: object = None, include: object = None) -> Sele
         elif p.is_file():
             files = [str(p)]
         else:
-            raise FileNotFoundError(f"paths_or_index: {p} is neither a recording file, an index nor a directory")
+            raise FileNotFoundError(f"paths_or_index: {p} is neither a recording file nor a directory (nor an index)")
         left_out.seen += len(files)
         out.extend(f for f in files if keep(file_reasons(f), wanted, left_out))
     return Selection(out, left_out)
