@@ -40,7 +40,7 @@ def _run(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def episodes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``data/``: two normal episodes (seeds 1, 2), one stopped after 3 ticks (seed 3) and
-    one recovered from a torn copy of seed 1 (no completion, degraded)."""
+    one recovered from a torn copy of seed 1 (no completion; degraded, as every recovered file)."""
     root = tmp_path_factory.mktemp("manifest")
     run, data = _run(root), root / "data"
     for seed in (1, 2):
@@ -74,20 +74,21 @@ def test_the_default_filter_leaves_out_stopped_and_degraded_files_and_says_so(ep
     with pytest.warns(LeftOutWarning) as caught:
         ds = fr.Dataset(episodes, channels=[JOINTS])
     assert _names(ds) == ["ds-seed1-0000.fsr", "ds-seed2-0001.fsr"]
-    assert ds.left_out == {"stopped": 1, "recovered": 1}
+    assert ds.left_out == {"stopped": 1, "degraded": 1}
     (warning,) = caught
-    assert str(warning.message) == ("left out 2 of 4 episodes: 1 stopped, 1 recovered "
-                                    "(include='stopped,recovered' keeps them)")
+    assert str(warning.message) == ("left out 2 of 4 episodes: 1 stopped, 1 degraded "
+                                    "(include='stopped,degraded' keeps them)")
 
 
 def test_include_brings_them_back(episodes: Path) -> None:
-    """``include='stopped'`` keeps the stopped file; the recovered one needs recovered and degraded."""
-    with pytest.warns(LeftOutWarning, match="1 recovered"):
+    """``include='stopped'`` keeps the stopped file; ``degraded`` the recovered one."""
+    with pytest.warns(LeftOutWarning, match=r"left out 1 of 4 episodes: 1 degraded \(include='degraded' keeps them\)"):
         ds = fr.Dataset(episodes, channels=[JOINTS], include="stopped")
     assert "ds-seed3-0002.fsr" in _names(ds)
-    assert ds.left_out == {"recovered": 1}
-    with pytest.warns(LeftOutWarning, match=r"1 degraded \(include='degraded' keeps them\)"):
-        fr.Dataset(episodes, channels=[JOINTS], include=["stopped", "recovered"])
+    assert ds.left_out == {"degraded": 1}
+    with pytest.warns(LeftOutWarning, match=r"1 stopped \(include='stopped' keeps them\)"):
+        recovered = fr.Dataset(episodes, channels=[JOINTS], include=["degraded"])
+    assert "ds-seed9-0009.fsr" in _names(recovered)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing left out: no warning
         everything = fr.Dataset(episodes, channels=[JOINTS], include="all")
@@ -132,9 +133,9 @@ def test_rows_with_an_error_are_skipped_and_counted(indexed: Path) -> None:
     """A file that failed validation is a row with an error: left out and counted, never read."""
     (indexed.parent / "broken.fsr").write_bytes(b"FSR" + b"\0" * 200)
     assert main(["index", str(indexed.parent), "-o", str(indexed)]) == 1
-    with pytest.warns(LeftOutWarning, match=r"left out 3 of 5 episodes: 1 error, 1 stopped, 1 recovered"):
+    with pytest.warns(LeftOutWarning, match=r"left out 3 of 5 episodes: 1 error, 1 stopped, 1 degraded"):
         ds = fr.Dataset(indexed, channels=[JOINTS])
-    assert ds.left_out == {"error": 1, "stopped": 1, "recovered": 1}
+    assert ds.left_out == {"error": 1, "stopped": 1, "degraded": 1}
     assert len(ds.paths) == 2
 
 

@@ -18,14 +18,15 @@ its reason (``LeftOut``):
     |   |             | validation when it was indexed)                |                       |
     | 2 | ``where``   | the ``where`` filter does not select the row   | never (change where)  |
     | 3 | ``stopped``,| the Run's completion (``Recording.info.        | that name             |
-    |   | ``failed``, | completion``) is not ``normal``                |                       |
+    |   | ``failed``, | completion``) is another than ``normal``       |                       |
     |   | ``cancelled``|                                               |                       |
-    | 4 | ``recovered``| the file has no completion: ``fsr recover``   | ``recovered``         |
-    |   |             | sealed it from an ``.incomplete``              |                       |
-    | 5 | ``degraded``| ``Recording.info.degraded``: the file holds    | ``degraded``          |
-    |   |             | declared losses (GAP records) or was recovered |                       |
+    | 4 | ``degraded``| ``Recording.info.degraded``: the file holds    | ``degraded``          |
+    |   |             | declared losses (GAP records), or ``fsr        |                       |
+    |   |             | recover`` sealed it from an ``.incomplete``    |                       |
 
-By default only episodes that completed ``normal`` and are not degraded are kept;
+By default only episodes that completed ``normal`` and are not degraded are kept (a
+file without a completion, as ``fsr synth`` writes and as recovery leaves, is judged by
+``degraded`` alone: a recovered file is always degraded);
 ``include="stopped,degraded"`` (or ``"all"``) opts in.  A file is kept when every reason
 it has is included, and is counted under its first reason that is not.  A file read
 without an index gets its completion and ``degraded`` from its own footer, as
@@ -54,7 +55,7 @@ __all__ = [
 INDEX_KEY = b"fsr-index"
 INDEX_SUFFIX = ".parquet"
 #: the reasons ``include`` can opt in to, in the order they are counted
-INCLUDE = ("stopped", "failed", "cancelled", "recovered", "degraded")
+INCLUDE = ("stopped", "failed", "cancelled", "degraded")
 _COMPLETIONS = frozenset({"stopped", "failed", "cancelled"})
 
 
@@ -121,11 +122,10 @@ def parse_include(value: object) -> frozenset[str]:
 
 
 def reasons(completion: object, degraded: object) -> tuple[str, ...]:
-    """Rules 3-5: why an episode with this completion and ``degraded`` is left out by default."""
+    """Rules 3-4: why an episode with this completion and ``degraded`` is left out by default."""
     out = []
-    if completion != "normal":
-        out.append(completion if isinstance(completion, str) and completion in _COMPLETIONS
-                   else "recovered" if completion is None else "failed")
+    if completion is not None and completion != "normal":  # another word than the host's: failed
+        out.append(completion if completion in _COMPLETIONS else "failed")
     if degraded is not False:
         out.append("degraded")
     return tuple(out)
@@ -141,7 +141,7 @@ def keep(found: Sequence[str], include: frozenset[str], left_out: LeftOut) -> bo
 
 
 def file_reasons(path: str | os.PathLike[str]) -> tuple[str, ...]:
-    """Rules 3-5 for a file read without an index: its own footer (``FormatError`` as the reader raises it)."""
+    """Rules 3-4 for a file read without an index: its own footer (``FormatError`` as the reader raises it)."""
     from fastsim_recording_format.reader import FsrReader
     from fastsim_recording_format.reading.summary import completion
 
@@ -208,7 +208,7 @@ def read_index_table(source: Any, location: str) -> Any:
 
 
 def select_index(table: Any, location: str, where: object, include: frozenset[str], left_out: LeftOut) -> list[str]:
-    """The files of an index's rows that are kept (rules 1-5), resolved against ``location``."""
+    """The files of an index's rows that are kept (rules 1-4), resolved against ``location``."""
     import pyarrow.compute as pc
 
     left_out.seen += table.num_rows
@@ -245,7 +245,7 @@ def _items(source: object) -> Sequence[object]:
 
 
 def select(source: object, where: object = None, include: object = None) -> Selection:
-    """The ``Dataset``'s files: every source expanded (rules 1-3), then filtered (1-5)."""
+    """The ``Dataset``'s files: every source expanded (rules 1-3), then filtered (1-4)."""
     items = _items(source)
     if not items:
         raise BadArgument("paths_or_index names no recordings")
