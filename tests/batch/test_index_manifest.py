@@ -23,7 +23,8 @@ OUTCOME = ("task", "success", "return", "terminated", "truncated", "env_id")
 
 
 def _table(out: Path) -> list[dict[str, Any]]:
-    return pq.read_table(out).to_pylist()
+    rows: list[dict[str, Any]] = pq.read_table(out).to_pylist()
+    return rows
 
 
 def test_paths_below_the_index_are_relative_and_others_absolute(dataset: Path, tmp_path: Path) -> None:
@@ -39,7 +40,7 @@ def test_paths_below_the_index_are_relative_and_others_absolute(dataset: Path, t
                             "batch-test-seed3-0002.fsr"])
     nested = tmp_path / "index.parquet"  # one folder up: the folder's name is part of the path
     assert main(["index", str(dataset), "-o", str(nested)]) == 0
-    assert [r["path"] for r in _table(nested)][0] == "dataset/batch-test-seed1-0000.fsr"
+    assert next(r["path"] for r in _table(nested)) == "dataset/batch-test-seed1-0000.fsr"
 
 
 def test_a_moved_folder_keeps_its_index_and_reindexing_reads_nothing(
@@ -96,7 +97,8 @@ def test_a_gymnasium_recording_has_its_env_id_and_ending(tmp_path: Path) -> None
         "CartPole-v1", True, False, float(steps))
     assert (second["env_id"], second["terminated"], second["truncated"], second["completion"]) == (
         "CartPole-v1", False, True, "stopped")
-    assert first["task"] is None and first["success"] is None
+    assert first["task"] is None
+    assert first["success"] is None
 
 
 def test_fsr_index_without_pyarrow_is_one_line(dataset: Path, tmp_path: Path) -> None:

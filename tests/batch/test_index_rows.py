@@ -14,8 +14,8 @@ from fastsim_record.batch.executors import _chunks
 from fastsim_record.batch.jobs import CheckTask, index_job
 from fastsim_record.batch.sources import expand
 from fastsim_record.cli import main
-from fastsim_recording_format.reading._sources import resolve_path
 from fastsim_record.testing.cameras import write_camera_fsr
+from fastsim_recording_format.reading._sources import resolve_path
 
 pytest.importorskip("pyarrow")
 Capture = pytest.CaptureFixture[str]

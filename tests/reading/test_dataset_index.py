@@ -92,7 +92,8 @@ def test_include_brings_them_back(episodes: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing left out: no warning
         everything = fr.Dataset(episodes, channels=[JOINTS], include="all")
-    assert len(everything.paths) == 4 and everything.left_out == {}
+    assert len(everything.paths) == 4
+    assert everything.left_out == {}
     with pytest.raises(BadArgument, match="include: unknown 'stoped'; did you mean 'stopped'"):
         fr.Dataset(episodes, channels=[JOINTS], include="stoped")
 
@@ -126,7 +127,8 @@ def test_a_moved_folder_still_loads_through_its_index(indexed: Path, tmp_path: P
     shutil.move(str(indexed.parent), moved)
     ds = fr.Dataset(moved / "index.parquet", channels=[JOINTS], include="all")
     assert [Path(p).parent for p in ds.paths] == [moved] * 4
-    assert len(ds) > 0 and ds[0][JOINTS].shape == (7,)
+    assert len(ds) > 0
+    assert ds[0][JOINTS].shape == (7,)
 
 
 def test_rows_with_an_error_are_skipped_and_counted(indexed: Path) -> None:
