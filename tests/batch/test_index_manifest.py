@@ -124,3 +124,21 @@ def test_a_missing_bucket_is_one_line(dataset: Path, s3_server: str, capsys: Cap
     captured = capsys.readouterr()
     assert captured.err == ("fsr index: s3://no-such-bucket/x/index.parquet: the bucket 'no-such-bucket' "
                             "does not exist\n")
+
+
+@pytest.mark.s3
+def test_an_index_on_s3_is_an_export_source(dataset: Path, bucket: tuple[Any, str], tmp_path: Path,
+                                            capsys: Capture) -> None:
+    """``fsr upload`` writes ``URL/index.parquet`` with paths relative to it; ``fsr export`` reads its rows' objects."""
+    pytest.importorskip("foxglove", reason="the mcap extra (foxglove-sdk) is not installed")
+    fs, url = bucket
+    assert main(["upload", str(dataset), url, "--jobs", "1"]) == 0
+    fs.invalidate_cache()
+    with fs.open(f"{url.removeprefix('s3://')}/index.parquet", "rb") as handle:
+        assert sorted(pq.read_table(handle).column("path").to_pylist()) == sorted(p.name for p in dataset.glob("*.fsr"))
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["export", f"{url}/index.parquet", "--to", "mcap", "-o", str(out), "--quiet",
+                 "--where", "seed != 2"]) == 0
+    assert capsys.readouterr().out.strip().endswith("(mcap); left out 1 of 3 episodes: 1 by where")
+    assert len(list(out.glob("*.mcap"))) == 2

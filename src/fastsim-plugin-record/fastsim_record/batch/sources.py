@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from fastsim_recording_format.files import FSR_SUFFIX, INCOMPLETE_SUFFIX, QUARANTINE_DIR
+from fastsim_recording_format.reading._sources import is_url  # one rule for what a URL is
 
 __all__ = [
     "Entry", "SourceError", "check_bucket", "etag_of", "expand", "filesystem", "is_local_fs", "is_single_file", "is_url",
@@ -47,12 +48,6 @@ class Entry:
     size: int
     mtime_ns: int | None = None
     etag: str | None = None
-
-
-def is_url(text: str) -> bool:
-    """``scheme://...`` (a Windows drive letter is not a scheme)."""
-    head, sep, _ = text.partition("://")
-    return bool(sep) and len(head) > 1 and head.replace("+", "").isalnum()
 
 
 def is_single_file(sources: Sequence[str], args: object = None) -> bool:
