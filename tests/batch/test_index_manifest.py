@@ -57,8 +57,7 @@ def test_a_moved_folder_keeps_its_index_and_reindexing_reads_nothing(
 
 
 def test_segments_and_the_outcome_columns_are_null_where_a_file_has_none(dataset: Path, tmp_path: Path) -> None:
-    """``segments`` counts Runtime generations (``generations`` kept for one release); a Run
-    without a task or Gymnasium has null outcome columns."""
+    """``segments`` counts generations (as the old ``generations``); a plain Run's outcome columns are null."""
     out = tmp_path / "index.parquet"
     assert main(["index", str(dataset), "-o", str(out)]) == 0
     for row in _table(out):

@@ -271,7 +271,9 @@ def run(args: argparse.Namespace) -> int:
             local, left_out = selected_sources(args, stack)
         except (SourceError, ReadError) as exc:
             return _fail(2, f"fsr export: {exc}")
-        except (OSError, ImportError) as exc:
+        except ImportError as exc:  # an index SOURCE without pyarrow: the line names the extra
+            return _fail(2, f"fsr export: {exc}".splitlines()[0])
+        except OSError as exc:
             return _fail(2, f"fsr export: {type(exc).__name__}: {exc}".splitlines()[0])
         if not local:
             return _fail(2, f"fsr export: nothing to export: {left_out.line('--include')}")
