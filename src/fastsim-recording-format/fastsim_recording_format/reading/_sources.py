@@ -48,8 +48,8 @@ from fastsim_recording_format.reading._errors import BadArgument
 from fastsim_recording_format.reading._where import apply_where, require_pyarrow
 
 __all__ = [
-    "INCLUDE", "INDEX_KEY", "LeftOut", "LeftOutWarning", "Selection", "file_reasons", "is_index", "is_url", "keep", "parse_include",
-    "read_index_table", "relative_path", "resolve_path", "select", "select_index",
+    "INCLUDE", "INDEX_KEY", "LeftOut", "LeftOutWarning", "Selection", "file_reasons", "is_index", "is_url", "keep",
+    "parse_include", "read_index_table", "reasons", "relative_path", "resolve_path", "select", "select_index",
 ]
 
 INDEX_KEY = b"fsr-index"
