@@ -58,7 +58,7 @@ def test_the_default_leaves_out_the_stopped_episode_and_says_so(folder: Path, tm
     out = tmp_path / "out"
     assert main(["export", str(folder), "--to", "mcap", "-o", str(out), "--quiet"]) == 0
     line = capsys.readouterr().out.strip()
-    assert line.startswith("exported 2 recording(s)")
+    assert line.startswith("exported 2 episode(s) (2 segment(s), ")
     assert line.endswith("; left out 1 of 3 episodes: 1 stopped (--include stopped keeps them)")
     assert _exported(out) == ["ex-seed1-0000.mcap", "ex-seed2-0001.mcap"]
 

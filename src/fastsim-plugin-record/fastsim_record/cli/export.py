@@ -367,6 +367,7 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str, note:
         raise
     total = sum(summary.counts.values())
     unit = {"lerobot": "frames", "mcap": "messages", "rerun": "rows"}.get(args.to, "items")
-    print(f"exported {len(sources)} recording(s), {summary.episodes} episode(s), {total} {unit} to {out} ({args.to}); "
+    # an episode is one file; a segment one Runtime generation in it (a LeRobot episode)
+    print(f"exported {len(sources)} episode(s) ({summary.episodes} segment(s), {total} {unit}) to {out} ({args.to}); "
           f"{note}")
     return 0
