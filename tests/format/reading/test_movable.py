@@ -13,6 +13,7 @@ PACKAGE = Path(fastsim_recording_format.reading.__file__).parent
 ALLOWED = {
     # third party: numpy and attrs, and lazily simplejpeg, OpenCV and pyarrow
     "numpy", "numpy.typing", "attrs", "simplejpeg", "cv2", "pyarrow",
+    "pyarrow.compute", "pyarrow.parquet",  # an episode index and its where filter (Dataset(index))
 }
 
 

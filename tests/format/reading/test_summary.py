@@ -45,7 +45,8 @@ def test_wrong_types_in_the_metadata_are_none(tmp_path: Path) -> None:
     path = write_file(tmp_path / "wrong.fsr", WRONG, result=WRONG_RESULT)
     with FsrReader(str(path)) as reader:
         assert run_facts(reader) == {"name": None, "backend": None, "seed": None, "episode": None}
-        assert task_result(reader) == {"task": None, "success": None, "return": None, "steps": None}
+        assert task_result(reader) == {"task": None, "success": None, "failure": None, "return": None,
+                                       "steps": None}
         info = summary(reader)
     assert info["run"]["seed"] is None
     assert info["task"]["success"] is None
@@ -58,7 +59,8 @@ def test_typed_metadata_is_kept(tmp_path: Path) -> None:
                                                                 "steps": 9})
     with FsrReader(str(path)) as reader:
         assert run_facts(reader) == {"name": "pick", "backend": "mujoco", "seed": 4, "episode": 2}
-        assert task_result(reader) == {"task": "reach", "success": True, "return": 3.0, "steps": 9}
+        assert task_result(reader) == {"task": "reach", "success": True, "failure": None, "return": 3.0,
+                                       "steps": 9}
 
 
 @pytest.mark.parametrize(("attributes", "created", "expected"), [

@@ -42,7 +42,7 @@ def test_lerobot_action_comes_from_the_recorded_commands(driven: tuple[Path, lis
 
     path, actions = driven
     out = tmp_path / "dataset"
-    assert main(["export", str(path), "--to", "lerobot", "-o", str(out), "--quiet"]) == 0
+    assert main(["export", str(path), "--to", "lerobot", "-o", str(out), "--quiet", "--include", "stopped"]) == 0
     ds = LeRobotRules(out)
     assert ds.info["features"]["action"]["names"] == NAMES
     assert ds.info["features"]["action"]["dtype"] == "float32"
@@ -67,7 +67,7 @@ def test_mcap_carries_the_commands_beside_the_joint_states(driven: tuple[Path, l
 
     path, actions = driven
     out = tmp_path / "driven.mcap"
-    assert main(["export", str(path), "--to", "mcap", "-o", str(out), "--quiet"]) == 0
+    assert main(["export", str(path), "--to", "mcap", "-o", str(out), "--quiet", "--include", "stopped"]) == 0
     messages: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     import json
 
@@ -89,7 +89,7 @@ def test_rerun_carries_the_commands_beside_the_joint_states(driven: tuple[Path, 
 
     path, actions = driven
     out = tmp_path / "driven.rrd"
-    assert main(["export", str(path), "--to", "rerun", "-o", str(out), "--quiet"]) == 0
+    assert main(["export", str(path), "--to", "rerun", "-o", str(out), "--quiet", "--include", "stopped"]) == 0
     rows: dict[str, int] = collections.Counter()
     names: list[str] = []
     for chunk in RrdReader(str(out)).stream().to_chunks():

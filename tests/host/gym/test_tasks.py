@@ -106,7 +106,7 @@ def test_the_example_policies_succeed_and_fail_and_fsr_index_shows_both(
     assert all(r["task"] == "reach" and r["return"] > 0 for r in rows)
     assert all(r["completion"] == "normal" for r in rows)  # terminated (success) and truncated both commit normal
     capsys.readouterr()
-    winner = next(r["path"] for r in rows if r["success"])
+    winner = next(str(tmp_path / r["path"]) for r in rows if r["success"])  # a path relative to the index
     assert main(["info", winner]) == 0
     assert "task reach: success true, return " in capsys.readouterr().out
 
@@ -171,6 +171,6 @@ def test_an_index_made_before_the_task_columns_reads_its_files_again(
     assert main(["index", str(tmp_path / "out"), "-o", str(index)]) == 0
     assert "1 read, 0 unchanged" in capsys.readouterr().out
     (row,) = pq.read_table(index).to_pylist()
-    assert row["path"] == str(result.outcome.committed[0])
+    assert tmp_path / row["path"] == result.outcome.committed[0]  # relative to the index's folder
     assert row["task"] == "reach"
     assert row["success"] is False

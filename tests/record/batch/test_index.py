@@ -11,12 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from fastsim_record.cli import main
+from fastsim_recording_format.reading._sources import resolve_path
 
 Capture = pytest.CaptureFixture[str]
 
 
 def _rows(path: Path) -> dict[str, dict[str, Any]]:
-    return {row["path"]: row for row in pq.read_table(path).to_pylist()}
+    """The index's rows by file (a stored path is relative to the index's folder)."""
+    return {resolve_path(str(path), row["path"]): row for row in pq.read_table(path).to_pylist()}
 
 
 def test_index_has_one_row_per_file_with_the_run_facts(dataset: Path, tmp_path: Path, capsys: Capture) -> None:

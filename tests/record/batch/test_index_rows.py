@@ -15,6 +15,7 @@ from fastsim_record.batch.jobs import CheckTask, index_job
 from fastsim_record.batch.sources import expand
 from fastsim_record.cli import main
 from fastsim_record.testing.cameras import write_camera_fsr
+from fastsim_recording_format.reading._sources import resolve_path
 
 pytest.importorskip("pyarrow")
 Capture = pytest.CaptureFixture[str]
@@ -23,7 +24,7 @@ Capture = pytest.CaptureFixture[str]
 def _rows(out: Path) -> dict[str, dict[str, object]]:
     import pyarrow.parquet as pq
 
-    return {str(r["path"]): r for r in pq.read_table(out).to_pylist()}
+    return {resolve_path(str(out), str(r["path"])): r for r in pq.read_table(out).to_pylist()}
 
 
 def test_cameras_column_holds_the_aliases(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def test_sweep_on_ray_records_validates_and_uploads(
     with fs.open(url.removeprefix("s3://") + "/index.parquet", "rb") as handle:
         rows = pq.read_table(handle).to_pylist()
     assert sorted((r["seed"], r["completion"]) for r in rows) == [(7, "normal"), (8, "normal")]
-    assert all(r["path"].startswith(url) for r in rows)
+    assert sorted(r["path"] for r in rows) == [p.name for p in sorted(out.glob("*.fsr"))]  # relative to the index
 
 
 def test_record_ray_options_need_a_sweep(tmp_path: Path, capsys: Capture) -> None:

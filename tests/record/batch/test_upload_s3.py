@@ -10,6 +10,7 @@ import pytest
 
 import fastsim_record.batch.upload as upload_module
 from fastsim_record.cli import main
+from fastsim_recording_format.reading._sources import resolve_path
 
 Capture = pytest.CaptureFixture[str]
 pytestmark = pytest.mark.s3
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.s3
 def _index(fs: Any, url: str) -> dict[str, dict[str, Any]]:
     fs.invalidate_cache()
     with fs.open(url.removeprefix("s3://") + "/index.parquet", "rb") as handle:
-        return {row["path"]: row for row in pq.read_table(handle).to_pylist()}
+        return {resolve_path(f"{url}/index.parquet", row["path"]): row for row in pq.read_table(handle).to_pylist()}
 
 
 def test_upload_verifies_writes_the_index_and_skips_identical_objects(

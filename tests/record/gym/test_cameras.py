@@ -62,7 +62,7 @@ def test_cartpole_render_frames_are_an_uncalibrated_camera(tmp_path: Path, capsy
     assert info["cameras"] == {"render": {"model": "uncalibrated", "width": 600, "height": 400, "renderer": None}}
     assert main(["info", str(path)]) == 0
     assert "camera render: renderer not recorded, 600x400, uncalibrated (no K, no pose)" in capsys.readouterr().out
-    code = main(["export", str(path), "--to", "mcap", "-o", str(tmp_path / "x.mcap")])
+    code = main(["export", str(path), "--to", "mcap", "-o", str(tmp_path / "x.mcap"), "--include", "stopped"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1  # ExportError (docs/errors.md)
     assert len(err) == 1

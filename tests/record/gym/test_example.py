@@ -33,7 +33,8 @@ def test_the_random_policy_example_records_and_exports_to_lerobot(tmp_path: Path
         assert len(files) == len(done.stdout.splitlines()) >= 2
         assert main(["validate", str(tmp_path / out)]) == 0
         dataset = tmp_path / f"lerobot-{out}"
-        assert main(["export", str(tmp_path / out), "--to", "lerobot", "-o", str(dataset), "--task", "run"]) == 0
+        assert main(["export", str(tmp_path / out), "--to", "lerobot", "-o", str(dataset), "--task", "run",
+                     "--include", "stopped"]) == 0  # every file: close() ends the open episodes stopped
         info = json.loads((dataset / "meta" / "info.json").read_text())
         assert info["total_episodes"] == len(files)
         assert "observation.images.render" in info["features"]

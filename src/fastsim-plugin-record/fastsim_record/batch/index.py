@@ -1,16 +1,9 @@
 """The episode index: one Parquet row per FSR file (``fsr index``, ``fsr upload``).
 
-Columns (``SCHEMA``): where the file is and which version of it (``path``, ``size``,
-``mtime_ns`` or ``etag``); the Run (``run_id``, ``run_name``, ``backend``, ``seed``,
-``episode``); how it ended (``completion``, ``completion_reason``, ``degraded``,
-``recovered``); time (``generations``, ``sim_time_start_s``, ``sim_time_end_s``,
-``sim_duration_s``, ``wall_duration_s``); content (``records``, ``records_by_kind``,
-``cameras``, ``codecs``, ``lost``, ``lost_by_stream``); trust (``integrity``, the file's
-policy; ``profile``, the validation profile; ``footer_identity`` and
-``completion_identity`` of the receipt; ``sha256`` with ``--sha256``); ``error``, the
-one-line reason a file failed validation (its other Run columns are then null); and the
-task's outcome (``task``, ``success``, ``return``: the episode's ``task.result``, null
-for a Run without a task), so ``success == True`` selects the episodes that worked.
+Columns: ``fastsim_record.batch.index_schema``.  A row's ``path`` is stored relative to
+OUT's folder when the file lies below it (rule 8), so a dataset folder can be moved or
+copied with its index; every reader (this module, ``Dataset``, ``fsr export``) resolves
+it against the index's own location.
 
     | # | rule                                                                        |
     |---|-----------------------------------------------------------------------------|
@@ -29,6 +22,8 @@ for a Run without a task), so ``success == True`` selects the episodes that work
     |   | ``If-None-Match: *``) and retried after re-reading on a conflict            |
     | 7 | a file that is Parquet with the metadata but lacks a column, has a column  |
     |   | of another type, or a null ``path`` is not an index (``EpisodeIndexError``) |
+    | 8 | a row's ``path`` below OUT's folder is written relative to it (local, or   |
+    |   | under the same URL prefix); rows are keyed and merged by resolved path     |
 """
 
 from __future__ import annotations
@@ -41,42 +36,20 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from fastsim_record.batch.index_schema import INDEX_KEY, LATER_COLUMNS, schema
 from fastsim_record.batch.sources import Entry, etag_of, filesystem, is_url, store_error
+from fastsim_recording_format.reading._sources import relative_path, resolve_path
 
 __all__ = [
     "INDEX_KEY", "EpisodeIndexError", "merge_index", "read_index", "reusable", "schema", "update_index", "write_index",
 ]
 
-INDEX_KEY = b"fsr-index"
 LOCK_WAIT_S = 120.0  # the longest a local writer waits for another's read-merge-write
 PUT_ATTEMPTS = 12  # conditional PUTs tried on an object store before giving up
 
 
 class EpisodeIndexError(ValueError):
     """OUT exists and is not an index, or cannot be read or written (one line)."""
-
-
-def schema() -> Any:
-    """The index's pyarrow schema."""
-    import pyarrow as pa
-
-    counts = pa.list_(pa.struct([("name", pa.string()), ("count", pa.int64())]))
-    return pa.schema([
-        ("path", pa.string()), ("size", pa.int64()), ("mtime_ns", pa.int64()), ("etag", pa.string()),
-        ("run_id", pa.string()), ("run_name", pa.string()), ("backend", pa.string()),
-        ("seed", pa.int64()), ("episode", pa.int64()),
-        ("completion", pa.string()), ("completion_reason", pa.string()),
-        ("degraded", pa.bool_()), ("recovered", pa.bool_()),
-        ("generations", pa.int64()), ("sim_time_start_s", pa.float64()), ("sim_time_end_s", pa.float64()),
-        ("sim_duration_s", pa.float64()), ("wall_duration_s", pa.float64()),
-        ("records", pa.int64()), ("records_by_kind", counts),
-        ("cameras", pa.list_(pa.string())), ("codecs", pa.list_(pa.string())),
-        ("lost", pa.int64()), ("lost_by_stream", counts),
-        ("integrity", pa.string()), ("profile", pa.string()),
-        ("footer_identity", pa.string()), ("completion_identity", pa.string()),
-        ("sha256", pa.string()), ("error", pa.string()),
-        ("task", pa.string()), ("success", pa.bool_()), ("return", pa.float64()),
-    ], metadata={INDEX_KEY: b"1"})
 
 
 def _pairs(value: Any) -> list[dict[str, Any]] | None:
@@ -95,12 +68,7 @@ def _exists(out: str) -> bool:
     return os.path.lexists(out)
 
 
-#: columns added after the first index layout: an index without them is valid, and its
-#: rows are not reused (``reusable``), so the next run fills them in
-LATER_COLUMNS = frozenset({"task", "success", "return"})
-
-
-def _parse(table: Any, out: str) -> dict[str, dict[str, Any]]:
+def _parse(table: Any, out: str, location: str) -> dict[str, dict[str, Any]]:
     """Rule 1 and the schema: every column of ``SCHEMA`` with its type, ``path`` never null."""
     if (table.schema.metadata or {}).get(INDEX_KEY) != b"1":
         raise EpisodeIndexError(f"{out}: exists and is not an episode index (no '{INDEX_KEY.decode()}' metadata)")
@@ -123,31 +91,34 @@ def _parse(table: Any, out: str) -> dict[str, dict[str, Any]]:
         for key in ("records_by_kind", "lost_by_stream"):
             if row.get(key) is not None:
                 row[key] = [(p["name"], p["count"]) for p in row[key] if p is not None]
+        row["path"] = resolve_path(location, row["path"])  # rule 8
         rows[row["path"]] = row
     return rows
 
 
-def _load(data: Any, out: str) -> dict[str, dict[str, Any]]:
+def _load(data: Any, out: str, location: str) -> dict[str, dict[str, Any]]:
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(data)
     except Exception as exc:  # not Parquet at all: refused like any non-index
         raise EpisodeIndexError(f"{out}: exists and is not an episode index ({type(exc).__name__})") from None
-    return _parse(table, out)
+    return _parse(table, out, location)
 
 
-def read_index(out: str) -> dict[str, dict[str, Any]] | None:
-    """The rows of the index at ``out`` by path; ``None`` when there is none."""
+def read_index(out: str, location: str | None = None) -> dict[str, dict[str, Any]] | None:
+    """The rows of the index at ``out`` by (resolved) path; ``None`` when there is none.
+    ``location``: the index's name as its relative paths are resolved (default ``out``)."""
+    location = out if location is None else location
     if not _exists(out):
         return None
     try:
         if is_url(out) and not out.startswith("file://"):
             fs, path = filesystem(out)
             with fs.open(path, "rb") as handle:
-                return _load(handle, out)
+                return _load(handle, out, location)
         with open(_local_path(out), "rb") as handle:  # one open: a concurrent replace never splits the read
-            return _load(handle, out)
+            return _load(handle, out, location)
     except OSError as exc:
         raise EpisodeIndexError(f"{out}: cannot read the index: {exc.strerror or exc}") from None
 
@@ -157,7 +128,7 @@ def reusable(row: dict[str, Any] | None, entry: Entry, profile: str, sha256: boo
     (a failed read or validation is tried again on every run)."""
     if row is None or row.get("error") or row.get("size") != entry.size:
         return False
-    if "success" not in row:  # made before the task columns existed: read the file again
+    if not row.keys() >= LATER_COLUMNS:  # made before a later column existed: read the file again
         return False
     if row.get("profile") != profile and profile != "structural":  # every profile checks the structure
         return False
@@ -168,11 +139,11 @@ def reusable(row: dict[str, Any] | None, entry: Entry, profile: str, sha256: boo
     return entry.mtime_ns is not None and row.get("mtime_ns") == entry.mtime_ns
 
 
-def _table(rows: Iterable[dict[str, Any]]) -> Any:
+def _table(rows: Iterable[dict[str, Any]], out: str) -> Any:
     import pyarrow as pa
 
     sch = schema()
-    ordered = sorted(rows, key=lambda r: r["path"])
+    ordered = sorted(({**r, "path": relative_path(out, r["path"])} for r in rows), key=lambda r: r["path"])
     columns = {}
     for field in sch:
         values = [r.get(field.name) for r in ordered]
@@ -186,11 +157,11 @@ def _local_path(out: str) -> str:
     return os.path.abspath(out[len("file://"):] if out.startswith("file://") else out)
 
 
-def _parquet(rows: Iterable[dict[str, Any]]) -> tuple[bytes, int]:
+def _parquet(rows: Iterable[dict[str, Any]], out: str) -> tuple[bytes, int]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = _table(rows)
+    table = _table(rows, out)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes(), int(table.num_rows)
@@ -245,8 +216,8 @@ def _update_local(local: str, out: str, merge: Merge, replace_invalid: bool) -> 
                     raise EpisodeIndexError(
                         f"{out}: another writer held the index's folder lock for {LOCK_WAIT_S:.0f} s") from None
                 time.sleep(0.02)
-        current = _current(out, lambda: read_index(local), replace_invalid)
-        data, count = _parquet(merge(current))
+        current = _current(out, lambda: read_index(local, out), replace_invalid)
+        data, count = _parquet(merge(current), out)
         tmp = os.path.join(folder, f".{name}.indexing-{os.getpid()}")
         try:
             with open(tmp, "wb") as handle:
@@ -277,9 +248,9 @@ def _update_remote(out: str, merge: Merge, replace_invalid: bool) -> int:
             etag = None
 
         def read(tag: str | None = etag) -> dict[str, dict[str, Any]] | None:
-            return None if tag is None else _load(_buffer(fs.cat_file(path)), out)
+            return None if tag is None else _load(_buffer(fs.cat_file(path)), out, out)
 
-        data, count = _parquet(merge(_current(out, read, replace_invalid)))
+        data, count = _parquet(merge(_current(out, read, replace_invalid)), out)
         if not conditional:
             fs.pipe_file(path, data)
             return count

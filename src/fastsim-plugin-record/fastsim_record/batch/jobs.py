@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from fastsim_record.batch.index_schema import outcome_columns
 from fastsim_record.batch.sources import Entry, readable
 from fastsim_recording_format import (
     FormatError,
@@ -152,7 +153,7 @@ def row_of(entry: Entry, info: dict[str, Any] | None, receipt: dict[str, Any] | 
         "seed": run["seed"], "episode": run["episode"],
         "completion": completion["kind"], "completion_reason": completion["reason"],
         "degraded": info["degraded"], "recovered": info["recovered"],
-        "generations": len(generations),
+        "segments": len(generations), "generations": len(generations),  # generations: the old name, one release
         "sim_time_start_s": None if lo is None else lo / 1e9,
         "sim_time_end_s": None if hi is None else hi / 1e9,
         "sim_duration_s": None if lo is None else (hi - lo) / 1e9,
@@ -162,8 +163,7 @@ def row_of(entry: Entry, info: dict[str, Any] | None, receipt: dict[str, Any] | 
         "lost": sum(lost.values()), "lost_by_stream": sorted(lost.items()),
         "integrity": info["integrity"],
     })
-    task = info.get("task") or {}
-    row.update({"task": task.get("task"), "success": task.get("success"), "return": task.get("return")})
+    row.update(outcome_columns(info))
     if receipt is not None:
         row["footer_identity"] = receipt["footer_identity"]
         row["completion_identity"] = receipt["completion_identity"]

@@ -28,9 +28,10 @@ from typing import Any
 import attrs
 
 from fastsim_recording_format.files import FSR_SUFFIX, INCOMPLETE_SUFFIX, QUARANTINE_DIR
+from fastsim_recording_format.reading._sources import is_url  # one rule for what a URL is
 
 __all__ = [
-    "Entry", "SourceError", "etag_of", "expand", "filesystem", "is_local_fs", "is_single_file", "is_url",
+    "Entry", "SourceError", "check_bucket", "etag_of", "expand", "filesystem", "is_local_fs", "is_single_file", "is_url",
     "local_copy", "local_files", "readable", "skipped", "store_error",
 ]
 
@@ -47,12 +48,6 @@ class Entry:
     size: int
     mtime_ns: int | None = None
     etag: str | None = None
-
-
-def is_url(text: str) -> bool:
-    """``scheme://...`` (a Windows drive letter is not a scheme)."""
-    head, sep, _ = text.partition("://")
-    return bool(sep) and len(head) > 1 and head.replace("+", "").isalnum()
 
 
 def is_single_file(sources: Sequence[str], args: object = None) -> bool:
@@ -81,6 +76,27 @@ def store_error(url: str, exc: BaseException) -> SourceError:
     """One line for an object store's failure (no credentials, refused connection, ...)."""
     text = str(exc).strip().splitlines()
     return SourceError(f"{url}: {type(exc).__name__}" + (f": {text[0]}" if text else ""))
+
+
+def check_bucket(url: str) -> None:
+    """An ``s3://`` destination whose bucket does not exist is one ``SourceError`` line,
+    before any work starts (not one failure per file).  Other stores, and a bucket the
+    credentials may not look at, are left to the operations themselves."""
+    if not url.startswith("s3://"):
+        return
+    fs, path = filesystem(url)
+    bucket = path.split("/", 1)[0]
+    try:
+        fs.call_s3("head_bucket", Bucket=bucket)
+    except FileNotFoundError:
+        raise SourceError(f"{url}: the bucket {bucket!r} does not exist") from None
+    except Exception as exc:  # the store's own errors: a 404 named otherwise, or no permission to look
+        code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", "")) if isinstance(
+            getattr(exc, "response", None), dict) else ""
+        if code in ("404", "NoSuchBucket"):
+            raise SourceError(f"{url}: the bucket {bucket!r} does not exist") from None
+        if isinstance(exc, ConnectionError | TimeoutError) or "connect" in type(exc).__name__.lower():
+            raise store_error(url, exc) from None
 
 
 def skipped(name: str) -> bool:

@@ -1,10 +1,14 @@
-"""``fsr export SOURCES... --to lerobot|mcap|rerun -o OUT [--overwrite]``.
+"""``fsr export SOURCES... --to lerobot|mcap|rerun -o OUT [--overwrite] [--where F] [--include R]``.
 
-SOURCES are FSR files, folders (every ``*.fsr`` below, sorted) or URLs (``s3://``,
+SOURCES are FSR files, folders (every ``*.fsr`` below, sorted), URLs (``s3://``,
 ``gs://``, ``file://``; each object, or every ``*.fsr`` under a prefix, is read from a
-temporary local copy).  Every source is validated first (``--jobs J`` processes, or
+temporary local copy) or episode indexes (``fsr index``'s ``*.parquet``, whose rows
+``--where`` filters).  By default only episodes that completed normally and are not
+degraded are exported; ``--include stopped,degraded`` opts in, and the summary line says
+how many were left out and why (``cli._selection``).  Every source is validated first (``--jobs J`` processes, or
 ``--ray [ADDR]`` Ray tasks, when given); each invalid one is named.  OUT may be a URL:
-the export is made locally, then uploaded.  The export is written
+the export is made locally, then uploaded.  Missing parent folders of OUT are
+created.  The export is written
 to a temporary ``.OUT.exporting-<pid>`` next to OUT and renamed to OUT only when it is
 complete, so OUT is never half-written; an existing OUT is replaced only with
 ``--overwrite`` (and only after the new export is complete).  OUT is never a source, nor
@@ -19,7 +23,9 @@ never exported as a wrong value); a source without them is validated structurall
     | 2 | a source is not a valid FSR file, its payload fails its   | one line naming the | 1    |
     |   | CRC, or it cannot be exported to the target (e.g.         | file and the field  |      |
     |   | LeRobot: cameras at different rates); the disk is full    | (ENOSPC: one line)  |      |
-    | 3 | a SOURCE does not exist or a folder holds no FSR file;    | one line            | 2    |
+    | 3 | a SOURCE does not exist or a folder holds no FSR file; a  | one line            | 2    |
+    |   | bad ``--where``/``--include`` or index; every episode was |                     |      |
+    |   | left out by the filters;                                  |                     |      |
     |   | OUT exists (without ``--overwrite``); OUT is a source or  | (names the          |      |
     |   | holds one; the target's extra is not installed; a live    | ``pip install``)    |      |
     |   | export's staging is in the way                           |                     |      |
@@ -54,7 +60,8 @@ TARGET_NAMES = ("lerobot", "mcap", "rerun")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare ``fsr export``'s arguments."""
-    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="FSR files or folders of them")
+    parser.add_argument("sources", nargs="+", metavar="SOURCE",
+                        help="FSR files, folders of them, URLs, or episode indexes (fsr index)")
     parser.add_argument("--to", required=True, choices=TARGET_NAMES, help="the target format")
     parser.add_argument("-o", "--output", required=True, metavar="OUT",
                         help="output: a LeRobot dataset folder, or an .mcap / .rrd file "
@@ -65,11 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="LeRobot: av1 (libsvtav1 with LeRobot's defaults, the default) or h264")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     from fastsim_record.cli._batch import add_executor_arguments
+    from fastsim_record.cli._selection import add_filter_arguments
 
+    add_filter_arguments(parser)
     add_executor_arguments(parser)
     parser.epilog = (
         "exit codes: 0 exported; 1 a source is invalid or cannot be exported to the target; "
-        "2 a SOURCE is missing, OUT exists (without --overwrite), or the target's extra is not installed"
+        "2 a SOURCE is missing, a bad --where/--include, every episode left out, OUT exists (without "
+        "--overwrite), or the target's extra is not installed"
     )
 
 
@@ -250,37 +260,30 @@ def _refused(count: int, codes: list[int]) -> int:
     return max(codes, default=0)
 
 
-def _local_sources(raw: list[str], stack: contextlib.ExitStack) -> list[str]:
-    """URL sources become temporary local copies (kept until the export ends)."""
-    from fastsim_record.batch.sources import expand, is_url, local_copy
-
-    out: list[str] = []
-    for source in raw:
-        if not is_url(source):
-            out.append(source)
-            continue
-        for entry in expand([source]):
-            out.append(stack.enter_context(local_copy(entry.url)))
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     """Export; see the module's outcome table."""
     from fastsim_record.batch.sources import SourceError, is_url
+    from fastsim_record.cli._selection import selected_sources
+    from fastsim_recording_format.reading import ReadError
 
     with contextlib.ExitStack() as stack:
         try:
-            local = _local_sources(args.sources, stack)
-        except SourceError as exc:
+            local, left_out = selected_sources(args, stack)
+        except (SourceError, ReadError) as exc:
             return _fail(2, f"fsr export: {exc}")
+        except ImportError as exc:  # an index SOURCE without pyarrow: the line names the extra
+            return _fail(2, f"fsr export: {exc}".splitlines()[0])
         except OSError as exc:
             return _fail(2, f"fsr export: {type(exc).__name__}: {exc}".splitlines()[0])
+        if not local:
+            return _fail(2, f"fsr export: nothing to export: {left_out.line('--include')}")
+        note = left_out.line("--include")
         if not is_url(args.output):
-            return _export(args, local, args.output)
-        return _export_to_url(args, local, stack)
+            return _export(args, local, args.output, note)
+        return _export_to_url(args, local, stack, note)
 
 
-def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib.ExitStack) -> int:
+def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib.ExitStack, note: str) -> int:
     """Export into a temporary folder, then put it at the URL (refused if it exists)."""
     import tempfile
 
@@ -296,7 +299,7 @@ def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib
         return _fail(2, f"fsr export: {store_error(args.output, exc)}")
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="fsr-export-"))
     staged = str(Path(folder) / Path(remote).name)
-    code = _export(args, local, staged)
+    code = _export(args, local, staged, note)
     if code:
         return code
     try:
@@ -307,8 +310,9 @@ def _export_to_url(args: argparse.Namespace, local: list[str], stack: contextlib
     return 0
 
 
-def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> int:
-    """Export local sources to a local OUT."""
+def _export(args: argparse.Namespace, raw_sources: list[str], output: str, note: str) -> int:
+    """Export local FSR files to a local OUT; ``note`` says what the filters left out."""
+    from fastsim_record.batch.sources import is_url
     from fastsim_record.export import ExportOptions, MissingExtra, collect_sources, exporter
 
     try:
@@ -316,14 +320,17 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> in
     except FileNotFoundError as exc:
         return _fail(2, f"fsr export: {exc}")
     out = Path(output)
+    named = [s for s in args.sources if not is_url(s)]  # an index SOURCE is read too
     try:  # never replace or remove a file this command reads, even with --overwrite
-        refuse_overlap(out, [*raw_sources, *sources])
+        refuse_overlap(out, [*named, *raw_sources, *sources])
     except OutputOverlapsInput as exc:
         return _fail(2, f"fsr export: {exc}")
     if os.path.lexists(out) and not args.overwrite:
         return _fail(2, f"fsr export: {out} exists; pass --overwrite to replace it")
-    if not out.parent.is_dir():
-        return _fail(2, f"fsr export: {out.parent}: no such folder for OUT")
+    try:  # missing parent folders are made (after the overlap check: nothing read is in the way)
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail(2, f"fsr export: cannot make the folder {out.parent} for OUT: {exc.strerror or exc}")
     busy = clear_stale(out, (EXPORTING_TAG,))
     if busy:
         return _fail(2, f"fsr export: {busy[0]} belongs to a running export (its PID is alive); "
@@ -360,5 +367,7 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str) -> in
         raise
     total = sum(summary.counts.values())
     unit = {"lerobot": "frames", "mcap": "messages", "rerun": "rows"}.get(args.to, "items")
-    print(f"exported {len(sources)} recording(s), {summary.episodes} episode(s), {total} {unit} to {out} ({args.to})")
+    # an episode is one file; a segment one Runtime generation in it (a LeRobot episode)
+    print(f"exported {len(sources)} episode(s) ({summary.episodes} segment(s), {total} {unit}) to {out} ({args.to}); "
+          f"{note}")
     return 0

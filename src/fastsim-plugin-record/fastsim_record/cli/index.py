@@ -1,6 +1,7 @@
 """``fsr index SOURCES... -o OUT [--prune] [--overwrite] [--integrity P] [--sha256] [--jobs J|--ray [ADDR]]``.
 
-One Parquet row per FSR file (columns: ``fastsim_record.batch.index``).  SOURCES are
+One Parquet row per FSR file (columns: ``fastsim_record.batch.index_schema``; a file
+below OUT's folder is stored by its path relative to OUT, so the folder can be moved).  SOURCES are
 files, folders and URLs (``s3://``, ``gs://``, ``file://``); OUT may be a URL too.
 
     | # | outcome                                                  | exit |
@@ -12,6 +13,9 @@ files, folders and URLs (``s3://``, ``gs://``, ``file://``); OUT may be a URL to
     |   | ``--overwrite``); OUT cannot be written; no Ray; OUT is  |      |
     |   | a SOURCE file or a folder holding one (even with         |      |
     |   | ``--overwrite``)                                         |      |
+    | 4 | pyarrow is not installed (one line naming the ``index``  | 2    |
+    |   | extra); an ``s3://`` OUT whose bucket does not exist     |      |
+    |   | (one line, before any file is read)                      |      |
 
 Concurrent runs into one OUT keep every row: the read-merge-write is done under a lock
 (local) or a conditional PUT (S3), see ``fastsim_record.batch.index`` rule 6.
@@ -29,7 +33,7 @@ import sys
 
 from fastsim_record.batch.index import EpisodeIndexError, merge_index, read_index, reusable
 from fastsim_record.batch.jobs import CheckTask, index_job
-from fastsim_record.batch.sources import Entry, SourceError, expand, is_url
+from fastsim_record.batch.sources import Entry, SourceError, check_bucket, expand, is_url
 from fastsim_record.cli._batch import (
     add_executor_arguments,
     add_integrity_argument,
@@ -55,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sha256", action="store_true", help="also store each file's SHA-256")
     add_executor_arguments(parser)
     parser.epilog = ("exit codes: 0 every file valid; 1 some file invalid (its row has the error); "
-                     "2 a SOURCE is missing, OUT is not an index, or OUT cannot be written")
+                     "2 a SOURCE is missing, OUT is not an index, OUT cannot be written, or pyarrow is missing")
 
 
 def _guard(args: argparse.Namespace, entries: list[Entry]) -> str | None:
@@ -69,9 +73,18 @@ def _guard(args: argparse.Namespace, entries: list[Entry]) -> str | None:
     return overlap(local, [*inputs, *(s for s in args.sources if not is_url(s))])
 
 
+INDEX_EXTRA = "pip install 'fastsim-plugin-record[index]'"
+
+
 def run(args: argparse.Namespace) -> int:
     """Index; see the module's outcome table."""
     try:
+        import pyarrow  # noqa: F401 - the index is Parquet: checked before any file is read
+    except ImportError:
+        print(f"{PROG}: writing an index needs pyarrow: {INDEX_EXTRA}", file=sys.stderr)
+        return 2
+    try:
+        check_bucket(args.output)
         entries = expand(args.sources)
         refused = _guard(args, entries)
         if refused is not None:

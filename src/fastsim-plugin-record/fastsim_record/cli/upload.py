@@ -15,7 +15,8 @@ steps and the rules of idempotence and resumption: ``fastsim_record.batch.upload
     |   | replaces it, ``--no-index`` skips it); the store is unreachable;|      |
     |   | URL has an empty, ``.`` or ``..`` segment, or a key has a       |      |
     |   | control character, ``?``, ``#`` or a backslash; a ``file://``  |      |
-    |   | object would be a source itself                                 |      |
+    |   | object would be a source itself; an ``s3://`` bucket that does  |      |
+    |   | not exist (one line, before anything is read)                   |      |
 
 Concurrent uploads to one URL keep every index row (``batch.index`` rule 6).
 """
@@ -28,7 +29,7 @@ import sys
 from typing import Any
 
 from fastsim_record.batch.index import EpisodeIndexError, merge_index, read_index
-from fastsim_record.batch.sources import SourceError, is_url, local_files
+from fastsim_record.batch.sources import SourceError, check_bucket, is_url, local_files
 from fastsim_record.batch.upload import UploadTask, upload_job
 from fastsim_record.cli._batch import add_executor_arguments, failures, files, run_all
 from fastsim_recording_format.overlap import overlap
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     index_url = f"{_dest(args.url)}/{INDEX_NAME}"
     try:
         pairs = plan(args.sources, args.url)
+        check_bucket(args.url)  # a missing bucket is one line, not one per file
         refused = _overlap(pairs)
         if refused is not None:
             print(f"{PROG}: {refused}", file=sys.stderr)

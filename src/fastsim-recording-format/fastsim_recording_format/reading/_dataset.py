@@ -27,8 +27,8 @@ works as a ``torch.utils.data.Dataset`` (by duck typing) with DataLoader workers
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.reading._dataset_keys import ACTION, Windows, action_rows, float_dtype
 from fastsim_recording_format.reading._errors import BadArgument, OutOfRange, unknown
 from fastsim_recording_format.reading._recording import Recording
+from fastsim_recording_format.reading._sources import LeftOutWarning, select
 from fastsim_recording_format.reading._tables import DATA
 
 __all__ = ["Dataset"]
@@ -46,33 +47,6 @@ Sample = dict[str, Any]
 PathArg = str | os.PathLike[str]
 
 
-def _paths(source: object) -> list[str]:
-    items: Sequence[object]
-    if isinstance(source, str | os.PathLike):
-        items = [source]
-    elif isinstance(source, Sequence) and not isinstance(source, bytes):
-        items = source
-    else:
-        raise BadArgument(
-            f"paths_or_index must be a path, a directory or a sequence of paths, got {type(source).__name__}"
-        )
-    out: list[str] = []
-    for item in items:
-        if not isinstance(item, str | os.PathLike):
-            raise BadArgument(f"paths_or_index: {item!r} is not a path")
-        p = Path(item)
-        if p.is_dir():
-            found = sorted(str(f) for f in p.rglob("*.fsr"))
-            if not found:
-                raise BadArgument(f"paths_or_index: directory {p} holds no .fsr files")
-            out.extend(found)
-        elif p.is_file():
-            out.append(str(p))
-        else:
-            raise FileNotFoundError(f"paths_or_index: {p} is neither a recording file nor a directory")
-    if not out:
-        raise BadArgument("paths_or_index names no recordings")
-    return out
 
 
 class Dataset:
@@ -88,8 +62,16 @@ class Dataset:
         transform: Callable[[Sample], Any] | None = None,
         action: bool | str = False,
         dtype: object = None,
+        where: object = None,
+        include: str | Sequence[str] | None = None,
     ) -> None:
-        self.paths = _paths(paths_or_index)
+        selection = select(paths_or_index, where, include)  # files, folders, indexes; the default filter
+        self.paths = selection.paths
+        self.left_out: dict[str, int] = dict(selection.left_out.counts)  # episodes left out, by reason
+        if selection.left_out.total:
+            warnings.warn(selection.left_out.line(), LeftOutWarning, stacklevel=2)
+        if not self.paths:
+            raise BadArgument(f"paths_or_index: no recording is left: {selection.left_out.line()}")
         if isinstance(channels, str) or not isinstance(channels, Sequence):
             raise BadArgument(f"channels must be a sequence of channel names, got {channels!r}")
         if isinstance(cameras, str) or not isinstance(cameras, Sequence):

@@ -14,9 +14,15 @@ one rule for the Run's own facts (``Recording.info`` states the same rule):
     |   |                      | ``requested_by``                                          |            |
     | 4 | ``wall_time_s``      | ``run.started`` to ``run.stopping`` lifecycle records    | float, None|
     | 5 | ``task``             | the last ``task.result`` event of a Run whose metadata   | see below  |
-    |   |                      | declares a ``task``: ``task`` str, ``success`` bool,     |            |
-    |   |                      | ``return`` float, ``steps`` int (each None when of       |            |
-    |   |                      | another type); None without a task or a result           |            |
+    |   |                      | declares a ``task``: ``task`` str, ``success`` and       |            |
+    |   |                      | ``failure`` bool, ``return`` float, ``steps`` int (each  |            |
+    |   |                      | None when of another type); None without a task or a     |            |
+    |   |                      | result                                                   |            |
+    | 6 | ``gym``              | a Gymnasium recording (``scene.backend.source`` is       | see below  |
+    |   |                      | ``gymnasium``): ``env_id`` (the spec's id) and the last  |            |
+    |   |                      | ``gym.episode_end`` event's ``terminated``,              |            |
+    |   |                      | ``truncated`` bool, ``return`` float, ``steps`` int;     |            |
+    |   |                      | None for any other recording                             |            |
 
 A value of the wrong type in the file (``name: 5``, ``seed: "abc"``, ``success: "yes"``)
 is ``None``: the metadata is the host's, and a reader never passes its type errors on.
@@ -30,7 +36,7 @@ from typing import Any
 
 from fastsim_recording_format import FormatError, FsrReader
 
-__all__ = ["completion", "lost_records", "run_facts", "summary", "task_result", "wall_time_s"]
+__all__ = ["completion", "gym_episode", "lost_records", "run_facts", "summary", "task_result", "wall_time_s"]
 
 #: lifecycle records read for ``run.created`` (it is the first a host writes)
 _CREATED_WITHIN = 4
@@ -114,10 +120,9 @@ def wall_time_s(reader: FsrReader) -> float | None:
     return max(0.0, (marks["run.stopping"] - marks["run.started"]) / 1e9)
 
 
-def task_result(reader: FsrReader) -> dict[str, Any] | None:
-    """Rule 5: the last ``task.result`` event of a Run with a task (its metadata's ``task``)."""
-    attributes = reader.run.attributes if isinstance(reader.run.attributes, Mapping) else {}
-    if not isinstance(attributes.get("task"), Mapping) or not any(s.name == "events" for s in reader.streams):
+def _last_event(reader: FsrReader, name: str) -> dict[str, Any] | None:
+    """The ``data`` of the last ``name`` event in the events stream (None: none, or damaged)."""
+    if not any(s.name == "events" for s in reader.streams):
         return None
     found = None
     try:
@@ -127,14 +132,38 @@ def task_result(reader: FsrReader) -> dict[str, Any] | None:
             if record.payload_length > 65536:
                 continue
             data = json.loads(record.payload)
-            if isinstance(data, dict) and data.get("event") == "task.result" and isinstance(data.get("data"), dict):
+            if isinstance(data, dict) and data.get("event") == name and isinstance(data.get("data"), dict):
                 found = data["data"]
     except Exception:  # a damaged events stream only loses the result, never the summary
         return None
+    return found
+
+
+def task_result(reader: FsrReader) -> dict[str, Any] | None:
+    """Rule 5: the last ``task.result`` event of a Run with a task (its metadata's ``task``)."""
+    attributes = reader.run.attributes if isinstance(reader.run.attributes, Mapping) else {}
+    if not isinstance(attributes.get("task"), Mapping):
+        return None
+    found = _last_event(reader, "task.result")
     if found is None:
         return None
     return {"task": _text(found.get("task")), "success": _bool(found.get("success")),
-            "return": _float(found.get("return")), "steps": _int(found.get("steps"))}
+            "failure": _bool(found.get("failure")), "return": _float(found.get("return")),
+            "steps": _int(found.get("steps"))}
+
+
+def gym_episode(reader: FsrReader) -> dict[str, Any] | None:
+    """Rule 6: a Gymnasium recording's env id and how its episode ended."""
+    attributes = reader.run.attributes if isinstance(reader.run.attributes, Mapping) else {}
+    scene = attributes.get("scene")
+    backend = scene.get("backend") if isinstance(scene, Mapping) else None
+    if not isinstance(backend, Mapping) or backend.get("source") != "gymnasium":
+        return None
+    spec = backend.get("spec")
+    end = _last_event(reader, "gym.episode_end") or {}
+    return {"env_id": _text(spec.get("id")) if isinstance(spec, Mapping) else None,
+            "terminated": _bool(end.get("terminated")), "truncated": _bool(end.get("truncated")),
+            "return": _float(end.get("return")), "steps": _int(end.get("steps"))}
 
 
 def _cameras(reader: FsrReader) -> dict[str, Any]:
@@ -225,5 +254,6 @@ def summary(reader: FsrReader) -> dict[str, Any]:
         "run": run_facts(reader),
         "wall_time_s": wall_time_s(reader),
         "task": task_result(reader),
+        "gym": gym_episode(reader),
         "cameras": _cameras(reader),
     }
