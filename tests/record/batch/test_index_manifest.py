@@ -18,7 +18,7 @@ from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main
 
 Capture = pytest.CaptureFixture[str]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 OUTCOME = ("task", "success", "return", "terminated", "truncated", "env_id")
 
 

@@ -21,7 +21,7 @@ import pytest
 import fastsim_record as fr
 from fastsim_record.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _lerobot(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +105,64 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     rr = _rr()
     info = rec.info
     stream = rr.RecordingStream("fsr", recording_id=info.run_id, send_properties=True)
-    stream.save(str(path))
+    with tempfile.TemporaryDirectory(prefix="fsr-rerun-") as tmp, _Pump(Path(tmp), path) as pump:
+        stream.save(str(pump.fifo))
+        try:
+            return _write_all(rr, rec, stream, pump, progress)
+        finally:
+            stream.disconnect()  # the sink's last bytes reach the pump, which drains even after an error
+
+
+class _Pump:
+    """Rerun's file sink writes into a FIFO; a thread copies it to ``path``.
+
+    A write error (a full disk: ENOSPC) is kept and raised by ``check()`` at the exporter's
+    next progress step, while the thread goes on draining the FIFO until the SDK closes it.
+    Rerun's own sink, writing to a full disk itself, could block its interpreter for good
+    when the stream was dropped; the native side here never waits on a disk.
+    """
+
+    def __init__(self, tmp: Path, path: Path) -> None:
+        self.fifo = tmp / "sink.rrd"
+        os.mkfifo(self.fifo)
+        self._path = path
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="fsr-rerun-pump", daemon=True)
+
+    def __enter__(self) -> _Pump:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:  # a reader still waiting for a writer (the SDK never opened the FIFO) sees EOF
+            os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass  # no reader left (ENXIO): the thread has finished or is finishing
+        self._thread.join()
+        if exc[0] is None:
+            self.check()
+
+    def _run(self) -> None:
+        with self._path.open("wb") as out, self.fifo.open("rb") as src:
+            while chunk := src.read(1 << 20):
+                if self._error is None:
+                    try:
+                        out.write(chunk)
+                    except OSError as exc:
+                        self._error = exc
+            if self._error is None:
+                try:
+                    out.flush()
+                except OSError as exc:
+                    self._error = exc
+
+    def check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+
+def _write_all(rr: Any, rec: Recording, stream: Any, pump: _Pump, progress: Progress) -> dict[str, int]:
+    info = rec.info
     with FsrReader(rec.path) as reader:
         channels = numeric_channels(reader)
         sizes = {of[0]: (int(s.codec.get("width", 0)), int(s.codec.get("height", 0)))
@@ -129,6 +189,7 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
         if done >= 256 or type(r) is FrameRecord:  # a frame is slow to encode: report each one
             progress.advance(done)
             done = 0
+            pump.check()
         if isinstance(r, FrameRecord):
             codec = r.codec.codec
             blob = r.payload if codec in _MEDIA else png_bytes(r)
@@ -157,7 +218,6 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     out.flush_all()
     progress.advance(done)
     stream.flush()
-    stream.disconnect()
     return out.counts
 
 
