@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Leaf", "RowPacker", "UnmappableSpace", "leaf_value", "space_leaves"]
+__all__ = ["Leaf", "RowPacker", "UnmappableSpace", "leaf_value", "plain_value", "space_leaves"]
 
 _MAPPABLE = "Box, Discrete, MultiDiscrete, MultiBinary, Dict and Tuple"
 
@@ -132,3 +132,18 @@ class RowPacker:
             name: row[at:at + nbytes].view(dtype).reshape(shape)
             for (name, _, _), (at, nbytes, dtype, shape) in zip(self.fields, self._slots, strict=True)
         }
+
+
+def plain_value(value: object) -> object:
+    """``value`` as JSON-able data (reset options recorded in the ``gym.reset`` event)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_value(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
