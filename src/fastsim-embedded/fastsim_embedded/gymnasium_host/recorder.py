@@ -140,6 +140,7 @@ class GymRecording:
             self._render.append(None if inner is None else RenderSnapshots(
                 inner, state=options.render_state, geometry=options.geometry,
             ))
+        self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
         self._catalogs = discover_catalogs()  # found once per recording, not per episode
         self._factories = {RECORD: discover_plugin(RECORD)}
         self._open: dict[int, EpisodeWriter] = {}
@@ -158,7 +159,7 @@ class GymRecording:
 
     def wants_render(self, index: int) -> bool:
         """Whether the wrapper must call ``render()`` for sub-env ``index`` (frames not in the observation)."""
-        return any(src.leaf is None and src.alias in self._cameras[index] for src in self.sources)
+        return self._renders[index]
 
     def name(self, number: int, index: int) -> str:
         """The episode's file name: sorts in episode order, carries the sub-env index."""
@@ -239,7 +240,9 @@ class GymRecording:
 
     def _frames(self, index: int, observation: Any, rendered: Any) -> dict[str, Any]:
         """This observation's frame of each camera of sub-env ``index`` (RGB uint8 frames only)."""
-        out = {}
+        out: dict[str, Any] = {}
+        if not self._cameras[index]:
+            return out
         for src in self.sources:
             if src.alias in self._cameras[index]:
                 frame = src.frame(observation, rendered)
@@ -257,6 +260,8 @@ class GymRecording:
 
     def _readings(self, index: int, frames: Mapping[str, Any]) -> Sequence[Any]:
         cameras = self._cameras[index]
+        if not frames:
+            return ()
         return tuple(r for alias, frame in frames.items() for r in cameras[alias].readings(frame, camera_channels(alias)))
 
     def is_open(self, index: int) -> bool:

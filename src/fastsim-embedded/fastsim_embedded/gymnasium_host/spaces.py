@@ -101,6 +101,7 @@ class RowPacker:
             at += nbytes
         self.nbytes = at
         self.index = {name: i for i, (name, _, _) in enumerate(self.fields)}
+        self._casts = self.fields  # (name, dtype, shape) per field: what ``encode`` walks per row
 
     def packing(self) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
         """``numeric_packing()``: (channel, dtype string, shape) in buffer order."""
@@ -110,9 +111,7 @@ class RowPacker:
         """The bytes of one value per field from field ``first`` on, each cast to the field's
         dtype; ``ValueError`` naming the channel when a value does not have its shape."""
         out = []
-        for (_, _, dtype, shape), (name, _, _), value in zip(
-            self._slots[first:], self.fields[first:], values, strict=False
-        ):
+        for (name, dtype, shape), value in zip(self._casts[first:], values, strict=False):
             array = np.asarray(value, dtype=dtype)
             if array.shape != shape:
                 raise ValueError(f"{name}: the env returned shape {array.shape}, its space declares {shape}")
