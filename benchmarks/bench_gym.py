@@ -111,7 +111,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         bare_cpu.append(c)
         recorded = RecordEpisodes(_make(kind), workdir / f"{kind}-{r}")
         a, i, c = _loop(recorded, steps, render=render, seed=r)
-        recording = recorded._recording  # noqa: SLF001  # the host's counters
+        recording = recorded._recording  # the host's counters
         t0 = time.perf_counter()
         recorded.close()
         rec_all.append(a + (time.perf_counter() - t0) / steps)  # the last commits count too

@@ -42,7 +42,7 @@ def test_the_env_thread_never_waits_for_a_commit_while_the_pool_has_room(
     gate, done = _gated_finish(monkeypatch)
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=4)
     played = play(env, [0, 1, 2, 3, 4])
-    recording = env._recording  # noqa: SLF001
+    recording = env._recording
     assert (done, recording.flow_waits) == ([], 0)  # every episode ended; none has been committed yet
     gate.set()
     env.close()
@@ -58,7 +58,7 @@ def test_when_the_pool_is_full_the_env_thread_waits_and_counts_it_never_drops(
     the commits go on once it does, and every episode is committed."""
     gate, _ = _gated_finish(monkeypatch)
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=1)
-    recording = env._recording  # noqa: SLF001
+    recording = env._recording
 
     def open_when_waiting() -> None:
         deadline = time.monotonic() + 120
@@ -108,9 +108,10 @@ def test_open_episode_files_stay_bounded_with_16_sub_envs(tmp_path: Path, monkey
     for _ in range(120):
         envs.step(envs.action_space.sample())
         threads = max(threads, threading.active_count())
-    pool = envs._recording.pool  # noqa: SLF001
+    pool = envs._recording.pool
     envs.close()
-    assert len(envs.files) > 60 and all(f.path is not None for f in envs.files)
+    assert len(envs.files) > 60
+    assert all(f.path is not None for f in envs.files)
     assert pool.overflows == 0
     assert count["peak"] <= 2 * 2, count  # before the pool: one open file per sub-env (16 and more)
     assert count["now"] == 0
