@@ -117,9 +117,10 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         rec_all.append(a + (time.perf_counter() - t0) / steps)  # the last commits count too
         rec_in.append(i)
         rec_cpu.append(c)
-        waits.append(recording.flow_waits / max(1, len(recorded.files)))
-        peak.append(recording.pool.open_peak)
-        overflows.append(recording.pool.overflows)
+        pool = getattr(recording, "pool", None)  # absent before the writer pool (a "before" run)
+        waits.append(getattr(recording, "flow_waits", float("nan")) / max(1, len(recorded.files)))
+        peak.append(pool.open_peak if pool is not None else float("nan"))
+        overflows.append(pool.overflows if pool is not None else float("nan"))
     med = statistics.median
     return {
         f"{kind}_bare_us": med(bare_all) * 1e6,
