@@ -297,7 +297,7 @@ class GymRecording:
                 writer.row, writer.readings = self.row.start_fill(self._joint_state(index)), ()
             self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
             raise
-        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras})
+        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras}) if frames else ()
         writer.snapshot = self._snapshot(index)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
