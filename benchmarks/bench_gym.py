@@ -13,19 +13,26 @@ Figures, each measured in this run against a baseline of the same run:
     render with ``offsamples=0`` and ``shadowsize=0`` (the defaults cost 200-270 ms per
     frame on this CPU renderer, the same for both).
   * peak RSS (``VmHWM`` of a fresh child process): one Pendulum episode of 1,000 and
-    of 100,000 steps; a ``SyncVectorEnv`` CartPole with 1, 16 and 64 sub-envs (numeric only,
-    2,000 vector steps, with the peak number of live threads: each open episode is one
-    Record Run with its worker thread, so both grow with the number of sub-envs, never with
-    episode length or the number of episodes); HalfCheetah sub-envs with 1 and 4 recorded camera streams
-    (160x120, 300 vector steps).  Each against the same child without recording.
+    of 100,000 steps; a ``SyncVectorEnv`` CartPole with 1 and 16 sub-envs (numeric only,
+    2,000 vector steps, with the peak number of live threads: episode files open at once are
+    bounded by the writer slots, not by the number of sub-envs; ``--vector-only``: 1/16/64);
+    HalfCheetah sub-envs with 1 and 4 recorded camera streams (160x120, 150 vector steps).  Each against the same child without recording.
   * peer: Minari 0.5.4's ``DataCollector`` (its own venv ``.venv-minari``, with jax),
     the same CartPole episodes and the Pendulum 1,000/100,000-step RSS, when installed.
+  * ``fastsimrun_*`` (issue 24): ``FastSimRun-v0`` step time with Record over the same Run
+    with ``record=False`` (``bench_gym_run.measure``), the synthetic reach scene and the
+    DROID-like pick scene without cameras (target: <= 1.1x), and with its wrist camera.
+  * host counters of the recorded CartPole/render runs: flow-control waits per episode (the
+    env thread waited for a commit slot), the peak number of episode files open at once and
+    the episodes that had to open beyond the writer slots (``overflows``).
 
-Rounds are interleaved (bare, recorded, bare, ...) and medians quoted.  Targets: step
-time <= 1.3x bare for CartPole and <= 1.1x for the rendering env; peak RSS independent of
-episode length (ratio 100k/1k ~ 1) and growing at most linearly in recorded camera streams.
+Rounds are interleaved (bare, recorded, bare, ...) and medians quoted; every figure is a ratio
+against the bare env measured in the same run.  Targets: step time <= 1.3x bare for CartPole
+and <= 1.1x for the rendering env; peak RSS independent of episode length (ratio 100k/1k ~ 1)
+and growing at most linearly in recorded camera streams; Record <= 10% of FastSimRun-v0's step
+time without cameras.  ``*_target_met`` is 1.0 or 0.0.  A default run takes about 3 minutes.
 
-    python benchmarks/bench_gym.py [--quick] [--rounds 5] [--json] [--vector-only]
+    python benchmarks/bench_gym.py [--quick] [--rounds 3] [--json] [--vector-only] [--no-fastsim-run]
 """
 
 from __future__ import annotations
@@ -54,13 +61,15 @@ def _fast_render(env: Any) -> Any:
     return env
 
 
-def _loop(env: Any, steps: int, *, render: bool, seed: int) -> tuple[float, float]:
-    """(seconds per step over all steps and resets, seconds per step inside episodes)."""
+def _loop(env: Any, steps: int, *, render: bool, seed: int) -> tuple[float, float, float]:
+    """(seconds per step over all steps and resets, seconds per step inside episodes, the env
+    thread's CPU seconds per step over all steps and resets)."""
     env.action_space.seed(seed)
     env.reset(seed=seed)
     if render:
         env.render()
     inside: list[float] = []
+    cpu = time.thread_time()
     start = time.perf_counter()
     for _ in range(steps):
         t0 = time.perf_counter()
@@ -75,7 +84,7 @@ def _loop(env: Any, steps: int, *, render: bool, seed: int) -> tuple[float, floa
         else:
             inside.append(t1 - t0)
     total = (time.perf_counter() - start) / steps
-    return total, statistics.median(inside) if inside else float("nan")
+    return total, statistics.median(inside) if inside else float("nan"), (time.thread_time() - cpu) / steps
 
 
 def _make(kind: str) -> Any:
@@ -90,27 +99,39 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
     """Interleaved bare/recorded rounds of ``steps`` steps; medians and ratios."""
     from fastsim_record.gym import RecordEpisodes
 
-    bare_all, bare_in, rec_all, rec_in = [], [], [], []
+    bare_all, bare_in, bare_cpu, rec_all, rec_in, rec_cpu = [], [], [], [], [], []
+    waits, peak, overflows = [], [], []
     render = kind == "render"
     for r in range(rounds):
         bare = _make(kind)
-        a, i = _loop(bare, steps, render=render, seed=r)
+        a, i, c = _loop(bare, steps, render=render, seed=r)
         bare.close()
         bare_all.append(a)
         bare_in.append(i)
+        bare_cpu.append(c)
         recorded = RecordEpisodes(_make(kind), workdir / f"{kind}-{r}")
-        a, i = _loop(recorded, steps, render=render, seed=r)
+        a, i, c = _loop(recorded, steps, render=render, seed=r)
+        recording = recorded._recording  # the host's counters
         t0 = time.perf_counter()
         recorded.close()
         rec_all.append(a + (time.perf_counter() - t0) / steps)  # the last commits count too
         rec_in.append(i)
-    out = {
-        f"{kind}_bare_us": statistics.median(bare_all) * 1e6,
-        f"{kind}_recorded_us": statistics.median(rec_all) * 1e6,
-        f"{kind}_ratio_all": statistics.median(rec_all) / statistics.median(bare_all),
-        f"{kind}_ratio_steady": statistics.median(rec_in) / statistics.median(bare_in),
+        rec_cpu.append(c)
+        pool = getattr(recording, "pool", None)  # absent before the writer pool (a "before" run)
+        waits.append(getattr(recording, "flow_waits", float("nan")) / max(1, len(recorded.files)))
+        peak.append(pool.open_peak if pool is not None else float("nan"))
+        overflows.append(pool.overflows if pool is not None else float("nan"))
+    med = statistics.median
+    return {
+        f"{kind}_bare_us": med(bare_all) * 1e6,
+        f"{kind}_recorded_us": med(rec_all) * 1e6,
+        f"{kind}_ratio_all": med(rec_all) / med(bare_all),
+        f"{kind}_ratio_steady": med(rec_in) / med(bare_in),
+        f"{kind}_env_thread_cpu_ratio_all": med(rec_cpu) / med(bare_cpu),
+        f"{kind}_flow_waits_per_episode": med(waits),
+        f"{kind}_open_files_peak": float(max(peak)),
+        f"{kind}_overflows": float(max(overflows)),
     }
-    return out
 
 
 # -- peak RSS: one fresh child per configuration ------------------------------------
@@ -188,18 +209,21 @@ def _child(
     return float(lines[-1]), threads
 
 
-def vector_figures(workdir: Path) -> dict[str, float]:
-    """Peak RSS and live threads of a recorded CartPole SyncVectorEnv with 1, 16 and 64 sub-envs."""
+def vector_figures(workdir: Path, counts: tuple[int, ...] = (1, 16, 64)) -> dict[str, float]:
+    """Peak RSS and live threads of a recorded CartPole SyncVectorEnv with 1, 16 (and 64) sub-envs."""
     py = sys.executable
     out: dict[str, float] = {}
-    for n in (1, 16, 64):
+    for n in counts:
         out[f"rss_vector_{n}_mb"], threads = _child(py, "vector", 2_000, n, "1", workdir)
         out[f"threads_vector_{n}"] = threads
         out[f"rss_vector_{n}_bare_mb"], bare = _child(py, "vector", 2_000, n, "", workdir)
         out[f"threads_vector_{n}_bare"] = bare
-    added = [out[f"rss_vector_{n}_mb"] - out[f"rss_vector_{n}_bare_mb"] for n in (1, 64)]
-    out["rss_vector_added_per_sub_env_mb"] = (added[1] - added[0]) / 63
-    out["threads_vector_per_sub_env"] = (out["threads_vector_64"] - out["threads_vector_1"]) / 63
+    top = counts[-1]
+    added = [out[f"rss_vector_{n}_mb"] - out[f"rss_vector_{n}_bare_mb"] for n in (1, top)]
+    out["rss_vector_added_per_sub_env_mb"] = (added[1] - added[0]) / (top - 1)
+    out[f"rss_vector_{top}_over_1_ratio"] = out[f"rss_vector_{top}_mb"] / out["rss_vector_1_mb"]
+    out[f"rss_vector_{top}_over_1_bare_ratio"] = out[f"rss_vector_{top}_bare_mb"] / out["rss_vector_1_bare_mb"]
+    out["threads_vector_per_sub_env"] = (out[f"threads_vector_{top}"] - out["threads_vector_1"]) / (top - 1)
     return out
 
 
@@ -212,12 +236,14 @@ def rss_figures(workdir: Path, quick: bool) -> dict[str, float]:
         out[f"rss_pendulum_{steps}_mb"] = _rss(py, "pendulum", steps, 1, "1", workdir)
         out[f"rss_pendulum_{steps}_bare_mb"] = _rss(py, "pendulum", steps, 1, "", workdir)
     out["rss_length_ratio"] = out[f"rss_pendulum_{long}_mb"] / out["rss_pendulum_1000_mb"]
-    out.update(vector_figures(workdir))
+    out["rss_length_ratio_bare"] = out[f"rss_pendulum_{long}_bare_mb"] / out["rss_pendulum_1000_bare_mb"]
+    out.update(vector_figures(workdir, (1, 16)))
     for n in (1, 4):
-        out[f"rss_camera_{n}_mb"] = _rss(py, "camera", 300, n, "1", workdir)
-        out[f"rss_camera_{n}_bare_mb"] = _rss(py, "camera", 300, n, "", workdir)
+        out[f"rss_camera_{n}_mb"] = _rss(py, "camera", 150, n, "1", workdir)
+        out[f"rss_camera_{n}_bare_mb"] = _rss(py, "camera", 150, n, "", workdir)
     added = [out[f"rss_camera_{n}_mb"] - out[f"rss_camera_{n}_bare_mb"] for n in (1, 4)]
     out["rss_camera_added_per_stream_mb"] = (added[1] - added[0]) / 3
+    out["rss_camera_added_1_stream_mb"] = added[0]
     if MINARI_PYTHON.exists():
         for steps in (1_000, long):
             out[f"minari_rss_pendulum_{steps}_mb"] = _rss(MINARI_PYTHON, "pendulum", steps, 1, "minari", workdir)
@@ -250,11 +276,35 @@ def minari_steps(steps: int, rounds: int) -> dict[str, float]:
     return {"minari_cartpole_bare_us": bare, "minari_cartpole_recorded_us": rec, "minari_cartpole_ratio": rec / bare}
 
 
+def fastsim_run_figures(quick: bool, rounds: int) -> dict[str, float]:
+    """Issue 24: ``FastSimRun-v0`` step time with Record over the same Run with ``record=False``
+    (``bench_gym_run.measure``: interleaved rounds, medians), synthetic and DROID-like scenes."""
+    from bench_gym_run import measure  # this folder is on sys.path when run as a script
+
+    out: dict[str, float] = {}
+    numeric = measure(["synthetic", "mujoco"], 150 if quick else 300, rounds)
+    cameras = measure(["mujoco+cameras"], 20 if quick else 40, rounds)
+    for scene, r in {**numeric, **cameras}.items():
+        key = "fastsimrun_" + ("droid" + scene[len("mujoco"):] if scene.startswith("mujoco") else scene).replace("+", "_")
+        out[f"{key}_step_ms_bare"] = r["step_ms_off"]
+        out[f"{key}_step_ms_recorded"] = r["step_ms_on"]
+        out[f"{key}_ratio"] = r["step_ms_on"] / r["step_ms_off"]
+        out[f"{key}_thread_cpu_ratio"] = r["thread_cpu_ms_on"] / r["thread_cpu_ms_off"]
+    return out
+
+
+TARGETS = {  # figure -> the issue's bound on it
+    "cartpole_ratio_steady": 1.3, "cartpole_ratio_all": 1.3, "render_ratio_steady": 1.1, "render_ratio_all": 1.1,
+    "fastsimrun_synthetic_ratio": 1.1, "fastsimrun_droid_ratio": 1.1,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=5, metavar=("MODE", "STEPS", "ENVS", "RECORD", "DIR"))
     parser.add_argument("--quick", action="store_true", help="fewer steps and rounds (a smoke run)")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-fastsim-run", action="store_true", help="leave out issue 24's FastSimRun-v0 figures")
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     parser.add_argument("--vector-only", action="store_true", help="only the 1/16/64 sub-env RSS and threads")
     args = parser.parse_args(argv)
@@ -264,18 +314,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     os.environ.setdefault("MUJOCO_GL", "egl")
     rounds = 2 if args.quick else args.rounds
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if args.vector_only:
             figures.update(vector_figures(work))
             return _report(figures, as_json=args.json)
-        figures.update(step_overhead("cartpole", 1_000 if args.quick else 5_000, rounds, work))
-        figures.update(step_overhead("render", 20 if args.quick else 60, rounds, work))
-        figures.update(minari_steps(1_000 if args.quick else 5_000, rounds))
-        figures.update(rss_figures(work, args.quick))
-    figures["target_cartpole_ratio"] = 1.3
-    figures["target_render_ratio"] = 1.1
+        sections: list[tuple[str, Any]] = [
+            ("cartpole", lambda: step_overhead("cartpole", 1_000 if args.quick else 3_000, rounds, work)),
+            ("render", lambda: step_overhead("render", 15 if args.quick else 30, rounds, work)),
+            ("minari", lambda: minari_steps(1_000 if args.quick else 3_000, rounds)),
+            ("rss", lambda: rss_figures(work, args.quick)),
+        ]
+        if not args.no_fastsim_run:
+            sections.append(("fastsim_run", lambda: fastsim_run_figures(args.quick, rounds)))
+        for name, section in sections:
+            t0 = time.perf_counter()
+            figures.update(section())
+            figures[f"seconds_{name}"] = time.perf_counter() - t0
+    for key, bound in TARGETS.items():
+        if key in figures:
+            figures[f"{key}_target"] = bound
+            figures[f"{key}_target_met"] = float(figures[key] <= bound)
     return _report(figures, as_json=args.json)
 
 

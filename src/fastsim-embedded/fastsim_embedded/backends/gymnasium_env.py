@@ -96,27 +96,29 @@ class StepRow:
             np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, dtype=leaf.dtype).tobytes()
             for leaf in self.action
         ]
+        self._whole = (len(self.observation) == 1 and not self.observation[0].path,
+                       len(self.action) == 1 and not self.action[0].path)  # one leaf: the value itself
         self._scalars = struct.Struct("=dBB" + "d" * len(self.info_keys))  # native order, no padding
 
-    def start(self, observation: Any, joints: tuple[Array, Array] | None = None) -> list[bytes]:
+    def start(self, observation: Any, joints: tuple[Array, Array] | None = None) -> bytes:
         """Observation t's bytes and the joint state with it (the step channels come with ``complete``)."""
-        values = [leaf_value(observation, leaf) for leaf in self.observation]
-        return self.packer.encode(0, values + list(joints) if joints is not None else values)
+        values = [observation] if self._whole[0] else [leaf_value(observation, leaf) for leaf in self.observation]
+        return b"".join(self.packer.encode(0, values + list(joints) if joints is not None else values))
 
-    def start_fill(self, joints: tuple[Array, Array] | None = None) -> list[bytes]:
+    def start_fill(self, joints: tuple[Array, Array] | None = None) -> bytes:
         """A final row whose observation is a fill (NaN, or 0 for integers): the env returned
         one outside its space, and the steps before it still need their final tick."""
         values = [np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, leaf.dtype) for leaf in self.observation]
-        return self.packer.encode(0, values + list(joints) if joints is not None else values)
+        return b"".join(self.packer.encode(0, values + list(joints) if joints is not None else values))
 
     def complete(
-        self, row: list[bytes], action: Any, reward: float, terminated: bool, truncated: bool,
+        self, row: bytes, action: Any, reward: float, terminated: bool, truncated: bool,
         info: Mapping[str, Any] | None,
     ) -> Array:
         """The finished row, read-only; ``action`` ``None`` is the final row's fill."""
-        parts = list(row)
+        parts = [row]
         parts += self._fill if action is None else self.packer.encode(
-            self._step_at, [leaf_value(action, leaf) for leaf in self.action]
+            self._step_at, [action] if self._whole[1] else [leaf_value(action, leaf) for leaf in self.action]
         )
         scalars = [float(reward), 1 if terminated else 0, 1 if truncated else 0]
         scalars += [_scalar(info, key) for key in self.info_keys]

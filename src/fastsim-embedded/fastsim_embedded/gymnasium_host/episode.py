@@ -1,24 +1,33 @@
 """One Gymnasium episode being recorded: opened and committed off the env thread.
 
-Opening an ``Session`` reserves its name and stages its file with an fsync; committing
-it validates, fsyncs and renames.  Neither belongs on the env thread, so a
-``EpisodeWriter`` opens its ``Session`` in the recording's writer pool and the env thread
-only captures:
+Opening a ``Session`` reserves its name and stages its file with an fsync; committing it
+validates, fsyncs and renames.  Neither belongs on the env thread, and the number of
+``Session``\\ s open at once must not grow with the number of sub-envs, so an
+``EpisodeWriter`` does not open its ``Session`` itself: the recording's ``WriterPool``
+starts it when an open slot is free, and the env thread only captures:
 
-    | # | env thread calls | while the Session is opening          | once it is open                   |
-    |---|------------------|---------------------------------------|-----------------------------------|
-    | 1 | ``tick``         | keep (row, camera readings, events)   | publish the kept ticks in order,  |
-    |   |                  | (at most ``max_pending``: then wait)  | then this one (``Session.step``)  |
-    | 2 | ``finish``       | the writer pool publishes what was kept, then ``Session.close``      |
+    | # | env thread calls | not started / while the Session opens  | once it is open                   |
+    |---|------------------|----------------------------------------|-----------------------------------|
+    | 1 | ``tick``         | keep (row, camera readings, events);   | publish the kept ticks in order,  |
+    |   |                  | ``max_pending`` kept: start now, even  | then this one (``Session.step``)  |
+    |   |                  | without a slot (counted), and wait     |                                   |
+    | 2 | ``finish``       | in the commit pool: open (if never started), publish what was kept,  |
+    |   |                  | then ``Session.close``; the slot goes to the next episode waiting    |
 
-A tick is one read-only row and readings already taken; nothing is encoded, hashed or
-written here.  An Session that could not open (or whose Run stopped) drops its ticks and
-reports why in its ``SessionResult``/``failure``.
+At most ``writers`` Sessions stream while their episode runs (the slots), and at most
+``writers`` more open inside the commit pool's threads: an episode that ends before it got
+a slot (short episodes, many sub-envs) is written whole at its commit.  Only an episode
+with ``max_pending`` kept ticks and no slot opens beyond that bound (``overflows``), so
+RAM stays bounded.  A tick is one read-only row and readings already taken; nothing is
+encoded, hashed or written here.  A Session that could not open (or whose Run stopped)
+drops its ticks and reports why in its ``SessionResult``/``failure``.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,16 +37,67 @@ from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend
 from fastsim_embedded.session.plugins import one_line
 from fastsim_embedded.session.session import Session, SessionClosed, SessionResult
 
-__all__ = ["EpisodeWriter"]
+__all__ = ["EpisodeWriter", "WriterPool"]
 
 Tick = tuple[Any, Sequence[CameraReading], tuple[ScenePluginEvent, ...], tuple[ControlCommand, ...], Any]
+
+
+class WriterPool:
+    """The opening threads and the ``writers`` open slots shared by every episode of a recording."""
+
+    def __init__(self, writers: int) -> None:
+        self.executor = concurrent.futures.ThreadPoolExecutor(writers, "fsr-gym-open")
+        self._free = writers
+        self._waiting: collections.deque[EpisodeWriter] = collections.deque()
+        self._lock = threading.Lock()
+        self.overflows = 0  # episodes opened without a slot (their kept ticks were full)
+        self.open_now = 0  # Sessions open at this moment
+        self.open_peak = 0
+
+    def admit(self, writer: EpisodeWriter) -> None:
+        """Queue ``writer``; it starts when a slot is free (at once when one is)."""
+        with self._lock:
+            self._waiting.append(writer)
+        self._start_waiting()
+
+    def _start_waiting(self) -> None:
+        while True:
+            with self._lock:
+                if not self._free or not self._waiting:
+                    return
+                writer = self._waiting.popleft()
+                self._free -= 1
+            writer.start(slot=True)
+
+    def withdraw(self, writer: EpisodeWriter) -> bool:
+        """Take ``writer`` off the queue (it starts without a slot); ``False`` when it had left it."""
+        with self._lock:
+            try:
+                self._waiting.remove(writer)
+            except ValueError:
+                return False
+            return True
+
+    def release(self) -> None:
+        """A slot's Session closed: the next episode waiting starts."""
+        with self._lock:
+            self._free += 1
+        self._start_waiting()
+
+    def opened(self, delta: int) -> None:
+        with self._lock:
+            self.open_now += delta
+            self.open_peak = max(self.open_peak, self.open_now)
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True)
 
 
 class EpisodeWriter:
     """One episode of one (sub-)env (module table)."""
 
     def __init__(
-        self, pool: concurrent.futures.Executor, opener: Callable[[], Session], backend: GymnasiumBackend,
+        self, pool: WriterPool, opener: Callable[[], Session], backend: GymnasiumBackend,
         *, number: int, seed: int | None, max_pending: int = 4096,
     ) -> None:
         self.backend = backend
@@ -52,18 +112,45 @@ class EpisodeWriter:
         self.bytes = 0  # raw bytes staged so far (``max_episode_bytes``)
         self.snapshot: Any = None  # the render side with observation t (``gymnasium_mujoco.RenderSnapshot``)
         self.events: tuple[ScenePluginEvent, ...] = ()
+        self._pool = pool
+        self._opener = opener
         self._max_pending = max_pending
         self._pending: list[Tick] = []
-        self._future = pool.submit(opener)
+        self._future: concurrent.futures.Future[Session] | None = None
+        self._slot = False  # this episode holds one of the pool's open slots
         self._ready: Session | None = None  # the open Session once nothing is kept any more
 
+    def _open(self) -> Session:
+        session = self._opener()
+        self._pool.opened(+1)
+        return session
+
+    def start(self, *, slot: bool) -> None:
+        """Open the Session in the opening pool (``slot``: it holds one of the pool's slots)."""
+        self._slot = slot
+        self._future = self._pool.executor.submit(self._open)
+
     def _episode(self) -> Session | None:
-        """The open Session (waits for it), or ``None`` when it failed to open."""
+        """The open Session (waits for it; opens it here when it never started), ``None`` when it failed."""
         try:
+            if self._future is None:
+                if self._pool.withdraw(self):
+                    return self._ready_inline()
+                while self._future is None:  # a slot was given to it this instant: its future comes
+                    threading.Event().wait(0.001)
             return self._future.result()
         except Exception as exc:
             self.failure = self.failure or f"the episode could not be opened: {one_line(exc)}"
             return None
+
+    def _ready_inline(self) -> Session:
+        future: concurrent.futures.Future[Session] = concurrent.futures.Future()
+        try:
+            future.set_result(self._open())
+        except Exception as exc:
+            future.set_exception(exc)
+        self._future = future
+        return future.result()
 
     def _publish(self, episode: Session, tick: Tick) -> None:
         row, readings, events, commands, snapshot = tick
@@ -87,7 +174,7 @@ class EpisodeWriter:
     ) -> None:
         """Row 1: publish one tick now, or keep it until the Session is open."""
         episode = self._ready
-        if episode is None and self._future.done() and not self._pending:
+        if episode is None and self._future is not None and self._future.done() and not self._pending:
             episode = self._ready = self._episode()
             if episode is None:
                 return
@@ -96,19 +183,29 @@ class EpisodeWriter:
                 self._publish(episode, (row, readings, events, commands, snapshot))
             return
         self._pending.append((row, readings, events, commands, snapshot))
-        if self._future.done() or len(self._pending) >= self._max_pending:
+        if len(self._pending) >= self._max_pending and self._future is None and self._pool.withdraw(self):
+            self._pool.overflows += 1  # RAM first: this episode streams without a slot
+            self.start(slot=False)
+        if self._future is not None and (self._future.done() or len(self._pending) >= self._max_pending):
             self._drain()
 
     def finish(
         self, kind: CompletionKind, reason: str, events: tuple[ScenePluginEvent, ...] = (),
     ) -> SessionResult | None:
-        """Row 2 (in the writer pool): publish what was kept (then ``events``, when no row is
-        left to carry them), then close (commit)."""
-        self._drain()
-        episode = self._episode()
-        if episode is None:
-            return None
-        if not episode.stopping:
-            for event in events:
-                episode.host.events.publish_plugin_event(event.name, event.data, event.emitter)
-        return episode.close(kind, reason)
+        """Row 2 (in the commit pool): publish what was kept (then ``events``, when no row is
+        left to carry them), then close (commit); the slot goes on."""
+        try:
+            self._drain()
+            episode = self._episode()
+            if episode is None:
+                return None
+            try:
+                if not episode.stopping:
+                    for event in events:
+                        episode.host.events.publish_plugin_event(event.name, event.data, event.emitter)
+                return episode.close(kind, reason)
+            finally:
+                self._pool.opened(-1)
+        finally:
+            if self._slot:
+                self._pool.release()

@@ -9,7 +9,7 @@ writer, transaction and validation, unchanged.
     | # | call (env thread)      | what the host does                                            |
     |---|------------------------|---------------------------------------------------------------|
     | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Session`` opens in the opening |
-    |   |                        | pool (name reserved, file staged); observation 0 is kept      |
+    |   |                        | pool when a slot is free (``gymnasium_host.episode``)         |
     | 2 | ``step``               | one row (obs t, action t, reward, flags) and frame t's camera |
     |   |                        | readings: one tick (kept until the Session is open, bounded)  |
     | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
@@ -18,9 +18,10 @@ writer, transaction and validation, unchanged.
     |   |                        | reset/close, or the env raised (its one line in the reason)   |
     | 5 | ``close``              | end every open episode, wait for every commit                 |
 
-Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their commit, then ``step`` waits.
-Together with the Record lanes' item and byte bounds (per episode) and the bounded
-pending ticks of an opening episode, memory does not grow with episode length.
+Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their
+commit, then ``step`` waits (``flow_waits`` counts it).  With the Record lanes' bounds, the
+bounded pending ticks and the open slots, memory grows neither with episode length nor with
+the number of sub-envs beyond one kept row buffer each.
 """
 
 from __future__ import annotations
@@ -45,14 +46,14 @@ from fastsim_embedded.backends.gymnasium_env import (
     camera_channels,
 )
 from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
-from fastsim_embedded.gymnasium_host.episode import EpisodeWriter
+from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool
 from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
     StagedRenderSource,
     joints_of,
     render_source_of,
 )
-from fastsim_embedded.gymnasium_host.spaces import space_leaves
+from fastsim_embedded.gymnasium_host.spaces import plain_value, space_leaves
 from fastsim_embedded.session.compile import prepare_built
 from fastsim_embedded.session.plugins import discover_plugin
 from fastsim_embedded.session.session import Session, SessionResult
@@ -139,15 +140,17 @@ class GymRecording:
             self._render.append(None if inner is None else RenderSnapshots(
                 inner, state=options.render_state, geometry=options.geometry,
             ))
+        self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
         self._catalogs = discover_catalogs()  # found once per recording, not per episode
         self._factories = {RECORD: discover_plugin(RECORD)}
         self._open: dict[int, EpisodeWriter] = {}
         self._next = options.first_episode
         workers = max(1, options.writers)
-        self._openers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-open")
+        self.pool = WriterPool(workers)
         self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
         self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[SessionResult | None]]] = []
         self._slots = threading.BoundedSemaphore(2 * workers)
+        self.flow_waits = 0  # times the env thread waited for a commit slot
         self.files: list[EpisodeFile] = []
 
     def camera_recorded(self, index: int) -> bool:
@@ -156,7 +159,7 @@ class GymRecording:
 
     def wants_render(self, index: int) -> bool:
         """Whether the wrapper must call ``render()`` for sub-env ``index`` (frames not in the observation)."""
-        return any(src.leaf is None and src.alias in self._cameras[index] for src in self.sources)
+        return self._renders[index]
 
     def name(self, number: int, index: int) -> str:
         """The episode's file name: sorts in episode order, carries the sub-env index."""
@@ -203,7 +206,7 @@ class GymRecording:
         number = self._next
         self._next += 1
         shapes = {alias: (int(f.shape[0]), int(f.shape[1])) for alias, f in frames.items()}
-        reset = {"seed": seed, "options": _plain(reset_options), "sub_env": index if self.vector else None,
+        reset = {"seed": seed, "options": plain_value(reset_options), "sub_env": index if self.vector else None,
                  "how": how}
         described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
                      "camera": camera_note({a: c for a, c in self._cameras[index].items() if a in shapes}, o.cameras)}
@@ -225,7 +228,7 @@ class GymRecording:
             return episode
 
         pending = o.media_queue_items if shapes else 4096  # ticks kept while the file opens: frames are big
-        writer = EpisodeWriter(self._openers, opener, backend, number=number, seed=seed, max_pending=pending)
+        writer = EpisodeWriter(self.pool, opener, backend, number=number, seed=seed, max_pending=pending)
         writer.row = first_row
         writer.cameras = tuple(shapes)
         writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
@@ -233,10 +236,13 @@ class GymRecording:
         writer.snapshot = self._snapshot(index)
         writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
         self._open[index] = writer
+        self.pool.admit(writer)
 
     def _frames(self, index: int, observation: Any, rendered: Any) -> dict[str, Any]:
         """This observation's frame of each camera of sub-env ``index`` (RGB uint8 frames only)."""
-        out = {}
+        out: dict[str, Any] = {}
+        if not self._cameras[index]:
+            return out
         for src in self.sources:
             if src.alias in self._cameras[index]:
                 frame = src.frame(observation, rendered)
@@ -254,6 +260,8 @@ class GymRecording:
 
     def _readings(self, index: int, frames: Mapping[str, Any]) -> Sequence[Any]:
         cameras = self._cameras[index]
+        if not frames:
+            return ()
         return tuple(r for alias, frame in frames.items() for r in cameras[alias].readings(frame, camera_channels(alias)))
 
     def is_open(self, index: int) -> bool:
@@ -289,7 +297,7 @@ class GymRecording:
                 writer.row, writer.readings = self.row.start_fill(self._joint_state(index)), ()
             self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
             raise
-        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras})
+        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras}) if frames else ()
         writer.snapshot = self._snapshot(index)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
@@ -321,7 +329,9 @@ class GymRecording:
                 self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
                 trailing = ()
         finally:
-            self._slots.acquire()  # at most 2 * writers episodes wait for their commit
+            if not self._slots.acquire(blocking=False):  # at most 2 * writers episodes wait for their commit
+                self.flow_waits += 1
+                self._slots.acquire()
             future = self._closers.submit(writer.finish, kind, reason, trailing)
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))
@@ -365,23 +375,9 @@ class GymRecording:
         for index in list(self._open):
             self.end(index, CompletionKind.STOPPED, "truncated: the env was closed")
         self._collect(block=True)
-        self._openers.shutdown(wait=True)
+        self.pool.shutdown()
         self._closers.shutdown(wait=True)
         return sorted(self.files, key=lambda f: f.episode)
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return repr(value)
 
 
 class GymnasiumHost:

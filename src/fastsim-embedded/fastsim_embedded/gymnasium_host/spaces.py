@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Leaf", "RowPacker", "UnmappableSpace", "leaf_value", "space_leaves"]
+__all__ = ["Leaf", "RowPacker", "UnmappableSpace", "leaf_value", "plain_value", "space_leaves"]
 
 _MAPPABLE = "Box, Discrete, MultiDiscrete, MultiBinary, Dict and Tuple"
 
@@ -101,6 +101,7 @@ class RowPacker:
             at += nbytes
         self.nbytes = at
         self.index = {name: i for i, (name, _, _) in enumerate(self.fields)}
+        self._casts = self.fields  # (name, dtype, shape) per field: what ``encode`` walks per row
 
     def packing(self) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
         """``numeric_packing()``: (channel, dtype string, shape) in buffer order."""
@@ -110,9 +111,7 @@ class RowPacker:
         """The bytes of one value per field from field ``first`` on, each cast to the field's
         dtype; ``ValueError`` naming the channel when a value does not have its shape."""
         out = []
-        for (_, _, dtype, shape), (name, _, _), value in zip(
-            self._slots[first:], self.fields[first:], values, strict=False
-        ):
+        for (name, dtype, shape), value in zip(self._casts[first:], values, strict=False):
             array = np.asarray(value, dtype=dtype)
             if array.shape != shape:
                 raise ValueError(f"{name}: the env returned shape {array.shape}, its space declares {shape}")
@@ -132,3 +131,18 @@ class RowPacker:
             name: row[at:at + nbytes].view(dtype).reshape(shape)
             for (name, _, _), (at, nbytes, dtype, shape) in zip(self.fields, self._slots, strict=True)
         }
+
+
+def plain_value(value: object) -> object:
+    """``value`` as JSON-able data (reset options recorded in the ``gym.reset`` event)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_value(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)

@@ -19,7 +19,8 @@
     | 8b| geometry        | ``False``      | MuJoCo envs: record ``scene.geometry@2`` (meshes and transforms)|
     | 9 | info_keys       | ``()``         | scalar ``info`` entries kept as channels ``info.<key>``         |
     | 10| integrity       | ``"structural"`` | Record's ``integrity``                                       |
-    | 11| writers         | 4              | threads that open and commit episode files off the env thread  |
+    | 11| writers         | 4              | open slots and threads that open and commit episode files off  |
+    |   |                 |                | the env thread (``gymnasium_host.episode``)                    |
     | 12| max_episode_bytes | none         | raw bytes (rows + frames, before JPEG/PNG) one episode may     |
     |   |                 |                | record; the step that would pass it ends the episode's file    |
     |   |                 |                | (truncated, completion ``stopped``, the reason says so)        |

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import random
 import secrets
 import warnings
 from pathlib import Path
@@ -38,9 +39,12 @@ def warn_uncommitted(files: list[Any]) -> None:
             warnings.warn(f"episode {file.episode}: not committed: {file.reason}", RuntimeWarning, stacklevel=3)
 
 
+_SEEDS = random.Random(secrets.randbits(128))  # one system draw per process, not one syscall per reset
+
+
 def draw_seed() -> int:
     """A fresh seed for a reset that gave none (recorded with the episode)."""
-    return secrets.randbelow(2**31)
+    return _SEEDS.randrange(2**31)
 
 
 def open_recording(

@@ -1,0 +1,140 @@
+"""The writer pool: the env thread never waits for a commit while the pool has room, waits
+(counted) when it has none, the number of open episode files is bounded whatever the number of
+sub-envs, and a commit that fails is reported by ``close()``.  Counted, never timed."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+from gymnasium.vector import AutoresetMode
+from tests.gym.play import assert_recorded, play
+
+from fastsim_embedded.gymnasium_host import episode as episode_module
+from fastsim_embedded.session import session
+from fastsim_record.gym import RecordEpisodes, RecordVectorEpisodes
+
+
+def _gated_finish(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[int]]:
+    """Every commit waits for ``gate``; ``done`` lists the episodes whose commit went through."""
+    real = episode_module.EpisodeWriter.finish
+    gate, done = threading.Event(), []
+
+    def finish(self: Any, *args: Any, **kwargs: Any) -> Any:
+        assert gate.wait(120), "the gate was never opened"
+        result = real(self, *args, **kwargs)
+        done.append(self.number)
+        return result
+
+    monkeypatch.setattr(episode_module.EpisodeWriter, "finish", finish)
+    return gate, done
+
+
+def test_the_env_thread_never_waits_for_a_commit_while_the_pool_has_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Five episodes end while every commit is held back (writers=4: 8 may wait): reset() and
+    step() all return, no commit has run, no flow-control wait; then all five commit."""
+    gate, done = _gated_finish(monkeypatch)
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=4)
+    played = play(env, [0, 1, 2, 3, 4])
+    recording = env._recording
+    assert (done, recording.flow_waits) == ([], 0)  # every episode ended; none has been committed yet
+    gate.set()
+    env.close()
+    assert sorted(done) == [0, 1, 2, 3, 4]
+    for file, episode in zip(env.files, played, strict=True):
+        assert_recorded(file.path, episode)
+
+
+def test_when_the_pool_is_full_the_env_thread_waits_and_counts_it_never_drops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """writers=1: two finished episodes may wait for their commit; the third end waits (counted),
+    the commits go on once it does, and every episode is committed."""
+    gate, _ = _gated_finish(monkeypatch)
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=1)
+    recording = env._recording
+
+    def open_when_waiting() -> None:
+        deadline = time.monotonic() + 120
+        while recording.flow_waits == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        gate.set()
+
+    watcher = threading.Thread(target=open_when_waiting)
+    watcher.start()
+    played = play(env, [0, 1, 2, 3])
+    watcher.join()
+    env.close()
+    assert recording.flow_waits >= 1
+    assert [f.path is not None for f in env.files] == [True] * 4
+    for file, episode in zip(env.files, played, strict=True):
+        assert_recorded(file.path, episode)
+
+
+def test_open_episode_files_stay_bounded_with_16_sub_envs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """16 CartPole sub-envs, writers=2: at most 2 episodes stream with a slot and 2 more open in
+    the commit threads, counted at the host's Session.open/close; every episode is committed."""
+    real_open, real_close = session.Session.open.__func__, session.Session.close  # type: ignore[attr-defined]
+    lock, count = threading.Lock(), {"now": 0, "peak": 0}
+
+    def counted_open(cls: Any, /, *args: Any, **kwargs: Any) -> Any:
+        opened = real_open(cls, *args, **kwargs)
+        with lock:
+            count["now"] += 1
+            count["peak"] = max(count["peak"], count["now"])
+        return opened
+
+    def counted_close(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return real_close(self, *args, **kwargs)
+        finally:
+            with lock:
+                count["now"] -= 1
+
+    monkeypatch.setattr(session.Session, "open", classmethod(counted_open))
+    monkeypatch.setattr(session.Session, "close", counted_close)
+    vector = gym.make_vec("CartPole-v1", num_envs=16, vectorization_mode="sync",
+                          vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    envs = RecordVectorEpisodes(vector, tmp_path, writers=2)
+    envs.action_space.seed(0)
+    envs.reset(seed=0)
+    threads = threading.active_count()
+    for _ in range(120):
+        envs.step(envs.action_space.sample())
+        threads = max(threads, threading.active_count())
+    pool = envs._recording.pool
+    envs.close()
+    assert len(envs.files) > 60
+    assert all(f.path is not None for f in envs.files)
+    assert pool.overflows == 0
+    assert count["peak"] <= 2 * 2, count  # before the pool: one open file per sub-env (16 and more)
+    assert count["now"] == 0
+    assert threads <= 40  # not one Record worker per sub-env
+
+
+def test_close_reports_a_commit_that_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Episode 1's commit raises in the commit pool: the env never sees it; close() warns one line
+    naming episode 1 and the error; episodes 0 and 2 are committed."""
+    real_close = session.Session.close
+
+    def failing_close(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = real_close(self, *args, **kwargs)
+        if self.prepared.episode == 1:
+            raise OSError("disk full while sealing")
+        return result
+
+    monkeypatch.setattr(session.Session, "close", failing_close)
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path)
+    played = play(env, [0, 1, 2])
+    with pytest.warns(RuntimeWarning, match=r"^episode 1: not committed: OSError: disk full while sealing$") as seen:
+        env.close()
+    assert len([w for w in seen if "not committed" in str(w.message)]) == 1
+    assert [f.path is not None for f in env.files] == [True, False, True]
+    assert_recorded(env.files[0].path, played[0])
+    assert_recorded(env.files[2].path, played[2])
