@@ -81,7 +81,7 @@ def test_a_file_without_commands_and_bad_command_names(synthetic_fsr: Path) -> N
 def test_refused_commands_keep_their_values_and_are_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A FastSimRun-v0 episode with one refused step: its row holds what was commanded, accepted false."""
     pytest.importorskip("gymnasium")
-    from tests.gym_run.conftest import reach_run
+    from tests.host.gym.conftest import reach_run
 
     from fastsim_embedded.backends.base import ControlOutcome
     from fastsim_embedded.backends.synthetic import SyntheticBackend

@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from gymnasium.vector import AutoresetMode
-from tests.gym.play import assert_recorded, play
+from tests.record.gym.play import assert_recorded, play
 
 from fastsim_embedded.gymnasium_host import episode as episode_module
 from fastsim_embedded.session import session

@@ -27,6 +27,7 @@ one record at a time (``_stream``), so memory does not grow with the episode.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -134,10 +135,10 @@ class _Pump:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        try:  # a reader still waiting for a writer (the SDK never opened the FIFO) sees EOF
+        # a reader still waiting for a writer (the SDK never opened the FIFO) sees EOF; with no
+        # reader left (ENXIO) the thread has finished or is finishing
+        with contextlib.suppress(OSError):
             os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:
-            pass  # no reader left (ENXIO): the thread has finished or is finishing
         self._thread.join()
         if exc[0] is None:
             self.check()
