@@ -141,7 +141,8 @@ _WORDS = RECORD_DTYPE.itemsize // 8
 _G = _FIELD["global_sequence"] // 8
 _S = _FIELD["stream_sequence"] // 8
 _PROJECTION = struct.Struct("<IIIIQQqq")  # PROJECTION_DTYPE's fields, in order
-assert _PROJECTION.size == PROJECTION_DTYPE.itemsize and RECORD_DTYPE.itemsize % 8 == 0
+if _PROJECTION.size != PROJECTION_DTYPE.itemsize or RECORD_DTYPE.itemsize % 8:  # pragma: no cover - layout
+    raise ImportError("_table_rules: the projection or record layout changed; update _PROJECTION and _WORDS")
 _FIRST_ROW = readonly(np.zeros(1, np.intp))
 
 
