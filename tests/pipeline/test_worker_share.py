@@ -1,4 +1,4 @@
-"""The writer worker's GIL hand-off follows lane pressure (worker rules 6 and 8)."""
+"""The writer worker's GIL hand-off follows lane pressure (worker rule 6)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 
 from fastsim_record.core.batching import BatchLimits
 from fastsim_record.core.captured import CapturedItem, LaneName
-from fastsim_record.core.lane import Lane, LaneSpec
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge
+from fastsim_record.pipeline.pumps import PressureGauge
 from fastsim_record.pipeline.worker import WriterWorker
 from fastsim_record.ports.sinks import OutRecord
 
@@ -72,31 +71,3 @@ def test_a_pressed_worker_never_offers_the_gil_back(monkeypatch: pytest.MonkeyPa
     """Pressed (a lane at 1/8): the same work, and a longer one, never yields voluntarily."""
     assert _yields(monkeypatch, pressed=True, items=40) == 0
     assert _yields(monkeypatch, pressed=True, items=200) == 0
-
-
-def test_a_pressed_gauge_is_relieved_before_the_drain_is_written() -> None:
-    """Rule 8: the lanes are empty once drained, so an unpaced host waiting on the gauge
-    resumes then, not after the drained records have been encoded and written."""
-    gauge = PressureGauge()
-    lane = Lane(LaneSpec(name=LaneName.NUMERIC, max_items=64, max_bytes=1 << 30), [True])
-    handle = LaneHandle(lane, threading.Event(), gauge=gauge)
-    seen: list[bool] = []
-
-    class WatchingSink(NullSink):
-        def write_batch(self, records: Sequence[OutRecord]) -> int:
-            seen.append(gauge.pressed)
-            return len(records)
-
-    worker = WriterWorker(
-        lanes={LaneName.NUMERIC: handle}, wake=threading.Event(), encoders={"s": SlowEncoder()},
-        barrier_encoder=lambda _payload: b"", sink=WatchingSink(),
-        limits=BatchLimits(max_items=2, max_bytes=1 << 30, max_sim_span_ns=1 << 62),
-        monitor=Monitor(lambda _reason: False), gauge=gauge,
-    )
-    for i in range(1, 5):
-        lane.try_publish(CapturedItem(global_sequence=i, source="s", capture_sequence=i, stream="s",
-                                      lane=LaneName.NUMERIC, payload=i))
-    gauge.press()
-    worker._step()
-    assert seen == [False, False]  # two batches of two, both written with the host already resumed
-    assert lane.depth == 0

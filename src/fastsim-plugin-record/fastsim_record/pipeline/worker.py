@@ -26,8 +26,8 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     |   | GIL                                                                     |
     | 7 | more items held behind a hole than all lanes hold together is fatal    |
     |   | (the merge never grows without bound)                                  |
-    | 8 | after each drain, before writing it, relieve the ``PressureGauge``: an |
-    |   | unpaced host waiting on it (contract section 10) resumes at once       |
+    | 8 | after each drain, relieve the ``PressureGauge`` the pumps pressed: an  |
+    |   | unpaced host waiting on it (contract section 10) resumes               |
 
 Finishing (``finish(cut)``, run on this thread): drain until the lanes are empty, close
 the partial batch (B6), decide the fence (F1-F6), then either run the output
@@ -65,7 +65,9 @@ from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge
 from fastsim_record.pipeline.record_encoder import RecordEncoder
 from fastsim_record.ports.sinks import OutRecord, PayloadEncoder, RecordColumns, RecordSink
 
-__all__ = ["BACKLOG_ITEMS", "BACKLOG_YIELD_AFTER_S", "POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker"]
+__all__ = [
+    "BACKLOG_ITEMS", "BACKLOG_YIELD_AFTER_S", "POLL_S", "YIELD_AFTER_S", "FinishOutcome", "WriterWorker",
+]
 
 #: The worker sleeps on its wake event and drains on this poll; pumps wake it earlier
 #: only under lane pressure (1/8 of a lane's items or bytes), finishing and stopping at
@@ -250,7 +252,6 @@ class WriterWorker:
     def _step(self) -> None:
         merge = self._merge
         while self._drain():
-            self._gauge.relieve()  # rule 8 at once: the host resumes while the drain is written
             released = merge.release_entries()
             if released and self._failed is None:
                 self._write_released(released)
