@@ -92,9 +92,8 @@ def test_a_block_is_refused_exactly_when_its_rows_are(
 
 @pytest.mark.parametrize("sizes", [(2_000_000,), (600_000, 600_000)])
 def test_record_metadata_bound_holds_for_blocks_as_for_rows(sizes: tuple[int, ...]) -> None:
-    """The 1 MiB bound per record's metadata (round 2 checks a block's records one by one only when
-    its whole metadata area exceeds the bound): one oversized record is refused with the rows'
-    message; two records below the bound whose sum exceeds it are accepted, as rows are."""
+    """A record's metadata above 1 MiB is refused as for rows; two below it summing above it are not."""
+    # round 2 checks a block's records one by one only when its whole metadata area exceeds the bound
     meta = {k: {"note": "x" * size} for k, size in enumerate(sizes)}
     block = _block(1, 3, meta=meta)
     as_block, e1 = _write([[block]], payload_crc=False)
