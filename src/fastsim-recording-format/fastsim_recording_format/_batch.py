@@ -56,6 +56,11 @@ def analyse_table(
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _REC = RECORD_DTYPE.itemsize
+#: field positions in a record row as ``tolist`` gives it (a tuple)
+_SID, _SEQ, _LAST, _GEN, _TIME = (
+    (RECORD_DTYPE.names or ()).index(name)
+    for name in ("stream_id", "stream_sequence", "stream_last", "generation", "sim_time_ns")
+)
 _GAP = int(RecordKind.GAP)
 _ZERO_SHA = bytes(32)
 _U64_MAX = np.uint64(2**64 - 1)
@@ -166,15 +171,15 @@ class Accumulator:
                 f"global sequence hole or overlap: expected {self.last_global + 1}, "
                 f"found {facts.first_global}",
             )
-        for k in facts.group_first.tolist():
-            row = table[k]
-            prev = self.state.get(int(row["stream_id"]))
+        first = facts.group_first.tolist()
+        for k, row in zip(first, table[first].tolist(), strict=True):  # rows as tuples: one call
+            prev = self.state.get(row[_SID])
             if prev is None:
                 continue
             at = base + _REC * k
-            if int(row["stream_sequence"]) != prev[0] + 1:
+            if row[_SEQ] != prev[0] + 1:
                 raise FormatError(at + _FIELD["stream_sequence"], "stream sequence hole or overlap")
-            if (int(row["generation"]), int(row["sim_time_ns"])) < prev[1:]:
+            if (row[_GEN], row[_TIME]) < prev[1:]:
                 raise FormatError(
                     at + _FIELD["sim_time_ns"], "stream generation or simulation time goes backwards"
                 )
@@ -192,11 +197,8 @@ class Accumulator:
         if self.first_global is None:
             self.first_global = facts.first_global
         self.last_global = facts.last_global
-        for k in facts.group_last.tolist():
-            row = table[k]
-            self.state[int(row["stream_id"])] = (
-                int(row["stream_last"]), int(row["generation"]), int(row["sim_time_ns"])
-            )
+        for row in table[facts.group_last.tolist()].tolist():
+            self.state[row[_SID]] = (row[_LAST], row[_GEN], row[_TIME])
 
     @property
     def batches(self) -> int:

@@ -33,8 +33,7 @@ from fastsim_record.ports.sinks import RecordColumns
 __all__ = ["numeric_columns"]
 
 _ENVELOPE = operator.attrgetter("envelope")
-_PAYLOAD = operator.attrgetter("payload")
-_SAMPLES = operator.attrgetter("samples")
+_BLOCK = operator.attrgetter("payload.samples")
 _CHANNELS = operator.attrgetter("channels")
 _VALUES = operator.attrgetter("values")
 _LAYOUT = operator.attrgetter("layout")
@@ -59,20 +58,23 @@ def numeric_columns(
         return None
     envelopes = list(map(_ENVELOPE, carriers))
     try:  # ticks were checked to be ObservationTick values at the pump (binding rule 4)
-        blocks = list(map(_SAMPLES, map(_PAYLOAD, envelopes)))
-        channel_ids = set(map(id, map(_CHANNELS, blocks)))  # only a SampleBlock has channels
+        blocks = list(map(_BLOCK, envelopes))
+        channel_rows = list(map(_CHANNELS, blocks))  # only a SampleBlock has channels
         values = list(map(_VALUES, blocks))
     except AttributeError:
         return None
-    channels = blocks[0].channels
-    if len(channel_ids) != 1 or (channels is not order and channels != order):  # rule 2
+    # ``list.count`` compares by identity first (Core shares one tuple and one layout per
+    # Run), then by equality: one C-level pass each, no set built per tick
+    channels = channel_rows[0]
+    if channel_rows.count(channels) != n or (channels is not order and channels != order):  # rule 2
         return None
-    if set(map(type, values)) != {PackedValues}:  # rule 1
+    if list(map(type, values)).count(PackedValues) != n:  # rule 1
         return None
     layout = values[0].layout
-    if len(set(map(id, map(_LAYOUT, values)))) != 1 or not layout_ok(layout):  # rule 3
+    if list(map(_LAYOUT, values)).count(layout) != n or not layout_ok(layout):  # rule 3
         return None
-    if len(set(map(_GENERATION, envelopes))) != 1:  # rule 4
+    generation = envelopes[0].generation
+    if list(map(_GENERATION, envelopes)).count(generation) != n:  # rule 4
         return None
     try:
         payload = b"".join(map(_BUFFER, values))  # one copy; a strided buffer refuses
@@ -81,7 +83,7 @@ def numeric_columns(
     if len(payload) != n * record_bytes:
         return None
     return RecordColumns(
-        stream, int(envelopes[0].generation),
+        stream, int(generation),
         np.fromiter(map(_GLOBAL, envelopes), np.uint64, n),
         np.fromiter(map(_SOURCE_SEQ, envelopes), np.uint64, n),
         np.fromiter(map(_SIM_TIME, envelopes), np.int64, n),

@@ -24,6 +24,8 @@ from __future__ import annotations
 import time
 from typing import cast
 
+import numpy as np
+
 from fastsim_record.core.batching import Batcher, BatchLimits, BatchSummary, FlushReason
 from fastsim_record.errors import OutputError, RecordError
 from fastsim_record.ports.sinks import ColumnSink, OutRecord, RecordColumns, RecordSink
@@ -60,7 +62,7 @@ class BatchWriter:
         times = columns.sim_time_ns
         size = columns.record_bytes
         closed: tuple[BatchSummary, ...] | list[BatchSummary]
-        if len(times) < 2 or not (times[1:] < times[:-1]).sum():
+        if len(times) < 2 or not np.count_nonzero(times[1:] < times[:-1]):
             closed = self._batcher.add_run(columns.generation, times, size)
         else:  # times that go down: the writer refuses them; account them one by one
             closed = [c for t in times.tolist() for c in self._batcher.add(columns.generation, t, size)]

@@ -54,7 +54,9 @@ class RunBuilder:
             return []
         if not self._encoders:  # row 1
             return list(map(materialize, items))
-        if set(map(type, items)) == {Carrier} and len(set(map(_CONVERTER, items))) == 1:
+        if list(map(type, items)).count(Carrier) == len(items) and (
+            (converters := list(map(_CONVERTER, items))).count(converters[0]) == len(items)
+        ):  # ``list.count``: identity first, one C-level pass each
             return self._run(items)  # the common case: one source's ticks
         out: list[CapturedItem | CapturedRun] = []
         group: list[Any] = []
@@ -80,15 +82,21 @@ class RunBuilder:
         if columns is None:  # rows 1 and 3
             return [first, *map(materialize, carriers[1:])]
         g, c = columns.global_sequence, columns.stream_sequence
-        cuts = np.flatnonzero((np.diff(g) != 1) | (np.diff(c) != 1)) + 1
-        bounds = [0, *cuts.tolist(), len(g)]
+        n = len(g)
+        if int(g[-1]) - int(g[0]) == n - 1 and int(c[-1]) - int(c[0]) == n - 1 and not np.count_nonzero(
+            (g[1:] - g[:-1] != 1) | (c[1:] - c[:-1] != 1)
+        ):  # the common case: one unbroken run
+            bounds = [0, n]
+        else:
+            cuts = np.flatnonzero((np.diff(g) != 1) | (np.diff(c) != 1)) + 1
+            bounds = [0, *cuts.tolist(), n]
         out: list[CapturedItem | CapturedRun] = []
         for start, stop in itertools.pairwise(bounds):
             out.append(CapturedRun(
                 source=first.source, stream=first.stream, lane=first.lane, generation=columns.generation,
                 first_global=int(g[start]), last_global=int(g[stop - 1]),
                 first_capture=int(c[start]), last_capture=int(c[stop - 1]),
-                payload=columns.part(start, stop) if (start, stop) != (0, len(g)) else columns,
+                payload=columns.part(start, stop) if (start, stop) != (0, n) else columns,
             ))
         self.runs += len(out)
         return out
