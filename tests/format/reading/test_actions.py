@@ -107,7 +107,7 @@ def test_refused_commands_keep_their_values_and_are_marked(tmp_path: Path, monke
     assert acts.accepted.tolist() == [True, False, True, False]
     # the Dataset serves the same rows as the key "action", windowed in seconds (30 Hz ticks) and float32
     ds = fr.Dataset(path, channels=[JOINTS], action=True, window={"action": {"seconds": [0, 1 / 30]}},
-                    dtype="float32")
+                    dtype="float32", include="stopped")
     assert len(ds) == 4
     s = ds[1]
     assert s["action"].dtype == np.float32 == s[JOINTS].dtype
@@ -117,7 +117,7 @@ def test_refused_commands_keep_their_values_and_are_marked(tmp_path: Path, monke
     assert s[JOINTS].shape == (1, 7)  # keys left out of the mapping get [0]
     last = ds[3]
     assert last["action_is_pad"].tolist() == [True, True]  # nothing followed it; then outside the segment
-    plain = fr.Dataset(path, channels=[JOINTS], action=True)
+    plain = fr.Dataset(path, channels=[JOINTS], action=True, include="stopped")
     np.testing.assert_array_equal(plain[2]["action"], sent[2])
     assert plain[2]["action"].dtype == np.float64
     assert not plain[2]["action_is_pad"]

@@ -52,7 +52,9 @@ def _held(acts: fr.Actions, g: int, t: int) -> np.ndarray:
 
 def _check_lerobot(paths: list[Path], out: Path, camera: str) -> None:
     """Export ``paths`` and compare dtype, names and every row's state and action with the recording."""
-    assert main(["export", *map(str, paths), "--to", "lerobot", "-o", str(out), "--quiet"]) == 0
+    # every episode, stopped ones too (a driven Run's last episode is stopped by close())
+    assert main(["export", *map(str, paths), "--to", "lerobot", "-o", str(out), "--quiet",
+                 "--include", "all"]) == 0
     features, rows = _lerobot(out)
     segments = [(p, g) for p in paths for g in fr.open(p).generations()]
     for k, row in enumerate(rows):

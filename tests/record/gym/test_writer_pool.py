@@ -37,8 +37,7 @@ def _gated_finish(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, lis
 def test_the_env_thread_never_waits_for_a_commit_while_the_pool_has_room(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Five episodes end while every commit is held back (writers=4: 8 may wait): reset() and
-    step() all return, no commit has run, no flow-control wait; then all five commit."""
+    """Five episodes end with every commit held back (writers=4): no step waits; then all commit."""
     gate, done = _gated_finish(monkeypatch)
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=4)
     played = play(env, [0, 1, 2, 3, 4])
@@ -54,8 +53,7 @@ def test_the_env_thread_never_waits_for_a_commit_while_the_pool_has_room(
 def test_when_the_pool_is_full_the_env_thread_waits_and_counts_it_never_drops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """writers=1: two finished episodes may wait for their commit; the third end waits (counted),
-    the commits go on once it does, and every episode is committed."""
+    """writers=1: the third finished episode waits for a commit (counted); every episode commits."""
     gate, _ = _gated_finish(monkeypatch)
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=1)
     recording = env._recording
@@ -78,8 +76,7 @@ def test_when_the_pool_is_full_the_env_thread_waits_and_counts_it_never_drops(
 
 
 def test_open_episode_files_stay_bounded_with_16_sub_envs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """16 CartPole sub-envs, writers=2: at most 2 episodes stream with a slot and 2 more open in
-    the commit threads, counted at the host's Session.open/close; every episode is committed."""
+    """16 CartPole sub-envs, writers=2: at most 4 episode files are open at once; all commit."""
     real_open, real_close = session.Session.open.__func__, session.Session.close  # type: ignore[attr-defined]
     lock, count = threading.Lock(), {"now": 0, "peak": 0}
 
@@ -119,8 +116,7 @@ def test_open_episode_files_stay_bounded_with_16_sub_envs(tmp_path: Path, monkey
 
 
 def test_close_reports_a_commit_that_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Episode 1's commit raises in the commit pool: the env never sees it; close() warns one line
-    naming episode 1 and the error; episodes 0 and 2 are committed."""
+    """Episode 1's commit raises: close() warns one line naming it; episodes 0 and 2 commit."""
     real_close = session.Session.close
 
     def failing_close(self: Any, *args: Any, **kwargs: Any) -> Any:
