@@ -27,6 +27,17 @@ def _two_files(synthetic_fsr: Path, tmp_path: Path) -> Path:
     return folder
 
 
+
+def test_segments_are_named_so_and_the_old_episode_names_still_work(synthetic_fsr: Path) -> None:
+    """``segments``/``segment_index`` name Runtime generations; ``episodes`` warns, ``episode_index`` stays."""
+    ds = fr.Dataset(synthetic_fsr, channels=[JOINTS])
+    sample = ds[70]
+    assert int(sample["segment_index"]) == int(sample["episode_index"]) == 1
+    with pytest.warns(DeprecationWarning, match=r"Dataset\.episodes is deprecated: use Dataset\.segments"):
+        old = ds.episodes
+    np.testing.assert_array_equal(old, ds.segments)
+    assert repr(ds).startswith("Dataset(1 episodes, 3 segments, ")
+
 def test_samples_cover_every_tick_of_every_episode_of_every_file(synthetic_fsr: Path, tmp_path: Path) -> None:
     """A directory's files, each split into its generations; sample i is that tick's values."""
     ds = fr.Dataset(_two_files(synthetic_fsr, tmp_path), channels=[JOINTS, "robot.base_pose"])
@@ -34,7 +45,7 @@ def test_samples_cover_every_tick_of_every_episode_of_every_file(synthetic_fsr: 
         joints = rec.numeric(JOINTS)
         pose = rec.numeric("robot.base_pose")
     assert len(ds) == 2 * len(joints) == 360
-    assert ds.episodes[:, :2].tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    assert ds.segments[:, :2].tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
     for i in (0, 59, 60, 179, 180, 250, -1):
         sample = ds[i]
         tick = i % 180

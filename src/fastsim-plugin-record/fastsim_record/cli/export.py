@@ -368,6 +368,6 @@ def _export(args: argparse.Namespace, raw_sources: list[str], output: str, note:
     total = sum(summary.counts.values())
     unit = {"lerobot": "frames", "mcap": "messages", "rerun": "rows"}.get(args.to, "items")
     # an episode is one file; a segment one Runtime generation in it (a LeRobot episode)
-    print(f"exported {len(sources)} episode(s) ({summary.episodes} segment(s), {total} {unit}) to {out} ({args.to}); "
+    print(f"exported {len(sources)} episode(s) ({summary.segments} segment(s), {total} {unit}) to {out} ({args.to}); "
           f"{note}")
     return 0

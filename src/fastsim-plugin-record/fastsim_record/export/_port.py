@@ -60,10 +60,10 @@ class ExportOptions:
 
 @attrs.frozen
 class ExportSummary:
-    """What an export wrote: the output, counts per kind of item, and the episodes."""
+    """What an export wrote: the output, counts per kind of item, and the segments written."""
 
     output: Path
-    episodes: int
+    segments: int
     counts: dict[str, int] = attrs.field(factory=dict)
 
 

@@ -122,16 +122,16 @@ def export_each(
     recs = [open_recording(p) for p in sources]
     progress.total(sum(in_order_records(r.path, r.info.records) for r in recs))
     counts: dict[str, int] = {}
-    episodes = 0
+    segments = 0
     if len(recs) > 1:
         out.mkdir()
     for i, rec in enumerate(recs):
         target = out if len(recs) == 1 else out / f"{i:04d}-{Path(rec.path).stem}{suffix}"
         for k, v in write(rec, target, progress).items():
             counts[k] = counts.get(k, 0) + v
-        episodes += len(rec.generations())
+        segments += len(rec.generations())
         rec.close()
-    return ExportSummary(out, episodes, counts)
+    return ExportSummary(out, segments, counts)
 
 
 @attrs.frozen

@@ -1,7 +1,7 @@
-"""``Dataset``: a map-style dataset over the ticks of many recordings and their episodes.
+"""``Dataset``: a map-style dataset over the ticks of many recordings (episodes) and their segments.
 
 A sample is one tick of the numeric stream that carries the selected channels, in one
-Runtime generation (an episode) of one file.  Windows are relative tick offsets, in the
+segment (Runtime generation) of one file (an episode).  Windows are relative tick offsets, in the
 spirit of LeRobot's ``delta_timestamps``:
 
     | # | rule                                                                            |
@@ -9,17 +9,20 @@ spirit of LeRobot's ``delta_timestamps``:
     | 1 | ``window=None``: each key holds one sample (no window axis, no pad mask)        |
     | 2 | ``window=[-2, -1, 0]`` applies to every key; a mapping gives offsets per key    |
     |   | (keys it leaves out get ``[0]``)                                                |
-    | 3 | an offset that falls outside the episode takes the episode's edge tick and sets |
-    |   | ``<key>_is_pad[j]`` (never a tick of another episode or file)                   |
+    | 3 | an offset that falls outside the segment takes the segment's edge tick and sets |
+    |   | ``<key>_is_pad[j]`` (never a tick of another segment or file)                   |
     | 4 | a camera key holds, for each tick, the latest frame at or before the tick's     |
-    |   | simulation time in the same episode; with none, a zero image and a pad flag   |
-    | 5 | when a selected channel is per-step (``Channel.per_step``), an episode's last   |
+    |   | simulation time in the same segment; with none, a zero image and a pad flag   |
+    | 5 | when a selected channel is per-step (``Channel.per_step``), a segment's last    |
     |   | tick (its fill) is no sample: each sample has observation t with step t        |
     | 6 | windows in seconds, the ``action`` key and ``dtype``: ``_dataset_keys``          |
 
 ``__getitem__`` returns a dict of numpy arrays: each channel and camera, the pad masks,
-and ``index``, ``file_index``, ``episode_index`` (position of the episode in the
-dataset), ``generation``, ``frame_index`` (tick within the episode) and ``time_ns``.
+and ``index``, ``file_index`` (the episode: position of the file in the dataset),
+``segment_index`` (position of the segment in the dataset), ``generation``,
+``frame_index`` (tick within the segment) and ``time_ns``.  ``episode_index`` (the old
+name of ``segment_index``) and ``Dataset.episodes`` (of ``Dataset.segments``) are kept
+for one release; ``Dataset.episodes`` warns (``DeprecationWarning``).
 The dataset pickles without open files; each process opens the files it reads, so it
 works as a ``torch.utils.data.Dataset`` (by duck typing) with DataLoader workers.
 """
@@ -36,7 +39,7 @@ import numpy as np
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.reading._dataset_keys import ACTION, Windows, action_rows, float_dtype
 from fastsim_recording_format.reading._errors import BadArgument, OutOfRange, unknown
-from fastsim_recording_format.reading._recording import Recording
+from fastsim_recording_format.reading._recording import Recording, deprecated
 from fastsim_recording_format.reading._sources import LeftOutWarning, select
 from fastsim_recording_format.reading._tables import DATA
 
@@ -93,8 +96,8 @@ class Dataset:
             raise BadArgument(f"channels, cameras and action repeat a name: {list(keys)}")
         self.windows = Windows(window, keys)
         self.windowed = self.windows.windowed
-        # the sample index: one row per episode (file, generation, first tick row, ticks)
-        episodes: list[tuple[int, int, int, int]] = []
+        # the sample index: one row per segment (file, generation, first tick row, ticks)
+        segments: list[tuple[int, int, int, int]] = []
         for f, path in enumerate(self.paths):
             with Recording(path) as rec:
                 state = rec._file()
@@ -116,13 +119,19 @@ class Dataset:
                     cut = np.flatnonzero(np.diff(gens)) + 1
                     starts = np.concatenate(([0], cut))
                     stops = np.concatenate((cut, [len(gens)]))
-                    episodes.extend(
+                    segments.extend(
                         (f, int(gens[a]), int(a), int(b - a) - trim) for a, b in zip(starts, stops)
                         if b - a > trim
                     )
-        self.episodes = np.array(episodes, np.int64).reshape(-1, 4)
-        self._first = np.concatenate(([0], np.cumsum(self.episodes[:, 3])))
+        self.segments = np.array(segments, np.int64).reshape(-1, 4)
+        self._first = np.concatenate(([0], np.cumsum(self.segments[:, 3])))
         self._open: dict[int, _Cache] = {}
+
+    @property
+    def episodes(self) -> Array:
+        """The old name of ``segments`` (kept for one release)."""
+        deprecated("Dataset.episodes", "Dataset.segments")
+        return self.segments
 
     # -- map-style dataset --------------------------------------------------------------
     def __len__(self) -> int:
@@ -137,7 +146,7 @@ class Dataset:
             raise OutOfRange(f"sample index {index} out of range: the dataset has {n} samples")
         i %= n
         e = int(np.searchsorted(self._first, i, side="right")) - 1
-        f, generation, first_row, length = (int(x) for x in self.episodes[e])
+        f, generation, first_row, length = (int(x) for x in self.segments[e])
         pos = i - int(self._first[e])
         cache = self._cache(f)
         ticks = cache.ticks[first_row:first_row + length]
@@ -165,7 +174,7 @@ class Dataset:
                 sample[f"{alias}_is_pad"] = pad
         sample["index"] = np.int64(i)
         sample["file_index"] = np.int64(f)
-        sample["episode_index"] = np.int64(e)
+        sample["segment_index"] = sample["episode_index"] = np.int64(e)  # episode_index: old name
         sample["generation"] = np.int64(generation)
         sample["frame_index"] = np.int64(pos)
         sample["time_ns"] = np.int64(ticks["time_ns"][pos])
@@ -205,7 +214,7 @@ class Dataset:
 
     def __repr__(self) -> str:
         return (
-            f"Dataset({len(self.paths)} files, {len(self.episodes)} episodes, {len(self)} samples, "
+            f"Dataset({len(self.paths)} episodes, {len(self.segments)} segments, {len(self)} samples, "
             f"channels={list(self.channels)}, cameras={list(self.cameras)})"
         )
 
