@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.readme_blocks import README, ROOT, SHELL, blocks, commands, section
 
 HEADING = "## From a sweep to a training loop"
