@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.record.export.lerobot_rules import LeRobotRules, psnr
 
 import fastsim_record as fr
 from fastsim_recording_format.reading._sources import LeftOutWarning
@@ -159,39 +160,37 @@ def _expected_action(actions: Any, time_ns: int) -> Any:
 
 
 def test_the_lerobot_export_of_the_moved_index_holds_the_same_13(moved: dict[str, Any]) -> None:
-    """Read with pyarrow: 13 episodes, one per normal file; frame counts and action values per frame."""
-    import pyarrow.parquet as pq
-
+    """Read by LeRobot's rules with pyarrow and PyAV: 13 episodes, one per normal file; frames, images and actions."""
     assert moved["export_summary"].strip().endswith(
         "left out 2 of 15 episodes: 2 stopped (--include stopped keeps them)"), moved["export_summary"]
-    out = moved["lerobot"]
-    info = json.loads((out / "meta" / "info.json").read_text())
-    episodes = pq.read_table(out / "meta" / "episodes" / "chunk-000" / "file-000.parquet").to_pylist()
-    data = pq.read_table(out / "data" / "chunk-000" / "file-000.parquet").to_pylist()
-    assert info["total_episodes"] == len(episodes) == 13
-    assert info["features"]["action"]["names"] == ["offset[0]"]
+    ds = LeRobotRules(moved["lerobot"])
+    assert ds.info["total_episodes"] == len(ds.episodes) == 13
+    assert ds.info["features"]["action"]["names"] == ["offset[0]"]
     by_episode: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in data:
+    for row in ds.data:
         by_episode[row["episode_index"]].append(row)
     first_state = {}
     for path in moved["normal"]:
         with fr.open(path) as rec:
             first_state[path] = rec.numeric("robot.joint_position").values[0].astype(np.float32).tobytes()
-    matched = []
-    for e in episodes:
+    matched, worst = [], float("inf")
+    for e in ds.episodes:
         rows = by_episode[e["episode_index"]]
         state0 = np.asarray(rows[0]["observation.state"], dtype=np.float32)[:7].tobytes()
         (path,) = [p for p, s in first_state.items() if s == state0]
         matched.append(path)
         with fr.open(path) as rec:
-            frames = rec.frame_count("cam00")
             actions = rec.actions()
-            frame_times = [rec.frame("cam00", i).time_ns for i in range(frames)]
-        assert e["length"] == len(rows) == frames
-        for row, t in zip(rows, frame_times):
-            np.testing.assert_array_equal(np.asarray(row["action"], dtype=np.float32), _expected_action(actions, t))
+            frames = [rec.frame("cam00", i) for i in range(rec.frame_count("cam00"))]
+        assert e["length"] == len(rows) == len(frames)
+        for row, frame in zip(rows, frames):
+            np.testing.assert_array_equal(np.asarray(row["action"], dtype=np.float32),
+                                          _expected_action(actions, frame.time_ns))
+            worst = min(worst, psnr(ds.frame("observation.images.cam00", row), frame.image))
     assert sorted(matched) == sorted(moved["normal"])
-    assert info["total_frames"] == len(data) == sum(e["length"] for e in episodes)
+    assert ds.info["total_frames"] == len(ds.data) == sum(e["length"] for e in ds.episodes)
+    assert ds.video_frame_count("observation.images.cam00") == len(ds.data)
+    assert worst >= 30.0
 
 
 LEROBOT_LOAD = textwrap.dedent("""
