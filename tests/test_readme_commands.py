@@ -9,12 +9,15 @@ venv's, the environment is the test's without `MUJOCO_GL` (a line that needs it 
 A command is not run only when `NOT_RUN` below names it, for one of the reasons in
 `REASONS`: an install, the test suite itself, a run measured above 10 s on this machine, a
 server or display this machine does not have, or a file only such a command makes.
-The training section's commands are run by `tests/test_readme_training.py`.
+The training section's commands are run by `tests/test_readme_training.py`. Every
+`fsr SUB` the README names, in blocks or inline, answers `fsr SUB --help` with every option
+the README gives it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +25,8 @@ from pathlib import Path
 
 import pytest
 from tests.readme_blocks import README, ROOT, SHELL, Block, blocks, commands, section
+
+from fastsim_record.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +50,7 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     "FSR_FUZZ_SECONDS=600 FSR_FUZZ_SEED=7 MUJOCO_GL=egl .venv/bin/python -m pytest -q "
     "tests/record/hostile/test_fuzz.py": (SUITE, "600 s of fuzzing"),
     "fsr record examples/droid-like/run.yaml --episodes 8 --jobs 2 --output-dir out":
-        (LONG, "8 MuJoCo episodes with 3 cameras: about 35 s on 2 cores"),
+        (LONG, "8 episodes like the first command's (7.9 s each here), 2 at a time"),
     "fsr validate out/ s3://robot-data/2026-12-03/ --jobs 2": (NO_SERVER, "an S3 bucket"),
     "pip install 'fastsim-plugin-record[export]'": (INSTALL, ""),
     "rerun episode.rrd": (NO_SERVER, "the Rerun viewer needs a display"),
@@ -88,6 +93,30 @@ def test_every_readme_command_is_run_or_listed_with_its_reason() -> None:
     assert all(reason in REASONS for reason, _ in NOT_RUN.values())
     runnable = [c for b in _shell_blocks() for c in commands(b) if c not in NOT_RUN]
     assert len(runnable) >= 12  # the rule leaves most of the README's commands to run
+
+
+def _fsr_uses() -> dict[str, set[str]]:
+    """Every `fsr SUB` the README writes (blocks and inline code), with the options it gives it."""
+    spans = re.findall(r"`(fsr [^`]+)`", TEXT)
+    spans += [c for b in blocks(TEXT) if b.language in SHELL for c in commands(b)]
+    uses: dict[str, set[str]] = {}
+    for span in spans:
+        m = re.search(r"(?:^|[\s/])fsr (\w+)(.*)", span)
+        if m is not None:
+            uses.setdefault(m.group(1), set()).update(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", m.group(2)))
+    return uses
+
+
+def test_every_fsr_subcommand_and_option_the_readme_names_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    """`fsr SUB --help` exits 0 for each SUB the README names, and lists every option the README gives it."""
+    uses = _fsr_uses()
+    assert {"record", "info", "index", "export", "recover"} <= set(uses)
+    for sub, options in sorted(uses.items()):
+        with pytest.raises(SystemExit) as done:
+            main([sub, "--help"])
+        shown = capsys.readouterr().out
+        assert done.value.code == 0, f"fsr {sub} --help exited {done.value.code}"
+        assert [o for o in sorted(options) if o not in shown] == [], f"fsr {sub}: options the README names"
 
 
 @pytest.fixture(scope="module")
