@@ -16,7 +16,8 @@ from fastsim_record.config import RecordConfig, record_configs
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ["minimal", "observations-none", "render-once", "geometry", "full", "png-cameras"]
-SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep", "shapes", "shapes-replay", "policy"]
+SHIPPED = [*EXAMPLES, "render-replay", "droid-like", "sweep", "shapes", "shapes-replay", "policy",
+           "training"]
 SCRIPTED = ["gym"]  # Python examples, not Runs: tests/record/gym/test_example.py runs them
 
 
