@@ -50,8 +50,9 @@ def draw_seed() -> int:
 
 def env_call(recording: Any, call: Callable[..., Any], capture: Callable[[], Any], *args: Any,
              **kwargs: Any) -> tuple[Any, Any]:
-    """``call(*args, **kwargs)`` (the env's ``reset`` or ``step``), then ``capture()`` (its
-    frames): an exception in either ends the recording as failed, then propagates."""
+    """``call(*args, **kwargs)`` (the env's ``reset``), then ``capture()`` (its frames): an
+    exception in either ends the recording as failed, then propagates.  The wrappers'
+    ``step`` spells this rule inline (no extra call per step on the env's thread)."""
     try:
         return call(*args, **kwargs), capture()
     except Exception as exc:
@@ -125,8 +126,12 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         """Row 2 (and 3) of the module table."""
-        (observation, reward, terminated, truncated, info), frame = env_call(
-            self._recording, self.env.step, self._capture, action)
+        try:  # env_call's rule, inline: step() is the simulation thread's hot path
+            observation, reward, terminated, truncated, info = self.env.step(action)
+            frame = self._capture()
+        except Exception as exc:
+            self._recording.fail(exc)
+            raise
         try:
             self._recording.step(0, action, observation, reward, terminated, truncated, info, frame)
         except ValueError as exc:  # what was recorded is committed; the channel is named

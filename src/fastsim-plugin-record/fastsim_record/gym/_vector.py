@@ -131,8 +131,12 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """One vector step: one transition (or a reset, or nothing) per sub-env (module table)."""
-        (observation, reward, terminated, truncated, info), frames = env_call(
-            self._recording, self.env.step, self._frames, actions)
+        try:  # env_call's rule, inline: step() is the simulation thread's hot path
+            observation, reward, terminated, truncated, info = self.env.step(actions)
+            frames = self._frames()
+        except Exception as exc:
+            self._recording.fail(exc)
+            raise
         rec, keys = self._recording, self._info_keys
         final = info.get("_final_obs") if self.mode is AutoresetMode.SAME_STEP else None
         for i in range(self.n):
