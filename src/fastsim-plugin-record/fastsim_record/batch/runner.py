@@ -57,7 +57,7 @@ def run_all(prog: str, executor: ProcessPool | RayTasks, fn: Callable[[T], Outco
             items: Sequence[T], *, idempotent: bool = True, progress: bool = False,
             console: Any = None) -> list[Outcome] | int:
     """Every job's outcome, in order; an exit code when the executor cannot start.  With
-    ``progress``, one ``Bar`` on ``console`` (default: stderr) while the jobs run.  The
+    ``progress``, one ``ProgressBar`` on ``console`` (default: stderr) while the jobs run.  The
     executor is closed here (a pool aborted when the jobs did not all finish)."""
     done = False
     bar = ProgressBar(prog, len(items), (console or Console(stderr=True)) if progress else None,
