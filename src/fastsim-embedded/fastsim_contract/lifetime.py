@@ -22,13 +22,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import json
 import os
 import signal
 import sys
 import threading
 import time
+from typing import Any
 
-__all__ = ["PARENT_ENV", "child_environment", "end_with_parent", "pid_alive"]
+__all__ = ["PARENT_ENV", "child_environment", "child_report", "end_with_parent", "pid_alive"]
 
 #: the environment variable that names the parent's PID
 PARENT_ENV = "FASTSIM_PARENT_PID"
@@ -38,6 +40,21 @@ _PR_SET_PDEATHSIG = 1
 def child_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child that must end with this process."""
     return {**(os.environ if base is None else base), PARENT_ENV: str(os.getpid())}
+
+
+def child_report(code: int, stdout: str, stderr: str) -> tuple[dict[str, Any] | None, str]:
+    """What an episode child reported: the last line of ``stdout`` that is a JSON object
+    (``None`` when there is none), and the reason to give when it is missing: the last
+    line of ``stderr``, else the exit code."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data, ""
+    text = stderr.strip().splitlines()
+    return None, text[-1] if text else f"the episode process exited with code {code}"
 
 
 def pid_alive(pid: int) -> bool:

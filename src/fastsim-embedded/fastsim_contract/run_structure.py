@@ -44,6 +44,7 @@ __all__ = [
     "strict_converter",
     "structure_issues",
     "unknown_key_message",
+    "value_at",
     "without_paths",
 ]
 
@@ -113,6 +114,15 @@ def optional_positive_number(_: object, attribute: attrs.Attribute[Any], value: 
     """attrs validator: ``null`` or a finite number greater than zero."""
     if value is not None:
         positive_number(_, attribute, value)
+
+
+def value_at(data: object, *keys: str) -> Any:
+    """``data[k1][k2]...``, or ``None`` where a key is missing or a level is no mapping."""
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
 
 
 def without_paths(data: Mapping[str, Any], paths: Iterable[str]) -> dict[str, Any]:

@@ -60,14 +60,8 @@ class StreamSpec:
     attributes: dict[str, Any] = attrs.field(factory=dict, converter=_as_dict, hash=False)
 
     def to_json(self) -> dict[str, Any]:
-        """The stream table entry as stored in the run metadata."""
-        return {
-            "stream_id": self.stream_id,
-            "name": self.name,
-            "kind": self.kind,
-            "codec": self.codec,
-            "attributes": self.attributes,
-        }
+        """The stream table entry as stored in the run metadata (the fields, in order)."""
+        return attrs.asdict(self, recurse=False)
 
 
 @attrs.frozen

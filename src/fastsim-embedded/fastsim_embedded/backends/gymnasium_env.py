@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -138,6 +138,9 @@ def _scalar(info: Mapping[str, Any] | None, key: str) -> float:
 class GymnasiumBackend:
     """One (sub-)env presented as a backend for one recorded episode (module table)."""
 
+    #: the registry name
+    name: ClassVar[str] = "gymnasium"
+
     def __init__(
         self,
         packer: RowPacker,
@@ -171,11 +174,6 @@ class GymnasiumBackend:
                                   attributes={"element_names": ["qx", "qy", "qz", "qw"]}),
             ]
         self._declared = tuple(declared)
-
-    @property
-    def name(self) -> str:
-        """The registry name."""
-        return "gymnasium"
 
     def stage(self, row: Array, frames: Sequence[CameraReading] = (), snapshot: Any = None) -> None:
         """What the next tick publishes: one packed row, its frame's camera readings and its

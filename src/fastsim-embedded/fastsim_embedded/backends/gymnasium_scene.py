@@ -25,7 +25,7 @@ its first tick: record Gymnasium envs with ``fastsim_record.gym``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,6 +41,9 @@ CAMERA = "render"
 
 class GymnasiumScene(PosedScene):
     """A Gymnasium MuJoCo env, reset with the Run's seed, posed by Replay (module table)."""
+
+    #: the registry name
+    name: ClassVar[str] = "gymnasium"
 
     no_control = "a Gymnasium scene takes no commands"
 
@@ -69,11 +72,6 @@ class GymnasiumScene(PosedScene):
             ChannelDescriptor(t, "translation", "float64", (3,), ("m", "m", "m"), CAMERA),
             ChannelDescriptor(q, "quaternion_xyzw", "float64", (4,), ("1",) * 4, CAMERA),
         )
-
-    @property
-    def name(self) -> str:
-        """The registry name."""
-        return "gymnasium"
 
     def channels(self) -> Sequence[ChannelDescriptor]:
         """The joints and the camera ``render``."""

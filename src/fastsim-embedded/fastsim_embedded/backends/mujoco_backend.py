@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 import numpy as np
@@ -91,6 +91,9 @@ _MAX_PHYSICS_STEP_S: Final = 0.002
 class MujocoBackend:
     """The DROID-like MuJoCo scene, stepped by the embedded host."""
 
+    #: the registry name
+    name: ClassVar[str] = "mujoco"
+
     spec: BackendSpec
     scene: MujocoDroidScene
     entity: str
@@ -105,11 +108,6 @@ class MujocoBackend:
     _commands: int = attrs.field(init=False, default=0)
     _render_source: MujocoRenderSource | None = attrs.field(init=False, default=None)
     task: TaskTracker | None = None
-
-    @property
-    def name(self) -> str:
-        """The registry name."""
-        return "mujoco"
 
     def __attrs_post_init__(self) -> None:
         substep_s = 1.0 / self.spec.physics_hz

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 import numpy as np
@@ -52,6 +52,9 @@ _JOINTS: Final = ("spin",)
 class ShapesBackend:
     """The shapes scene, stepped by the embedded host (module header)."""
 
+    #: the registry name
+    name: ClassVar[str] = NAME
+
     spec: BackendSpec
     entity: str
     cameras: tuple[str, ...]
@@ -65,11 +68,6 @@ class ShapesBackend:
     _steps: int = attrs.field(init=False, default=1)
     _source: MujocoRenderSource | None = attrs.field(init=False, default=None)
     _mjcf: str = attrs.field(init=False, default="", repr=False)  # the MJCF the model was compiled from
-
-    @property
-    def name(self) -> str:
-        """The registry name."""
-        return NAME
 
     def __attrs_post_init__(self) -> None:
         self._mjcf = resources.files("fastsim_embedded.backends").joinpath("assets", "shapes.xml").read_text(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -69,6 +70,9 @@ def _period_ticks(value: object, sensor_hz: float) -> int | None:
 class SyntheticBackend:
     """A seeded, SDK-free scene."""
 
+    #: the registry name
+    name: ClassVar[str] = "synthetic"
+
     spec: BackendSpec
     entities: tuple[str, ...]
     n_channels: int
@@ -94,11 +98,6 @@ class SyntheticBackend:
     _targets: Array | None = None  # the driven arm's joint targets (None: it follows the sinusoids)
     _q: Array = attrs.field(factory=lambda: np.zeros(0))
     _qd: Array = attrs.field(factory=lambda: np.zeros(0))
-
-    @property
-    def name(self) -> str:
-        """The registry name."""
-        return "synthetic"
 
     def __attrs_post_init__(self) -> None:
         rng = np.random.default_rng(self.spec.seed)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -76,6 +76,9 @@ def _frame(height: int, width: int, seed: int) -> Array:
 class SyntheticCameraBackend:
     """The synthetic scene with cameras (the module's knob table)."""
 
+    #: the registry name
+    name: ClassVar[str] = "synthetic+cameras"
+
     base: SyntheticBackend
     cameras: tuple[str, ...]
     width: int
@@ -98,11 +101,6 @@ class SyntheticCameraBackend:
             k = readonly(np.array(intrinsic_matrix(profile), dtype=np.float64))
             self._k[camera] = (k, calibration_digest(profile), profile)
         self._declared = tuple(declared)
-
-    @property
-    def name(self) -> str:
-        """The registry name."""
-        return "synthetic+cameras"
 
     def channels(self) -> Sequence[ChannelDescriptor]:
         """The synthetic numeric channels, then four channels per camera."""

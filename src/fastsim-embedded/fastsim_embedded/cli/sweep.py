@@ -48,15 +48,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from fastsim_contract.lifetime import child_environment
+from fastsim_contract.lifetime import child_environment, child_report
+from fastsim_contract.progress import ProgressBar
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_embedded.cli.signals import StopSignals
 from fastsim_embedded.cli.summary import (
@@ -139,57 +138,18 @@ def _examine(directory: Path, names: list[tuple[str, ...]], first: int, overwrit
 
 
 def _from_process(episode: int, seed: int, code: int, stdout: str, stderr: str) -> EpisodeReport:
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return EpisodeReport.from_json({**data, "episode": episode, "seed": seed})
-    text = stderr.strip().splitlines()
-    reason = text[-1] if text else f"the episode process exited with code {code}"
+    data, reason = child_report(code, stdout, stderr)
+    if data is not None:
+        return EpisodeReport.from_json({**data, "episode": episode, "seed": seed})
     status = "refused" if code == EXIT_CONFIG else "failed"
     return EpisodeReport(status, None, reason, exit_code=code or EXIT_FAILED, seed=seed, episode=episode)
-
-
-class _Bar:
-    """The sweep's one progress bar on a terminal: episodes done of N, failed, running,
-    the elapsed time and an ETA (the mean episode wall time so far over the rest)."""
-
-    def __init__(self, console: Console | None, total: int) -> None:
-        self.total, self.started = total, time.monotonic()
-        self.progress = None if console is None else Progress(
-            TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[failed]} failed, {task.fields[running]} running"),
-            TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console, transient=True,
-        )
-        self.task = None if self.progress is None else self.progress.add_task(
-            "sweep", total=total, failed=0, running=0, eta="-")
-
-    def __enter__(self) -> _Bar:
-        if self.progress is not None:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    def update(self, done: int, failed: int, running: int) -> None:
-        if self.progress is None or self.task is None:
-            return
-        eta = "-"
-        if done:
-            left = (time.monotonic() - self.started) / done * (self.total - done)
-            eta = f"{int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}"
-        self.progress.update(self.task, completed=done, failed=failed, running=running, eta=eta)
 
 
 class _Sweep:
     """The running sweep: a bounded set of episode processes and their reports."""
 
     def __init__(self, args: argparse.Namespace, plan: SweepPlan, jobs: int,
-                 say: Callable[[str], None], bar: _Bar) -> None:
+                 say: Callable[[str], None], bar: ProgressBar) -> None:
         self.args, self.plan, self.jobs, self.say, self.bar = args, plan, jobs, say, bar
         self.lock = threading.Lock()
         self.done = threading.Condition(self.lock)
@@ -211,7 +171,7 @@ class _Sweep:
 
     def _progress(self) -> None:  # under the lock
         failed = sum(1 for r in self.reports.values() if r.status in ("failed", "refused"))
-        self.bar.update(len(self.reports), failed, len(self.running))
+        self.bar.show(len(self.reports), failed, len(self.running))
 
     def _watch(self, episode: int, process: subprocess.Popen[str]) -> None:
         stdout, stderr = process.communicate()
@@ -319,7 +279,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         say_console.print(text, markup=False)
 
     shown = not (args.json or args.no_progress) and err.is_terminal and out.is_terminal
-    with _Bar(err if shown else None, len(plan.run)) as bar:
+    with ProgressBar("sweep", len(plan.run), err if shown else None, lambda: 0) as bar:
         sweep = _Sweep(args, plan, jobs, say, bar)
         stop = StopSignals(on_signal=sweep.on_signal).install()
         try:

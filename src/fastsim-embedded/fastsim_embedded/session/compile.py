@@ -26,7 +26,6 @@ import difflib
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import attrs
 
@@ -38,7 +37,7 @@ from fastsim_contract.run_compiler import (
     load_and_compile,
 )
 from fastsim_contract.run_errors import RunConfigError, RunIssue
-from fastsim_contract.run_structure import unknown_key_message
+from fastsim_contract.run_structure import unknown_key_message, value_at
 from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescriptor, SourceKind
 from fastsim_embedded.backends import UnknownBackend, create_backend
 from fastsim_embedded.backends.base import Backend, BackendSpec
@@ -84,14 +83,6 @@ class PreparedRun:
         return self.compiled.run
 
 
-def _get(mapping: object, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(key)
-    return mapping
-
-
 def capture_plan(component: CompiledComponent, channels: Sequence[ChannelDescriptor]) -> CapturePlan:
     """The capture mask of the capture-owning component (the module table)."""
     numeric = [c.name for c in channels if c.kind == "numeric"]
@@ -100,8 +91,8 @@ def capture_plan(component: CompiledComponent, channels: Sequence[ChannelDescrip
     if callable(selector):
         selected = tuple(selector(numeric))
     else:
-        mode = _get(effective, "streams", "observations", "mode") or "all_numeric"
-        include = _get(effective, "streams", "observations", "include") or {}
+        mode = value_at(effective, "streams", "observations", "mode") or "all_numeric"
+        include = value_at(effective, "streams", "observations", "include") or {}
         selected = (
             tuple(numeric) if mode == "all_numeric"
             else tuple(str(v["channel"]) for v in include.values()) if mode == "explicit"
@@ -118,17 +109,17 @@ def capture_plan(component: CompiledComponent, channels: Sequence[ChannelDescrip
             translation=str(cam["translation"]),
             quaternion_xyzw=str(cam["quaternion_xyzw"]),
         )
-        for alias, cam in (_get(effective, "streams", "cameras") or {}).items()
+        for alias, cam in (value_at(effective, "streams", "cameras") or {}).items()
     )
     if cameras:
         sources.add(SourceKind.CAMERA.value)
     render_hz = geometry_hz = None
-    if _get(effective, "streams", "render_state", "enabled"):
+    if value_at(effective, "streams", "render_state", "enabled"):
         sources.add(SourceKind.RENDER_STATE.value)
-        render_hz = float(_get(effective, "streams", "render_state", "rate_hz"))
-    if _get(effective, "streams", "geometry", "enabled"):
+        render_hz = float(value_at(effective, "streams", "render_state", "rate_hz"))
+    if value_at(effective, "streams", "geometry", "enabled"):
         sources.add(SourceKind.GEOMETRY.value)
-        geometry_hz = float(_get(effective, "streams", "geometry", "rate_hz"))
+        geometry_hz = float(value_at(effective, "streams", "geometry", "rate_hz"))
     return CapturePlan(
         sources=frozenset(sources),
         observation_channels=selected,
@@ -212,7 +203,7 @@ def _rendered_names(
     names: dict[str, str] = {}
     issues: list[RunIssue] = []
     for component in compiled.components:
-        authored = _get(component.config.to_mapping(), "output", "name")
+        authored = value_at(component.config.to_mapping(), "output", "name")
         if not isinstance(authored, str):
             continue
         template = episode_template(authored) if sweep else authored
@@ -258,7 +249,7 @@ def episode_names(
     compiled = compile_run(document)
     authored = {
         c.alias: name for c in compiled.components
-        if isinstance(name := _get(c.config.to_mapping(), "output", "name"), str)
+        if isinstance(name := value_at(c.config.to_mapping(), "output", "name"), str)
     }
     result: list[tuple[str, ...]] = []
     seen: dict[tuple[str, str], int] = {}
@@ -334,7 +325,7 @@ def prepare_run(
     sensor, physics, _substeps = _rates(document)
     duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
     check_duration(duration)
-    scene = _get(document.scenario, "scene")
+    scene = value_at(document.scenario, "scene")
     scene_problems = [
         RunIssue(f"scenario.{key}", unknown_key_message(str(key), ("scene",)))
         for key in document.scenario if key != "scene"
@@ -390,7 +381,7 @@ def prepare_built(
             raise RunConfigError(issues)
     output_names = tuple(
         name for c in compiled.components
-        if isinstance(name := _get(c.config.to_mapping(), "output", "name"), str)
+        if isinstance(name := value_at(c.config.to_mapping(), "output", "name"), str)
     )
     return PreparedRun(
         compiled=compiled, backend_name=document.backend, backend=built, channels=channels, capture=plan,

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
@@ -70,6 +71,17 @@ class TickResult:
     cameras: Sequence[CameraReading] = ()
 
 
+def _sample_and_publish(sample: Callable[[], object], publish: Callable[[Any], object]) -> Callable[[], object]:
+    """One observation tick: take the backend's sample, publish it, return it."""
+
+    def observe() -> object:
+        value = sample()
+        publish(value)
+        return value
+
+    return observe
+
+
 def observation_publisher(observations: ObservationPublisher, backend: Backend) -> Callable[[], object] | None:
     """What publishes one observation tick: ``None`` when the plan selects no numeric
     channel (no polling at all); else the cheapest capability the backend has --
@@ -80,32 +92,12 @@ def observation_publisher(observations: ObservationPublisher, backend: Backend) 
     packed = getattr(backend, "sample_numeric_packed", None)
     packing = getattr(backend, "numeric_packing", None)
     if callable(packed) and callable(packing) and observations.bind_numeric_packing(packing()):
-        publish_packed = observations.publish_observation_packed
-
-        def observe_packed() -> object:
-            sample = packed()
-            publish_packed(sample)
-            return sample
-
-        return observe_packed
+        return _sample_and_publish(packed, observations.publish_observation_packed)
     blocks = getattr(backend, "sample_numeric_blocks", None)
     layout = getattr(backend, "numeric_layout", None)
     if callable(blocks) and callable(layout) and observations.bind_numeric_layout(layout()):
-        publish_blocks = observations.publish_observation_blocks
-
-        def observe_blocks() -> object:
-            sample = blocks()
-            publish_blocks(sample)
-            return sample
-
-        return observe_blocks
-
-    def observe_mapping() -> object:
-        sample = backend.sample_numeric()
-        observations.publish_observation(sample)
-        return sample
-
-    return observe_mapping
+        return _sample_and_publish(blocks, observations.publish_observation_blocks)
+    return _sample_and_publish(backend.sample_numeric, observations.publish_observation)
 
 
 def tick_count(duration_s: float, sensor_hz: float) -> int:

@@ -16,18 +16,11 @@ import attrs
 
 from fastsim_contract.run import RunDocument
 from fastsim_contract.run_compiler import CompiledRun, compile_run
+from fastsim_contract.run_structure import value_at
 from fastsim_embedded.backends.base import Backend
 from fastsim_embedded.backends.tasks import TaskTracker
 
 __all__ = ["task_includes", "with_includes", "with_task_includes"]
-
-
-def _get(mapping: object, *keys: str) -> object:
-    for key in keys:
-        if not isinstance(mapping, Mapping):
-            return None
-        mapping = mapping.get(key)
-    return mapping
 
 
 def task_includes(compiled: CompiledRun, backend: Backend) -> dict[str, dict[str, str]]:
@@ -42,7 +35,7 @@ def task_includes(compiled: CompiledRun, backend: Backend) -> dict[str, dict[str
         sources = component.manifest.recording_sources
         if sources is None or not sources.sole_ordered_capture_owner:
             continue
-        observations = _get(component.config.to_mapping(), "streams", "observations")
+        observations = value_at(component.config.to_mapping(), "streams", "observations")
         if not isinstance(observations, Mapping) or observations.get("mode") != "explicit":
             continue
         include = observations.get("include")

@@ -11,30 +11,27 @@ The options that choose the executor (``--jobs``/``--ray``) are the CLI's
     | 4 | a SOURCE missing / no FSR in a folder  | 2 before any job runs               |
     | 5 | ``--ray`` without Ray installed        | 2, the ``pip install`` line         |
 
-``run_all`` shows one progress bar (``Bar``) while the jobs run, on a terminal only
+``run_all`` shows one progress bar (``fastsim_contract.progress.ProgressBar``) while the jobs run, on a terminal only
 (stdout and stderr both ttys, never with ``--json``: ``shows_progress``): items done of
 N, failed, running, the elapsed time and an ETA (the mean time per item so far over the
 rest).  Every batch command (``fsr info``, ``validate``, ``index``, ``upload``,
-``export``, the sweep on Ray) gets it through ``run_all``; a command's own per-file loop
-can use ``Bar`` directly.
+``export``, the sweep on Ray) gets it through ``run_all``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from fastsim_contract.progress import ProgressBar
 from fastsim_record.batch.executors import MissingRay, ProcessPool, RayTasks, choose
 from fastsim_record.batch.jobs import Outcome
 
-__all__ = ["Bar", "executor_of", "failures", "files", "run_all", "shows_progress"]
+__all__ = ["executor_of", "failures", "files", "run_all", "shows_progress"]
 
 T = TypeVar("T")
 
@@ -56,64 +53,15 @@ def shows_progress(json: bool = False) -> bool:
     return not json and sys.stdout.isatty() and sys.stderr.isatty()
 
 
-class Bar:
-    """One overall progress bar on ``console`` (``None``: nothing is drawn, nothing is
-    measured): done of ``total``, failed, running, elapsed, ETA."""
-
-    def __init__(self, label: str, total: int, console: Console | None,
-                 workers: Callable[[], int] = lambda: 1) -> None:
-        self.total, self.workers, self.done, self.failed = total, workers, 0, 0
-        self.started = time.monotonic()
-        self.progress = None if console is None else Progress(
-            TextColumn(f"[bold]{escape(label)}[/]"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[failed]} failed, {task.fields[running]} running"),
-            TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"), console=console, transient=True,
-        )
-        self.task = None if self.progress is None else self.progress.add_task(
-            label, total=total, failed=0, running=0, eta="-")
-
-    @classmethod
-    def on_terminal(cls, label: str, total: int, *, json: bool = False,
-                    workers: Callable[[], int] = lambda: 1) -> Bar:
-        """A bar on stderr when ``shows_progress(json)``, else one that draws nothing."""
-        return cls(label, total, Console(stderr=True) if shows_progress(json) else None, workers)
-
-    def __enter__(self) -> Bar:
-        self._draw()
-        if self.progress is not None:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    def advance(self, failed: bool = False) -> None:
-        """One item finished (``failed``: with a nonzero code)."""
-        self.done += 1
-        self.failed += bool(failed)
-        self._draw()
-
-    def _draw(self) -> None:
-        if self.progress is None or self.task is None:
-            return
-        eta = "-"
-        if self.done:
-            left = (time.monotonic() - self.started) / self.done * (self.total - self.done)
-            eta = f"{int(left) // 3600}:{int(left) % 3600 // 60:02d}:{int(left) % 60:02d}"
-        self.progress.update(self.task, completed=self.done, failed=self.failed, eta=eta,
-                             running=min(self.workers(), self.total - self.done))
-
-
 def run_all(prog: str, executor: ProcessPool | RayTasks, fn: Callable[[T], Outcome],
             items: Sequence[T], *, idempotent: bool = True, progress: bool = False,
             console: Any = None) -> list[Outcome] | int:
     """Every job's outcome, in order; an exit code when the executor cannot start.  With
-    ``progress``, one ``Bar`` on ``console`` (default: stderr) while the jobs run.  The
+    ``progress``, one ``ProgressBar`` on ``console`` (default: stderr) while the jobs run.  The
     executor is closed here (a pool aborted when the jobs did not all finish)."""
     done = False
-    bar = Bar(prog, len(items), (console or Console(stderr=True)) if progress else None,
-              lambda: executor.workers)
+    bar = ProgressBar(prog, len(items), (console or Console(stderr=True)) if progress else None,
+                      lambda: executor.workers)
     try:
         outcomes = []
         with bar:

@@ -23,7 +23,6 @@ normally (and uploaded), 1 some episode failed, 3 otherwise.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -31,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_contract.lifetime import child_environment
+from fastsim_contract.lifetime import child_environment, child_report
 from fastsim_record.batch.executors import ParentGone
 from fastsim_record.batch.jobs import Outcome
 from fastsim_record.batch.upload import UploadTask, upload_job
@@ -53,15 +52,9 @@ class EpisodeTask:
 
 def report_of(task: EpisodeTask, code: int, stdout: str, stderr: str) -> dict[str, Any]:
     """The episode's report: the worker's last JSON line, else a failure naming stderr."""
-    for line in reversed(stdout.strip().splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return {**data, "episode": task.episode, "seed": task.seed}
-    text = stderr.strip().splitlines()
-    reason = text[-1] if text else f"the episode process exited with code {code}"
+    data, reason = child_report(code, stdout, stderr)
+    if data is not None:
+        return {**data, "episode": task.episode, "seed": task.seed}
     return {"status": "refused" if code == 2 else "failed", "reason": reason, "committed": [],
             "exit_code": code or 1, "episode": task.episode, "seed": task.seed}
 

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fastsim_contract.progress import TerminalProgress
 from fastsim_record.cli import _signals
 from fastsim_record.cli._staging import clear_stale, publish, remove, staging
 from fastsim_recording_format.files import EXPORTING_TAG
@@ -88,14 +89,13 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
-class _Bar:
+class _Bar(TerminalProgress):
     """A rich progress bar on stderr, or nothing when stderr is not a terminal.  ``full``
     (when given) says whether a native SDK has logged a full disk: the export then stops at
     the next progress step instead of encoding the rest for a sink that cannot write it."""
 
     def __init__(self, label: str, show: bool, terminal: Any = None,
                  full: Callable[[], bool] | None = None) -> None:
-        self._bar: Any = None
         self._full = full
         self._task: Any = None
         if show:
@@ -108,32 +108,23 @@ class _Bar:
                 TimeElapsedColumn,
             )
 
-            self._bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=Console(file=terminal, stderr=terminal is None), transient=True)
-            self._task = self._bar.add_task(label, total=None)
-
-    def __enter__(self) -> _Bar:
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+            self.progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     console=Console(file=terminal, stderr=terminal is None), transient=True)
+            self._task = self.progress.add_task(label, total=None)
 
     def total(self, records: int) -> None:
         """Set the bar's total."""
         _signals.reinstall()
-        if self._bar is not None:
-            self._bar.update(self._task, total=records)
+        if self.progress is not None:
+            self.progress.update(self._task, total=records)
 
     def advance(self, records: int) -> None:
         """Move the bar (and, between records, take SIGINT back from a native SDK)."""
         _signals.reinstall()
         if self._full is not None and self._full():
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        if self._bar is not None:
-            self._bar.advance(self._task, records)
+        if self.progress is not None:
+            self.progress.advance(self._task, records)
 
 
 _NO_SPACE = (b"No space left on device", b"os error 28", b"StorageFull", b"ENOSPC")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import secrets
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError, gym_host
 from fastsim_record.gym._options import check_directory, describe, host_options
 
-__all__ = ["RecordEpisodes", "draw_seed", "open_recording", "warn_uncommitted"]
+__all__ = ["RecordEpisodes", "draw_seed", "env_call", "open_recording", "warn_uncommitted"]
 
 
 def warn_uncommitted(files: list[Any]) -> None:
@@ -45,6 +46,18 @@ _SEEDS = random.Random(secrets.randbits(128))  # one system draw per process, no
 def draw_seed() -> int:
     """A fresh seed for a reset that gave none (recorded with the episode)."""
     return _SEEDS.randrange(2**31)
+
+
+def env_call(recording: Any, call: Callable[..., Any], capture: Callable[[], Any], *args: Any,
+             **kwargs: Any) -> tuple[Any, Any]:
+    """``call(*args, **kwargs)`` (the env's ``reset``), then ``capture()`` (its frames): an
+    exception in either ends the recording as failed, then propagates.  The wrappers'
+    ``step`` spells this rule inline (no extra call per step on the env's thread)."""
+    try:
+        return call(*args, **kwargs), capture()
+    except Exception as exc:
+        recording.fail(exc)
+        raise
 
 
 def open_recording(
@@ -103,12 +116,8 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         if self._recording.is_open(0):
             self._recording.end(0, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         used = draw_seed() if seed is None else seed
-        try:
-            observation, info = self.env.reset(seed=used, options=options)
-            frame = self._capture()
-        except Exception as exc:
-            self._recording.fail(exc)
-            raise
+        (observation, info), frame = env_call(self._recording, self.env.reset, self._capture,
+                                              seed=used, options=options)
         try:
             self._recording.begin(0, used, options, observation, frame)
         except ValueError as exc:  # the env's value does not fit its own space
@@ -117,7 +126,7 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         """Row 2 (and 3) of the module table."""
-        try:
+        try:  # env_call's rule, inline: step() is the simulation thread's hot path
             observation, reward, terminated, truncated, info = self.env.step(action)
             frame = self._capture()
         except Exception as exc:

@@ -37,7 +37,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError
-from fastsim_record.gym._single import draw_seed, open_recording, warn_uncommitted
+from fastsim_record.gym._single import draw_seed, env_call, open_recording, warn_uncommitted
 
 __all__ = ["RecordVectorEpisodes", "autoreset_mode"]
 
@@ -112,12 +112,8 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         """Reset every sub-env (or those in ``options["reset_mask"]``); each starts a new episode."""
         mask = None if not options or options.get("reset_mask") is None else np.asarray(options["reset_mask"])
         used = draw_seed() if seed is None else seed
-        try:
-            observation, info = self.env.reset(seed=used, options=options)  # type: ignore[arg-type]
-            frames = self._frames()
-        except Exception as exc:
-            self._recording.fail(exc)
-            raise
+        (observation, info), frames = env_call(self._recording, self.env.reset, self._frames,
+                                               seed=used, options=options)
         recorded = {k: v for k, v in (options or {}).items() if k != "reset_mask"} or None
         # Sync/Async give sub-env i the seed seed + i (or seeds[i]); any other VectorEnv (e.g.
         # CartPoleVectorEnv) seeds itself as a whole: each sub-env records that one seed
@@ -135,7 +131,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """One vector step: one transition (or a reset, or nothing) per sub-env (module table)."""
-        try:
+        try:  # env_call's rule, inline: step() is the simulation thread's hot path
             observation, reward, terminated, truncated, info = self.env.step(actions)
             frames = self._frames()
         except Exception as exc:
