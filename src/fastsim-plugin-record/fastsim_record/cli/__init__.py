@@ -71,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _main(argv)
     except _signals.Interrupted as exc:  # before a command ran, or from one that let it through
+        exc.handled()
         print(f"fsr: interrupted by {exc.name}", file=sys.stderr)
         code = exc.exit_code
     if argv is None:
@@ -113,8 +114,10 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        _signals.check()  # a signal dropped while the imports ran (row 6 of _signals)
         code: int = modules[args.command].run(args)
     except _signals.Interrupted as exc:
+        exc.handled()
         print(f"fsr {args.command}: interrupted by {exc.name}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -19,6 +19,8 @@ from typing import Any
 
 import attrs
 
+from fastsim_record.cli import _signals
+
 __all__ = ["HOSTS_GROUP", "HostCommand", "load_host"]
 
 HOSTS_GROUP = "fastsim.hosts"
@@ -65,6 +67,7 @@ class HostCommand:
         if host is None:
             print(f"fsr {self.command}: {why}", file=sys.stderr)
             return 2
+        _signals.check()  # a signal dropped while the host was imported: before it takes over
         code: int = host.run(args)
         return code
 

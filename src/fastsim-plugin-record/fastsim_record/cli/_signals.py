@@ -18,6 +18,10 @@ never lost to the seconds the imports take, and never prints a traceback.
     | 5 | after ``settle()`` (OUT is published: the | ignored, and one held by the publish is      |
     |   | outcome is decided)                       | dropped: exit 128 + N always means that      |
     |   |                                           | nothing was published                        |
+    | 6 | while Python runs a callback that cannot  | remembered: ``check()``, called before the   |
+    |   | raise (a weakref callback of the import   | command runs and before a host takes over,   |
+    |   | machinery, a ``__del__``): the exception  | raises it there, so it is never lost         |
+    |   | is printed as "ignored" and dropped       |                                              |
 
 Installed only when ``fsr`` owns the process (the console script), never inside a
 library caller or a test runner.
@@ -31,7 +35,7 @@ import time
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["Interrupted", "deferred", "install", "installed", "reinstall", "settle"]
+__all__ = ["Interrupted", "check", "deferred", "install", "installed", "reinstall", "settle"]
 
 SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
@@ -42,6 +46,7 @@ class _State:
     pending: int | None = None  # the first signal held by them
     checked = 0.0  # when ``reinstall`` last ran
     settled = False  # the command's outcome is decided (row 5)
+    raised: int | None = None  # the signal last raised as Interrupted and not yet seen handled (row 6)
 
 
 _state = _State()
@@ -53,6 +58,12 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(self.name)
+
+    def handled(self) -> Interrupted:
+        """Say that this interruption reached a handler (it was not dropped: row 6)."""
+        if _state.raised == self.signum:
+            _state.raised = None
+        return self
 
     @property
     def name(self) -> str:
@@ -72,7 +83,15 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         if _state.pending is None:
             _state.pending = signum
         return
+    _state.raised = signum
     raise Interrupted(signum)
+
+
+def check() -> None:
+    """Raise the stop signal that Python dropped in a callback that could not raise (row 6)."""
+    signum = _state.raised
+    if signum is not None and not _state.settled:
+        raise Interrupted(signum)
 
 
 def install() -> None:
