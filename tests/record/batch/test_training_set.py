@@ -201,7 +201,7 @@ LEROBOT_LOAD = textwrap.dedent("""
     for i in range(len(ds)):
         item = ds[i]
         assert item["observation.images.cam00"].shape == (3, 64, 96), item["observation.images.cam00"].shape
-        assert item["action"].shape == (1,), item["action"].shape
+        assert item["action"].numel() == 1, item["action"].shape  # shape [1]: LeRobot serves a scalar
         n += 1
     print(n, ds.num_episodes)
 """)

@@ -267,10 +267,16 @@ def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict
     return feats
 
 
+def _vector(pa: Any, kind: Any, n: int) -> Any:
+    """LeRobot's column type for a feature of shape ``[n]``: a scalar when n is 1 (as
+    ``get_hf_features_from_features`` maps shape ``(1,)`` to ``Value``), else a fixed-size list."""
+    return kind if n == 1 else pa.list_(kind, n)
+
+
 def _schema(pa: Any, plan: Plan) -> Any:
-    fields = [pa.field("observation.state", pa.list_(pa.float32(), len(plan.state_names)))]
+    fields = [pa.field("observation.state", _vector(pa, pa.float32(), len(plan.state_names)))]
     if plan.action_names:
-        fields.append(pa.field("action", pa.list_(pa.float32(), len(plan.action_names))))
+        fields.append(pa.field("action", _vector(pa, pa.float32(), len(plan.action_names))))
     for cam in plan.cameras:
         fields.append(pa.field(f"observation.cameras.{cam}.intrinsics", pa.list_(pa.float64(), 9)))
         fields.append(pa.field(f"observation.cameras.{cam}.extrinsics", pa.list_(pa.float64(), 7)))
@@ -280,8 +286,8 @@ def _schema(pa: Any, plan: Plan) -> Any:
 
 
 def _arrow(pa: Any, values: Any) -> Any:
-    if values.ndim == 1:
-        return pa.array(values)
+    if values.ndim == 1 or values.shape[1] == 1:  # one element per frame: a scalar column (``_vector``)
+        return pa.array(values.reshape(-1))
     flat = np.ascontiguousarray(values)  # float32 state and action, float64 calibration
     return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
 
