@@ -3,7 +3,8 @@
 An RGB camera stream records an :class:`ImageDescriptor` once, at stream opening, so
 an offline reader never infers the payload's representation.  The worker encodes each
 immutable packed ``HxWx3`` ``uint8`` RGB frame exactly once with a :class:`FrameEncoder`;
-a reader turns payloads back into frames with a :class:`FrameDecoder`.
+a reader turns payloads back into frames through the format's reading side
+(``fastsim_recording_format.reading``: the one decoder).
 
 Descriptor rules (``ImageDescriptor.check``):
 
@@ -43,7 +44,6 @@ __all__ = [
     "DEFAULT_JPEG_QUALITY",
     "DEFAULT_PNG_COMPRESSION_LEVEL",
     "JPEG_CHROMA_444",
-    "FrameDecoder",
     "FrameEncoder",
     "ImageDescriptor",
     "PayloadError",
@@ -182,15 +182,6 @@ class FrameEncoder(Protocol):
 
     def encode(self, frame: RgbFrame) -> bytes:
         """Encode one ``(height, width, 3)`` uint8 RGB frame; never mutates ``frame``."""
-        ...
-
-
-@runtime_checkable
-class FrameDecoder(Protocol):
-    """Turns recorded payloads back into RGB frames, driven only by the recorded descriptor."""
-
-    def decode(self, payload: bytes, descriptor: ImageDescriptor) -> RgbFrame:
-        """Decode one payload into a new ``(height, width, 3)`` uint8 RGB array."""
         ...
 
 
