@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 import warnings
@@ -41,6 +42,8 @@ def warn_uncommitted(files: list[Any]) -> None:
 
 
 _SEEDS = random.Random(secrets.randbits(128))  # one system draw per process, not one syscall per reset
+# a forked child draws its own seeds: processes forked from one parent never repeat each other's episodes
+os.register_at_fork(after_in_child=lambda: _SEEDS.seed(secrets.randbits(128)))
 
 
 def draw_seed() -> int:
