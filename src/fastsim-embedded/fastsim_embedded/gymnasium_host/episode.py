@@ -61,13 +61,10 @@ class WriterPool:
         self._start_waiting()
 
     def _start_waiting(self) -> None:
-        while True:
-            with self._lock:
-                if not self._free or not self._waiting:
-                    return
-                writer = self._waiting.popleft()
+        with self._lock:  # started under the lock: once off the queue, an episode has its future
+            while self._free and self._waiting:
                 self._free -= 1
-            writer.start(slot=True)
+                self._waiting.popleft().start(slot=True)
 
     def withdraw(self, writer: EpisodeWriter) -> bool:
         """Take ``writer`` off the queue (it starts without a slot); ``False`` when it had left it."""
@@ -133,12 +130,12 @@ class EpisodeWriter:
     def _episode(self) -> Session | None:
         """The open Session (waits for it; opens it here when it never started), ``None`` when it failed."""
         try:
-            if self._future is None:
-                if self._pool.withdraw(self):
-                    return self._ready_inline()
-                while self._future is None:  # a slot was given to it this instant: its future comes
-                    threading.Event().wait(0.001)
-            return self._future.result()
+            if self._future is None and self._pool.withdraw(self):
+                return self._ready_inline()
+            future = self._future  # off the queue means started (``WriterPool._start_waiting``)
+            if future is None:
+                raise RuntimeError("episode left the writer queue without starting")
+            return future.result()
         except Exception as exc:
             self.failure = self.failure or f"the episode could not be opened: {one_line(exc)}"
             return None
