@@ -18,7 +18,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from fastsim_recording_format.reading._actions import command_vector, declared
+from fastsim_recording_format.reading._actions import command_vector, declared, element_labels
 
 __all__ = ["CommandSeries", "command_series"]
 
@@ -45,12 +45,6 @@ def command_series(stream: str, data: Mapping[str, Any], attributes: Mapping[str
     arg, values = got
     command, target = str(data.get("command")), str(data.get("target"))
     control = next((c for c in declared(attributes) if c.get("command") == command and c.get("target") == target), {})
-    names, units = control.get("element_names"), control.get("units")
-    n = len(values)
-    return CommandSeries(
-        name=f"{target}.{command}",
-        names=tuple(str(v) for v in names) if isinstance(names, list) and len(names) == n
-        else tuple(f"{arg}[{i}]" for i in range(n)),
-        units=tuple(str(v) for v in units) if isinstance(units, list) and len(units) == n else ("",) * n,
-        values=np.asarray(values, dtype=np.float64),
-    )
+    names, units = element_labels(control, arg, len(values))
+    return CommandSeries(name=f"{target}.{command}", names=names, units=units,
+                         values=np.asarray(values, dtype=np.float64))

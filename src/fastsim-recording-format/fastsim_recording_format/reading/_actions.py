@@ -44,7 +44,7 @@ from fastsim_recording_format.reading._file import Array, Scope
 from fastsim_recording_format.reading._numeric import Numeric, step_ticks
 from fastsim_recording_format.reading.decoded import JsonRecord, iter_decoded
 
-__all__ = ["Actions", "Command", "actions_of", "align", "command_vector", "commands_of"]
+__all__ = ["Actions", "Command", "actions_of", "align", "command_vector", "commands_of", "element_labels"]
 
 GYM_ACTION = "action"  # the Gymnasium backend's per-step action channel
 
@@ -119,6 +119,17 @@ def commands_of(records: Iterable[JsonRecord]) -> list[Command]:
 def declared(attributes: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The Run's declared controls (``attributes.controls``), in order."""
     return [c for c in attributes.get("controls") or () if isinstance(c, Mapping)]
+
+
+def element_labels(control: Mapping[str, Any], arg: str, n: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(names, units)`` of an ``n``-element command: the declared control's, else
+    ``<arg>[i]`` and no unit."""
+    names, units = control.get("element_names"), control.get("units")
+    return (
+        tuple(str(v) for v in names) if isinstance(names, list) and len(names) == n
+        else tuple(f"{arg}[{i}]" for i in range(n)),
+        tuple(str(v) for v in units) if isinstance(units, list) and len(units) == n else ("",) * n,
+    )
 
 
 def align(
@@ -204,15 +215,10 @@ def actions_of(scope: Scope, attributes: Mapping[str, Any], command: str | None 
     width = len(chosen[0].values) if chosen else len(control_decl.get("element_names") or ())
     same_tick = any(ch.per_step for s, _, ch in f.channels.values() if s.stream_id == spec.stream_id)
     values, issued, accepted = align(ticks["time_ns"], ticks["generation"], chosen, width, same_tick=same_tick)
-    names, units = control_decl.get("element_names"), control_decl.get("units")
     arg = chosen[0].arg if chosen else str(control_decl.get("arg", "action"))
-    return Actions(
-        key, np.asarray(ticks["time_ns"], np.int64), np.asarray(ticks["generation"], np.int64), values,
-        tuple(str(v) for v in names) if isinstance(names, list) and len(names) == width
-        else tuple(f"{arg}[{i}]" for i in range(width)),
-        tuple(str(v) for v in units) if isinstance(units, list) and len(units) == width else ("",) * width,
-        issued, accepted,
-    )
+    names, units = element_labels(control_decl, arg, width)
+    return Actions(key, np.asarray(ticks["time_ns"], np.int64), np.asarray(ticks["generation"], np.int64), values,
+                   names, units, issued, accepted)
 
 
 def _channel_actions(scope: Scope, found: Any) -> Actions:
