@@ -45,15 +45,18 @@ def freeze(value: object) -> Any:
     """A deep immutable copy of JSON-like data (mappings, lists, scalars).
 
     Runs on the simulation thread for every event (twice per control command): scalars
-    inside a mapping or a sequence are taken as they are, without a call per element."""
-    if type(value) in _SCALARS:
+    inside a mapping or a sequence are taken as they are, without a call per element, and
+    the plain types (``dict``, ``FrozenDict``, ``list``, ``tuple``) are told apart by
+    their exact type before the slower ``Mapping`` check."""
+    kind = type(value)
+    if kind in _SCALARS:
         return value
-    if isinstance(value, Mapping):
+    if kind is dict or kind is FrozenDict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
         return FrozenDict(
-            {str(k): v if type(v) in _SCALARS else freeze(v) for k, v in value.items()}
+            {str(k): v if type(v) in _SCALARS else freeze(v) for k, v in value.items()}  # type: ignore[attr-defined]
         )
-    if isinstance(value, list | tuple):
-        return tuple([v if type(v) in _SCALARS else freeze(v) for v in value])
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
+        return tuple([v if type(v) in _SCALARS else freeze(v) for v in value])  # type: ignore[attr-defined]
     return value
 
 
@@ -69,6 +72,7 @@ _SIZE_ENCODER: Any = (
         None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",", True, False, False,
     )
 )
+_STRING: Any = json.encoder.encode_basestring  # a JSON string literal, as that encoder writes it
 
 
 def portable_size(payload: object) -> int:
@@ -77,7 +81,11 @@ def portable_size(payload: object) -> int:
 
     Same length, same errors (``ValueError`` for NaN/Infinity, ``TypeError`` for a value
     JSON cannot encode): a test pins it to ``len(canonical_json(payload))``."""
+    if type(payload) is str:  # the common part of an event (ids, names): no encoder call
+        text = _STRING(payload)
+        return len(text) if text.isascii() else len(text.encode("utf-8"))
     encoder = _SIZE_ENCODER
     if encoder is None:
         return len(canonical_json(payload))
-    return len("".join(encoder(payload, 0)).encode("utf-8"))
+    text = "".join(encoder(payload, 0))
+    return len(text) if text.isascii() else len(text.encode("utf-8"))

@@ -292,7 +292,10 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
 
     def _observation(self, result: TickResult) -> dict[str, np.ndarray]:
         assert self._reader is not None  # noqa: S101 - set by reset
-        return {**self._reader.numeric(result.observation), **self._reader.cameras(result.cameras, self._shapes)}
+        observation = self._reader.numeric(result.observation)  # a new dict: the images join it
+        if self._observed[1]:
+            observation.update(self._reader.cameras(result.cameras, self._shapes))
+        return observation
 
     def _info(self, episode: Session, result: TickResult, commands: list[ControlCommand]) -> dict[str, Any]:
         task = task_of(episode.backend)

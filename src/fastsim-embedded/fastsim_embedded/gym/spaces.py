@@ -18,6 +18,7 @@ host published, so each value is bit for bit what Record wrote for that tick.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -53,8 +54,10 @@ def action_space(controls: Sequence[ControlSpec]) -> spaces.Space[Any]:
     return spaces.Dict({spec.command: box(spec) for spec in controls})
 
 
-def check_action(spec: ControlSpec, action: object) -> np.ndarray:
-    """``action`` as float64 values within ``spec``; ``ValueError`` names the element and bound."""
+def check_action(spec: ControlSpec, action: object) -> list[float]:
+    """``action`` as plain floats within ``spec`` (the command's argument, converted once);
+    ``ValueError`` names the element and bound.  The bounds are checked in C over the list
+    (``map``); only a failing action is walked element by element for the message."""
     try:
         values = np.asarray(action, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -62,7 +65,11 @@ def check_action(spec: ControlSpec, action: object) -> np.ndarray:
     size = len(spec.element_names)
     if values.shape != (size,):
         raise ValueError(f"action for {spec.command}: expected shape ({size},), got {values.shape}")
-    for k, value in enumerate(values.tolist()):
+    floats: list[float] = values.tolist()
+    if all(map(math.isfinite, floats)) and all(map(operator.le, spec.low, floats)) \
+            and all(map(operator.le, floats, spec.high)):
+        return floats
+    for k, value in enumerate(floats):
         name = spec.element_names[k]
         if not math.isfinite(value):
             raise ValueError(f"action element {name!r} (index {k}) is {value}, not a finite number")
@@ -70,15 +77,16 @@ def check_action(spec: ControlSpec, action: object) -> np.ndarray:
             raise ValueError(f"action element {name!r} (index {k}) = {value!r} is below its bound {spec.low[k]!r}")
         if value > spec.high[k]:
             raise ValueError(f"action element {name!r} (index {k}) = {value!r} is above its bound {spec.high[k]!r}")
-    return values
+    return floats  # only a NaN bound fails the check above and passes here (as it always did)
 
 
 def commands_for(controls: Sequence[ControlSpec], action: object, prefix: str) -> list[ControlCommand]:
     """The commands carrying ``action`` (every element checked first: nothing is sent for
     an action outside the space)."""
     if len(controls) == 1:
-        parts = {controls[0].command: action}
-    elif isinstance(action, Mapping):
+        spec = controls[0]
+        return [spec.command_for(prefix, check_action(spec, action))]
+    if isinstance(action, Mapping):
         missing = [c.command for c in controls if c.command not in action]
         if missing:
             raise ValueError(f"action: missing {missing[0]!r}")
@@ -86,8 +94,6 @@ def commands_for(controls: Sequence[ControlSpec], action: object, prefix: str) -
     else:
         raise ValueError(f"action: expected a mapping of {[c.command for c in controls]}")
     checked = [(spec, check_action(spec, parts[spec.command])) for spec in controls]
-    if len(checked) == 1:
-        return [checked[0][0].command_for(prefix, checked[0][1])]
     return [spec.command_for(f"{prefix}-{spec.command}", values) for spec, values in checked]
 
 

@@ -4,7 +4,7 @@
     |---|--------------------------|-------------------|------------------------------------------|
     | 1 | ``publish_lifecycle``    | lifecycle         | ``{"event": ..., **data}``               |
     | 2 | ``publish_plugin_event`` | events            | ``{"event", "emitter", "data"}``         |
-    | 3 | ``publish_control_issued`` / ``publish_control_applied`` | control.audit / control.result | the command, its outcome |
+    | 3 | ``publish_control`` (or ``publish_control_issued`` / ``publish_control_applied``) | control.audit / control.result | the command, its outcome |
     | 4 | ``begin_generation``     | generation barrier, then lifecycle ``generation.started``    |
     | 5 | ``publish_now``          | any               | stamped with the current generation, tick and sim time |
 
@@ -14,7 +14,7 @@ size unless the host was made without (an older Core).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -32,6 +32,16 @@ _AUDIT = SourceKind.CONTROL_AUDIT
 _RESULT = SourceKind.CONTROL_RESULT
 
 
+def _fixed_size(event: str, fields: tuple[str, ...]) -> int:
+    """The portable size of an ``event`` payload with ``fields`` left empty: its keys,
+    punctuation and event name (each field given as ``0`` here, one byte, taken off)."""
+    return portable_size({"event": event, **dict.fromkeys(fields, 0)}) - len(fields)
+
+
+_ISSUED_FIXED = _fixed_size("command.issued", ("command_id", "command", "target", "args"))
+_APPLIED_FIXED = _fixed_size("command.applied", ("command_id", "accepted", "detail"))
+
+
 @attrs.define(eq=False)
 class EventPublisher:
     """The lifecycle, event and control publishers of one Run (module table)."""
@@ -39,6 +49,12 @@ class EventPublisher:
     context: EmbeddedRunContext
     bus: CaptureBus
     portable_sizes: bool = True  # off: envelopes carry no portable_size (older Core)
+    _audit: bool = attrs.field(init=False, default=False)  # the bus captures control audit
+    _result: bool = attrs.field(init=False, default=False)  # ... control results
+
+    def __attrs_post_init__(self) -> None:
+        self._audit = self.bus.captures(_AUDIT)  # the plan is fixed for the Run
+        self._result = self.bus.captures(_RESULT)
 
     def publish_now(self, source: SourceKind, payload: object, **options: Any) -> Envelope | None:
         """Publish ``payload`` on ``source`` stamped with the current generation, tick and
@@ -76,31 +92,68 @@ class EventPublisher:
             "event": freeze(name), "emitter": freeze(emitter), "data": freeze(dict(data or {})),
         }))
 
-    # The two control events run once per command on the simulation thread: their payloads
+    # The control events run once per command on the simulation thread.  Their payloads
     # are built frozen (``freeze`` of the same mapping gives the same FrozenDict; only the
-    # nested values need a deep copy), and nothing is built when the source is not captured.
+    # nested values need a deep copy), nothing is built when the source is not captured,
+    # and their portable size is summed from the parts: the fixed text (keys, punctuation,
+    # the event name; ``_fixed_size``) plus each variable field's own size, so the constant
+    # skeleton is never serialised.  ``publish_control`` shares the command id's frozen
+    # form and size between a command's two events.
+    def publish_control(
+        self, command: ControlCommand, apply: Callable[[ControlCommand], ControlOutcome]
+    ) -> ControlOutcome:
+        """Audit ``command`` (issued), ``apply`` it, publish its result (applied)."""
+        command_id = freeze(command.command_id)
+        id_size = portable_size(command_id) if self.portable_sizes and (self._audit or self._result) else 0
+        self._issued(command, command_id, id_size)
+        outcome = apply(command)
+        self._applied(command_id, id_size, outcome)
+        return outcome
+
     def publish_control_issued(self, command: ControlCommand) -> Envelope | None:
         """Control audit: the command was issued."""
-        if not self.bus.captures(_AUDIT):
-            return None
-        return self._publish_frozen(_AUDIT, FrozenDict({
-            "event": "command.issued",
-            "command_id": freeze(command.command_id),
-            "command": freeze(command.name),
-            "target": freeze(command.target),
-            "args": freeze(dict(command.args)),
-        }))
+        command_id = freeze(command.command_id)
+        return self._issued(command, command_id, portable_size(command_id) if self.portable_sizes else 0)
 
     def publish_control_applied(self, command: ControlCommand, outcome: ControlOutcome) -> Envelope | None:
         """Control result: the command was applied (or rejected)."""
-        if not self.bus.captures(_RESULT):
+        command_id = freeze(command.command_id)
+        return self._applied(command_id, portable_size(command_id) if self.portable_sizes else 0, outcome)
+
+    def _issued(self, command: ControlCommand, command_id: Any, id_size: int) -> Envelope | None:
+        if not self._audit:
             return None
-        return self._publish_frozen(_RESULT, FrozenDict({
-            "event": "command.applied",
-            "command_id": freeze(command.command_id),
-            "accepted": freeze(outcome.accepted),
-            "detail": freeze(dict(outcome.detail)),
-        }))
+        name, target, args = freeze(command.name), freeze(command.target), freeze(command.args)
+        payload = FrozenDict(
+            {"event": "command.issued", "command_id": command_id, "command": name, "target": target, "args": args}
+        )
+        size = (
+            _ISSUED_FIXED + id_size + portable_size(name) + portable_size(target) + portable_size(args)
+            if self.portable_sizes else None
+        )
+        ctx = self.context
+        return self.bus.publish(
+            _AUDIT, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
+            payload=payload, portable_size=size,
+        )
+
+    def _applied(self, command_id: Any, id_size: int, outcome: ControlOutcome) -> Envelope | None:
+        if not self._result:
+            return None
+        accepted, detail = freeze(outcome.accepted), freeze(outcome.detail)
+        payload = FrozenDict(
+            {"event": "command.applied", "command_id": command_id, "accepted": accepted, "detail": detail}
+        )
+        size = (
+            _APPLIED_FIXED + id_size + (4 if accepted is True else 5 if accepted is False else portable_size(accepted))
+            + (portable_size(detail) if detail else 2)  # true / false / {} without the encoder
+            if self.portable_sizes else None
+        )
+        ctx = self.context
+        return self.bus.publish(
+            _RESULT, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
+            payload=payload, portable_size=size,
+        )
 
     def begin_generation(self, reason: str = "reset") -> int:
         """A new Runtime generation: the barrier, then ``generation.started``."""

@@ -136,12 +136,8 @@ class TickStepper:
         if script.reset:
             backend.reset(host.context.generation + 1)
             events.begin_generation("reset")
-        outcomes: list[ControlOutcome] = []
-        for command in script.commands:
-            events.publish_control_issued(command)
-            outcome = backend.apply_control(command)
-            events.publish_control_applied(command, outcome)
-            outcomes.append(outcome)
+        control, apply = events.publish_control, backend.apply_control
+        outcomes = tuple([control(command, apply) for command in script.commands]) if script.commands else ()
         backend.step(self.substeps)
         if self._render is not None:
             self._render.after_step(self._render_dt)
@@ -153,7 +149,7 @@ class TickStepper:
         for event in script.events:
             events.publish_plugin_event(event.name, event.data, event.emitter)
         self.ticks = tick
-        return TickResult(tick, sim_time_ns, tuple(outcomes), observation, readings)
+        return TickResult(tick, sim_time_ns, outcomes, observation, readings)
 
 
 def run_loop(
