@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fastsim_contract.payloads import FrozenDict, freeze
+from fastsim_contract.payloads import FrozenDict, freeze, portable_size
 from fastsim_contract.values import CapturePlan, Envelope, SourceKind
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
 from fastsim_embedded.host import events as events_module
@@ -66,7 +66,10 @@ def test_publish_control_equals_the_two_publishers_payloads_and_exact_sizes(
         assert canonical_json(envelope.payload) == canonical_json(other.payload) == canonical_json(expected)
         assert envelope.portable_size == other.portable_size == len(canonical_json(expected))
         assert type(envelope.payload) is FrozenDict
-    assert got[0].payload["command_id"] is got[1].payload["command_id"]  # one frozen id for both
+    first, second = got[0].payload, got[1].payload
+    assert isinstance(first, Mapping)
+    assert isinstance(second, Mapping)
+    assert first["command_id"] is second["command_id"]  # one frozen id for both
 
 
 def test_the_command_id_is_sized_once_and_the_fixed_text_never(
@@ -75,13 +78,13 @@ def test_the_command_id_is_sized_once_and_the_fixed_text_never(
     """Counted: ``portable_size`` sees each variable field once (the id once for both events,
     ``true`` and an empty detail not at all), never a whole payload."""
     seen: list[object] = []
-    real = events_module.portable_size
+    real = portable_size
 
     def counting(payload: object) -> int:
         seen.append(payload)
         return real(payload)
 
-    monkeypatch.setattr(events_module, "portable_size", counting)
+    monkeypatch.setattr(f"{events_module.__name__}.portable_size", counting)
     host = _host(tmp_path)
     command, outcome = COMMANDS[0]
     host.events.publish_control(command, lambda _c: outcome)
@@ -94,7 +97,12 @@ def test_nothing_is_built_for_a_source_not_captured_and_sizes_follow_the_host(
 ) -> None:
     """Only the captured event is published; without portable sizes none is computed."""
     calls: list[object] = []
-    monkeypatch.setattr(events_module, "portable_size", lambda p: calls.append(p) or 0)
+
+    def counting(payload: object) -> int:
+        calls.append(payload)
+        return 0
+
+    monkeypatch.setattr(f"{events_module.__name__}.portable_size", counting)
     command, outcome = COMMANDS[1]
     only_result = _host(tmp_path / "r", sources=frozenset({SourceKind.CONTROL_RESULT.value}), portable_sizes=False)
     assert only_result.events.publish_control(command, lambda _c: outcome) is outcome

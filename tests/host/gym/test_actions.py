@@ -27,7 +27,7 @@ def test_an_action_becomes_plain_floats_bit_for_bit() -> None:
     assert np.array(values).tobytes() == action.tobytes()
     assert (command.command_id, command.name, command.target) == ("gym-7", "set_joint_targets", "robot")
     assert check_action(ARM, [1, -2, 0]) == [1.0, -2.0, 0.0]
-    assert check_action(ARM, np.float32([0.5, 0.25, -0.125])) == [0.5, 0.25, -0.125]
+    assert check_action(ARM, np.array([0.5, 0.25, -0.125], dtype=np.float32)) == [0.5, 0.25, -0.125]
 
 
 @pytest.mark.parametrize(("values", "message"), [
