@@ -146,7 +146,7 @@ class EventPublisher:
         )
         size = (
             _APPLIED_FIXED + id_size + (4 if accepted is True else 5 if accepted is False else portable_size(accepted))
-            + (portable_size(detail) if detail else 2)  # true / false / {} without the encoder
+            + (2 if not detail and type(detail) is FrozenDict else portable_size(detail))  # true/false/{} as is
             if self.portable_sizes else None
         )
         ctx = self.context
