@@ -95,7 +95,8 @@ class RecordRow(NamedTuple):
 
 class RecordIn(RecordRow):
     """A ``RecordRow`` with defaults: an empty payload and metadata, and
-    ``global_last``/``stream_last`` equal to the firsts.
+    ``global_last``/``stream_last`` equal to the firsts (a BARRIER record is
+    ``RecordIn(stream_id, RecordKind.BARRIER, ...)``).
 
     ``payload`` may be any contiguous bytes-like object (bytes, bytearray, memoryview,
     a C-contiguous numpy array); its length is its byte count.
@@ -146,23 +147,6 @@ class RecordIn(RecordRow):
         return cls(
             stream_id, RecordKind.GAP, global_range[0], stream_range[0], generation,
             sim_time_ns, b"", metadata or {}, global_range[1], stream_range[1],
-        )
-
-    @classmethod
-    def barrier(
-        cls,
-        stream_id: int,
-        global_sequence: int,
-        stream_sequence: int,
-        generation: int,
-        sim_time_ns: int,
-        metadata: dict[str, Any] | None = None,
-        payload: Payload = b"",
-    ) -> RecordIn:
-        """A generation BARRIER record carrying the new generation."""
-        return cls(
-            stream_id, RecordKind.BARRIER, global_sequence, stream_sequence, generation,
-            sim_time_ns, payload, metadata or {},
         )
 
 
