@@ -119,7 +119,7 @@ def test_gate_fails_on_wrong_entity_shape_and_length(recording: Path, tmp_path: 
 def test_gate_fails_on_a_short_payload(recording: Path, tmp_path: Path) -> None:
     """A tick record one float short of the declared byte length fails E2 (exit 1)."""
     code, report = _run(
-        _doctor(recording, tmp_path / "short.fsr", record=lambda r: attrs.evolve(r, payload=r.payload[:-8])),
+        _doctor(recording, tmp_path / "short.fsr", record=lambda r: r._replace(payload=r.payload[:-8])),
         tmp_path,
     )
     assert code == 1
@@ -132,7 +132,7 @@ def test_gate_fails_on_a_non_finite_sample(recording: Path, tmp_path: Path) -> N
     def poison(rin: RecordIn) -> RecordIn:
         values = np.frombuffer(rin.payload, dtype="<f8").copy()
         values[13 + 4] = np.nan  # velocity element 4
-        return attrs.evolve(rin, payload=values.tobytes())
+        return rin._replace(payload=values.tobytes())
 
     code, report = _run(_doctor(recording, tmp_path / "nan.fsr", record=poison), tmp_path)
     assert code == 1

@@ -1,7 +1,7 @@
 """Core's side of compilation: component catalogs, manifests and ``compile_run``.
 
 Core knows no plugin.  Installed packages register a *component catalog* under the
-``fastsim.components`` entry-point group; a catalog satisfies ``ComponentCatalog``
+``fastsim.components`` entry-point group; a catalog is a ``ComponentCatalog``
 (every historical manifest of one component, keyed by version) and compiles an
 authored config mapping into that component's typed config.
 
@@ -28,7 +28,7 @@ when the lock was repaired (the version is unknown), and none citing a repaired
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
@@ -51,6 +51,7 @@ __all__ = [
     "CompiledRun",
     "ComponentCatalog",
     "ComponentConfig",
+    "ConfigCompiler",
     "ComponentManifest",
     "RecordingSources",
     "compile_run",
@@ -114,38 +115,33 @@ class ComponentConfig(Protocol):
         ...
 
 
-class ComponentCatalog(Protocol):
-    """Every historical manifest of one component, and its config compiler."""
+#: A component's config compiler: ``(config, run, path_prefix, version)`` -> its typed
+#: config; it raises ``RunConfigError`` with full paths.
+ConfigCompiler = Callable[[Mapping[str, Any], RunDocument, str, str], ComponentConfig]
 
-    @property
-    def component_id(self) -> str:
-        """The component URI, e.g. ``plugin://fastsim/record``."""
-        ...
+
+@attrs.frozen
+class ComponentCatalog:
+    """Every historical manifest of one component (``manifests``: version -> manifest,
+    oldest first), the version new compilations select, and its config compiler."""
+
+    component_id: str  # the component URI, e.g. ``plugin://fastsim/record``
+    manifests: Mapping[str, ComponentManifest]
+    latest: str
+    compiler: ConfigCompiler
 
     @property
     def versions(self) -> tuple[str, ...]:
         """Every version the catalog holds, oldest first."""
-        ...
-
-    @property
-    def latest(self) -> str:
-        """The version new compilations select."""
-        ...
+        return tuple(self.manifests)
 
     def manifest(self, version: str) -> ComponentManifest:
         """The manifest of ``version`` (``KeyError`` if unknown)."""
-        ...
+        return self.manifests[version]
 
-    def compile(
-        self,
-        config: Mapping[str, Any],
-        *,
-        run: RunDocument,
-        path_prefix: str,
-        version: str,
-    ) -> ComponentConfig:
+    def compile(self, config: Mapping[str, Any], *, run: RunDocument, path_prefix: str, version: str) -> ComponentConfig:
         """Merge defaults and validate; raise ``RunConfigError`` with full paths."""
-        ...
+        return self.compiler(config, run, path_prefix, version)
 
 
 @attrs.frozen

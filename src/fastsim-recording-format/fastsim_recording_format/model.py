@@ -77,9 +77,9 @@ class RunMetadata:
 
 
 class RecordRow(NamedTuple):
-    """``RecordIn`` as a plain tuple, every field given: what a producer that writes one
-    record per tick builds (the writer worker), at a tenth of ``RecordIn``'s cost.
-    ``FsrWriter.write_batch`` accepts either; it reads the same attribute names."""
+    """A record handed to the writer, every field given: what a producer that writes one
+    record per tick builds (the writer worker).  ``RecordIn`` is the same row with
+    defaults; ``FsrWriter.write_batch`` accepts either."""
 
     stream_id: int
     kind: RecordKind
@@ -93,36 +93,28 @@ class RecordRow(NamedTuple):
     stream_last: int
 
 
-def _default_global_last(self: RecordIn) -> int:
-    return self.global_sequence
-
-
-def _default_stream_last(self: RecordIn) -> int:
-    return self.stream_sequence
-
-
-@attrs.frozen
-class RecordIn:
-    """A record handed to the writer.  ``global_last``/``stream_last`` default to the firsts.
+class RecordIn(RecordRow):
+    """A ``RecordRow`` with defaults: an empty payload and metadata, and
+    ``global_last``/``stream_last`` equal to the firsts (a BARRIER record is
+    ``RecordIn(stream_id, RecordKind.BARRIER, ...)``).
 
     ``payload`` may be any contiguous bytes-like object (bytes, bytearray, memoryview,
     a C-contiguous numpy array); its length is its byte count.
     """
 
-    stream_id: int
-    kind: RecordKind
-    global_sequence: int
-    stream_sequence: int
-    generation: int
-    sim_time_ns: int
-    payload: Payload = b""
-    metadata: dict[str, Any] = attrs.field(factory=dict, hash=False)
-    global_last: int = attrs.field(
-        default=attrs.Factory(_default_global_last, takes_self=True)
-    )
-    stream_last: int = attrs.field(
-        default=attrs.Factory(_default_stream_last, takes_self=True)
-    )
+    __slots__ = ()
+
+    def __new__(
+        cls, stream_id: int, kind: RecordKind, global_sequence: int, stream_sequence: int, generation: int,
+        sim_time_ns: int, payload: Payload = b"", metadata: Mapping[str, Any] | None = None,
+        global_last: int | None = None, stream_last: int | None = None,
+    ) -> RecordIn:
+        return super().__new__(
+            cls, stream_id, kind, global_sequence, stream_sequence, generation, sim_time_ns, payload,
+            {} if metadata is None else metadata,
+            global_sequence if global_last is None else global_last,
+            stream_sequence if stream_last is None else stream_last,
+        )
 
     @classmethod
     def data(
@@ -155,23 +147,6 @@ class RecordIn:
         return cls(
             stream_id, RecordKind.GAP, global_range[0], stream_range[0], generation,
             sim_time_ns, b"", metadata or {}, global_range[1], stream_range[1],
-        )
-
-    @classmethod
-    def barrier(
-        cls,
-        stream_id: int,
-        global_sequence: int,
-        stream_sequence: int,
-        generation: int,
-        sim_time_ns: int,
-        metadata: dict[str, Any] | None = None,
-        payload: Payload = b"",
-    ) -> RecordIn:
-        """A generation BARRIER record carrying the new generation."""
-        return cls(
-            stream_id, RecordKind.BARRIER, global_sequence, stream_sequence, generation,
-            sim_time_ns, payload, metadata or {},
         )
 
 

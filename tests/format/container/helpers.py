@@ -10,7 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from fastsim_recording_format import FsrReader, FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format import (
+    FsrReader,
+    FsrWriter,
+    RecordIn,
+    RecordKind,
+    RunMetadata,
+    StreamSpec,
+)
 from fastsim_recording_format._layout import (
     BATCH_HEADER,
     FILE_HEADER,
@@ -59,10 +66,10 @@ def small_batches() -> list[list[RecordIn]]:
         [
             RecordIn.data(1, 4, 2, 0, 10, b"j" * 5),
             RecordIn.gap(7, (5, 6), (2, 3), 0, 10, {"reason": "drop_oldest"}),
-            RecordIn.barrier(9, 7, 2, 1, 0, {"reset": 1}),
+            RecordIn(9, RecordKind.BARRIER, 7, 2, 1, 0, b"", {"reset": 1}),
         ],
         [
-            RecordIn.barrier(1, 8, 3, 1, 0),
+            RecordIn(1, RecordKind.BARRIER, 8, 3, 1, 0),
             RecordIn.data(1, 9, 4, 1, 8, b"k" * 21, {"unit": "rad"}),
             RecordIn.data(7, 10, 4, 1, 8, b"\xff\xd8" + b"q" * 17),
         ],

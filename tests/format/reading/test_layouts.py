@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 import fastsim_record as fr
-from fastsim_recording_format import FormatError, FsrWriter, RecordIn, RunMetadata, StreamSpec
+from fastsim_recording_format import (
+    FormatError,
+    FsrWriter,
+    RecordIn,
+    RecordKind,
+    RunMetadata,
+    StreamSpec,
+)
 from fastsim_recording_format.synth import write_synthetic
 
 CHANNELS = 10  # scalar float64 channels: one channel is far smaller than a tick
@@ -43,7 +50,7 @@ def _write(path: Path, interleave: bool, ticks: int = 300, batch: int = 64) -> N
         if t == 150:
             g += 1
             s += 1
-            records.append(RecordIn.barrier(1, g, s, 1, t * 1000))
+            records.append(RecordIn(1, RecordKind.BARRIER, g, s, 1, t * 1000))
         g += 1
         s += 1
         if t == 7:

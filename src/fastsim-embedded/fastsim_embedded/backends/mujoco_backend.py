@@ -58,13 +58,13 @@ from fastsim_contract.values import ChannelDescriptor
 from fastsim_embedded.backends.base import (
     Array,
     BackendSpec,
-    CameraReading,
     ControlCommand,
     ControlOutcome,
     ControlSpec,
     ScenePluginEvent,
     TickScript,
 )
+from fastsim_embedded.backends.cameras import CameraSample, RenderedCameras, camera_channels
 from fastsim_embedded.backends.mujoco_gl import renderer_facts
 from fastsim_embedded.backends.mujoco_randomize import parse_randomization
 from fastsim_embedded.backends.mujoco_scene import (
@@ -88,7 +88,7 @@ _MAX_PHYSICS_STEP_S: Final = 0.002
 
 
 @attrs.define(eq=False)
-class MujocoBackend:
+class MujocoBackend(RenderedCameras):
     """The DROID-like MuJoCo scene, stepped by the embedded host."""
 
     #: the registry name
@@ -133,21 +133,7 @@ class MujocoBackend:
             fovy = float(self.scene.model.camera(cam).fovy[0])
             profile = {**pinhole_profile(cam, w, h, fovy), "renderer": renderer_facts(self.scene.model)}
             self._profiles[cam] = (profile, calibration_digest(profile))
-            base = f"sensors.{cam}.camera"
-            declared += [
-                ChannelDescriptor(f"{base}.rgb", "rgb", "uint8", (h, w, 3), entity=cam),
-                ChannelDescriptor(
-                    f"{base}.intrinsics", "intrinsics", "float64", (3, 3), ("px",), cam
-                ),
-                ChannelDescriptor(
-                    f"{base}.extrinsics.translation", "translation", "float64", (3,),
-                    ("m", "m", "m"), cam, attributes={"element_names": ["x", "y", "z"]},
-                ),
-                ChannelDescriptor(
-                    f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw", "float64", (4,),
-                    ("1",) * 4, cam, attributes={"element_names": ["qx", "qy", "qz", "qw"]},
-                ),
-            ]
+            declared += camera_channels(cam, w, h)
         self._declared = tuple(declared)
         if self.task is not None:
             self.reset(0)  # the task's target is known before the first tick
@@ -251,29 +237,14 @@ class MujocoBackend:
             return state
         return readonly(np.concatenate((state, self.task.values)))
 
-    def sample_cameras(self) -> Sequence[CameraReading]:
-        """RGB, K, translation and quaternion of every declared camera, with its digest."""
-        readings: list[CameraReading] = []
-        for cam in self.cameras:
-            profile, digest = self._profiles[cam]
-            base = f"sensors.{cam}.camera"
-            pose = self.scene.extrinsics(cam)
-            readings += [
-                CameraReading(cam, f"{base}.rgb", "rgb", self.scene.render(cam), digest),
-                CameraReading(
-                    cam, f"{base}.intrinsics", "intrinsics", self.scene.intrinsics(cam), digest,
-                    profile,
-                ),
-                CameraReading(
-                    cam, f"{base}.extrinsics.translation", "translation", pose.translation,
-                    digest,
-                ),
-                CameraReading(
-                    cam, f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw",
-                    pose.quaternion_xyzw, digest,
-                ),
-            ]
-        return readings
+    def camera_sample(self, camera: str) -> CameraSample:
+        """RGB, K and the simulated pose of ``camera`` now, with its calibration."""
+        profile, digest = self._profiles[camera]
+        pose = self.scene.extrinsics(camera)
+        return (
+            self.scene.render(camera), self.scene.intrinsics(camera), pose.translation, pose.quaternion_xyzw,
+            profile, digest,
+        )
 
     def describe(self) -> dict[str, object]:
         """The scene as recorded with the Run: model, cameras, render size, and what the

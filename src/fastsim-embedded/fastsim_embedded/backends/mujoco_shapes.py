@@ -27,11 +27,11 @@ from fastsim_contract.values import ChannelDescriptor
 from fastsim_embedded.backends.base import (
     Array,
     BackendSpec,
-    CameraReading,
     ControlCommand,
     ControlOutcome,
     TickScript,
 )
+from fastsim_embedded.backends.cameras import CameraSample, RenderedCameras, camera_channels
 from fastsim_embedded.backends.mujoco_gl import (
     OffscreenRenderers,
     intrinsics_from_fovy,
@@ -49,7 +49,7 @@ _JOINTS: Final = ("spin",)
 
 
 @attrs.define(eq=False)
-class ShapesBackend:
+class ShapesBackend(RenderedCameras):
     """The shapes scene, stepped by the embedded host (module header)."""
 
     #: the registry name
@@ -85,15 +85,7 @@ class ShapesBackend:
         for cam in self.cameras:
             profile = pinhole_profile(cam, self.width, self.height, float(self.model.camera(cam).fovy[0]))
             self._profiles[cam] = (profile, calibration_digest(profile))
-            base = f"sensors.{cam}.camera"
-            declared += [
-                ChannelDescriptor(f"{base}.rgb", "rgb", "uint8", (self.height, self.width, 3), entity=cam),
-                ChannelDescriptor(f"{base}.intrinsics", "intrinsics", "float64", (3, 3), ("px",), cam),
-                ChannelDescriptor(f"{base}.extrinsics.translation", "translation", "float64", (3,),
-                                  ("m",) * 3, cam, attributes={"element_names": ["x", "y", "z"]}),
-                ChannelDescriptor(f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw", "float64", (4,),
-                                  ("1",) * 4, cam, attributes={"element_names": ["qx", "qy", "qz", "qw"]}),
-            ]
+            declared += camera_channels(cam, self.width, self.height)
         self._declared = tuple(declared)
 
     def channels(self) -> Sequence[ChannelDescriptor]:
@@ -128,26 +120,16 @@ class ShapesBackend:
             f"{self.entity}.joint_velocity": readonly(np.array(self.data.qvel[:1], dtype=np.float64)),
         }
 
-    def sample_cameras(self) -> Sequence[CameraReading]:
-        """RGB, K and extrinsics of every camera."""
-        readings: list[CameraReading] = []
-        for cam in self.cameras:
-            profile, digest = self._profiles[cam]
-            renderer = self._renderers.get(self.model, self.width, self.height)
-            renderer.update_scene(self.data, camera=cam)
-            rgb = readonly(np.ascontiguousarray(renderer.render(), dtype=np.uint8))
-            k = readonly(intrinsics_from_fovy(float(self.model.camera(cam).fovy[0]), self.width, self.height))
-            placed = self.data.camera(cam)
-            base = f"sensors.{cam}.camera"
-            readings += [
-                CameraReading(cam, f"{base}.rgb", "rgb", rgb, digest),
-                CameraReading(cam, f"{base}.intrinsics", "intrinsics", k, digest, profile),
-                CameraReading(cam, f"{base}.extrinsics.translation", "translation",
-                              readonly(np.array(placed.xpos, dtype=np.float64)), digest),
-                CameraReading(cam, f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw",
-                              readonly(mujoco_to_opencv_quaternion(np.asarray(placed.xmat))), digest),
-            ]
-        return readings
+    def camera_sample(self, camera: str) -> CameraSample:
+        """RGB, K and extrinsics of ``camera`` now, with its calibration."""
+        profile, digest = self._profiles[camera]
+        renderer = self._renderers.get(self.model, self.width, self.height)
+        renderer.update_scene(self.data, camera=camera)
+        rgb = readonly(np.ascontiguousarray(renderer.render(), dtype=np.uint8))
+        k = readonly(intrinsics_from_fovy(float(self.model.camera(camera).fovy[0]), self.width, self.height))
+        placed = self.data.camera(camera)
+        translation = readonly(np.array(placed.xpos, dtype=np.float64))
+        return rgb, k, translation, readonly(mujoco_to_opencv_quaternion(np.asarray(placed.xmat))), profile, digest
 
     def describe(self) -> dict[str, object]:
         """The scene as recorded with the Run."""

@@ -1,6 +1,6 @@
 """The Record component catalog: every historical manifest, 0.3.0 through 0.3.12.
 
-``CATALOG`` is the ``fastsim.components`` / ``fastsim.record`` entry point.  It satisfies
+``CATALOG`` is the ``fastsim.components`` / ``fastsim.record`` entry point, a
 ``fastsim_contract.run_compiler.ComponentCatalog``: Core asks it for a version's
 manifest and has it compile a plugin entry's authored config.  A Run's lock selects
 an earlier version; new compilation selects ``latest`` (0.3.12).
@@ -27,10 +27,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-import attrs
-
 from fastsim_contract.run import RunDocument
-from fastsim_contract.run_compiler import ComponentManifest, RecordingSources
+from fastsim_contract.run_compiler import ComponentCatalog, ComponentManifest, RecordingSources
 from fastsim_contract.run_errors import RunConfigError
 from fastsim_record import COMPONENT_ID
 from fastsim_record.config.compile import compile_record_config
@@ -46,7 +44,7 @@ from fastsim_record.config.schema import config_json_schema
 from fastsim_record.config.versions import LATEST, VERSIONS, SchemaProfile, profile
 from fastsim_record.errors import ConfigError
 
-__all__ = ["CATALOG", "ROLE", "RecordCatalog", "manifest_for", "required_grants"]
+__all__ = ["CATALOG", "ROLE", "manifest_for", "required_grants"]
 
 ROLE = "data_consumer"
 _GLOBAL_SOURCES = ("lifecycle", "plugin_events", "control")
@@ -92,44 +90,12 @@ def required_grants(config: RecordConfig, scene_numeric_channels: Collection[str
     return config.required_grants(scene_numeric_channels)
 
 
-@attrs.frozen
-class RecordCatalog:
-    """Every historical manifest of ``plugin://fastsim/record``, and its compiler."""
-
-    manifests: Mapping[str, ComponentManifest]
-
-    @property
-    def component_id(self) -> str:
-        """The component URI."""
-        return COMPONENT_ID
-
-    @property
-    def versions(self) -> tuple[str, ...]:
-        """Every version held, oldest first."""
-        return tuple(self.manifests)
-
-    @property
-    def latest(self) -> str:
-        """The version new compilations select."""
-        return LATEST
-
-    def manifest(self, version: str) -> ComponentManifest:
-        """The manifest of ``version``."""
-        return self.manifests[version]
-
-    def compile(
-        self,
-        config: Mapping[str, Any],
-        *,
-        run: RunDocument,
-        path_prefix: str,
-        version: str,
-    ) -> RecordConfig:
-        """Compile against ``version``'s schema; issues become ``RunConfigError``."""
-        try:
-            return compile_record_config(config, run=run, version=version, path_prefix=path_prefix)
-        except ConfigError as exc:
-            raise RunConfigError(exc.issues) from None  # the one issue type: no translation
+def _compile(config: Mapping[str, Any], run: RunDocument, path_prefix: str, version: str) -> RecordConfig:
+    """Compile against ``version``'s schema; issues become ``RunConfigError``."""
+    try:
+        return compile_record_config(config, run=run, version=version, path_prefix=path_prefix)
+    except ConfigError as exc:
+        raise RunConfigError(exc.issues) from None  # the one issue type: no translation
 
 
-CATALOG = RecordCatalog({version: manifest_for(version) for version in VERSIONS})
+CATALOG = ComponentCatalog(COMPONENT_ID, {version: manifest_for(version) for version in VERSIONS}, LATEST, _compile)

@@ -36,7 +36,8 @@ import numpy.typing as npt
 
 from fastsim_contract.calibration import PROFILE_SCHEMA, calibration_digest
 from fastsim_contract.values import ChannelDescriptor
-from fastsim_embedded.backends.base import Array, BackendSpec, CameraReading, PosedScene
+from fastsim_embedded.backends.base import Array, BackendSpec, PosedScene
+from fastsim_embedded.backends.cameras import CameraSample, RenderedCameras, camera_channels
 from fastsim_embedded.backends.gl_replay.camera import rescale, view
 from fastsim_embedded.backends.gl_replay.gl import (
     ALBEDO,
@@ -72,7 +73,7 @@ def _profile(camera: str, k: npt.NDArray[np.float64], width: int, height: int) -
 
 
 @attrs.define(eq=False)
-class GlReplayBackend(PosedScene):
+class GlReplayBackend(PosedScene, RenderedCameras):
     """Draws a :class:`RecordedScene` with moderngl; posed only by Replay (module table)."""
 
     no_control = "the moderngl renderer applies no control"
@@ -112,19 +113,7 @@ class GlReplayBackend(PosedScene):
                     f"{sorted(self.scene.cameras) or 'none'}); add it under extra_cameras"
                 )
             w, h = self._size(cam)
-            base = f"sensors.{cam}.camera"
-            declared += [
-                ChannelDescriptor(f"{base}.rgb", "rgb", "uint8", (h, w, 3), entity=cam),
-                ChannelDescriptor(f"{base}.intrinsics", "intrinsics", "float64", (3, 3), ("px",), cam),
-                ChannelDescriptor(
-                    f"{base}.extrinsics.translation", "translation", "float64", (3,), ("m", "m", "m"), cam,
-                    attributes={"element_names": ["x", "y", "z"]},
-                ),
-                ChannelDescriptor(
-                    f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw", "float64", (4,), ("1",) * 4, cam,
-                    attributes={"element_names": ["qx", "qy", "qz", "qw"]},
-                ),
-            ]
+            declared += camera_channels(cam, w, h)
         self._declared = tuple(declared)
 
     def _size(self, cam: str) -> tuple[int, int]:
@@ -155,20 +144,11 @@ class GlReplayBackend(PosedScene):
             out[descriptor.name] = readonly(np.array(value, dtype=np.float64))
         return out
 
-    def sample_cameras(self) -> Sequence[CameraReading]:
-        """RGB, K, translation and quaternion of every camera, drawn at the posed sample."""
-        readings: list[CameraReading] = []
-        for cam in self.cameras:
-            frame, k, pose = self._draw(cam, depth=False)
-            profile, digest = self._calibration(cam, k)
-            base = f"sensors.{cam}.camera"
-            readings += [
-                CameraReading(cam, f"{base}.rgb", "rgb", readonly(frame.rgb), digest),
-                CameraReading(cam, f"{base}.intrinsics", "intrinsics", readonly(k), digest, profile),
-                CameraReading(cam, f"{base}.extrinsics.translation", "translation", readonly(pose[0]), digest),
-                CameraReading(cam, f"{base}.extrinsics.quaternion_xyzw", "quaternion_xyzw", readonly(pose[1]), digest),
-            ]
-        return readings
+    def camera_sample(self, camera: str) -> CameraSample:
+        """RGB, K, translation and quaternion of ``camera``, drawn at the posed sample."""
+        frame, k, pose = self._draw(camera, depth=False)
+        profile, digest = self._calibration(camera, k)
+        return readonly(frame.rgb), readonly(k), readonly(pose[0]), readonly(pose[1]), profile, digest
 
     def describe(self) -> dict[str, object]:
         """Which renderer drew the frames, and where each camera's calibration came from."""
