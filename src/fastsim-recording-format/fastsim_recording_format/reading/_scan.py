@@ -78,7 +78,7 @@ def scan_tables(fd: int, size: int, index: Array, todo: list[int]) -> Scanned | 
     # each batch's metadata blob lands right after its table, where the next batch's
     # table will go: the CRC covers table and blob in one piece, taken before that read
     tables = np.empty(int(ends[-1]) + MAX_META_READ, np.uint8)
-    hview, tview = memoryview(heads.reshape(-1)), memoryview(tables)
+    hview, tview = heads.reshape(-1).data, tables.data
     preadv, read_len = os.preadv, int.from_bytes
     guess, h = 512, 0  # grows to the largest blob seen (a steady stream's batches look alike)
     table_crcs: list[int] = []

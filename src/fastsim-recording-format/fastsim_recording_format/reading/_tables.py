@@ -36,8 +36,8 @@ from fastsim_recording_format._batch_header import CRC_AT, BatchHeader, crc_ok
 from fastsim_recording_format._batch_header import SIZE as _HDR
 from fastsim_recording_format._layout import RECORD_DTYPE, crc, pad8
 from fastsim_recording_format.encoding import Array
-from fastsim_recording_format.reading._scatter import read_rows
 from fastsim_recording_format.reading._scan import MAX_META_READ, check_bounds, scan_tables
+from fastsim_recording_format.reading._scatter import read_rows
 
 __all__ = ["LARGE", "ROWS_DTYPE", "FileTables", "empty_bytes"]
 
