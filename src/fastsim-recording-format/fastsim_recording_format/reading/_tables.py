@@ -228,7 +228,7 @@ class FileTables:
 
     # -- streams ------------------------------------------------------------------------
     def rows(self, stream_id: int) -> Array:
-        """Every record of a stream in file order (``ROWS_DTYPE``), read once and cached."""
+        """Every record of a stream in file order (``ROWS_DTYPE``), read once and cached (read-only)."""
         known = self._rows.get(stream_id)
         if known is not None:
             return known
@@ -257,6 +257,7 @@ class FileTables:
             rows = rows[np.argsort(rows["global_sequence"], kind="stable")]
         else:
             rows = np.empty(0, ROWS_DTYPE)
+        rows.flags.writeable = False  # shared by every caller (``Scope.data_rows`` returns it as is)
         self._rows[stream_id] = rows
         return rows
 
