@@ -163,13 +163,21 @@ def test_a_corrupt_table_in_a_later_batch_is_refused_with_its_offset(interleaved
     _refused(_corrupt(interleaved, tmp_path, {off5 + 40: 0x01}), f"batch header CRC mismatch at offset {off5 + 116}")
 
 
-def test_a_record_outside_its_batch_is_refused_with_its_offset(interleaved: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("field", "fmt", "value"), [
+    (72, "<Q", 1 << 40),  # payload_length past the area
+    (64, "<Q", 2**64 - 8),  # payload_offset whose end wraps past 2**64
+    (44, "<I", 1 << 20),  # metadata_length past the blob
+    (56, "<Q", 2**64 - 1),  # metadata_offset
+])
+def test_a_record_outside_its_batch_is_refused_with_its_offset(
+    interleaved: Path, tmp_path: Path, field: int, fmt: str, value: int,
+) -> None:
     """Check 4 with both CRCs made to match: the record's table row is named."""
     off, count, meta = _batches(interleaved)[4]
     data = bytearray(interleaved.read_bytes())
     k = 17
     row = off + 120 + 80 * k
-    struct.pack_into("<Q", data, row + 72, 1 << 40)  # payload_length
+    struct.pack_into(fmt, data, row + field, value)
     body = bytes(data[off + 120:off + 120 + 80 * count + ((meta + 7) & ~7)])
     struct.pack_into("<I", data, off + 112, crc(body))
     struct.pack_into("<I", data, off + 116, crc(bytes(data[off:off + 116])))

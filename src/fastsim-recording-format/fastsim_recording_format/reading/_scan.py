@@ -123,8 +123,23 @@ def check_bounds(tables: Array, counts: Array, limits: Array, table_at: Array) -
     """Check 4: every record's payload and metadata lie inside its batch's areas.
 
     ``limits`` holds each batch's metadata and payload lengths (uint64), ``table_at`` the
-    file offset of each batch's record table (for the error's byte offset).
+    file offset of each batch's record table (for the error's byte offset).  Each area's
+    end is summed once (a sum that wraps past 2**64 is caught by its being smaller than
+    its offset) and each batch's largest end is compared with its limit; only a file
+    that fails is searched record by record for the first offender.
     """
+    firsts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.intp)
+    full = counts > 0
+    ok = True
+    for (at, length), limit in ((("payload_offset", "payload_length"), limits[:, 1]),
+                                (("metadata_offset", "metadata_length"), limits[:, 0])):
+        offset = tables[at]
+        end = offset + tables[length].astype(np.uint64, copy=False)
+        ok = ok and not bool((end < offset).any())
+        if ok and len(end) and bool(full.any()):
+            ok = bool((np.maximum.reduceat(end, firsts[full]) <= limit[full]).all())
+    if ok:
+        return
     meta_lim, pay_lim = np.repeat(limits[:, 0], counts), np.repeat(limits[:, 1], counts)
     plen, poff = tables["payload_length"], tables["payload_offset"]
     bad = (poff > pay_lim) | (plen > pay_lim - np.minimum(poff, pay_lim))
