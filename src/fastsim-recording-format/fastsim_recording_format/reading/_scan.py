@@ -131,9 +131,9 @@ def check_bounds(tables: Array, counts: Array, limits: Array, table_at: Array) -
     firsts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.intp)
     full = counts > 0
     ok = True
-    for (at, length), limit in ((("payload_offset", "payload_length"), limits[:, 1]),
+    for (start, length), limit in ((("payload_offset", "payload_length"), limits[:, 1]),
                                 (("metadata_offset", "metadata_length"), limits[:, 0])):
-        offset = tables[at]
+        offset = tables[start]
         end = offset + tables[length].astype(np.uint64, copy=False)
         ok = ok and not bool((end < offset).any())
         if ok and len(end) and bool(full.any()):
