@@ -184,3 +184,19 @@ def test_a_record_outside_its_batch_is_refused_with_its_offset(
     bad = tmp_path / "outside.fsr"
     bad.write_bytes(bytes(data))
     _refused(bad, f"record payload or metadata lies outside its batch at offset {row}")
+
+
+def test_a_changed_payload_in_a_later_batch_is_refused_with_its_batch(interleaved: Path, tmp_path: Path) -> None:
+    """Check 5 (the file carries payload CRCs): the batch's header offset + 20 is named,
+    and a table fault in an earlier batch is still the one reported."""
+    with FsrReader(interleaved) as reader:
+        assert reader.payload_crc
+    batches = _batches(interleaved)
+    off4, n4, meta4 = batches[4]
+    payload = off4 + 120 + 80 * n4 + ((meta4 + 7) & ~7)
+    _refused(_corrupt(interleaved, tmp_path, {payload + 5: 0x01}),
+             r"bad\.fsr: batch payload CRC-32C mismatch \(streams observations, events\)"
+             rf"; the payload bytes changed after they were written at offset {off4 + 20}")
+    off2, _, _ = batches[2]
+    _refused(_corrupt(interleaved, tmp_path, {payload + 5: 0x01, off2 + 120 + 48: 0xFF}),
+             f"record table CRC mismatch at offset {off2 + 112}")
