@@ -108,6 +108,8 @@ class Scope:
         mask = rows["kind"] == DATA
         if self.generation is not None:
             mask &= rows["generation"] == self.generation
+        if bool(mask.all()):  # the common case: the cached rows themselves (read-only), no copy
+            return rows
         out: Array = rows[mask]
         return out
 

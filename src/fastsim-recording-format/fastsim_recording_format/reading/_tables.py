@@ -36,8 +36,10 @@ from fastsim_recording_format._batch_header import CRC_AT, BatchHeader, crc_ok
 from fastsim_recording_format._batch_header import SIZE as _HDR
 from fastsim_recording_format._layout import RECORD_DTYPE, crc, pad8
 from fastsim_recording_format.encoding import Array
+from fastsim_recording_format.reading._scan import MAX_META_READ, check_bounds, scan_tables
+from fastsim_recording_format.reading._scatter import read_rows
 
-__all__ = ["ROWS_DTYPE", "FileTables"]
+__all__ = ["LARGE", "ROWS_DTYPE", "FileTables", "empty_bytes"]
 
 
 #: one record of one stream, as the reading API indexes it
@@ -51,7 +53,6 @@ ROWS_DTYPE = np.dtype(
         ("payload_length", "<i8"),
     ]
 )
-MAX_META_READ = 1 << 16  # the most metadata bytes guessed into the table's read
 SPAN_SLACK = 1 << 16  # scattered rows closer than this are read through in one call
 MAX_SPAN = 16 << 20  # the most bytes one such call reads
 _ANON_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_POPULATE", 0)
@@ -129,10 +130,31 @@ class FileTables:
 
     # -- batches ------------------------------------------------------------------------
     def _load(self, ordinals: list[int]) -> None:
-        """Read and check the record tables of ``ordinals`` (checks 1-4), all at once."""
+        """Read and check the record tables of ``ordinals`` (checks 1-5), all at once.
+
+        The tables are read by :func:`~._scan.scan_tables` (one ``preadv`` per batch
+        straight into one array, the header fields checked with numpy).  A batch it does
+        not pass is read again here one check at a time, in order, so a damaged file is
+        refused with the same error (and byte offset) whichever path met it first.
+        """
         todo = [o for o in ordinals if o not in self._loaded]
         if not todo:
             return
+        scanned = scan_tables(self.fd, self.size, self.reader.batch_index, todo)
+        if scanned is None:
+            tables, base = self._load_one_by_one(todo)
+        else:
+            tables, base, counts = scanned.tables, scanned.base, scanned.counts
+            if self.verify:  # check 5, batch after batch
+                firsts = np.concatenate(([0], np.cumsum(counts))).tolist()
+                for k, (off, at, expected) in enumerate(zip(scanned.offsets, scanned.payload_at, scanned.payload_crc)):
+                    self._check_payload(off, at, int(scanned.limits[k, 1]), expected, tables[firsts[k]:firsts[k + 1]])
+            check_bounds(tables, counts, scanned.limits, np.array(scanned.offsets, np.int64) + _HDR)
+        self._chunks.append((tables, base))
+        self._loaded.update(todo)
+
+    def _load_one_by_one(self, todo: list[int]) -> tuple[Array, Array]:
+        """``_load``'s checks 1-5 batch by batch, each failure its own error (the slow path)."""
         index = self.reader.batch_index
         size = self.size
         read_header = BatchHeader.read
@@ -179,22 +201,10 @@ class FileTables:
             limits.append((meta_len, pay_len))
         tables = np.frombuffer(b"".join(bodies), RECORD_DTYPE)
         counts = np.array([f[1] for f in facts], np.int64)
-        lim = np.array(limits, np.uint64).reshape(-1, 2)
-        meta_lim, pay_lim = np.repeat(lim[:, 0], counts), np.repeat(lim[:, 1], counts)
-        plen, poff = tables["payload_length"], tables["payload_offset"]
-        bad = (poff > pay_lim) | (plen > pay_lim - np.minimum(poff, pay_lim))
-        mlen, moff = tables["metadata_length"].astype(np.uint64), tables["metadata_offset"]
-        bad |= (moff > meta_lim) | (mlen > meta_lim - np.minimum(moff, meta_lim))
-        if bool(bad.any()):
-            k = int(bad.argmax())
-            batch = int(np.searchsorted(np.cumsum(counts), k, side="right"))
-            at = facts[batch][0] + _REC * (k - int(counts[:batch].sum()))
-            raise FormatError(at, "record payload or metadata lies outside its batch")
-        base = np.repeat(np.array([f[2] for f in facts], np.int64), counts)
-        self._chunks.append((tables, base))
-        self._loaded.update(todo)
+        check_bounds(tables, counts, np.array(limits, np.uint64).reshape(-1, 2), np.array([f[0] for f in facts], np.int64))
+        return tables, np.repeat(np.array([f[2] for f in facts], np.int64), counts)
 
-    def _check_payload(self, off: int, at: int, length: int, expected: int, table: bytes | memoryview) -> None:
+    def _check_payload(self, off: int, at: int, length: int, expected: int, table: bytes | memoryview | Array) -> None:
         """Check 5: the payload area's CRC-32C, computed over the read-only map (no copy)."""
         if at < 0 or at + length > self.size:
             raise FormatError(at, "truncated: payload area outside the file")
@@ -218,7 +228,7 @@ class FileTables:
 
     # -- streams ------------------------------------------------------------------------
     def rows(self, stream_id: int) -> Array:
-        """Every record of a stream in file order (``ROWS_DTYPE``), read once and cached."""
+        """Every record of a stream in file order (``ROWS_DTYPE``), read once and cached (read-only)."""
         known = self._rows.get(stream_id)
         if known is not None:
             return known
@@ -247,6 +257,7 @@ class FileTables:
             rows = rows[np.argsort(rows["global_sequence"], kind="stable")]
         else:
             rows = np.empty(0, ROWS_DTYPE)
+        rows.flags.writeable = False  # shared by every caller (``Scope.data_rows`` returns it as is)
         self._rows[stream_id] = rows
         return rows
 
@@ -279,7 +290,9 @@ class FileTables:
             raise FormatError(int(starts.max()), "truncated: payload outside the file")
         flat = out.reshape(-1).data.cast("B")
         breaks = np.flatnonzero(np.diff(starts) != length) + 1
-        if len(breaks) * 16 <= count:
+        if len(breaks) * 16 <= count and read_rows(self.fd, flat, starts, length):
+            return out
+        if len(breaks) * 16 <= count:  # rows out of file order
             cuts = [0, *breaks.tolist(), count]
             for a, b, at in zip(cuts[:-1], cuts[1:], starts[cuts[:-1]].tolist()):
                 self.read_into(flat[a * length:b * length], at)
