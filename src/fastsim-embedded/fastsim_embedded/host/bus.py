@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from fastsim_contract.arena import TickArena
 from fastsim_contract.errors import SubscriptionRefused, TerminalError
 from fastsim_contract.protocols import SinkSubscription as _Subscription
 from fastsim_contract.values import (
@@ -172,13 +173,17 @@ class CaptureBus:
 
     def publish_observation_packed(
         self, generation: int, tick: int, sim_time_ns: int, channels: tuple[str, ...], buffer: Any,
-        layout: PackedLayout, channel_sequence: int,
+        layout: PackedLayout, channel_sequence: int, arena: TickArena | None = None, slot: int = -1,
     ) -> Envelope:
         """``publish`` specialised for the per-tick packed observation (the simulation
         thread's hot path): same rules, same values -- an ``Envelope`` of an
         ``ObservationTick`` of a ``SampleBlock`` over ``PackedValues`` -- built in this one
         frame through the slots (no keyword plumbing, no per-object ``__init__``; the only
-        check ``PackedValues`` makes, the buffer size, is made here)."""
+        check ``PackedValues`` makes, the buffer size, is made here).
+
+        ``buffer`` may be ``arena.slots[slot]`` (the publisher filled that row): the row's
+        column entries are then written here, before any subscriber sees the tick (rule
+        A4 of ``fastsim_contract.arena``)."""
         if buffer.nbytes != layout.nbytes:
             raise ValueError(f"PackedValues: buffer has {buffer.nbytes} bytes, layout {layout.nbytes}")
         values = _new(PackedValues)
@@ -197,6 +202,12 @@ class CaptureBus:
             observation = _new(ObservationTick)
             _set_capture_sequence(observation, seq)
             _set_samples(observation, block)
+            if arena is not None:  # rule A4: the row's facts, with the row
+                arena.global_sequence[slot] = self._global
+                arena.capture_sequence[slot] = seq
+                arena.sim_time_ns[slot] = sim_time_ns
+                arena.generation[slot] = generation
+                arena.channel_sequence[slot] = channel_sequence
             envelope = _new(Envelope)
             _set_global(envelope, self._global)
             _set_source(envelope, _OBSERVATION)

@@ -9,9 +9,17 @@ reaches the bus in one of three shapes, chosen once per Run:
     | 1 | per channel | -                      | a read-only check (or copy) of each value    |
     | 2 | row views   | ``bind_numeric_layout`` | a ``RowViews`` over a few read-only blocks   |
     | 3 | packed      | ``bind_numeric_packing``| nothing when the plan selects every channel  |
-    |   |             |                        | in the backend's order, else one gather copy |
+    |   |             |                        | in the backend's order and the buffer is     |
+    |   |             |                        | read-only, else one copy (or gather copy)    |
+    |   |             |                        | into the Run's tick arena                    |
 
 Every tick carries the plan's channels in the plan's order (a ``SampleBlock``).
+
+Packed ticks that are copied are copied into the next slot of the Run's
+:class:`~fastsim_contract.arena.TickArena` (issue 26): tick ``k`` into slot
+``(k - 1) % ARENA_ROWS``, so a consumer's run of ticks is one memory range.  A slot
+still referenced when its turn comes (a slow consumer holds more than the arena's rows)
+is not touched: that tick gets a private copy, exactly as before the arena (rule A3).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from fastsim_contract.arena import TickArena
 from fastsim_contract.payloads import freeze
 from fastsim_contract.values import (
     CameraSample,
@@ -37,7 +46,13 @@ from fastsim_embedded.host.bus import CaptureBus
 from fastsim_embedded.host.context import EmbeddedRunContext
 from fastsim_recording_format.encoding import readonly
 
-__all__ = ["ObservationPublisher", "read_only"]
+__all__ = ["ARENA_BYTES", "ARENA_ROWS", "ObservationPublisher", "read_only"]
+
+#: The tick arena's rows (at most) and bytes (at most); an arena of fewer than
+#: ``ARENA_MIN_ROWS`` rows is not built (huge ticks are copied one by one, as before).
+ARENA_ROWS = 1024
+ARENA_BYTES = 16 << 20
+ARENA_MIN_ROWS = 64
 
 
 def read_only(value: object) -> Any:
@@ -60,6 +75,10 @@ class ObservationPublisher:
     _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
     _packed: PackedLayout | None = attrs.field(init=False, default=None)
     _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
+    #: the packed ticks' arena (built on the first copied tick), ``False``: none this Run
+    _arena: TickArena | None | bool = attrs.field(init=False, default=None)
+    #: the arena's rows for this publisher (``ARENA_ROWS`` when it was built; 0: no arena)
+    arena_rows: int = attrs.field(factory=lambda: ARENA_ROWS, kw_only=True)
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
 
     def wants_observations(self) -> bool:
@@ -128,6 +147,7 @@ class ObservationPublisher:
         if not names or any(name not in where for name in names):
             return False
         self._packed = PackedLayout(tuple(where[name][1:] for name in names))
+        self._arena = None  # a new binding: a new arena on the next copied tick
         if tuple(names) == tuple(name for name, _, _ in packing):
             self._gather = None
         else:
@@ -142,16 +162,44 @@ class ObservationPublisher:
         layout = self._packed
         if layout is None:
             return None
+        arena = self._arena
+        slot = -1
         if self._gather is not None:  # plan order differs: one gather copy
-            buffer = readonly(np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).take(self._gather))
-        elif buffer.flags.writeable:  # the backend did not freeze it
-            buffer = readonly(np.array(buffer, order="C"))
+            raw = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8)
+            if arena is None:
+                arena = self._open_arena(np.empty(layout.nbytes, np.uint8))
+            row = arena.take_bytes(self._observed % arena.size) if arena else None
+            if row is None:
+                buffer = readonly(raw.take(self._gather))
+            else:
+                raw.take(self._gather, out=row, mode="clip")  # indices are in range: no buffering
+                slot = self._observed % arena.size  # type: ignore[union-attr]
+                buffer = arena.slots[slot]  # type: ignore[union-attr]
+        else:  # one row copy into the arena (a frozen buffer too: the run is then one range)
+            if arena is None:
+                arena = self._open_arena(buffer)
+            out = arena.take(self._observed % arena.size, buffer) if arena else None
+            if out is not None:
+                slot = self._observed % arena.size  # type: ignore[union-attr]
+                buffer = out
+            elif buffer.flags.writeable:  # the slot is busy, or no arena (A3): a private copy
+                buffer = readonly(np.array(buffer, order="C"))
         self._observed += 1
         ctx = self.context
         return self.bus.publish_observation_packed(
             ctx.generation, ctx.tick, ctx.sim_time_ns, ctx.capture.observation_channels, buffer, layout,
-            self._observed,
+            self._observed, arena if slot >= 0 else None, slot,  # type: ignore[arg-type]
         )
+
+    def _open_arena(self, like: Any) -> TickArena | bool:
+        """The Run's tick arena for buffers like ``like`` (``False``: ticks too large)."""
+        rows = min(self.arena_rows, ARENA_BYTES // max(1, int(like.nbytes)))
+        if rows < 1 or rows < min(ARENA_MIN_ROWS, self.arena_rows):
+            self._arena = False
+            return False
+        arena = TickArena(rows, like, self.context.capture.observation_channels, self._packed)
+        self._arena = arena
+        return arena
 
     def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
         """Camera samples of the planned cameras, one envelope each."""

@@ -62,7 +62,8 @@ class RecordColumns:
     ``global_sequence``, ``stream_sequence`` (uint64), ``sim_time_ns`` and
     ``channel_sequence`` (int64; the diagnostic live sequence of each tick, or ``None``)
     are numpy arrays with one value per record; ``payload`` is one contiguous buffer of
-    ``count * record_bytes`` bytes."""
+    ``count * record_bytes`` bytes.  ``hold`` keeps alive what ``payload`` must not
+    outlive (the tick buffers of an arena range: rule A2 of ``fastsim_contract.arena``)."""
 
     stream: str
     generation: int
@@ -72,6 +73,7 @@ class RecordColumns:
     record_bytes: int
     payload: Any
     channel_sequence: Any = None
+    hold: Any = None
 
     @property
     def count(self) -> int:
@@ -86,7 +88,7 @@ class RecordColumns:
             self.stream, self.generation, self.global_sequence[start:stop],
             self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size,
             memoryview(self.payload)[start * size:stop * size],
-            None if chan is None else chan[start:stop],
+            None if chan is None else chan[start:stop], self.hold,
         )
 
 
