@@ -9,8 +9,8 @@ import itertools
 import time
 import uuid
 from pathlib import Path
-from unittest import mock
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -145,16 +145,19 @@ def test_a_held_slot_is_not_refilled() -> None:
     for like in (tick, tick.reshape(90, 7)):
         arena = TickArena(4, like, ("a",), None)
         slot = arena.take(0, like)
-        assert slot is arena.slots[0] and not slot.flags.writeable and tick_arena_of(slot) is arena
+        assert slot is arena.slots[0]
+        assert not slot.flags.writeable
+        assert tick_arena_of(slot) is arena
         assert arena.take(0, like + 1) is None  # held by ``slot``
         del slot
         for hold in (lambda s: s[3:5], lambda s: s.reshape(-1).view(np.uint8), memoryview, lambda s: s.base):
             held = hold(arena.slots[1])
-            assert arena.take(1, like + 2) is None and arena.take_bytes(1) is None
+            assert arena.take(1, like + 2) is None
+            assert arena.take_bytes(1) is None
             del held
             assert arena.take(1, like + 2) is arena.slots[1]
         assert bytes(arena.payload(1, 2)) == (like + 2).tobytes()
         assert bytes(arena.payload(0, 1)) == like.tobytes()  # the refused copy changed nothing
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="WRITEABLE"):
             arena.slots[2][:].flags.writeable = True
         assert tick_arena_of(like) is None

@@ -76,7 +76,7 @@ class ObservationPublisher:
     _packed: PackedLayout | None = attrs.field(init=False, default=None)
     _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
     #: the packed ticks' arena (built on the first copied tick), ``False``: none this Run
-    _arena: TickArena | None | bool = attrs.field(init=False, default=None)
+    _arena: TickArena | bool | None = attrs.field(init=False, default=None)
     #: the arena's rows for this publisher (``ARENA_ROWS`` when it was built; 0: no arena)
     arena_rows: int = attrs.field(factory=lambda: ARENA_ROWS, kw_only=True)
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
