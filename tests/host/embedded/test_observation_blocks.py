@@ -119,41 +119,56 @@ def test_packed_path_equals_the_mapping_path_for_any_plan_order(tmp_path: Path) 
             assert values.buffer is not backend.sample_numeric_packed()
 
 
-def test_full_plan_publishes_the_backend_buffer_as_one_arena_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """When the plan selects every packed channel in order, the tick carries the backend's
-    bytes in the next row of the Run's tick arena (issue 26: one row copy, so the
-    consumer's run of ticks is one memory range); without an arena, the backend's own
-    buffer, uncopied."""
+def test_full_plan_publishes_the_backend_buffer_without_a_copy(tmp_path: Path) -> None:
+    """When the plan selects every packed channel in order, the tick carries the backend's own buffer."""
     backend = create_backend(BackendSpec(options={"numeric_channels": 90}))
     backend.reset(0)
     backend.step(1)
     host, seen = _host(tmp_path, tuple(c.name for c in backend.channels()))
-    assert host.observations.bind_numeric_packing(backend.numeric_packing())
-    for _ in range(2):
-        host.observations.publish_observation_packed(backend.sample_numeric_packed())
-    buffers = []
-    for envelope in seen:
-        payload = envelope.payload
-        assert isinstance(payload, ObservationTick)
-        assert isinstance(payload.values, PackedValues)
-        assert payload.values.layout.nbytes == 90 * 7 * 8
-        buffers.append(payload.values.buffer)
-    arena = tick_arena_of(buffers[0])
-    assert arena is not None
-    assert all(map(operator.is_, buffers, arena.slots[:2]))
-    assert bytes(arena.payload(0, 2)) == backend.sample_numeric_packed().tobytes() * 2
-    assert arena.global_sequence[:2] == [e.global_sequence for e in seen]
-    assert arena.channel_sequence[:2] == [1, 2]
-    monkeypatch.setattr(observations, "ARENA_ROWS", 0)
-    host, seen = _host(tmp_path / "none", tuple(c.name for c in backend.channels()))
     assert host.observations.bind_numeric_packing(backend.numeric_packing())
     host.observations.publish_observation_packed(backend.sample_numeric_packed())
     payload = seen[0].payload
     assert isinstance(payload, ObservationTick)
     assert isinstance(payload.values, PackedValues)
     assert payload.values.buffer is backend.sample_numeric_packed()
+    assert payload.values.layout.nbytes == 90 * 7 * 8
+
+
+def test_a_copied_packed_tick_is_the_next_arena_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tick the host must copy (a writable buffer) is copied into the next row of the
+    Run's tick arena, its facts into the row's columns (issue 26); with no arena, into a
+    private frozen copy as before."""
+    backend = create_backend(BackendSpec(options={"numeric_channels": 90}))
+    backend.reset(0)
+    backend.step(1)
+    names = tuple(c.name for c in backend.channels())
+    host, seen = _host(tmp_path, names)
+    assert host.observations.bind_numeric_packing(backend.numeric_packing())
+    writable = np.array(backend.sample_numeric_packed())
+    for k in range(2):
+        host.observations.publish_observation_packed(writable + k)
+    buffers = []
+    for envelope in seen:
+        payload = envelope.payload
+        assert isinstance(payload, ObservationTick)
+        assert isinstance(payload.values, PackedValues)
+        buffers.append(payload.values.buffer)
+    arena = tick_arena_of(buffers[0])
+    assert arena is not None
+    assert all(map(operator.is_, buffers, arena.slots[:2]))
+    assert bytes(arena.payload(0, 2)) == writable.tobytes() + (writable + 1).tobytes()
+    assert arena.global_sequence[:2] == [e.global_sequence for e in seen]
+    assert arena.channel_sequence[:2] == [1, 2]
+    monkeypatch.setattr(observations, "ARENA_ROWS", 0)
+    host, seen = _host(tmp_path / "none", names)
+    assert host.observations.bind_numeric_packing(backend.numeric_packing())
+    host.observations.publish_observation_packed(writable)
+    payload = seen[0].payload
+    assert isinstance(payload, ObservationTick)
+    assert isinstance(payload.values, PackedValues)
+    assert tick_arena_of(payload.values.buffer) is None
+    assert not payload.values.buffer.flags.writeable
+    assert payload.values.buffer.tobytes() == writable.tobytes()
 
 
 def test_writeable_packed_buffers_are_frozen_by_the_host(tmp_path: Path) -> None:

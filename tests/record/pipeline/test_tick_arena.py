@@ -1,7 +1,8 @@
-"""The tick arena (issue 26, ``fastsim_contract.arena``): Core packs each packed tick into
-the next row of one block, the worker writes a run of rows as one existing memory range.
-The file is the same as with a private copy per tick; a row is never refilled while any
-object (a lane, a pending batch, a consumer's view) still holds its tick."""
+"""The tick arena (issue 26, ``fastsim_contract.arena``): Core copies each packed tick it
+must copy (here: a backend that does not freeze its buffer) into the next row of one
+block, the worker writes a run of rows as one existing memory range.  The file is the
+same as with a private copy per tick; a row is never refilled while any object (a lane,
+a pending batch, a consumer's view) still holds its tick."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import yaml
 import fastsim_embedded.host.observations as observations
 import fastsim_record.adapters.numeric_columns as numeric_columns
 from fastsim_contract.arena import TickArena, tick_arena_of
+from fastsim_embedded.backends.synthetic import SyntheticBackend
 from fastsim_embedded.output import leases
 from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.session import run_session
@@ -64,6 +66,13 @@ def _batches(path: Path) -> list[bytes]:
     with FsrReader(path) as reader:
         index = reader.batch_index
         return [data[int(row["offset"]):int(row["offset"]) + int(row["length"])] for row in index]
+
+
+@pytest.fixture(autouse=True)
+def _writable_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The synthetic backend hands out a writable packed buffer: Core copies each tick."""
+    packed = SyntheticBackend.sample_numeric_packed
+    monkeypatch.setattr(SyntheticBackend, "sample_numeric_packed", lambda self: np.array(packed(self)))
 
 
 def _arena_hits(monkeypatch: pytest.MonkeyPatch) -> list[int]:

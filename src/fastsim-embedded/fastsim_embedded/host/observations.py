@@ -9,17 +9,21 @@ reaches the bus in one of three shapes, chosen once per Run:
     | 1 | per channel | -                      | a read-only check (or copy) of each value    |
     | 2 | row views   | ``bind_numeric_layout`` | a ``RowViews`` over a few read-only blocks   |
     | 3 | packed      | ``bind_numeric_packing``| nothing when the plan selects every channel  |
-    |   |             |                        | in the backend's order and the buffer is     |
-    |   |             |                        | read-only, else one copy (or gather copy)    |
-    |   |             |                        | into the Run's tick arena                    |
+    |   |             |                        | in the backend's order, else one gather copy |
+    |   |             |                        | (a writable buffer: one copy), each into the |
+    |   |             |                        | next row of the Run's tick arena             |
 
 Every tick carries the plan's channels in the plan's order (a ``SampleBlock``).
 
-Packed ticks that are copied are copied into the next slot of the Run's
+Packed ticks that the host copies anyway (a gather into plan order, a backend buffer
+that is not frozen) are copied into the next slot of the Run's
 :class:`~fastsim_contract.arena.TickArena` (issue 26): tick ``k`` into slot
-``(k - 1) % ARENA_ROWS``, so a consumer's run of ticks is one memory range.  A slot
-still referenced when its turn comes (a slow consumer holds more than the arena's rows)
-is not touched: that tick gets a private copy, exactly as before the arena (rule A3).
+``(k - 1) % rows``, so a consumer's run of ticks is one memory range.  A slot still
+referenced when its turn comes (a slow consumer holds more than the arena's rows) is not
+touched: that tick gets a private copy, exactly as before the arena (rule A3).  A frozen
+buffer in plan order stays uncopied: measured in one process (``bench_worker``'s scene,
+interleaved), copying it into the arena saved the writer worker 1.8 us per tick but cost
+the simulation thread 3.6 us (cold rows), a loss while the two share the GIL.
 """
 
 from __future__ import annotations
@@ -75,8 +79,9 @@ class ObservationPublisher:
     _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
     _packed: PackedLayout | None = attrs.field(init=False, default=None)
     _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
-    #: the packed ticks' arena (built on the first copied tick), ``False``: none this Run
-    _arena: TickArena | bool | None = attrs.field(init=False, default=None)
+    #: the packed ticks' arena (built on the first copied tick of a binding)
+    _arena: TickArena | None = attrs.field(init=False, default=None)
+    _arena_open: bool = attrs.field(init=False, default=True)  # the next copy may build it
     #: the arena's rows for this publisher (``ARENA_ROWS`` when it was built; 0: no arena)
     arena_rows: int = attrs.field(factory=lambda: ARENA_ROWS, kw_only=True)
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
@@ -147,7 +152,7 @@ class ObservationPublisher:
         if not names or any(name not in where for name in names):
             return False
         self._packed = PackedLayout(tuple(where[name][1:] for name in names))
-        self._arena = None  # a new binding: a new arena on the next copied tick
+        self._arena, self._arena_open = None, True  # a new binding: a new arena on its first copy
         if tuple(names) == tuple(name for name, _, _ in packing):
             self._gather = None
         else:
@@ -162,44 +167,38 @@ class ObservationPublisher:
         layout = self._packed
         if layout is None:
             return None
-        arena = self._arena
         slot = -1
-        if self._gather is not None:  # plan order differs: one gather copy
+        if self._gather is not None:  # plan order differs: one gather copy, into the arena's next row
             raw = np.ascontiguousarray(buffer).reshape(-1).view(np.uint8)
-            if arena is None:
-                arena = self._open_arena(np.empty(layout.nbytes, np.uint8))
-            row = arena.take_bytes(self._observed % arena.size) if arena else None
-            if row is None:
-                buffer = readonly(raw.take(self._gather))
-            else:
+            arena = self._arena if self._arena is not None else self._open_arena(np.empty(layout.nbytes, np.uint8))
+            if arena is not None and (row := arena.take_bytes(at := self._observed % arena.size)) is not None:
                 raw.take(self._gather, out=row, mode="clip")  # indices are in range: no buffering
-                slot = self._observed % arena.size  # type: ignore[union-attr]
-                buffer = arena.slots[slot]  # type: ignore[union-attr]
-        else:  # one row copy into the arena (a frozen buffer too: the run is then one range)
-            if arena is None:
-                arena = self._open_arena(buffer)
-            out = arena.take(self._observed % arena.size, buffer) if arena else None
-            if out is not None:
-                slot = self._observed % arena.size  # type: ignore[union-attr]
-                buffer = out
-            elif buffer.flags.writeable:  # the slot is busy, or no arena (A3): a private copy
+                slot, buffer = at, arena.slots[at]
+            else:  # no arena, or the row is still held (A3): a private copy
+                buffer = readonly(raw.take(self._gather))
+        elif buffer.flags.writeable:  # the backend did not freeze it: one copy, into the arena's next row
+            arena = self._arena if self._arena is not None else self._open_arena(buffer)
+            if arena is not None and (out := arena.take(at := self._observed % arena.size, buffer)) is not None:
+                slot, buffer = at, out
+            else:  # no arena, the row is still held or the buffer does not fit it (A3)
                 buffer = readonly(np.array(buffer, order="C"))
         self._observed += 1
         ctx = self.context
         return self.bus.publish_observation_packed(
             ctx.generation, ctx.tick, ctx.sim_time_ns, ctx.capture.observation_channels, buffer, layout,
-            self._observed, arena if slot >= 0 else None, slot,  # type: ignore[arg-type]
+            self._observed, self._arena if slot >= 0 else None, slot,
         )
 
-    def _open_arena(self, like: Any) -> TickArena | bool:
-        """The Run's tick arena for buffers like ``like`` (``False``: ticks too large)."""
+    def _open_arena(self, like: Any) -> TickArena | None:
+        """The Run's tick arena for buffers like ``like`` (``None``: none this Run)."""
+        if not self._arena_open:
+            return None
+        self._arena_open = False  # one attempt per binding
         rows = min(self.arena_rows, ARENA_BYTES // max(1, int(like.nbytes)))
         if rows < 1 or rows < min(ARENA_MIN_ROWS, self.arena_rows):
-            self._arena = False
-            return False
-        arena = TickArena(rows, like, self.context.capture.observation_channels, self._packed)
-        self._arena = arena
-        return arena
+            return None
+        self._arena = TickArena(rows, like, self.context.capture.observation_channels, self._packed)
+        return self._arena
 
     def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
         """Camera samples of the planned cameras, one envelope each."""
