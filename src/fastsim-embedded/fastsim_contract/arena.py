@@ -29,7 +29,7 @@ A consumer keeps a reference to each tick buffer it still needs (A2 then holds t
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -38,7 +38,7 @@ __all__ = ["TickArena", "tick_arena_of"]
 _getrefcount = sys.getrefcount
 
 
-class _Rows(np.ndarray):  # type: ignore[type-arg]
+class _Rows(np.ndarray):
     """The arena's read-only rows; the one array type that can name its arena."""
 
     tick_arena: TickArena
@@ -59,7 +59,7 @@ class TickArena:
         rows = self._block.view(_Rows)
         rows.flags.writeable = False
         rows.tick_arena = self
-        self._flat = memoryview(rows).toreadonly().cast("B")  # under every slot (A1)
+        self._flat = memoryview(cast(Any, rows)).toreadonly().cast("B")  # under every slot (A1)
         nb = self.nbytes
         # ``frombuffer`` arrays are the roots: numpy bases every view derived from a slot
         # (a reshape, a slice, a ``view``) on its root, so the root's count sees them all
@@ -113,7 +113,7 @@ def tick_arena_of(buffer: Any) -> TickArena | None:
         base = base.base
     if base.__class__ is not memoryview:
         return None
-    rows = base.obj
+    rows: Any = base.obj
     if rows.__class__ is not _Rows:
         return None
     arena: TickArena = rows.tick_arena

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -159,7 +160,10 @@ def test_a_held_slot_is_not_refilled() -> None:
         assert tick_arena_of(slot) is arena
         assert arena.take(0, like + 1) is None  # held by ``slot``
         del slot
-        for hold in (lambda s: s[3:5], lambda s: s.reshape(-1).view(np.uint8), memoryview, lambda s: s.base):
+        holds: list[Callable[[Any], Any]] = [
+            lambda s: s[3:5], lambda s: s.reshape(-1).view(np.uint8), lambda s: s.data, lambda s: s.base,
+        ]
+        for hold in holds:
             held = hold(arena.slots[1])
             assert arena.take(1, like + 2) is None
             assert arena.take_bytes(1) is None

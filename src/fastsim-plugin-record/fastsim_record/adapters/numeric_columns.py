@@ -125,7 +125,10 @@ def _arena_columns(
         return None
     stop = start + n
     wrap = max(0, stop - arena.size)  # the run's rows past the last one restart at row 0
-    rows = (lambda column: column[start:stop]) if not wrap else (lambda column: column[start:] + column[:wrap])
+
+    def rows(column: list[Any]) -> list[Any]:
+        return column[start:stop] if not wrap else column[start:] + column[:wrap]
+
     if list(map(id, buffers)) != rows(arena.ids):  # rule A5
         return None
     channels, layout = arena.channels, arena.layout
