@@ -12,9 +12,14 @@ Baseline, measured in the same process and interleaved round by round: the least
 writer must do with the same ticks -- join each batch's tick buffers into one buffer
 (``numpy.concatenate``) and ``os.write`` it to a file -- timed with ``time.thread_time``.
 
+``--copying-backend``: the backend hands out a writable packed buffer each tick, so
+Core copies every tick (into its tick arena, ``fastsim_contract.arena``: the worker then
+writes each run of ticks from one existing memory range).  By default the synthetic
+backend hands out a new read-only buffer, published uncopied.
+
 Target (issue 26): <= 3 us of worker CPU per numeric record.
 
-    python benchmarks/bench_worker.py [--ticks 24000] [--rounds 5] [--json]
+    python benchmarks/bench_worker.py [--ticks 24000] [--rounds 5] [--copying-backend] [--json]
 """
 
 from __future__ import annotations
@@ -56,10 +61,13 @@ def _settle(plugin: Any) -> None:
         time.sleep(0.02)
 
 
-def worker_round(ticks: int, channels: int) -> dict[str, Any]:
+def worker_round(ticks: int, channels: int, copying: bool = False) -> dict[str, Any]:
     """One Run's worker CPU per record (and the tick buffers, for the baseline)."""
     run = RecordRun.build(record=True, channels=channels)
     host, backend = run.host, run.prepared.backend
+    if copying:  # a writable buffer each tick: Core copies it
+        packed = type(backend).sample_numeric_packed
+        backend = _Copying(backend, lambda: np.array(packed(run.prepared.backend)))
     record: Any = run.plugin  # the Record plugin
     plugin: Any = record.wiring  # what it was wired with: its encoders and worker
     record_bytes = int(plugin.encoders["observations"].record_bytes)
@@ -85,6 +93,17 @@ def worker_round(ticks: int, channels: int) -> dict[str, Any]:
             "lost": lane_losses(summary), "record_bytes": record_bytes}
 
 
+class _Copying:
+    """``backend`` whose ``sample_numeric_packed`` answers a writable copy."""
+
+    def __init__(self, backend: Any, packed: Any) -> None:
+        self._backend = backend
+        self.sample_numeric_packed = packed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+
 def baseline_round(ticks: int, record_bytes: int, per_batch: int) -> float:
     """CPU us per record of concatenating and writing the same bytes in the same batches."""
     rng = np.random.default_rng(0)
@@ -107,6 +126,7 @@ def main() -> int:
     parser.add_argument("--ticks", type=int, default=24000)
     parser.add_argument("--channels", type=int, default=90)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--copying-backend", action="store_true", help="a writable packed buffer each tick")
     add_json_flag(parser)
     args = parser.parse_args()
     load = load_average()
@@ -117,7 +137,7 @@ def main() -> int:
         order = ("worker", "plain") if round_ % 2 == 0 or not worker else ("plain", "worker")
         for name in order:
             if name == "worker":
-                worker.append(worker_round(args.ticks, args.channels))
+                worker.append(worker_round(args.ticks, args.channels, args.copying_backend))
                 record_bytes = worker[-1]["record_bytes"]
             else:  # the first round measures the worker first: record_bytes is known here
                 plain.append(baseline_round(args.ticks, record_bytes or worker[-1]["record_bytes"], 120))
@@ -126,7 +146,7 @@ def main() -> int:
     us = statistics.median(r["us_per_record"] for r in worker)
     base = statistics.median(plain)
     lost = sum(int(r["lost"]) for r in worker)
-    print(f"\nwriter worker, {args.channels} numeric channels ({record_bytes} bytes per tick) at 120 Hz, {args.ticks} ticks, "
+    print(f"\nwriter worker{' (copying backend)' if args.copying_backend else ''}, {args.channels} numeric channels ({record_bytes} bytes per tick) at 120 Hz, {args.ticks} ticks, "
           f"{args.rounds} interleaved rounds (load average {load})")
     print(f"  worker CPU per numeric record : {us:8.2f} us   (target <= {TARGET_US:g} us)")
     print(f"  plain concatenate + write     : {base:8.2f} us   (same bytes, same batches)")
