@@ -30,7 +30,10 @@ from fastsim_recording_format.reader import FsrReader
 RECORD = "plugin://fastsim/record"
 
 
-def _record(tmp_path: Path, name: str, *, seconds: float = 3.0, reset_every_s: float | None = None) -> Path:
+def _record(
+    tmp_path: Path, name: str, *, seconds: float = 3.0, reset_every_s: float | None = None,
+    config: dict[str, Any] | None = None, realtime_factor: float | None = None,
+) -> Path:
     synthetic: dict[str, Any] = {"numeric_channels": 90, "command_every_s": 0.5, "event_every_s": 0.7}
     if reset_every_s is not None:
         synthetic["reset_every_s"] = reset_every_s
@@ -38,7 +41,7 @@ def _record(tmp_path: Path, name: str, *, seconds: float = 3.0, reset_every_s: f
         "schema": "fastsim/2", "name": "arena", "backend": "synthetic",
         "scenario": {"scene": {"robots": {"robot": {"use": "robot://example/robot"}}, "synthetic": synthetic}},
         "runtime": {"sensor_hz": 120.0},
-        "plugins": {"record": {"use": RECORD}},
+        "plugins": {"record": {"use": RECORD, **({"config": config} if config else {})}},
     }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(document))
@@ -47,7 +50,7 @@ def _record(tmp_path: Path, name: str, *, seconds: float = 3.0, reset_every_s: f
     with mock.patch("uuid.uuid4", side_effect=lambda: next(ids)), \
             mock.patch("fastsim_embedded.host.core.time.time_ns", side_effect=lambda: next(clock)), \
             mock.patch("fastsim_embedded.session.session.time.time_ns", side_effect=lambda: next(clock)):
-        result = run_session(prepare_run(path, duration_s=seconds), tmp_path / name)
+        result = run_session(prepare_run(path, duration_s=seconds), tmp_path / name, realtime_factor=realtime_factor)
     assert result.outcome.status == "succeeded", result.outcome.reason
     return tmp_path / name / "episode.fsr"
 
@@ -146,6 +149,47 @@ def test_a_slow_worker_never_sees_a_refilled_row(tmp_path: Path, monkeypatch: py
     assert hits, "no run came from the arena"
     assert busy, "no row was still held when its turn came"
     assert seen == expected
+
+
+def test_lost_ticks_become_exact_gaps_and_kept_ticks_keep_their_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paced Run whose small ``drop_oldest`` numeric lane overflows behind a slow output
+    (optional channels in another order than the backend's: the gather copy goes into the
+    arena): evicted ticks release their rows early, the kept ones are not all consecutive
+    rows (the worker takes the per-record path there), every kept tick has its own bytes
+    and every lost one is covered by a GAP record."""
+    include = {alias: {"channel": channel, "required": False} for alias, channel in (
+        ("v", "robot_1.joint_velocity"), ("p", "robot.joint_position"), ("b", "robot_2.base_pose"))}
+    streams = {"observations": {"mode": "explicit", "include": include}}
+    with monkeypatch.context() as m:
+        _no_arena(m)
+        lossless = _record(tmp_path, "lossless", seconds=2.0, config={"streams": streams})
+        expected = {r[3]: r[:7] for r in _ticks(lossless)}
+    write = leases.FileWriteLease.write
+
+    def slow(self: Any, data: Any) -> Any:
+        time.sleep(0.02)  # per write: a batch of 16 ticks now takes longer than 16 ticks
+        return write(self, data)
+
+    monkeypatch.setattr(leases.FileWriteLease, "write", slow)
+    config = {"streams": streams, "batching": {"max_items": 16},
+              "queues": {"numeric": {"max_items": 24, "max_bytes": 1 << 28, "overload": "drop_oldest"}}}
+    seen = _ticks(_record(tmp_path, "lossy", seconds=2.0, config=config, realtime_factor=4.0))
+    gaps = [r for r in seen if r[1] == 1]
+    assert gaps, "nothing was lost"
+    kept = [r for r in seen if r[1] == 0]
+    assert all(r[:7] == expected[r[3]] for r in kept)  # same tick, same bytes, same facts
+    lost = {s for r in gaps for s in range(r[3], r[3] + int(r[7]["lost"]))}  # stream sequences
+    assert lost.isdisjoint(r[3] for r in kept)
+    assert lost | {r[3] for r in kept} == set(expected)
+
+
+def _ticks(path: Path) -> list[tuple[Any, ...]]:
+    """The observation stream's records (data and gaps)."""
+    with FsrReader(path) as reader:
+        stream = reader.stream("observations").stream_id
+    return [r for r in _records(path) if r[0] == stream and r[1] != 2]
 
 
 def test_a_held_slot_is_not_refilled() -> None:
