@@ -73,7 +73,7 @@ class TickArena:
         self.generation = [0] * size
         self.channel_sequence = [0] * size
         # the references that exist while nobody else holds a slot: the arena's own lists
-        # (a reshaped slot's reference to its root) and, as in ``take``, two local names
+        # (a reshaped slot's reference to its root) and, as in ``take``, three local names
         # and the argument of ``getrefcount``
         self._views = [root.base for root in self._roots]  # numpy's memoryview under a root
         out, root, view = self.slots[0], self._roots[0], self._views[0]
