@@ -66,8 +66,8 @@ def worker_round(ticks: int, channels: int, copying: bool = False) -> dict[str, 
     run = RecordRun.build(record=True, channels=channels)
     host, backend = run.host, run.prepared.backend
     if copying:  # a writable buffer each tick: Core copies it
-        packed = type(backend).sample_numeric_packed
-        backend = _Copying(backend, lambda: np.array(packed(run.prepared.backend)))
+        frozen: Any = backend.sample_numeric_packed  # type: ignore[attr-defined]  # the synthetic backend's
+        backend = _Copying(backend, lambda: np.array(frozen()))
     record: Any = run.plugin  # the Record plugin
     plugin: Any = record.wiring  # what it was wired with: its encoders and worker
     record_bytes = int(plugin.encoders["observations"].record_bytes)
