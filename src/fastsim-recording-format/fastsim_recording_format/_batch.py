@@ -33,7 +33,6 @@ from fastsim_recording_format._layout import (
 )
 from fastsim_recording_format._source import Source
 from fastsim_recording_format._table_rules import BatchFacts
-from fastsim_recording_format._table_rules import analyse_block_table as _analyse_block
 from fastsim_recording_format._table_rules import analyse_table as _analyse
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
@@ -47,10 +46,10 @@ def analyse_table(
     stream_ids: Array, *, block: bool = False,
 ) -> BatchFacts:
     """Check 2 (record-local rules, ``_table_rules``) against this module's metadata bound;
-    ``block``: the table was built from one ``RecordBlock`` (``analyse_block_table``)."""
-    check = _analyse_block if block else _analyse
-    return check(
-        table, metadata_length, payload_length, header_offset, ordinal, stream_ids, MAX_RECORD_METADATA_BYTES
+    ``block``: the table was built from one ``RecordBlock``."""
+    return _analyse(
+        table, metadata_length, payload_length, header_offset, ordinal, stream_ids, MAX_RECORD_METADATA_BYTES,
+        block=block,
     )
 
 

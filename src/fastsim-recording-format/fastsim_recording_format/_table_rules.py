@@ -17,10 +17,10 @@ exactly as each rule is listed:
     |   | never go backwards                                                      |
 
 A batch of one stream (the common steady state) derives its facts without sorting.
-``analyse_block_table`` is the same check for a table the writer built from one
+``analyse_table(..., block=True)`` is the same check for a table the writer built from one
 ``RecordBlock`` (``_assemble``): kind, flags, single-sequence ranges and the tiling of
 both areas hold by construction there, so only the stream id, the metadata bound and
-rules 3 and 5 are computed; anything it does not accept goes through ``analyse_table``,
+rules 3 and 5 are computed; anything it does not accept goes through the rule-by-rule path,
 so both accept and refuse exactly the same tables.
 """
 
@@ -41,7 +41,7 @@ from fastsim_recording_format.encoding import Array, readonly
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import RecordKind
 
-__all__ = ["BatchFacts", "analyse_block_table", "analyse_table"]
+__all__ = ["BatchFacts", "analyse_table"]
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _REC = RECORD_DTYPE.itemsize
@@ -79,8 +79,16 @@ def analyse_table(
     ordinal: int,
     stream_ids: Array,
     max_metadata: int = MAX_RECORD_METADATA_BYTES,
+    *,
+    block: bool = False,
 ) -> BatchFacts:
-    """Check every record-local rule of a batch (module table) and derive its facts (no I/O)."""
+    """Check every record-local rule of a batch (module table) and derive its facts (no I/O).
+
+    ``block``: the writer built ``table`` from one ``RecordBlock`` (``_block_facts`` first)."""
+    if block:
+        facts = _block_facts(table, metadata_length, ordinal, stream_ids, max_metadata)
+        if facts is not None:
+            return facts
     if not _clean(table, metadata_length, payload_length, stream_ids, max_metadata):
         _explain(table, metadata_length, payload_length, header_offset, stream_ids, max_metadata)
     sid = table["stream_id"]
@@ -91,16 +99,11 @@ def analyse_table(
     return _facts(table, header_offset, ordinal, stream_ids)
 
 
-def analyse_block_table(
-    table: Array,
-    metadata_length: int,
-    payload_length: int,
-    header_offset: int,
-    ordinal: int,
-    stream_ids: Array,
-    max_metadata: int = MAX_RECORD_METADATA_BYTES,
-) -> BatchFacts:
-    """``analyse_table`` for a table built from one ``RecordBlock`` (module header).
+def _block_facts(
+    table: Array, metadata_length: int, ordinal: int, stream_ids: Array, max_metadata: int
+) -> BatchFacts | None:
+    """The facts of a table built from one ``RecordBlock`` (module header), or ``None``:
+    then ``analyse_table`` checks it rule by rule.
 
     Five whole-table operations: the global and stream sequences step by one together
     (one subtraction over both columns; the end points, compared as Python integers,
@@ -133,7 +136,7 @@ def analyse_block_table(
             g0, g0 + n - 1, generation, generation, t0, t1, proj, kinds, payload,
             _FIRST_ROW, np.array((n - 1,), np.intp),
         )
-    return analyse_table(table, metadata_length, payload_length, header_offset, ordinal, stream_ids, max_metadata)
+    return None
 
 
 #: the record table as rows of little-endian 8-byte words: the sequence columns' places

@@ -152,23 +152,10 @@ class CaptureBus:
             self._global += 1
             seq = self._source_seq.get(key, 0) + 1
             self._source_seq[key] = seq
-            envelope = _new(Envelope)  # Envelope(...) through its slots, as below
-            _set_global(envelope, self._global)
-            _set_source(envelope, source)
-            _set_generation(envelope, generation)
-            _set_tick(envelope, tick)
-            _set_sim_time(envelope, sim_time_ns)
-            _set_payload(envelope, payload if wrap is None else wrap(seq, payload))
-            _set_portable_size(envelope, portable_size)
-            _set_source_sequence(envelope, seq)
-            if self._history_open:
-                self._history.setdefault(stream, []).append(envelope)
-            for sub in self._subscribers.get(stream, ()):
-                try:
-                    sub.sink(envelope)
-                except Exception as exc:  # a broken sink must not break the simulation thread
-                    self.on_sink_error(sub.stream, exc)
-        return envelope
+            return self._emit(
+                stream, source, generation, tick, sim_time_ns,
+                payload if wrap is None else wrap(seq, payload), portable_size, seq,
+            )
 
     def publish_observation_packed(
         self, generation: int, tick: int, sim_time_ns: int, channels: tuple[str, ...], buffer: Any,
@@ -197,22 +184,30 @@ class CaptureBus:
             observation = _new(ObservationTick)
             _set_capture_sequence(observation, seq)
             _set_samples(observation, block)
-            envelope = _new(Envelope)
-            _set_global(envelope, self._global)
-            _set_source(envelope, _OBSERVATION)
-            _set_generation(envelope, generation)
-            _set_tick(envelope, tick)
-            _set_sim_time(envelope, sim_time_ns)
-            _set_payload(envelope, observation)
-            _set_portable_size(envelope, None)
-            _set_source_sequence(envelope, seq)
-            if self._history_open:
-                self._history.setdefault(_OBSERVATIONS, []).append(envelope)
-            for sub in self._subscribers.get(_OBSERVATIONS, ()):
-                try:
-                    sub.sink(envelope)
-                except Exception as exc:  # a broken sink must not break the simulation thread
-                    self.on_sink_error(sub.stream, exc)
+            return self._emit(_OBSERVATIONS, _OBSERVATION, generation, tick, sim_time_ns, observation, None, seq)
+
+    def _emit(
+        self, stream: str, source: SourceKind, generation: int, tick: int, sim_time_ns: int, payload: object,
+        portable_size: int | None, seq: int,
+    ) -> Envelope:
+        """Under the lock: the ``Envelope`` (built through its slots: no keyword plumbing,
+        no ``__init__``), kept in the history while it is open, handed to each subscriber."""
+        envelope = _new(Envelope)
+        _set_global(envelope, self._global)
+        _set_source(envelope, source)
+        _set_generation(envelope, generation)
+        _set_tick(envelope, tick)
+        _set_sim_time(envelope, sim_time_ns)
+        _set_payload(envelope, payload)
+        _set_portable_size(envelope, portable_size)
+        _set_source_sequence(envelope, seq)
+        if self._history_open:
+            self._history.setdefault(stream, []).append(envelope)
+        for sub in self._subscribers.get(stream, ()):
+            try:
+                sub.sink(envelope)
+            except Exception as exc:  # a broken sink must not break the simulation thread
+                self.on_sink_error(sub.stream, exc)
         return envelope
 
     def next_source_sequence(self, key: str) -> int:
