@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,10 @@ import numpy as np
 from fastsim_contract.run import run_from_mapping
 from fastsim_contract.run_compiler import compile_run, discover_catalogs
 from fastsim_contract.values import CompletionKind
-from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
-from fastsim_embedded.backends.gymnasium_env import (
-    ACTION_COMMAND,
-    GymnasiumBackend,
-    StepRow,
-    camera_channels,
-)
+from fastsim_embedded.backends.base import ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
 from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
+from fastsim_embedded.gymnasium_host.capture import RowLayout
 from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool
 from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
@@ -61,6 +58,8 @@ from fastsim_embedded.session.session import Session, SessionResult
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
 RECORD = "plugin://fastsim/record"
+CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
+CHUNK_SECONDS = 0.25  # ... or after this long: a slow env streams too (kill -9 loses at most this)
 
 
 @attrs.frozen(kw_only=True)
@@ -141,6 +140,10 @@ class GymRecording:
                 inner, state=options.render_state, geometry=options.geometry,
             ))
         self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
+        self.layout = RowLayout(self.row)
+        self._keys = bool(options.info_keys)
+        self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
+        self._due = [0.0] * len(self._envs)  # when each sub-env's chunk is handed over at the latest
         self._catalogs = discover_catalogs()  # found once per recording, not per episode
         self._factories = {RECORD: discover_plugin(RECORD)}
         self._open: dict[int, EpisodeWriter] = {}
@@ -202,7 +205,7 @@ class GymRecording:
         if index in self._open:
             self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         o = self.options
-        first_row = self.row.start(observation, self._joint_state(index))  # ValueError: nothing opened
+        first = self.layout.observation(observation)  # ValueError: nothing opened
         number = self._next
         self._next += 1
         shapes = {alias: (int(f.shape[0]), int(f.shape[1])) for alias, f in frames.items()}
@@ -227,16 +230,26 @@ class GymRecording:
                 raise RuntimeError(episode.failure)
             return episode
 
-        pending = o.media_queue_items if shapes else 4096  # ticks kept while the file opens: frames are big
-        writer = EpisodeWriter(self.pool, opener, backend, number=number, seed=seed, max_pending=pending)
-        writer.row = first_row
+        pending = o.media_queue_items if shapes else 4096  # rows queued while the file opens: frames are big
+        writer = EpisodeWriter(self.pool, opener, backend, self.layout, number=number, seed=seed, max_pending=pending)
         writer.cameras = tuple(shapes)
         writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
-        writer.readings = self._readings(index, frames)
-        writer.snapshot = self._snapshot(index)
-        writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
+        writer.chunk.events[0] = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
+        self._observe(index, writer, first, frames)
+        self._due[index] = time.monotonic() + CHUNK_SECONDS
         self._open[index] = writer
         self.pool.admit(writer)
+
+    def _observe(self, index: int, writer: EpisodeWriter, observation: Any, frames: Mapping[str, Any]) -> None:
+        """Observation t (already checked and copied) and what is read with it: its row's start."""
+        chunk = writer.chunk
+        chunk.obs.append(observation)
+        if self._joints[index] is not None:
+            chunk.joints.append(self._joints[index].sample())
+        if writer.cameras:
+            chunk.readings.append(self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras}))
+        if self._render[index] is not None:
+            chunk.snapshots.append(self._render[index].take())
 
     def _frames(self, index: int, observation: Any, rendered: Any) -> dict[str, Any]:
         """This observation's frame of each camera of sub-env ``index`` (RGB uint8 frames only)."""
@@ -249,14 +262,6 @@ class GymRecording:
                 if isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
                     out[src.alias] = frame
         return out
-
-    def _snapshot(self, index: int) -> Any:
-        snapshots = self._render[index]
-        return None if snapshots is None else snapshots.take()
-
-    def _joint_state(self, index: int) -> Any:
-        joints = self._joints[index]
-        return None if joints is None else joints.sample()
 
     def _readings(self, index: int, frames: Mapping[str, Any]) -> Sequence[Any]:
         cameras = self._cameras[index]
@@ -272,11 +277,12 @@ class GymRecording:
         self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
         info: Mapping[str, Any] | None = None, frame: Any = None,
     ) -> None:
-        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open)."""
+        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked
+        copies appended to the episode's chunk (``gymnasium_host.capture``), nothing packed here."""
         writer = self._open.get(index)
         if writer is None:
             return
-        frames = self._frames(index, observation, frame)
+        frames = self._frames(index, observation, frame) if self._cameras[index] else {}
         limit = self.options.max_episode_bytes
         if limit is not None:  # rows and frames as staged (before JPEG/PNG), the final row included
             added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
@@ -285,35 +291,40 @@ class GymRecording:
                              f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
                 return
             writer.bytes += added
+        layout, chunk = self.layout, writer.chunk
         try:
-            self._tick(writer, action, reward, terminated, truncated, info)
-            writer.steps += 1
-            writer.ret += float(reward)
-            writer.row = None  # published: never again as the final row
-            writer.row = self.row.start(observation, self._joint_state(index))
+            act = layout.action(action)
+            reward = float(reward)
         except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
-            line = str(exc).splitlines()[0]
-            if writer.row is None and writer.steps:  # step t was published: its final tick has a fill observation
-                writer.row, writer.readings = self.row.start_fill(self._joint_state(index)), ()
-            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
+            self._fail_one(index, exc)
             raise
-        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras}) if frames else ()
-        writer.snapshot = self._snapshot(index)
+        chunk.actions.append(act)
+        chunk.rewards.append(reward)
+        chunk.terminated.append(bool(terminated))
+        chunk.truncated.append(bool(truncated))
+        if self._keys:
+            chunk.infos.append(layout.info(info))
+        if self._actuators:
+            chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
+        writer.steps += 1
+        writer.ret += reward
+        if len(chunk.actions) >= self._chunk_rows[index] or time.monotonic() >= self._due[index]:
+            writer.hand()  # complete rows only: observation t + 1 starts the next chunk
+            self._due[index] = time.monotonic() + CHUNK_SECONDS
+        try:
+            observed = layout.observation(observation)
+        except ValueError as exc:  # step t is recorded: its final row has a fill observation
+            self._observe(index, writer, layout.fill_observation(), {})
+            self._fail_one(index, exc)
+            raise
+        self._observe(index, writer, observed, frames)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
 
-    def _tick(
-        self, writer: EpisodeWriter, action: Any, reward: float, terminated: bool, truncated: bool,
-        info: Mapping[str, Any] | None, events: tuple[ScenePluginEvent, ...] = (),
-    ) -> None:
-        row = self.row.complete(writer.row, action, reward, terminated, truncated, info)
-        first, writer.events = writer.events, ()
-        commands: tuple[ControlCommand, ...] = ()
-        if self._actuators and action is not None:
-            targets = np.asarray(action, dtype=np.float64).reshape(-1).tolist()
-            commands = (ControlCommand(f"action-{writer.steps + 1}", ACTION_COMMAND, "robot", {"targets": targets}),)
-        writer.tick(row, writer.readings, (*first, *events), commands, writer.snapshot)
+    def _fail_one(self, index: int, exc: ValueError) -> None:
+        line = str(exc).splitlines()[0]
+        self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
 
     def _finish(
         self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
@@ -324,10 +335,14 @@ class GymRecording:
             "reason": reason, "error": error, "sub_env": index if self.vector else None,
         }, "gymnasium")
         trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it
+        chunk = writer.chunk
         try:
-            if writer.row is not None:
-                self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
+            if len(chunk.obs) > len(chunk.actions):  # observation t waits for no action: the final row
+                chunk.final = (terminated, truncated)
+                chunk.add_events(len(chunk.obs) - 1, (end,))
                 trailing = ()
+            if len(chunk):
+                writer.hand()
         finally:
             if not self._slots.acquire(blocking=False):  # at most 2 * writers episodes wait for their commit
                 self.flow_waits += 1

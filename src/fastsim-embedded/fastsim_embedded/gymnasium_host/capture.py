@@ -1,0 +1,180 @@
+"""One episode's rows as the env thread captures them: checked copies appended to a chunk,
+packed into recorded rows in bulk off the env thread.
+
+    | # | where          | what happens                                                         |
+    |---|----------------|----------------------------------------------------------------------|
+    | 1 | env thread     | ``RowLayout.observation``/``action``: each leaf cast to its channel's |
+    |   | (``step()``)   | dtype in a new array (a copy: the env may reuse its buffers) and its  |
+    |   |                | shape checked; ``ValueError`` naming the channel, raised by ``step()`` |
+    | 2 | env thread     | the copies, reward, flags and whitelisted ``info`` scalars are        |
+    |   |                | appended to the episode's ``Chunk`` (lists; no packing, no bytes)      |
+    | 3 | publisher      | ``RowLayout.pack``: one structured array for the chunk, one column     |
+    |   | (off the env   | assignment per channel (``np.stack``), viewed as read-only ``uint8``   |
+    |   | thread)        | rows: byte for byte the ``RowPacker`` layout (``gymnasium_spaces``)    |
+
+Row t holds observation t (and the joint state read with it), the action chosen from it,
+the reward it earned, the flags and info of that step.  A chunk's last observation may be
+the episode's final one: its row is the *fill* (``Chunk.final``: the flags the episode
+ended with, zeros/NaN elsewhere), as ``StepRow`` spells it (``backends.gymnasium_env``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fastsim_embedded.backends.base import Array, CameraReading, ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import JOINT_POSITION, StepRow
+from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
+
+__all__ = ["Chunk", "RowLayout"]
+
+_NAN = float("nan")
+
+
+class Chunk:
+    """Consecutive rows of one episode, from row ``first`` on (the env thread appends)."""
+
+    __slots__ = ("actions", "events", "final", "first", "infos", "joints", "obs", "readings", "rewards", "snapshots",
+                 "targets", "terminated", "truncated")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.obs: list[Any] = []  # observation t per row (one array, or a tuple of one per leaf)
+        self.joints: list[tuple[Array, Array] | None] = []  # with obs (MuJoCo envs)
+        self.readings: list[Sequence[CameraReading]] = []  # with obs (an episode with cameras)
+        self.snapshots: list[Any] = []  # with obs (render side of a MuJoCo env)
+        self.actions: list[Any] = []  # per step, as obs
+        self.targets: list[Array | None] = []  # per step: the action as float64 actuator targets (MuJoCo)
+        self.rewards: list[float] = []
+        self.terminated: list[bool] = []
+        self.truncated: list[bool] = []
+        self.infos: list[tuple[float, ...]] = []
+        self.events: dict[int, tuple[ScenePluginEvent, ...]] = {}  # row in this chunk -> its events
+        self.final: tuple[bool, bool] | None = None  # the last obs is the final row: its flags
+
+    def __len__(self) -> int:
+        """The rows this chunk publishes (its observations)."""
+        return len(self.obs)
+
+    def add_events(self, row: int, events: tuple[ScenePluginEvent, ...]) -> None:
+        """``events`` ride with row ``row`` of this chunk (after any already there)."""
+        self.events[row] = self.events.get(row, ()) + events
+
+
+class RowLayout:
+    """Checks and copies on the env thread, bulk packing off it (module table)."""
+
+    def __init__(self, row: StepRow) -> None:
+        self.row = row
+        fields = row.packer.fields
+        self.nbytes = row.packer.nbytes
+        offsets, at = [], 0
+        for _, dtype, shape in fields:
+            offsets.append(at)
+            at += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.dtype = np.dtype({
+            "names": [f"f{i}" for i in range(len(fields))],
+            "formats": [dtype if not shape else (dtype, shape) for _, dtype, shape in fields],
+            "offsets": offsets, "itemsize": self.nbytes,
+        })
+        index = row.packer.index
+        self._obs = tuple(self._checked(leaf) for leaf in row.observation)
+        self._act = tuple(self._checked(leaf) for leaf in row.action)
+        self._obs_at = tuple(f"f{index[leaf.name]}" for leaf in row.observation)
+        self._act_at = tuple(f"f{index[leaf.name]}" for leaf in row.action)
+        self._joints_at = (f"f{index[JOINT_POSITION]}", f"f{index[JOINT_POSITION] + 1}") if JOINT_POSITION in index else None
+        self._reward_at = f"f{index['reward']}"
+        self._flags_at = (f"f{index['terminated']}", f"f{index['truncated']}")
+        self._info_at = tuple(f"f{index['info.' + key]}" for key in row.info_keys)
+        self.info_keys = row.info_keys
+        self._whole = (len(row.observation) == 1 and not row.observation[0].path,
+                       len(row.action) == 1 and not row.action[0].path)
+        self._fill_obs = tuple(_fill(leaf) for leaf in row.observation)
+        self._fill_act = tuple(_fill(leaf) for leaf in row.action)
+
+    @staticmethod
+    def _checked(leaf: Leaf) -> tuple[str, np.dtype[Any], tuple[int, ...], Leaf]:
+        return leaf.name, np.dtype(leaf.dtype).newbyteorder("="), tuple(leaf.shape), leaf
+
+    # -- env thread -----------------------------------------------------------------------
+    def observation(self, value: Any) -> Any:
+        """Observation ``value`` as the row's copies (``ValueError`` naming a channel whose shape is wrong)."""
+        if self._whole[0]:
+            return _copy(value, self._obs[0])
+        return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._obs)
+
+    def fill_observation(self) -> Any:
+        """A final observation the env did not give (it broke its space): NaN, or 0 for integers."""
+        return self._fill_obs[0] if self._whole[0] else self._fill_obs
+
+    def action(self, value: Any) -> Any:
+        """Action ``value`` as the row's copies (``ValueError`` naming the channel)."""
+        if self._whole[1]:
+            return _copy(value, self._act[0])
+        return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._act)
+
+    def info(self, info: Mapping[str, Any] | None) -> tuple[float, ...]:
+        """The whitelisted scalar ``info`` entries (NaN when absent or not a number)."""
+        return tuple(_scalar(info, key) for key in self.info_keys)
+
+    # -- off the env thread ---------------------------------------------------------------
+    def pack(self, chunk: Chunk) -> Array:
+        """The chunk's rows: ``(rows, nbytes)`` read-only ``uint8``, one row per observation."""
+        n, k = len(chunk.obs), len(chunk.actions)
+        table = np.zeros(n, self.dtype)
+        if n:
+            self._columns(table, self._obs_at, chunk.obs, self._whole[0], n)
+            if self._joints_at is not None:
+                table[self._joints_at[0]] = np.stack([j[0] for j in chunk.joints])  # type: ignore[index]
+                table[self._joints_at[1]] = np.stack([j[1] for j in chunk.joints])  # type: ignore[index]
+        if k:
+            self._columns(table[:k], self._act_at, chunk.actions, self._whole[1], k)
+            table[self._reward_at][:k] = chunk.rewards
+            table[self._flags_at[0]][:k] = chunk.terminated
+            table[self._flags_at[1]][:k] = chunk.truncated
+            for j, at in enumerate(self._info_at):
+                table[at][:k] = [info[j] for info in chunk.infos]
+        if k < n:  # the final row: the fill (module table of ``backends.gymnasium_env``)
+            for at, fill in zip(self._act_at, self._fill_act, strict=True):
+                table[at][k:] = fill
+            table[self._reward_at][k:] = _NAN
+            final = chunk.final or (False, False)
+            table[self._flags_at[0]][k:] = final[0]
+            table[self._flags_at[1]][k:] = final[1]
+            for at in self._info_at:
+                table[at][k:] = _NAN
+        rows = table.view(np.uint8).reshape(n, self.nbytes)
+        rows.flags.writeable = False
+        return rows
+
+    @staticmethod
+    def _columns(table: Any, names: tuple[str, ...], values: list[Any], whole: bool, n: int) -> None:
+        if whole:
+            table[names[0]] = np.stack(values) if n else ()
+            return
+        for j, name in enumerate(names):
+            table[name] = np.stack([v[j] for v in values])
+
+
+def _copy(value: Any, spec: tuple[str, np.dtype[Any], tuple[int, ...], Leaf]) -> Array:
+    name, dtype, shape, _ = spec
+    array: Array = np.array(value, dtype=dtype)
+    if array.shape != shape:
+        raise ValueError(f"{name}: the env returned shape {array.shape}, its space declares {shape}")
+    return array
+
+
+def _fill(leaf: Leaf) -> Array:
+    return np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, dtype=np.dtype(leaf.dtype).newbyteorder("="))
+
+
+def _scalar(info: Mapping[str, Any] | None, key: str) -> float:
+    if info is None or key not in info:
+        return _NAN
+    try:
+        return float(np.asarray(info[key], dtype=np.float64).reshape(()))
+    except (TypeError, ValueError):
+        return _NAN
