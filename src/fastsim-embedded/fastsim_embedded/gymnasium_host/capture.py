@@ -102,8 +102,11 @@ class RowLayout:
     # -- env thread -----------------------------------------------------------------------
     def observation(self, value: Any) -> Any:
         """Observation ``value`` as the row's copies (``ValueError`` naming a channel whose shape is wrong)."""
-        if self._whole[0]:
-            return _copy(value, self._obs[0])
+        if self._whole[0]:  # one leaf: inline (the hot path of every step)
+            array = np.array(value, dtype=self._obs[0][1])
+            if array.shape != self._obs[0][2]:
+                raise _wrong_shape(array, self._obs[0])
+            return array
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._obs)
 
     def fill_observation(self) -> Any:
@@ -113,7 +116,10 @@ class RowLayout:
     def action(self, value: Any) -> Any:
         """Action ``value`` as the row's copies (``ValueError`` naming the channel)."""
         if self._whole[1]:
-            return _copy(value, self._act[0])
+            array = np.array(value, dtype=self._act[0][1])
+            if array.shape != self._act[0][2]:
+                raise _wrong_shape(array, self._act[0])
+            return array
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._act)
 
     def info(self, info: Mapping[str, Any] | None) -> tuple[float, ...]:
@@ -160,11 +166,14 @@ class RowLayout:
 
 
 def _copy(value: Any, spec: tuple[str, np.dtype[Any], tuple[int, ...], Leaf]) -> Array:
-    name, dtype, shape, _ = spec
-    array: Array = np.array(value, dtype=dtype)
-    if array.shape != shape:
-        raise ValueError(f"{name}: the env returned shape {array.shape}, its space declares {shape}")
+    array: Array = np.array(value, dtype=spec[1])
+    if array.shape != spec[2]:
+        raise _wrong_shape(array, spec)
     return array
+
+
+def _wrong_shape(array: Array, spec: tuple[str, np.dtype[Any], tuple[int, ...], Leaf]) -> ValueError:
+    return ValueError(f"{spec[0]}: the env returned shape {array.shape}, its space declares {spec[2]}")
 
 
 def _fill(leaf: Leaf) -> Array:

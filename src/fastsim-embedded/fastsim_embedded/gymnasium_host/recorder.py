@@ -36,8 +36,6 @@ from typing import Any
 import attrs
 import numpy as np
 
-from fastsim_contract.run import run_from_mapping
-from fastsim_contract.run_compiler import compile_run, discover_catalogs
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
@@ -50,14 +48,13 @@ from fastsim_embedded.gymnasium_host.mujoco import (
     joints_of,
     render_source_of,
 )
+from fastsim_embedded.gymnasium_host.runs import EpisodeRuns
 from fastsim_embedded.gymnasium_host.spaces import plain_value, space_leaves
 from fastsim_embedded.session.compile import prepare_built
-from fastsim_embedded.session.plugins import discover_plugin
 from fastsim_embedded.session.session import Session, SessionResult
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
-RECORD = "plugin://fastsim/record"
 CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
 CHUNK_SECONDS = 0.25  # ... or after this long: a slow env streams too (kill -9 loses at most this)
 
@@ -143,9 +140,10 @@ class GymRecording:
         self.layout = RowLayout(self.row)
         self._keys = bool(options.info_keys)
         self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
-        self._due = [0.0] * len(self._envs)  # when each sub-env's chunk is handed over at the latest
-        self._catalogs = discover_catalogs()  # found once per recording, not per episode
-        self._factories = {RECORD: discover_plugin(RECORD)}
+        self._due = [0.0] * len(self._envs)
+        self._extras = [bool(cams) or self._joints[i] is not None or self._render[i] is not None
+                        for i, cams in enumerate(self._cameras)]  # read with each observation besides it  # when each sub-env's chunk is handed over at the latest
+        self.runs = EpisodeRuns(options)  # catalogs, plugin factory, compiled Runs: once per recording
         self._open: dict[int, EpisodeWriter] = {}
         self._next = options.first_episode
         workers = max(1, options.writers)
@@ -169,33 +167,6 @@ class GymRecording:
         sub = f"-env{index:03d}" if self.vector else ""
         return f"{self.options.prefix}-{number:06d}{sub}.fsr"
 
-    def _document(self, name: str, *, cameras: Sequence[str], render_state: bool) -> dict[str, object]:
-        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
-        o = self.options
-        streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
-        if cameras:
-            streams["cameras"] = configured = {}
-            for alias in cameras:
-                rgb, k, t, q = camera_channels(alias)
-                cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
-                                          "encoding": o.encoding}
-                if o.quality is not None and o.encoding == "jpeg":
-                    cam["quality"] = o.quality
-                configured[alias] = cam
-        if render_state and o.render_state:
-            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
-        if render_state and o.geometry:
-            streams["geometry"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
-        queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
-                  "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
-        config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
-                                     "integrity": o.integrity}
-        return {
-            "schema": "fastsim/2", "name": o.prefix, "backend": "gymnasium", "scenario": {"scene": {}},
-            "runtime": {"sensor_hz": o.fps, "duration_s": 365 * 24 * 3600.0},
-            "plugins": {"record": {"use": RECORD, "config": config}},
-        }
-
     def begin(
         self, index: int, seed: int | None, reset_options: object, observation: Any, frame: Any = None,
         *, how: str = "reset",
@@ -218,13 +189,12 @@ class GymRecording:
             render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
             description=described, actuators=self._actuators, per_step=self.row.step_names,
         )
-        document = self._document(self.name(number, index), cameras=tuple(shapes),
-                                  render_state=self._render[index] is not None)
+        name, render_state = self.name(number, index), self._render[index] is not None
 
         def opener() -> Session:
-            compiled = compile_run(run_from_mapping(document), self._catalogs)
+            compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render_state)
             episode = Session.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
-                                   factories=self._factories)
+                                   factories=self.runs.factories)
             if episode.failure is not None:
                 episode.close()
                 raise RuntimeError(episode.failure)
@@ -317,7 +287,10 @@ class GymRecording:
             self._observe(index, writer, layout.fill_observation(), {})
             self._fail_one(index, exc)
             raise
-        self._observe(index, writer, observed, frames)
+        if self._extras[index]:
+            self._observe(index, writer, observed, frames)
+        else:  # a numeric-only env: the row's start is its observation
+            writer.chunk.obs.append(observed)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")

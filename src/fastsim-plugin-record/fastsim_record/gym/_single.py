@@ -100,10 +100,11 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
             observation_space=env.observation_space, action_space=env.action_space,
         )
         self._frame: Any = None
+        self._renders = bool(self._recording.wants_render(0))  # fixed for the recording: asked once
         self.files: list[Any] = []
 
     def _capture(self) -> Any:
-        if not self._recording.wants_render(0):
+        if not self._renders:
             self._frame = None
             return None
         # Gymnasium's MuJoCo viewer makes its GL context current only when created; make it
