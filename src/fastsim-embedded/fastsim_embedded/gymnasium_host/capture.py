@@ -32,13 +32,13 @@ from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
 __all__ = ["Chunk", "RowLayout"]
 
 _NAN = float("nan")
+_Spec = tuple[str, np.dtype[Any], tuple[int, ...], Leaf, type]  # channel, dtype, shape, leaf, numpy scalar type
 
 
 class Chunk:
     """Consecutive rows of one episode, from row ``first`` on (the env thread appends)."""
 
-    __slots__ = ("actions", "events", "final", "first", "infos", "joints", "obs", "readings", "rewards", "snapshots",
-                 "targets", "terminated", "truncated")
+    __slots__ = ("events", "final", "first", "infos", "joints", "obs", "readings", "snapshots", "steps", "targets")
 
     def __init__(self, first: int) -> None:
         self.first = first
@@ -46,11 +46,8 @@ class Chunk:
         self.joints: list[tuple[Array, Array] | None] = []  # with obs (MuJoCo envs)
         self.readings: list[Sequence[CameraReading]] = []  # with obs (an episode with cameras)
         self.snapshots: list[Any] = []  # with obs (render side of a MuJoCo env)
-        self.actions: list[Any] = []  # per step, as obs
+        self.steps: list[tuple[Any, float, Any, Any]] = []  # per step: (action copies, reward, terminated, truncated)
         self.targets: list[Array | None] = []  # per step: the action as float64 actuator targets (MuJoCo)
-        self.rewards: list[float] = []
-        self.terminated: list[bool] = []
-        self.truncated: list[bool] = []
         self.infos: list[tuple[float, ...]] = []
         self.events: dict[int, tuple[ScenePluginEvent, ...]] = {}  # row in this chunk -> its events
         self.final: tuple[bool, bool] | None = None  # the last obs is the final row: its flags
@@ -92,21 +89,26 @@ class RowLayout:
         self.info_keys = row.info_keys
         self._whole = (len(row.observation) == 1 and not row.observation[0].path,
                        len(row.action) == 1 and not row.action[0].path)
-        self._fill_obs = tuple(_fill(leaf) for leaf in row.observation)
+        self._fill_obs = tuple(_stored(_fill(leaf)) for leaf in row.observation)
         self._fill_act = tuple(_fill(leaf) for leaf in row.action)
 
     @staticmethod
-    def _checked(leaf: Leaf) -> tuple[str, np.dtype[Any], tuple[int, ...], Leaf]:
-        return leaf.name, np.dtype(leaf.dtype).newbyteorder("="), tuple(leaf.shape), leaf
+    def _checked(leaf: Leaf) -> _Spec:
+        dtype = np.dtype(np.dtype(leaf.dtype).newbyteorder("=").str)  # a builtin dtype: its singleton
+        return leaf.name, dtype, tuple(leaf.shape), leaf, dtype.type
 
     # -- env thread -----------------------------------------------------------------------
     def observation(self, value: Any) -> Any:
-        """Observation ``value`` as the row's copies (``ValueError`` naming a channel whose shape is wrong)."""
+        """Observation ``value`` in its channel's dtype: its bytes, or a NumPy scalar for a
+        one-value channel (``ValueError`` naming a channel whose shape is wrong); a tuple of
+        one per leaf for a Dict or Tuple space."""
         if self._whole[0]:  # one leaf: inline (the hot path of every step)
-            array = np.array(value, dtype=self._obs[0][1])
-            if array.shape != self._obs[0][2]:
-                raise _wrong_shape(array, self._obs[0])
-            return array
+            spec = self._obs[0]
+            if type(value) is np.ndarray and value.dtype is spec[1] and value.shape == spec[2]:
+                return value.tobytes()  # already the channel's dtype and shape: the copy is the bytes
+            if type(value) is spec[4] and not spec[2]:
+                return value  # a NumPy scalar of the one-value channel's dtype: immutable, kept as it is
+            return _copy(value, spec)
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._obs)
 
     def fill_observation(self) -> Any:
@@ -114,12 +116,14 @@ class RowLayout:
         return self._fill_obs[0] if self._whole[0] else self._fill_obs
 
     def action(self, value: Any) -> Any:
-        """Action ``value`` as the row's copies (``ValueError`` naming the channel)."""
+        """Action ``value`` in its channel's dtype, as ``observation``."""
         if self._whole[1]:
-            array = np.array(value, dtype=self._act[0][1])
-            if array.shape != self._act[0][2]:
-                raise _wrong_shape(array, self._act[0])
-            return array
+            spec = self._act[0]
+            if type(value) is spec[4] and not spec[2]:
+                return value
+            if type(value) is np.ndarray and value.dtype is spec[1] and value.shape == spec[2]:
+                return value.tobytes()
+            return _copy(value, spec)
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._act)
 
     def info(self, info: Mapping[str, Any] | None) -> tuple[float, ...]:
@@ -129,18 +133,19 @@ class RowLayout:
     # -- off the env thread ---------------------------------------------------------------
     def pack(self, chunk: Chunk) -> Array:
         """The chunk's rows: ``(rows, nbytes)`` read-only ``uint8``, one row per observation."""
-        n, k = len(chunk.obs), len(chunk.actions)
+        n, k = len(chunk.obs), len(chunk.steps)
         table = np.zeros(n, self.dtype)
         if n:
-            self._columns(table, self._obs_at, chunk.obs, self._whole[0], n)
+            self._columns(table, self._obs_at, chunk.obs, self._whole[0], self._obs)
             if self._joints_at is not None:
                 table[self._joints_at[0]] = np.stack([j[0] for j in chunk.joints])  # type: ignore[index]
                 table[self._joints_at[1]] = np.stack([j[1] for j in chunk.joints])  # type: ignore[index]
         if k:
-            self._columns(table[:k], self._act_at, chunk.actions, self._whole[1], k)
-            table[self._reward_at][:k] = chunk.rewards
-            table[self._flags_at[0]][:k] = chunk.terminated
-            table[self._flags_at[1]][:k] = chunk.truncated
+            actions, rewards, terminated, truncated = zip(*chunk.steps, strict=True)
+            self._columns(table[:k], self._act_at, list(actions), self._whole[1], self._act)
+            table[self._reward_at][:k] = rewards
+            table[self._flags_at[0]][:k] = [bool(flag) for flag in terminated]
+            table[self._flags_at[1]][:k] = [bool(flag) for flag in truncated]
             for j, at in enumerate(self._info_at):
                 table[at][:k] = [info[j] for info in chunk.infos]
         if k < n:  # the final row: the fill (module table of ``backends.gymnasium_env``)
@@ -156,24 +161,28 @@ class RowLayout:
         rows.flags.writeable = False
         return rows
 
-    @staticmethod
-    def _columns(table: Any, names: tuple[str, ...], values: list[Any], whole: bool, n: int) -> None:
-        if whole:
-            table[names[0]] = np.stack(values) if n else ()
-            return
-        for j, name in enumerate(names):
-            table[name] = np.stack([v[j] for v in values])
+    def _columns(self, table: Any, names: tuple[str, ...], values: list[Any], whole: bool, specs: tuple[_Spec, ...]) -> None:
+        """Each leaf's column from what was kept per row: scalars in one array, bytes in one join."""
+        n = len(values)
+        for j, (name, spec) in enumerate(zip(names, specs, strict=True)):
+            column = values if whole else [v[j] for v in values]
+            if not spec[2]:
+                table[name] = np.array(column, dtype=spec[1])
+            else:
+                table[name] = np.frombuffer(b"".join(column), dtype=spec[1]).reshape((n, *spec[2]))
 
 
-def _copy(value: Any, spec: tuple[str, np.dtype[Any], tuple[int, ...], Leaf]) -> Array:
-    array: Array = np.array(value, dtype=spec[1])
+def _copy(value: Any, spec: _Spec) -> Any:
+    """``value`` cast to the channel's dtype (as ``RowPacker.encode``), its shape checked: kept."""
+    array = np.asarray(value, dtype=spec[1])
     if array.shape != spec[2]:
-        raise _wrong_shape(array, spec)
-    return array
+        raise ValueError(f"{spec[0]}: the env returned shape {array.shape}, its space declares {spec[2]}")
+    return _stored(array)
 
 
-def _wrong_shape(array: Array, spec: tuple[str, np.dtype[Any], tuple[int, ...], Leaf]) -> ValueError:
-    return ValueError(f"{spec[0]}: the env returned shape {array.shape}, its space declares {spec[2]}")
+def _stored(array: Array) -> Any:
+    """What a chunk keeps of a value: a NumPy scalar (one value) or its bytes (a copy)."""
+    return array[()] if array.ndim == 0 else array.tobytes()
 
 
 def _fill(leaf: Leaf) -> Array:

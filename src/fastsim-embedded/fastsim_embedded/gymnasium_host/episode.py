@@ -103,8 +103,8 @@ class EpisodeWriter:
         self.layout = layout
         self.number = number
         self.seed = seed
-        self.steps = 0
-        self.ret = 0.0
+        self._steps = 0  # steps handed over (``steps``: with the current chunk's)
+        self._ret = 0.0  # their return, summed in step order
         self.failure: str | None = None
         self.chunk = Chunk(0)  # the env thread's rows not handed over yet
         self.cameras: tuple[str, ...] = ()  # the camera aliases this episode declared
@@ -124,9 +124,24 @@ class EpisodeWriter:
         self._slot = False  # this episode holds one of the pool's open slots
 
     # -- env thread -----------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Transitions recorded so far."""
+        return self._steps + len(self.chunk.steps)
+
+    @property
+    def ret(self) -> float:
+        """Their return (rewards summed in step order)."""
+        ret = self._ret
+        for step in self.chunk.steps:
+            ret += step[1]
+        return ret
+
     def hand(self) -> None:
         """Row 1: the current chunk goes to the queue (published off this thread)."""
         chunk = self.chunk
+        self._ret = self.ret
+        self._steps += len(chunk.steps)
         self.chunk = Chunk(chunk.first + len(chunk))
         with self._lock:
             self._queue.append(chunk)

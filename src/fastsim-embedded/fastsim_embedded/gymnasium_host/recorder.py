@@ -55,6 +55,7 @@ from fastsim_embedded.session.session import Session, SessionResult
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
+_NO_FRAMES: dict[str, Any] = {}
 CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
 CHUNK_SECONDS = 0.25  # ... or after this long: a slow env streams too (kill -9 loses at most this)
 
@@ -138,6 +139,7 @@ class GymRecording:
             ))
         self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
         self.layout = RowLayout(self.row)
+        self._limit = options.max_episode_bytes
         self._keys = bool(options.info_keys)
         self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
         self._due = [0.0] * len(self._envs)
@@ -252,33 +254,20 @@ class GymRecording:
         writer = self._open.get(index)
         if writer is None:
             return
-        frames = self._frames(index, observation, frame) if self._cameras[index] else {}
-        limit = self.options.max_episode_bytes
-        if limit is not None:  # rows and frames as staged (before JPEG/PNG), the final row included
-            added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
-            if writer.bytes + added > limit:  # this transition is not recorded; the file ends on observation t
-                self._finish(index, False, True, CompletionKind.STOPPED,
-                             f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
-                return
-            writer.bytes += added
+        frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
+        if self._limit is not None and self._over_limit(index, writer, frames):
+            return
         layout, chunk = self.layout, writer.chunk
         try:
-            act = layout.action(action)
-            reward = float(reward)
+            chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
         except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
             self._fail_one(index, exc)
             raise
-        chunk.actions.append(act)
-        chunk.rewards.append(reward)
-        chunk.terminated.append(bool(terminated))
-        chunk.truncated.append(bool(truncated))
         if self._keys:
             chunk.infos.append(layout.info(info))
         if self._actuators:
             chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
-        writer.steps += 1
-        writer.ret += reward
-        if len(chunk.actions) >= self._chunk_rows[index] or time.monotonic() >= self._due[index]:
+        if len(chunk.steps) >= self._chunk_rows[index] or time.monotonic() >= self._due[index]:
             writer.hand()  # complete rows only: observation t + 1 starts the next chunk
             self._due[index] = time.monotonic() + CHUNK_SECONDS
         try:
@@ -295,6 +284,17 @@ class GymRecording:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
 
+    def _over_limit(self, index: int, writer: EpisodeWriter, frames: Mapping[str, Any]) -> bool:
+        """``max_episode_bytes``: rows and frames as staged (before JPEG/PNG), the final row included;
+        the transition that would pass it is not recorded and the file ends on observation t."""
+        added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
+        if writer.bytes + added > (limit := self._limit or 0):
+            self._finish(index, False, True, CompletionKind.STOPPED,
+                         f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
+            return True
+        writer.bytes += added
+        return False
+
     def _fail_one(self, index: int, exc: ValueError) -> None:
         line = str(exc).splitlines()[0]
         self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
@@ -310,7 +310,7 @@ class GymRecording:
         trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it
         chunk = writer.chunk
         try:
-            if len(chunk.obs) > len(chunk.actions):  # observation t waits for no action: the final row
+            if len(chunk.obs) > len(chunk.steps):  # observation t waits for no action: the final row
                 chunk.final = (terminated, truncated)
                 chunk.add_events(len(chunk.obs) - 1, (end,))
                 trailing = ()

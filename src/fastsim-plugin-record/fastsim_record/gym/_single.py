@@ -31,7 +31,7 @@ from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError, gym_host
 from fastsim_record.gym._options import check_directory, describe, host_options
 
-__all__ = ["RecordEpisodes", "draw_seed", "env_call", "open_recording", "warn_uncommitted"]
+__all__ = ["RecordEpisodes", "draw_seed", "env_call", "env_step", "open_recording", "warn_uncommitted"]
 
 
 def warn_uncommitted(files: list[Any]) -> None:
@@ -54,10 +54,19 @@ def draw_seed() -> int:
 def env_call(recording: Any, call: Callable[..., Any], capture: Callable[[], Any], *args: Any,
              **kwargs: Any) -> tuple[Any, Any]:
     """``call(*args, **kwargs)`` (the env's ``reset``), then ``capture()`` (its frames): an
-    exception in either ends the recording as failed, then propagates.  The wrappers'
-    ``step`` spells this rule inline (no extra call per step on the env's thread)."""
+    exception in either ends the recording as failed, then propagates."""
     try:
         return call(*args, **kwargs), capture()
+    except Exception as exc:
+        recording.fail(exc)
+        raise
+
+
+def env_step(recording: Any, env: Any, capture: Callable[[], Any] | None, action: Any) -> tuple[Any, Any]:
+    """``env.step(action)``, then ``capture()`` (its frames; ``None``: none): ``env_call``'s rule
+    for the wrappers' ``step``, without the keyword packing (the env thread's hot path)."""
+    try:
+        return env.step(action), capture() if capture is not None else None
     except Exception as exc:
         recording.fail(exc)
         raise
@@ -100,11 +109,11 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
             observation_space=env.observation_space, action_space=env.action_space,
         )
         self._frame: Any = None
-        self._renders = bool(self._recording.wants_render(0))  # fixed for the recording: asked once
+        self._step_frame = self._capture if self._recording.wants_render(0) else None  # fixed: asked once
         self.files: list[Any] = []
 
     def _capture(self) -> Any:
-        if not self._renders:
+        if self._step_frame is None:
             self._frame = None
             return None
         # Gymnasium's MuJoCo viewer makes its GL context current only when created; make it
@@ -130,12 +139,8 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         """Row 2 (and 3) of the module table."""
-        try:  # env_call's rule, inline: step() is the simulation thread's hot path
-            observation, reward, terminated, truncated, info = self.env.step(action)
-            frame = self._capture()
-        except Exception as exc:
-            self._recording.fail(exc)
-            raise
+        (observation, reward, terminated, truncated, info), frame = env_step(self._recording, self.env, self._step_frame,
+                                                                             action)
         try:
             self._recording.step(0, action, observation, reward, terminated, truncated, info, frame)
         except ValueError as exc:  # what was recorded is committed; the channel is named

@@ -37,7 +37,13 @@ from gymnasium.vector import AutoresetMode
 
 from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError
-from fastsim_record.gym._single import draw_seed, env_call, open_recording, warn_uncommitted
+from fastsim_record.gym._single import (
+    draw_seed,
+    env_call,
+    env_step,
+    open_recording,
+    warn_uncommitted,
+)
 
 __all__ = ["RecordVectorEpisodes", "autoreset_mode"]
 
@@ -131,12 +137,8 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """One vector step: one transition (or a reset, or nothing) per sub-env (module table)."""
-        try:  # env_call's rule, inline: step() is the simulation thread's hot path
-            observation, reward, terminated, truncated, info = self.env.step(actions)
-            frames = self._frames()
-        except Exception as exc:
-            self._recording.fail(exc)
-            raise
+        (observation, reward, terminated, truncated, info), frames = env_step(self._recording, self.env, self._frames,
+                                                                              actions)
         rec, keys = self._recording, self._info_keys
         final = info.get("_final_obs") if self.mode is AutoresetMode.SAME_STEP else None
         for i in range(self.n):
