@@ -57,7 +57,7 @@ __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOpt
 
 _NO_FRAMES: dict[str, Any] = {}
 CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
-CHUNK_SECONDS = 0.25  # ... or after this long: a slow env streams too (kill -9 loses at most this)
+CHUNK_SECONDS = 0.25  # ... or after this long (read every 16 steps): a slow env streams too (what kill -9 loses)
 
 
 @attrs.frozen(kw_only=True)
@@ -143,8 +143,8 @@ class GymRecording:
         self._keys = bool(options.info_keys)
         self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
         self._due = [0.0] * len(self._envs)
-        self._extras = [bool(cams) or self._joints[i] is not None or self._render[i] is not None
-                        for i, cams in enumerate(self._cameras)]  # read with each observation besides it  # when each sub-env's chunk is handed over at the latest
+        self._extras = [bool(cams) or self._joints[i] is not None or self._render[i] is not None or bool(
+            self._keys or self._actuators or self._limit is not None) for i, cams in enumerate(self._cameras)]  # when each sub-env's chunk is handed over at the latest
         self.runs = EpisodeRuns(options)  # catalogs, plugin factory, compiled Runs: once per recording
         self._open: dict[int, EpisodeWriter] = {}
         self._next = options.first_episode
@@ -254,20 +254,24 @@ class GymRecording:
         writer = self._open.get(index)
         if writer is None:
             return
-        frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
-        if self._limit is not None and self._over_limit(index, writer, frames):
-            return
+        frames, extras = _NO_FRAMES, self._extras[index]
+        if extras:  # cameras, a byte limit, info keys, actuators, joints or the render side
+            frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
+            if self._limit is not None and self._over_limit(index, writer, frames):
+                return
         layout, chunk = self.layout, writer.chunk
         try:
             chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
         except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
             self._fail_one(index, exc)
             raise
-        if self._keys:
-            chunk.infos.append(layout.info(info))
-        if self._actuators:
-            chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
-        if len(chunk.steps) >= self._chunk_rows[index] or time.monotonic() >= self._due[index]:
+        if extras:
+            if self._keys:
+                chunk.infos.append(layout.info(info))
+            if self._actuators:
+                chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
+        steps = len(chunk.steps)  # the clock is read every 16th step: a slow env's chunk goes out in time too
+        if steps >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
             writer.hand()  # complete rows only: observation t + 1 starts the next chunk
             self._due[index] = time.monotonic() + CHUNK_SECONDS
         try:
@@ -276,7 +280,7 @@ class GymRecording:
             self._observe(index, writer, layout.fill_observation(), {})
             self._fail_one(index, exc)
             raise
-        if self._extras[index]:
+        if extras:
             self._observe(index, writer, observed, frames)
         else:  # a numeric-only env: the row's start is its observation
             writer.chunk.obs.append(observed)
