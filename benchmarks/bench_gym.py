@@ -24,7 +24,11 @@ Figures, each measured in this run against a baseline of the same run:
     DROID-like pick scene without cameras (target: <= 1.1x), and with its wrist camera.
   * host counters of the recorded CartPole/render runs: flow-control waits per episode (the
     env thread waited for a commit slot), the peak number of episode files open at once and
-    the episodes that had to open beyond the writer slots (``overflows``).
+    the episodes that had to open beyond the writer slots (``overflows``); and the CPU the
+    other threads spent per episode file (``*_background_cpu_ms_per_episode``: opening,
+    publishing, Record's worker, validation and commit; process CPU minus the env thread's).
+    Any tree's sources can be measured with this script (``PYTHONPATH``): counters it lacks
+    are NaN.
 
 Rounds are interleaved (bare, recorded, bare, ...) and medians quoted; every figure is a ratio
 against the bare env measured in the same run.  Targets: step time <= 1.3x bare for CartPole
@@ -100,7 +104,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
     from fastsim_record.gym import RecordEpisodes
 
     bare_all, bare_in, bare_cpu, rec_all, rec_in, rec_cpu = [], [], [], [], [], []
-    waits, peak, overflows = [], [], []
+    waits, peak, overflows, background = [], [], [], []
     render = kind == "render"
     for r in range(rounds):
         bare = _make(kind)
@@ -110,10 +114,13 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         bare_in.append(i)
         bare_cpu.append(c)
         recorded = RecordEpisodes(_make(kind), workdir / f"{kind}-{r}")
+        process = time.process_time()
         a, i, c = _loop(recorded, steps, render=render, seed=r)
         recording = recorded._recording  # the host's counters
         t0 = time.perf_counter()
         recorded.close()
+        # CPU of every other thread (opening, publishing, Record's workers, commits) per episode file
+        background.append((time.process_time() - process - c * steps) / max(1, len(recorded.files)))
         rec_all.append(a + (time.perf_counter() - t0) / steps)  # the last commits count too
         rec_in.append(i)
         rec_cpu.append(c)
@@ -131,6 +138,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         f"{kind}_flow_waits_per_episode": med(waits),
         f"{kind}_open_files_peak": float(max(peak)),
         f"{kind}_overflows": float(max(overflows)),
+        f"{kind}_background_cpu_ms_per_episode": med(background) * 1e3,
     }
 
 

@@ -64,6 +64,19 @@ def test_the_capture_copies_what_the_env_returned() -> None:
     assert leaf_value({"a": 1}, leaves[0]) == {"a": 1}  # a one-leaf space is the value itself
 
 
+def test_a_numpy_scalar_for_a_vector_channel_is_a_shape_error_not_a_kept_value() -> None:
+    """The scalar fast path serves one-value channels only: a ``float32`` scalar where the
+    space declares ``(4,)`` raises, naming the channel, as any other wrong shape."""
+    leaves = space_leaves(gym.spaces.Box(-1.0, 1.0, (4,), np.float32), "observation")
+    layout = RowLayout(StepRow(leaves, space_leaves(gym.spaces.Discrete(2), "action"), ()))
+    with pytest.raises(ValueError, match=r"^observation: the env returned shape \(\), its space declares \(4,\)$"):
+        layout.observation(np.float32(0.5))
+    assert layout.action(np.int64(1)) == 1  # a one-value channel keeps the scalar itself
+    assert layout.action(1) == 1  # any other value is cast as RowPacker casts it
+    with pytest.raises(ValueError, match=r"^action: the env returned shape \(2,\), its space declares \(\)$"):
+        layout.action(np.array([0, 1]))
+
+
 def test_a_wrongly_shaped_action_still_raises_on_step_and_keeps_the_steps_before(tmp_path: Path) -> None:
     """The check stays on ``step()``: one line naming ``action``; steps 1-2 are committed."""
     env = RecordEpisodes(gym.make("Pendulum-v1"), tmp_path)
@@ -149,7 +162,7 @@ def test_a_still_mujoco_camera_is_posed_once_and_a_moving_one_at_each_change() -
         env.reset(seed=0)
         calibration = mujoco_module.calibration_of(env, "render")
         assert calibration is not None
-        frame = env.render()
+        frame: Any = env.render()
         for _ in range(3):
             calibration.readings(frame, camera_channels("render"))
         assert len(computed) == 1

@@ -216,8 +216,9 @@ class GymRecording:
         """Observation t (already checked and copied) and what is read with it: its row's start."""
         chunk = writer.chunk
         chunk.obs.append(observation)
-        if self._joints[index] is not None:
-            chunk.joints.append(self._joints[index].sample())
+        joints = self._joints[index]
+        if joints is not None:
+            chunk.joints.append(joints.sample())
         if writer.cameras:
             chunk.readings.append(self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras}))
         if self._render[index] is not None:

@@ -101,15 +101,14 @@ def _renamed(template: CompiledRun, name: str) -> CompiledRun:
     entries = []
     for entry in template.run.plugins:
         if entry.use == RECORD:
-            config = dict(entry.config)
-            config["output"] = {**dict(config.get("output") or {}), "name": name}
-            entry = attrs.evolve(entry, config=config)
+            authored = dict(entry.config)
+            authored["output"] = {**dict(authored.get("output") or {}), "name": name}
+            entry = attrs.evolve(entry, config=authored)
         entries.append(entry)
     components = []
     for component in template.components:
         if component.component_id == RECORD:
-            config = component.config
-            component = attrs.evolve(component, config=attrs.evolve(
-                config, output=attrs.evolve(config.output, name=name)))  # type: ignore[attr-defined]
+            compiled: Any = component.config  # Record's RecordConfig (attrs, frozen)
+            component = attrs.evolve(component, config=attrs.evolve(compiled, output=attrs.evolve(compiled.output, name=name)))
         components.append(component)
     return attrs.evolve(template, run=attrs.evolve(template.run, plugins=tuple(entries)), components=tuple(components))
