@@ -37,7 +37,7 @@ from fastsim_recording_format.encoding import readonly
 
 __all__ = [
     "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
-    "calibration_of", "joints_of", "render_observation_path", "render_source_of",
+    "calibration_of", "frame_readings", "joints_of", "render_observation_path", "render_source_of",
 ]
 
 
@@ -93,13 +93,7 @@ class MujocoFrameCalibration:
             )
             cached = self._profiles[key] = (profile, calibration_digest(profile), readonly(k))
         profile, digest, k = cached
-        rgb, intrinsics, translation_channel, quaternion_channel = channels
-        return (
-            CameraReading(self.camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
-            CameraReading(self.camera, intrinsics, "intrinsics", k, digest, profile),
-            CameraReading(self.camera, translation_channel, "translation", translation, digest),
-            CameraReading(self.camera, quaternion_channel, "quaternion_xyzw", quaternion, digest),
-        )
+        return frame_readings(self.camera, channels, frame, (profile, digest), (k, translation, quaternion))
 
     def _fixed(self, i: int) -> tuple[float, tuple[Array, Array]]:
         xpos, xmat = self._data.cam_xpos[i], self._data.cam_xmat[i]
@@ -127,6 +121,22 @@ class MujocoFrameCalibration:
 
 
 _NAN3 = readonly(np.full(3, np.nan))
+
+
+def frame_readings(
+    camera: str, channels: tuple[str, str, str, str], frame: Array, calibration: tuple[dict[str, object], str],
+    values: tuple[Array, Array, Array],
+) -> tuple[CameraReading, ...]:
+    """A frame's four camera readings: the frame (one contiguous copy: the env's array stays
+    the caller's) and K, translation, quaternion, all under the profile's digest."""
+    (profile, digest), (k, translation, quaternion) = calibration, values
+    rgb, intrinsics, translation_channel, quaternion_channel = channels
+    return (
+        CameraReading(camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
+        CameraReading(camera, intrinsics, "intrinsics", k, digest, profile),
+        CameraReading(camera, translation_channel, "translation", translation, digest),
+        CameraReading(camera, quaternion_channel, "quaternion_xyzw", quaternion, digest),
+    )
 
 
 def _unit(v: list[float]) -> list[float]:

@@ -10,8 +10,9 @@ writer, transaction and validation, unchanged.
     |---|------------------------|---------------------------------------------------------------|
     | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Session`` opens in the opening |
     |   |                        | pool when a slot is free (``gymnasium_host.episode``)         |
-    | 2 | ``step``               | one row (obs t, action t, reward, flags) and frame t's camera |
-    |   |                        | readings: one tick (kept until the Session is open, bounded)  |
+    | 2 | ``step``               | checked copies of action t, reward, flags, then obs t + 1 and |
+    |   |                        | frame t + 1's camera readings, appended to the episode's chunk|
+    |   |                        | (``gymnasium_host.capture``); a full chunk is handed over     |
     | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
     |   |                        | to the commit pool                                            |
     | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
@@ -20,8 +21,8 @@ writer, transaction and validation, unchanged.
 
 Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their
 commit, then ``step`` waits (``flow_waits`` counts it).  With the Record lanes' bounds, the
-bounded pending ticks and the open slots, memory grows neither with episode length nor with
-the number of sub-envs beyond one kept row buffer each.
+bounded queued rows (``EpisodeWriter.hand``) and the open slots, memory grows neither with
+episode length nor with the number of sub-envs beyond one chunk each.
 """
 
 from __future__ import annotations
