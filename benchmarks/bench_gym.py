@@ -7,6 +7,8 @@ Figures, each measured in this run against a baseline of the same run:
     file).  ``*_steady`` counts only the steps inside an episode (no reset, not the
     step that ends it); ``*_all`` every step and reset (the episode open/commit that the
     writer pools cannot hide shows here).
+  * ``cartpole_long``: a CartPole episode that never ends (its file is open while it runs): the
+    env thread's CPU per step (median of 100-step batches) against the bare env.
   * ``render``: ``HalfCheetah-v5`` at 640x480 with ``render_mode="rgb_array"``: the bare
     loop is ``step()`` then ``render()``; the recorded loop the same through the wrapper
     (it renders once per step and records the frame as a calibrated JPEG camera).  Both
@@ -140,6 +142,43 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         f"{kind}_overflows": float(max(overflows)),
         f"{kind}_background_cpu_ms_per_episode": med(background) * 1e3,
     }
+
+
+def _endless_cartpole() -> Any:
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1", max_episode_steps=10**9)
+    env.unwrapped.theta_threshold_radians = env.unwrapped.x_threshold = 1e9  # type: ignore[attr-defined]
+    return env
+
+
+def _batches(env: Any, batches: int) -> float:
+    """The env thread's CPU per step: the median over batches of 100 steps (a seeded policy)."""
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    actions = [env.action_space.sample() for _ in range(100)]
+    per_step = []
+    for _ in range(batches):
+        t0 = time.thread_time_ns()
+        for action in actions:
+            env.step(action)
+        per_step.append((time.thread_time_ns() - t0) / 100)
+    return statistics.median(per_step)
+
+
+def long_episode(batches: int, rounds: int, workdir: Path) -> dict[str, float]:
+    """``cartpole_long`` (module docstring): the capture path's steady cost, interleaved rounds."""
+    from fastsim_record.gym import RecordEpisodes
+
+    bare, recorded = [], []
+    for r in range(rounds):
+        bare.append(_batches(_endless_cartpole(), batches))
+        env = RecordEpisodes(_endless_cartpole(), workdir / f"endless-{r}")
+        recorded.append(_batches(env, batches))
+        env.close()
+    med = statistics.median
+    return {"cartpole_long_bare_cpu_us": med(bare) / 1e3, "cartpole_long_recorded_cpu_us": med(recorded) / 1e3,
+            "cartpole_long_thread_cpu_ratio": med(recorded) / med(bare)}
 
 
 # -- peak RSS: one fresh child per configuration ------------------------------------
@@ -302,7 +341,7 @@ def fastsim_run_figures(quick: bool, rounds: int) -> dict[str, float]:
 
 
 TARGETS = {  # figure -> the issue's bound on it
-    "cartpole_ratio_steady": 1.3, "cartpole_ratio_all": 1.3, "render_ratio_steady": 1.1, "render_ratio_all": 1.1,
+    "cartpole_ratio_steady": 1.3, "cartpole_long_thread_cpu_ratio": 1.3, "cartpole_ratio_all": 1.3, "render_ratio_steady": 1.1, "render_ratio_all": 1.1,
     "fastsimrun_synthetic_ratio": 1.1, "fastsimrun_droid_ratio": 1.1,
 }
 
@@ -331,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             return _report(figures, as_json=args.json)
         sections: list[tuple[str, Any]] = [
             ("cartpole", lambda: step_overhead("cartpole", 1_000 if args.quick else 3_000, rounds, work)),
+            ("cartpole_long", lambda: long_episode(60 if args.quick else 200, rounds, work)),
             ("render", lambda: step_overhead("render", 15 if args.quick else 30, rounds, work)),
             ("minari", lambda: minari_steps(1_000 if args.quick else 3_000, rounds)),
             ("rss", lambda: rss_figures(work, args.quick)),

@@ -32,6 +32,7 @@ from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
 __all__ = ["Chunk", "RowLayout"]
 
 _NAN = float("nan")
+_NEVER = type("_NEVER", (), {})  # the scalar type of a channel with a shape: no value has it
 _Spec = tuple[str, np.dtype[Any], tuple[int, ...], Leaf, type]  # channel, dtype, shape, leaf, numpy scalar type
 
 
@@ -89,6 +90,9 @@ class RowLayout:
         self.info_keys = row.info_keys
         self._whole = (len(row.observation) == 1 and not row.observation[0].path,
                        len(row.action) == 1 and not row.action[0].path)
+        self._fast = tuple(  # a one-leaf space: its value is the leaf (no path to walk)
+            (specs[0][1], specs[0][2], specs[0][4] if not specs[0][2] else _NEVER) if whole else None
+            for specs, whole in ((self._obs, self._whole[0]), (self._act, self._whole[1])))
         self._fill_obs = tuple(_stored(_fill(leaf)) for leaf in row.observation)
         self._fill_act = tuple(_fill(leaf) for leaf in row.action)
 
@@ -102,13 +106,13 @@ class RowLayout:
         """Observation ``value`` in its channel's dtype: its bytes, or a NumPy scalar for a
         one-value channel (``ValueError`` naming a channel whose shape is wrong); a tuple of
         one per leaf for a Dict or Tuple space."""
-        if self._whole[0]:  # one leaf: inline (the hot path of every step)
-            spec = self._obs[0]
-            if type(value) is np.ndarray and value.dtype is spec[1] and value.shape == spec[2]:
+        fast = self._fast[0]  # one leaf: (dtype, shape, its scalar type for a one-value channel)
+        if fast is not None:
+            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1]:
                 return value.tobytes()  # already the channel's dtype and shape: the copy is the bytes
-            if type(value) is spec[4] and not spec[2]:
+            if type(value) is fast[2]:
                 return value  # a NumPy scalar of the one-value channel's dtype: immutable, kept as it is
-            return _copy(value, spec)
+            return _copy(value, self._obs[0])
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._obs)
 
     def fill_observation(self) -> Any:
@@ -117,13 +121,13 @@ class RowLayout:
 
     def action(self, value: Any) -> Any:
         """Action ``value`` in its channel's dtype, as ``observation``."""
-        if self._whole[1]:
-            spec = self._act[0]
-            if type(value) is spec[4] and not spec[2]:
+        fast = self._fast[1]
+        if fast is not None:
+            if type(value) is fast[2]:
                 return value
-            if type(value) is np.ndarray and value.dtype is spec[1] and value.shape == spec[2]:
+            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1]:
                 return value.tobytes()
-            return _copy(value, spec)
+            return _copy(value, self._act[0])
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._act)
 
     def info(self, info: Mapping[str, Any] | None) -> tuple[float, ...]:
