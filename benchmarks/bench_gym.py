@@ -7,6 +7,8 @@ Figures, each measured in this run against a baseline of the same run:
     file).  ``*_steady`` counts only the steps inside an episode (no reset, not the
     step that ends it); ``*_all`` every step and reset (the episode open/commit that the
     writer pools cannot hide shows here).
+  * ``cartpole_long``: a CartPole episode that never ends (its file is open while it runs): the
+    env thread's CPU per step (median of 100-step batches) against the bare env.
   * ``render``: ``HalfCheetah-v5`` at 640x480 with ``render_mode="rgb_array"``: the bare
     loop is ``step()`` then ``render()``; the recorded loop the same through the wrapper
     (it renders once per step and records the frame as a calibrated JPEG camera).  Both
@@ -24,7 +26,11 @@ Figures, each measured in this run against a baseline of the same run:
     DROID-like pick scene without cameras (target: <= 1.1x), and with its wrist camera.
   * host counters of the recorded CartPole/render runs: flow-control waits per episode (the
     env thread waited for a commit slot), the peak number of episode files open at once and
-    the episodes that had to open beyond the writer slots (``overflows``).
+    the episodes that had to open beyond the writer slots (``overflows``); and the CPU the
+    other threads spent per episode file (``*_background_cpu_ms_per_episode``: opening,
+    publishing, Record's worker, validation and commit; process CPU minus the env thread's).
+    Any tree's sources can be measured with this script (``PYTHONPATH``): counters it lacks
+    are NaN.
 
 Rounds are interleaved (bare, recorded, bare, ...) and medians quoted; every figure is a ratio
 against the bare env measured in the same run.  Targets: step time <= 1.3x bare for CartPole
@@ -100,7 +106,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
     from fastsim_record.gym import RecordEpisodes
 
     bare_all, bare_in, bare_cpu, rec_all, rec_in, rec_cpu = [], [], [], [], [], []
-    waits, peak, overflows = [], [], []
+    waits, peak, overflows, background = [], [], [], []
     render = kind == "render"
     for r in range(rounds):
         bare = _make(kind)
@@ -110,10 +116,13 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         bare_in.append(i)
         bare_cpu.append(c)
         recorded = RecordEpisodes(_make(kind), workdir / f"{kind}-{r}")
+        process = time.process_time()
         a, i, c = _loop(recorded, steps, render=render, seed=r)
         recording = recorded._recording  # the host's counters
         t0 = time.perf_counter()
         recorded.close()
+        # CPU of every other thread (opening, publishing, Record's workers, commits) per episode file
+        background.append((time.process_time() - process - c * steps) / max(1, len(recorded.files)))
         rec_all.append(a + (time.perf_counter() - t0) / steps)  # the last commits count too
         rec_in.append(i)
         rec_cpu.append(c)
@@ -131,7 +140,45 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         f"{kind}_flow_waits_per_episode": med(waits),
         f"{kind}_open_files_peak": float(max(peak)),
         f"{kind}_overflows": float(max(overflows)),
+        f"{kind}_background_cpu_ms_per_episode": med(background) * 1e3,
     }
+
+
+def _endless_cartpole() -> Any:
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1", max_episode_steps=10**9)
+    env.unwrapped.theta_threshold_radians = env.unwrapped.x_threshold = 1e9  # type: ignore[attr-defined]
+    return env
+
+
+def _batches(env: Any, batches: int) -> float:
+    """The env thread's CPU per step: the median over batches of 100 steps (a seeded policy)."""
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    actions = [env.action_space.sample() for _ in range(100)]
+    per_step = []
+    for _ in range(batches):
+        t0 = time.thread_time_ns()
+        for action in actions:
+            env.step(action)
+        per_step.append((time.thread_time_ns() - t0) / 100)
+    return statistics.median(per_step)
+
+
+def long_episode(batches: int, rounds: int, workdir: Path) -> dict[str, float]:
+    """``cartpole_long`` (module docstring): the capture path's steady cost, interleaved rounds."""
+    from fastsim_record.gym import RecordEpisodes
+
+    bare, recorded = [], []
+    for r in range(rounds):
+        bare.append(_batches(_endless_cartpole(), batches))
+        env = RecordEpisodes(_endless_cartpole(), workdir / f"endless-{r}")
+        recorded.append(_batches(env, batches))
+        env.close()
+    med = statistics.median
+    return {"cartpole_long_bare_cpu_us": med(bare) / 1e3, "cartpole_long_recorded_cpu_us": med(recorded) / 1e3,
+            "cartpole_long_thread_cpu_ratio": med(recorded) / med(bare)}
 
 
 # -- peak RSS: one fresh child per configuration ------------------------------------
@@ -294,7 +341,7 @@ def fastsim_run_figures(quick: bool, rounds: int) -> dict[str, float]:
 
 
 TARGETS = {  # figure -> the issue's bound on it
-    "cartpole_ratio_steady": 1.3, "cartpole_ratio_all": 1.3, "render_ratio_steady": 1.1, "render_ratio_all": 1.1,
+    "cartpole_ratio_steady": 1.3, "cartpole_long_thread_cpu_ratio": 1.3, "cartpole_ratio_all": 1.3, "render_ratio_steady": 1.1, "render_ratio_all": 1.1,
     "fastsimrun_synthetic_ratio": 1.1, "fastsimrun_droid_ratio": 1.1,
 }
 
@@ -323,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             return _report(figures, as_json=args.json)
         sections: list[tuple[str, Any]] = [
             ("cartpole", lambda: step_overhead("cartpole", 1_000 if args.quick else 3_000, rounds, work)),
+            ("cartpole_long", lambda: long_episode(60 if args.quick else 200, rounds, work)),
             ("render", lambda: step_overhead("render", 15 if args.quick else 30, rounds, work)),
             ("minari", lambda: minari_steps(1_000 if args.quick else 3_000, rounds)),
             ("rss", lambda: rss_figures(work, args.quick)),

@@ -31,7 +31,11 @@ import numpy as np
 
 from fastsim_contract.calibration import calibration_digest, uncalibrated_profile
 from fastsim_embedded.backends.base import Array, CameraReading
-from fastsim_embedded.gymnasium_host.mujoco import calibration_of, render_observation_path
+from fastsim_embedded.gymnasium_host.mujoco import (
+    calibration_of,
+    frame_readings,
+    render_observation_path,
+)
 from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
 from fastsim_recording_format.encoding import readonly
 
@@ -58,14 +62,7 @@ class UncalibratedCamera:
         if cached is None:
             profile = uncalibrated_profile(self.camera, *size)
             cached = self._profiles[size] = (profile, calibration_digest(profile))
-        profile, digest = cached
-        rgb, intrinsics, translation, quaternion = channels
-        return (
-            CameraReading(self.camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
-            CameraReading(self.camera, intrinsics, "intrinsics", _NAN_K, digest, profile),
-            CameraReading(self.camera, translation, "translation", _NAN_T, digest),
-            CameraReading(self.camera, quaternion, "quaternion_xyzw", _NAN_Q, digest),
-        )
+        return frame_readings(self.camera, channels, frame, cached, (_NAN_K, _NAN_T, _NAN_Q))
 
 
 @attrs.frozen

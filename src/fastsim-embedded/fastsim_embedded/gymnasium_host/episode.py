@@ -1,26 +1,31 @@
-"""One Gymnasium episode being recorded: opened and committed off the env thread.
+"""One Gymnasium episode being recorded: opened, published and committed off the env thread.
 
 Opening a ``Session`` reserves its name and stages its file with an fsync; committing it
-validates, fsyncs and renames.  Neither belongs on the env thread, and the number of
-``Session``\\ s open at once must not grow with the number of sub-envs, so an
-``EpisodeWriter`` does not open its ``Session`` itself: the recording's ``WriterPool``
-starts it when an open slot is free, and the env thread only captures:
+validates, fsyncs and renames; publishing a tick runs the host's bus and Record's pumps.
+None of it belongs on the env thread, and the number of ``Session``\\ s open at once must
+not grow with the number of sub-envs, so an ``EpisodeWriter`` does not open its
+``Session`` itself: the recording's ``WriterPool`` starts it when an open slot is free, and
+the env thread only captures (``gymnasium_host.capture``: checked copies appended to a chunk):
 
-    | # | env thread calls | not started / while the Session opens  | once it is open                   |
-    |---|------------------|----------------------------------------|-----------------------------------|
-    | 1 | ``tick``         | keep (row, camera readings, events);   | publish the kept ticks in order,  |
-    |   |                  | ``max_pending`` kept: start now, even  | then this one (``Session.step``)  |
-    |   |                  | without a slot (counted), and wait     |                                   |
-    | 2 | ``finish``       | in the commit pool: open (if never started), publish what was kept,  |
-    |   |                  | then ``Session.close``; the slot goes to the next episode waiting    |
+    | # | who                   | what                                                             |
+    |---|-----------------------|------------------------------------------------------------------|
+    | 1 | env thread: ``hand``  | a full chunk (or the episode's last) joins the queue; once the   |
+    |   |                       | Session is open a publisher task is scheduled for it.  Queued    |
+    |   |                       | rows reach ``max_pending`` before a slot: start now without one  |
+    |   |                       | (``overflows``, counted); reach it after: the env thread waits   |
+    |   |                       | for the publisher (``waits``, counted): RAM stays bounded        |
+    | 2 | opening pool          | open the Session, then publish what was queued meanwhile         |
+    | 3 | opening pool: publish | one chunk at a time, in order: packed in bulk                    |
+    |   |                       | (``RowLayout.pack``), then one ``Session.step`` per row           |
+    | 4 | commit pool:          | open (if never started), publish what is left, then              |
+    |   | ``finish``            | ``Session.close``; the slot goes to the next episode waiting     |
 
 At most ``writers`` Sessions stream while their episode runs (the slots), and at most
 ``writers`` more open inside the commit pool's threads: an episode that ends before it got
 a slot (short episodes, many sub-envs) is written whole at its commit.  Only an episode
-with ``max_pending`` kept ticks and no slot opens beyond that bound (``overflows``), so
-RAM stays bounded.  A tick is one read-only row and readings already taken; nothing is
-encoded, hashed or written here.  A Session that could not open (or whose Run stopped)
-drops its ticks and reports why in its ``SessionResult``/``failure``.
+with ``max_pending`` queued rows and no slot opens beyond that bound (``overflows``).
+Nothing is encoded, hashed or written on the env thread.  A Session that could not open
+(or whose Run stopped) drops its rows and reports why in its ``SessionResult``/``failure``.
 """
 
 from __future__ import annotations
@@ -28,19 +33,16 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from fastsim_contract.values import CompletionKind
-from fastsim_embedded.backends.base import CameraReading, ControlCommand, ScenePluginEvent
-from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend
+from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import ACTION_COMMAND, GymnasiumBackend
+from fastsim_embedded.gymnasium_host.capture import Chunk, RowLayout
 from fastsim_embedded.session.plugins import one_line
 from fastsim_embedded.session.session import Session, SessionClosed, SessionResult
 
 __all__ = ["EpisodeWriter", "WriterPool"]
-
-Tick = tuple[Any, Sequence[CameraReading], tuple[ScenePluginEvent, ...], tuple[ControlCommand, ...], Any]
-
 
 class WriterPool:
     """The opening threads and the ``writers`` open slots shared by every episode of a recording."""
@@ -94,106 +96,162 @@ class EpisodeWriter:
     """One episode of one (sub-)env (module table)."""
 
     def __init__(
-        self, pool: WriterPool, opener: Callable[[], Session], backend: GymnasiumBackend,
+        self, pool: WriterPool, opener: Callable[[], Session], backend: GymnasiumBackend, layout: RowLayout,
         *, number: int, seed: int | None, max_pending: int = 4096,
     ) -> None:
         self.backend = backend
+        self.layout = layout
         self.number = number
         self.seed = seed
-        self.steps = 0
-        self.ret = 0.0
+        self._steps = 0  # steps handed over (``steps``: with the current chunk's)
+        self._ret = 0.0  # their return, summed in step order
         self.failure: str | None = None
-        self.row: Any = None  # observation t's bytes, waiting for its action
-        self.readings: Sequence[CameraReading] = ()
+        self.chunk = Chunk(0)  # the env thread's rows not handed over yet
         self.cameras: tuple[str, ...] = ()  # the camera aliases this episode declared
         self.bytes = 0  # raw bytes staged so far (``max_episode_bytes``)
-        self.snapshot: Any = None  # the render side with observation t (``gymnasium_mujoco.RenderSnapshot``)
-        self.events: tuple[ScenePluginEvent, ...] = ()
+        self.waits = 0  # times the env thread waited for the publisher (queued rows at ``max_pending``)
         self._pool = pool
         self._opener = opener
         self._max_pending = max_pending
-        self._pending: list[Tick] = []
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        self._queue: collections.deque[Chunk] = collections.deque()
+        self._queued = 0  # rows handed over, not published yet
+        self._scheduled = False  # a publisher task owns the queue
         self._future: concurrent.futures.Future[Session] | None = None
+        self._session: Session | None = None
+        self._opened = False  # the open was tried: ``_session`` or ``failure``
         self._slot = False  # this episode holds one of the pool's open slots
-        self._ready: Session | None = None  # the open Session once nothing is kept any more
 
-    def _open(self) -> Session:
-        session = self._opener()
-        self._pool.opened(+1)
-        return session
+    # -- env thread -----------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Transitions recorded so far."""
+        return self._steps + len(self.chunk.steps)
 
+    @property
+    def ret(self) -> float:
+        """Their return (rewards summed in step order)."""
+        ret = self._ret
+        for step in self.chunk.steps:
+            ret += step[1]
+        return ret
+
+    def hand(self) -> None:
+        """Row 1: the current chunk goes to the queue (published off this thread)."""
+        chunk = self.chunk
+        self._ret = self.ret
+        self._steps += len(chunk.steps)
+        self.chunk = Chunk(chunk.first + len(chunk))
+        with self._lock:
+            self._queue.append(chunk)
+            self._queued += len(chunk)
+            publish = self._opened and not self._scheduled
+            if publish:
+                self._scheduled = True
+            overflow = self._future is None and self._queued >= self._max_pending
+        if publish:
+            self._pool.executor.submit(self._publish_queue)
+        if overflow and self._pool.withdraw(self):
+            self._pool.overflows += 1  # RAM first: this episode streams without a slot
+            self.start(slot=False)
+        if self._future is not None:
+            with self._lock:
+                while self._queued >= self._max_pending and not (self._opened and self._session is None):
+                    self.waits += 1
+                    self._room.wait()
+
+    # -- opening pool ---------------------------------------------------------------------
     def start(self, *, slot: bool) -> None:
         """Open the Session in the opening pool (``slot``: it holds one of the pool's slots)."""
         self._slot = slot
-        self._future = self._pool.executor.submit(self._open)
+        self._future = self._pool.executor.submit(self._open_and_publish)
 
-    def _episode(self) -> Session | None:
-        """The open Session (waits for it; opens it here when it never started), ``None`` when it failed."""
+    def _open(self) -> Session | None:
         try:
-            if self._future is None and self._pool.withdraw(self):
-                return self._ready_inline()
-            future = self._future  # off the queue means started (``WriterPool._start_waiting``)
-            if future is None:
-                raise RuntimeError("episode left the writer queue without starting")
-            return future.result()
+            session = self._opener()
         except Exception as exc:
             self.failure = self.failure or f"the episode could not be opened: {one_line(exc)}"
-            return None
+            session = None
+        else:
+            self._pool.opened(+1)
+        with self._lock:
+            self._session, self._opened = session, True
+        return session
 
-    def _ready_inline(self) -> Session:
-        future: concurrent.futures.Future[Session] = concurrent.futures.Future()
-        try:
-            future.set_result(self._open())
-        except Exception as exc:
-            future.set_exception(exc)
-        self._future = future
-        return future.result()
+    def _open_and_publish(self) -> Session:
+        session = self._open()
+        with self._lock:
+            publish = bool(self._queue) and not self._scheduled
+            if publish:
+                self._scheduled = True
+            else:
+                self._room.notify_all()
+        if publish:
+            self._publish_queue()
+        if session is None:
+            raise RuntimeError(self.failure or "the episode could not be opened")
+        return session
 
-    def _publish(self, episode: Session, tick: Tick) -> None:
-        row, readings, events, commands, snapshot = tick
-        self.backend.stage(row, readings, snapshot)
-        try:
-            episode.step(commands, events=events)
-        except SessionClosed as exc:  # the Run stopped (e.g. its recording failed): keep nothing more
-            self.failure = self.failure or str(exc)
+    def _publish_queue(self) -> None:
+        """Publish every queued chunk in order (the one task that owns the queue)."""
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._scheduled = False
+                    self._room.notify_all()
+                    return
+                chunk = self._queue.popleft()
+            try:
+                if self._session is not None and self.failure is None:
+                    self._publish(self._session, chunk)
+            except Exception as exc:  # packing or the host broke: keep nothing more, say why
+                self.failure = self.failure or f"publishing failed: {one_line(exc)}"
+            finally:
+                with self._lock:
+                    self._queued -= len(chunk)
+                    self._room.notify_all()
 
-    def _drain(self) -> None:
-        episode = self._episode()
-        pending, self._pending = self._pending, []
-        if episode is None or self.failure is not None:
-            return
-        for tick in pending:
-            self._publish(episode, tick)
-
-    def tick(
-        self, row: Any, readings: Sequence[CameraReading], events: tuple[ScenePluginEvent, ...],
-        commands: tuple[ControlCommand, ...] = (), snapshot: Any = None,
-    ) -> None:
-        """Row 1: publish one tick now, or keep it until the Session is open."""
-        episode = self._ready
-        if episode is None and self._future is not None and self._future.done() and not self._pending:
-            episode = self._ready = self._episode()
-            if episode is None:
+    def _publish(self, episode: Session, chunk: Chunk) -> None:
+        rows = self.layout.pack(chunk)
+        stage, step = self.backend.stage, episode.step
+        readings, snapshots, events = chunk.readings, chunk.snapshots, chunk.events
+        for i in range(len(rows)):
+            stage(rows[i], readings[i] if readings else (), snapshots[i] if snapshots else None)
+            target = chunk.targets[i] if i < len(chunk.targets) else None
+            commands = () if target is None else (
+                ControlCommand(f"action-{chunk.first + i + 1}", ACTION_COMMAND, "robot", {"targets": target.tolist()}),)
+            try:
+                step(commands, events=events.get(i, ()))
+            except SessionClosed as exc:  # the Run stopped (e.g. its recording failed): keep nothing more
+                self.failure = self.failure or str(exc)
                 return
-        if episode is not None:
-            if self.failure is None:
-                self._publish(episode, (row, readings, events, commands, snapshot))
-            return
-        self._pending.append((row, readings, events, commands, snapshot))
-        if len(self._pending) >= self._max_pending and self._future is None and self._pool.withdraw(self):
-            self._pool.overflows += 1  # RAM first: this episode streams without a slot
-            self.start(slot=False)
-        if self._future is not None and (self._future.done() or len(self._pending) >= self._max_pending):
-            self._drain()
+
+    # -- commit pool ----------------------------------------------------------------------
+    def _publish_rest(self) -> Session | None:
+        """The open Session (opened here when the episode never started) with every queued row published."""
+        if self._future is None and self._pool.withdraw(self):
+            self._future = concurrent.futures.Future()
+            self._future.set_result(self._open())  # type: ignore[arg-type]
+        future = self._future
+        if future is None:
+            self.failure = self.failure or "the episode could not be opened: it left the writer queue without starting"
+            return None
+        concurrent.futures.wait([future])
+        with self._lock:
+            while self._scheduled:
+                self._room.wait()
+            self._scheduled = True
+        self._publish_queue()
+        return self._session
 
     def finish(
         self, kind: CompletionKind, reason: str, events: tuple[ScenePluginEvent, ...] = (),
     ) -> SessionResult | None:
-        """Row 2 (in the commit pool): publish what was kept (then ``events``, when no row is
-        left to carry them), then close (commit); the slot goes on."""
+        """Row 4 (in the commit pool): publish what is queued (then ``events``, when no row
+        is left to carry them), then close (commit); the slot goes on."""
         try:
-            self._drain()
-            episode = self._episode()
+            episode = self._publish_rest()
             if episode is None:
                 return None
             try:

@@ -1,16 +1,20 @@
 """Honest calibration of a Gymnasium MuJoCo env's ``render()`` frames, read from the renderer.
 
-Gymnasium's MuJoCo envs render through ``env.unwrapped.mujoco_renderer``, whose
-off-screen viewer keeps the ``MjvScene`` of the frame it last drew.  Its GL camera
-(``scn.camera[0]``: position, forward and up vectors, frustum) is the camera that drew the
-frame, for a fixed camera and for the free (tracking) camera alike:
+Gymnasium's MuJoCo envs render through ``env.unwrapped.mujoco_renderer``.  The camera
+that drew the last frame is read from the model and data for a fixed camera of the model,
+and from the off-screen viewer's ``MjvScene`` for the free (tracking) camera, whose pose
+MuJoCo computes only there (a mono render draws from the average of the scene's two
+GL eye cameras, as ``mjv_averageCamera`` gives it):
 
-    | # | value            | from                                                            |
-    |---|------------------|-----------------------------------------------------------------|
-    | 1 | K                | ``pinhole_profile`` of the frame's size and the vertical field  |
-    |   |                  | of view ``2 atan(frustum_top / frustum_near)``                  |
-    | 2 | translation      | ``camera.pos`` (world, m)                                       |
-    | 3 | quaternion_xyzw  | the OpenCV optical frame: z = forward, y = -up, x = y cross z   |
+    | # | value            | fixed camera ``i``               | free or tracking camera             |
+    |---|------------------|----------------------------------|-------------------------------------|
+    | 1 | K                | ``pinhole_profile`` of the frame's size and the vertical field of view:  |
+    |   |                  | ``model.cam_fovy[i]``            | ``2 atan(frustum_top / frustum_near)`` |
+    | 2 | translation      | ``data.cam_xpos[i]`` (world, m)  | the eyes' mean ``pos``               |
+    | 3 | quaternion_xyzw  | the OpenCV optical frame (z = forward, y = down): ``data.cam_xmat[i]``   |
+    |   |                  | with its y and z axes negated    | z = ``forward``, y = ``-up``         |
+
+K is computed once per (size, field of view); the pose only when its inputs change.
 
 A non-MuJoCo env has no such source: ``calibration_of`` returns ``None`` and the recorder
 records its frames as an ``uncalibrated`` camera (``gymnasium_cameras``) rather than invent
@@ -33,7 +37,7 @@ from fastsim_recording_format.encoding import readonly
 
 __all__ = [
     "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
-    "calibration_of", "joints_of", "render_observation_path", "render_source_of",
+    "calibration_of", "frame_readings", "joints_of", "render_observation_path", "render_source_of",
 ]
 
 
@@ -47,13 +51,25 @@ def _mujoco_parts(env: Any) -> tuple[Any, Any, Any] | None:
     return model, data, renderer
 
 
-class MujocoFrameCalibration:
-    """K and the pose of the camera that drew a Gymnasium MuJoCo env's last frame."""
+_FIXED = 2  # mjtCamera.mjCAMERA_FIXED: a camera of the model
 
-    def __init__(self, camera: str, renderer: Any) -> None:
+
+class MujocoFrameCalibration:
+    """K and the pose of the camera that drew a Gymnasium MuJoCo env's last frame (module table).
+
+    A fixed camera of the model (``viewer.cam.type`` fixed): its pose from ``data.cam_xpos``
+    and ``data.cam_xmat``, K from ``model.cam_fovy``.  The free or tracking camera: the
+    scene's GL cameras of the frame (a mono render draws from the average of the two eyes,
+    ``mjv_averageCamera``), K from their frustum.  K is computed once per (size, field of
+    view) and the pose only when its inputs change: a still camera costs a byte compare."""
+
+    def __init__(self, camera: str, renderer: Any, model: Any = None, data: Any = None) -> None:
         self.camera = camera
         self._renderer = renderer
+        self._model, self._data = model, data
         self._profiles: dict[tuple[int, int, float], tuple[dict[str, object], str, Array]] = {}
+        self._pose_key: bytes = b""
+        self._pose: tuple[Array, Array] = (_NAN3, _NAN3)
 
     def readings(self, frame: Array, channels: tuple[str, str, str, str]) -> tuple[CameraReading, ...]:
         """The frame's four camera readings (rgb, intrinsics, translation, quaternion)."""
@@ -61,9 +77,12 @@ class MujocoFrameCalibration:
         scn = getattr(viewer, "scn", None)
         if scn is None:
             raise RuntimeError(f"camera {self.camera}: the env rendered no frame through its MuJoCo renderer")
-        gl = scn.camera[0]
+        cam = getattr(viewer, "cam", None)
+        if cam is not None and int(cam.type) == _FIXED and self._data is not None:
+            fovy, (translation, quaternion) = self._fixed(int(cam.fixedcamid))
+        else:
+            fovy, (translation, quaternion) = self._free(scn.camera[0], scn.camera[1])
         height, width = int(frame.shape[0]), int(frame.shape[1])
-        fovy = math.degrees(2.0 * math.atan2(float(gl.frustum_top), float(gl.frustum_near)))
         key = (width, height, round(fovy, 9))
         cached = self._profiles.get(key)
         if cached is None:
@@ -74,42 +93,75 @@ class MujocoFrameCalibration:
             )
             cached = self._profiles[key] = (profile, calibration_digest(profile), readonly(k))
         profile, digest, k = cached
-        forward = np.asarray(gl.forward, dtype=np.float64)
-        y_axis = -np.asarray(gl.up, dtype=np.float64)
-        x_axis = np.cross(y_axis, forward)
-        rotation = np.column_stack([x_axis, y_axis, forward])
-        rgb, intrinsics, translation, quaternion = channels
-        return (
-            CameraReading(self.camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
-            CameraReading(self.camera, intrinsics, "intrinsics", k, digest, profile),
-            CameraReading(
-                self.camera, translation, "translation", readonly(np.array(gl.pos, dtype=np.float64)), digest,
-            ),
-            CameraReading(self.camera, quaternion, "quaternion_xyzw", readonly(_quaternion_xyzw(rotation)), digest),
-        )
+        return frame_readings(self.camera, channels, frame, (profile, digest), (k, translation, quaternion))
+
+    def _fixed(self, i: int) -> tuple[float, tuple[Array, Array]]:
+        xpos, xmat = self._data.cam_xpos[i], self._data.cam_xmat[i]
+        key = xpos.tobytes() + xmat.tobytes()
+        if key != self._pose_key:  # MuJoCo's camera looks along -z with y up: OpenCV's y and z are flipped
+            m = xmat.reshape(3, 3).tolist()
+            rotation = [[m[r][0], -m[r][1], -m[r][2]] for r in range(3)]
+            self._pose_key, self._pose = key, (readonly(np.array(xpos, dtype=np.float64)), readonly(_quaternion_xyzw(rotation)))
+        return float(self._model.cam_fovy[i]), self._pose
+
+    def _free(self, left: Any, right: Any) -> tuple[float, tuple[Array, Array]]:
+        fovy = math.degrees(2.0 * math.atan2(float(left.frustum_top), float(left.frustum_near)))
+        key = b"".join(np.asarray(v).tobytes() for v in (left.pos, right.pos, left.forward, right.forward, left.up, right.up))
+        if key != self._pose_key:
+            pos = [(a + b) / 2 for a, b in zip(left.pos.tolist(), right.pos.tolist(), strict=True)]
+            forward = _unit([a + b for a, b in zip(left.forward.tolist(), right.forward.tolist(), strict=True)])
+            up = [a + b for a, b in zip(left.up.tolist(), right.up.tolist(), strict=True)]
+            along = sum(u * f for u, f in zip(up, forward, strict=True))
+            y = _unit([-(u - along * f) for u, f in zip(up, forward, strict=True)])  # OpenCV: y = -up, z = forward
+            x = [y[1] * forward[2] - y[2] * forward[1], y[2] * forward[0] - y[0] * forward[2],
+                 y[0] * forward[1] - y[1] * forward[0]]
+            rotation = [[x[r], y[r], forward[r]] for r in range(3)]
+            self._pose_key, self._pose = key, (readonly(np.array(pos, dtype=np.float64)), readonly(_quaternion_xyzw(rotation)))
+        return fovy, self._pose
 
 
-def _quaternion_xyzw(rot: Array) -> Array:
-    """The unit xyzw quaternion (w >= 0) of a rotation matrix (Shepperd's method)."""
-    m = rot
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
+_NAN3 = readonly(np.full(3, np.nan))
+
+
+def frame_readings(
+    camera: str, channels: tuple[str, str, str, str], frame: Array, calibration: tuple[dict[str, object], str],
+    values: tuple[Array, Array, Array],
+) -> tuple[CameraReading, ...]:
+    """A frame's four camera readings: the frame (one contiguous copy: the env's array stays
+    the caller's) and K, translation, quaternion, all under the profile's digest."""
+    (profile, digest), (k, translation, quaternion) = calibration, values
+    rgb, intrinsics, translation_channel, quaternion_channel = channels
+    return (
+        CameraReading(camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
+        CameraReading(camera, intrinsics, "intrinsics", k, digest, profile),
+        CameraReading(camera, translation_channel, "translation", translation, digest),
+        CameraReading(camera, quaternion_channel, "quaternion_xyzw", quaternion, digest),
+    )
+
+
+def _unit(v: list[float]) -> list[float]:
+    n = math.sqrt(sum(c * c for c in v))
+    return [c / n for c in v]
+
+
+def _quaternion_xyzw(m: Sequence[Sequence[float]]) -> Array:
+    """The unit xyzw quaternion (w >= 0) of a rotation matrix (rows; Shepperd's method)."""
+    trace = m[0][0] + m[1][1] + m[2][2]
     if trace > 0:
         s = 2.0 * math.sqrt(trace + 1.0)
-        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
+        q = [(m[2][1] - m[1][2]) / s, (m[0][2] - m[2][0]) / s, (m[1][0] - m[0][1]) / s, 0.25 * s]
+    elif m[0][0] > m[1][1] and m[0][0] > m[2][2]:
+        s = 2.0 * math.sqrt(1.0 + m[0][0] - m[1][1] - m[2][2])
+        q = [0.25 * s, (m[0][1] + m[1][0]) / s, (m[0][2] + m[2][0]) / s, (m[2][1] - m[1][2]) / s]
+    elif m[1][1] > m[2][2]:
+        s = 2.0 * math.sqrt(1.0 + m[1][1] - m[0][0] - m[2][2])
+        q = [(m[0][1] + m[1][0]) / s, 0.25 * s, (m[1][2] + m[2][1]) / s, (m[0][2] - m[2][0]) / s]
     else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
-    out = np.array(q, dtype=np.float64)
-    if out[3] < 0:
-        out = -out
-    result: Array = out / np.linalg.norm(out)
-    return result
+        s = 2.0 * math.sqrt(1.0 + m[2][2] - m[0][0] - m[1][1])
+        q = [(m[0][2] + m[2][0]) / s, (m[1][2] + m[2][1]) / s, 0.25 * s, (m[1][0] - m[0][1]) / s]
+    if q[3] < 0:
+        q = [-c for c in q]
+    return np.array(_unit(q), dtype=np.float64)
 
 
 def calibration_of(env: Any, camera: str) -> MujocoFrameCalibration | None:
@@ -117,7 +169,7 @@ def calibration_of(env: Any, camera: str) -> MujocoFrameCalibration | None:
     parts = _mujoco_parts(env)
     if parts is None or parts[2] is None:
         return None
-    return MujocoFrameCalibration(camera, parts[2])
+    return MujocoFrameCalibration(camera, parts[2], parts[0], parts[1])
 
 
 def render_observation_path(env: Any) -> tuple[str, ...] | None:

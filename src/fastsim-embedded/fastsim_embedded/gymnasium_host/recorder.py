@@ -10,8 +10,9 @@ writer, transaction and validation, unchanged.
     |---|------------------------|---------------------------------------------------------------|
     | 1 | ``begin``              | a new ``EpisodeWriter``: its ``Session`` opens in the opening |
     |   |                        | pool when a slot is free (``gymnasium_host.episode``)         |
-    | 2 | ``step``               | one row (obs t, action t, reward, flags) and frame t's camera |
-    |   |                        | readings: one tick (kept until the Session is open, bounded)  |
+    | 2 | ``step``               | checked copies of action t, reward, flags, then obs t + 1 and |
+    |   |                        | frame t + 1's camera readings, appended to the episode's chunk|
+    |   |                        | (``gymnasium_host.capture``); a full chunk is handed over     |
     | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
     |   |                        | to the commit pool                                            |
     | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
@@ -20,14 +21,15 @@ writer, transaction and validation, unchanged.
 
 Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their
 commit, then ``step`` waits (``flow_waits`` counts it).  With the Record lanes' bounds, the
-bounded pending ticks and the open slots, memory grows neither with episode length nor with
-the number of sub-envs beyond one kept row buffer each.
+bounded queued rows (``EpisodeWriter.hand``) and the open slots, memory grows neither with
+episode length nor with the number of sub-envs beyond one chunk each.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,17 +37,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from fastsim_contract.run import run_from_mapping
-from fastsim_contract.run_compiler import compile_run, discover_catalogs
 from fastsim_contract.values import CompletionKind
-from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
-from fastsim_embedded.backends.gymnasium_env import (
-    ACTION_COMMAND,
-    GymnasiumBackend,
-    StepRow,
-    camera_channels,
-)
+from fastsim_embedded.backends.base import ScenePluginEvent
+from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
 from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
+from fastsim_embedded.gymnasium_host.capture import RowLayout
 from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool
 from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
@@ -53,14 +49,16 @@ from fastsim_embedded.gymnasium_host.mujoco import (
     joints_of,
     render_source_of,
 )
+from fastsim_embedded.gymnasium_host.runs import EpisodeRuns
 from fastsim_embedded.gymnasium_host.spaces import plain_value, space_leaves
 from fastsim_embedded.session.compile import prepare_built
-from fastsim_embedded.session.plugins import discover_plugin
 from fastsim_embedded.session.session import Session, SessionResult
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
-RECORD = "plugin://fastsim/record"
+_NO_FRAMES: dict[str, Any] = {}
+CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
+CHUNK_SECONDS = 0.25  # ... or after this long (read every 16 steps): a slow env streams too (what kill -9 loses)
 
 
 @attrs.frozen(kw_only=True)
@@ -141,8 +139,14 @@ class GymRecording:
                 inner, state=options.render_state, geometry=options.geometry,
             ))
         self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
-        self._catalogs = discover_catalogs()  # found once per recording, not per episode
-        self._factories = {RECORD: discover_plugin(RECORD)}
+        self.layout = RowLayout(self.row)
+        self._limit = options.max_episode_bytes
+        self._keys = bool(options.info_keys)
+        self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
+        self._due = [0.0] * len(self._envs)
+        self._extras = [bool(cams) or self._joints[i] is not None or self._render[i] is not None or bool(
+            self._keys or self._actuators or self._limit is not None) for i, cams in enumerate(self._cameras)]  # when each sub-env's chunk is handed over at the latest
+        self.runs = EpisodeRuns(options)  # catalogs, plugin factory, compiled Runs: once per recording
         self._open: dict[int, EpisodeWriter] = {}
         self._next = options.first_episode
         workers = max(1, options.writers)
@@ -166,33 +170,6 @@ class GymRecording:
         sub = f"-env{index:03d}" if self.vector else ""
         return f"{self.options.prefix}-{number:06d}{sub}.fsr"
 
-    def _document(self, name: str, *, cameras: Sequence[str], render_state: bool) -> dict[str, object]:
-        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
-        o = self.options
-        streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
-        if cameras:
-            streams["cameras"] = configured = {}
-            for alias in cameras:
-                rgb, k, t, q = camera_channels(alias)
-                cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
-                                          "encoding": o.encoding}
-                if o.quality is not None and o.encoding == "jpeg":
-                    cam["quality"] = o.quality
-                configured[alias] = cam
-        if render_state and o.render_state:
-            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
-        if render_state and o.geometry:
-            streams["geometry"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
-        queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
-                  "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
-        config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
-                                     "integrity": o.integrity}
-        return {
-            "schema": "fastsim/2", "name": o.prefix, "backend": "gymnasium", "scenario": {"scene": {}},
-            "runtime": {"sensor_hz": o.fps, "duration_s": 365 * 24 * 3600.0},
-            "plugins": {"record": {"use": RECORD, "config": config}},
-        }
-
     def begin(
         self, index: int, seed: int | None, reset_options: object, observation: Any, frame: Any = None,
         *, how: str = "reset",
@@ -202,7 +179,7 @@ class GymRecording:
         if index in self._open:
             self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         o = self.options
-        first_row = self.row.start(observation, self._joint_state(index))  # ValueError: nothing opened
+        first = self.layout.observation(observation)  # ValueError: nothing opened
         number = self._next
         self._next += 1
         shapes = {alias: (int(f.shape[0]), int(f.shape[1])) for alias, f in frames.items()}
@@ -215,28 +192,38 @@ class GymRecording:
             render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
             description=described, actuators=self._actuators, per_step=self.row.step_names,
         )
-        document = self._document(self.name(number, index), cameras=tuple(shapes),
-                                  render_state=self._render[index] is not None)
+        name, render_state = self.name(number, index), self._render[index] is not None
 
         def opener() -> Session:
-            compiled = compile_run(run_from_mapping(document), self._catalogs)
+            compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render_state)
             episode = Session.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
-                                   factories=self._factories)
+                                   factories=self.runs.factories)
             if episode.failure is not None:
                 episode.close()
                 raise RuntimeError(episode.failure)
             return episode
 
-        pending = o.media_queue_items if shapes else 4096  # ticks kept while the file opens: frames are big
-        writer = EpisodeWriter(self.pool, opener, backend, number=number, seed=seed, max_pending=pending)
-        writer.row = first_row
+        pending = o.media_queue_items if shapes else 4096  # rows queued while the file opens: frames are big
+        writer = EpisodeWriter(self.pool, opener, backend, self.layout, number=number, seed=seed, max_pending=pending)
         writer.cameras = tuple(shapes)
         writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
-        writer.readings = self._readings(index, frames)
-        writer.snapshot = self._snapshot(index)
-        writer.events = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
+        writer.chunk.events[0] = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
+        self._observe(index, writer, first, frames)
+        self._due[index] = time.monotonic() + CHUNK_SECONDS
         self._open[index] = writer
         self.pool.admit(writer)
+
+    def _observe(self, index: int, writer: EpisodeWriter, observation: Any, frames: Mapping[str, Any]) -> None:
+        """Observation t (already checked and copied) and what is read with it: its row's start."""
+        chunk = writer.chunk
+        chunk.obs.append(observation)
+        joints = self._joints[index]
+        if joints is not None:
+            chunk.joints.append(joints.sample())
+        if writer.cameras:
+            chunk.readings.append(self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras}))
+        if self._render[index] is not None:
+            chunk.snapshots.append(self._render[index].take())
 
     def _frames(self, index: int, observation: Any, rendered: Any) -> dict[str, Any]:
         """This observation's frame of each camera of sub-env ``index`` (RGB uint8 frames only)."""
@@ -249,14 +236,6 @@ class GymRecording:
                 if isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
                     out[src.alias] = frame
         return out
-
-    def _snapshot(self, index: int) -> Any:
-        snapshots = self._render[index]
-        return None if snapshots is None else snapshots.take()
-
-    def _joint_state(self, index: int) -> Any:
-        joints = self._joints[index]
-        return None if joints is None else joints.sample()
 
     def _readings(self, index: int, frames: Mapping[str, Any]) -> Sequence[Any]:
         cameras = self._cameras[index]
@@ -272,48 +251,59 @@ class GymRecording:
         self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
         info: Mapping[str, Any] | None = None, frame: Any = None,
     ) -> None:
-        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open)."""
+        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked
+        copies appended to the episode's chunk (``gymnasium_host.capture``), nothing packed here."""
         writer = self._open.get(index)
         if writer is None:
             return
-        frames = self._frames(index, observation, frame)
-        limit = self.options.max_episode_bytes
-        if limit is not None:  # rows and frames as staged (before JPEG/PNG), the final row included
-            added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
-            if writer.bytes + added > limit:  # this transition is not recorded; the file ends on observation t
-                self._finish(index, False, True, CompletionKind.STOPPED,
-                             f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
+        frames, extras = _NO_FRAMES, self._extras[index]
+        if extras:  # cameras, a byte limit, info keys, actuators, joints or the render side
+            frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
+            if self._limit is not None and self._over_limit(index, writer, frames):
                 return
-            writer.bytes += added
+        layout, chunk = self.layout, writer.chunk
         try:
-            self._tick(writer, action, reward, terminated, truncated, info)
-            writer.steps += 1
-            writer.ret += float(reward)
-            writer.row = None  # published: never again as the final row
-            writer.row = self.row.start(observation, self._joint_state(index))
+            chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
         except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
-            line = str(exc).splitlines()[0]
-            if writer.row is None and writer.steps:  # step t was published: its final tick has a fill observation
-                writer.row, writer.readings = self.row.start_fill(self._joint_state(index)), ()
-            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
+            self._fail_one(index, exc)
             raise
-        writer.readings = self._readings(index, {a: f for a, f in frames.items() if a in writer.cameras}) if frames else ()
-        writer.snapshot = self._snapshot(index)
+        if extras:
+            if self._keys:
+                chunk.infos.append(layout.info(info))
+            if self._actuators:
+                chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
+        steps = len(chunk.steps)  # the clock is read every 16th step: a slow env's chunk goes out in time too
+        if steps >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
+            writer.hand()  # complete rows only: observation t + 1 starts the next chunk
+            self._due[index] = time.monotonic() + CHUNK_SECONDS
+        try:
+            observed = layout.observation(observation)
+        except ValueError as exc:  # step t is recorded: its final row has a fill observation
+            self._observe(index, writer, layout.fill_observation(), {})
+            self._fail_one(index, exc)
+            raise
+        if extras:
+            self._observe(index, writer, observed, frames)
+        else:  # a numeric-only env: the row's start is its observation
+            writer.chunk.obs.append(observed)
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
 
-    def _tick(
-        self, writer: EpisodeWriter, action: Any, reward: float, terminated: bool, truncated: bool,
-        info: Mapping[str, Any] | None, events: tuple[ScenePluginEvent, ...] = (),
-    ) -> None:
-        row = self.row.complete(writer.row, action, reward, terminated, truncated, info)
-        first, writer.events = writer.events, ()
-        commands: tuple[ControlCommand, ...] = ()
-        if self._actuators and action is not None:
-            targets = np.asarray(action, dtype=np.float64).reshape(-1).tolist()
-            commands = (ControlCommand(f"action-{writer.steps + 1}", ACTION_COMMAND, "robot", {"targets": targets}),)
-        writer.tick(row, writer.readings, (*first, *events), commands, writer.snapshot)
+    def _over_limit(self, index: int, writer: EpisodeWriter, frames: Mapping[str, Any]) -> bool:
+        """``max_episode_bytes``: rows and frames as staged (before JPEG/PNG), the final row included;
+        the transition that would pass it is not recorded and the file ends on observation t."""
+        added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
+        if writer.bytes + added > (limit := self._limit or 0):
+            self._finish(index, False, True, CompletionKind.STOPPED,
+                         f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
+            return True
+        writer.bytes += added
+        return False
+
+    def _fail_one(self, index: int, exc: ValueError) -> None:
+        line = str(exc).splitlines()[0]
+        self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
 
     def _finish(
         self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
@@ -324,10 +314,14 @@ class GymRecording:
             "reason": reason, "error": error, "sub_env": index if self.vector else None,
         }, "gymnasium")
         trailing: tuple[ScenePluginEvent, ...] = (end,)  # no final row to carry it
+        chunk = writer.chunk
         try:
-            if writer.row is not None:
-                self._tick(writer, None, float("nan"), terminated, truncated, None, (end,))
+            if len(chunk.obs) > len(chunk.steps):  # observation t waits for no action: the final row
+                chunk.final = (terminated, truncated)
+                chunk.add_events(len(chunk.obs) - 1, (end,))
                 trailing = ()
+            if len(chunk):
+                writer.hand()
         finally:
             if not self._slots.acquire(blocking=False):  # at most 2 * writers episodes wait for their commit
                 self.flow_waits += 1

@@ -35,9 +35,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+import fastsim_record.gym._single as single
 from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError
-from fastsim_record.gym._single import draw_seed, env_call, open_recording, warn_uncommitted
 
 __all__ = ["RecordVectorEpisodes", "autoreset_mode"]
 
@@ -84,7 +84,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         self.n = int(env.num_envs)
         subs = getattr(env.unwrapped, "envs", None)
         sub_envs = list(subs) if isinstance(subs, list | tuple) and len(subs) == self.n else [None] * self.n
-        self._recording = open_recording(
+        self._recording = single.open_recording(
             env, directory, dict(options), sub_envs=sub_envs, vector=True,
             observation_space=env.single_observation_space, action_space=env.single_action_space,
         )
@@ -111,8 +111,8 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
     ) -> tuple[Any, dict[str, Any]]:
         """Reset every sub-env (or those in ``options["reset_mask"]``); each starts a new episode."""
         mask = None if not options or options.get("reset_mask") is None else np.asarray(options["reset_mask"])
-        used = draw_seed() if seed is None else seed
-        (observation, info), frames = env_call(self._recording, self.env.reset, self._frames,
+        used = single.draw_seed() if seed is None else seed
+        (observation, info), frames = single.env_call(self._recording, self.env.reset, self._frames,
                                                seed=used, options=options)
         recorded = {k: v for k, v in (options or {}).items() if k != "reset_mask"} or None
         # Sync/Async give sub-env i the seed seed + i (or seeds[i]); any other VectorEnv (e.g.
@@ -131,12 +131,8 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """One vector step: one transition (or a reset, or nothing) per sub-env (module table)."""
-        try:  # env_call's rule, inline: step() is the simulation thread's hot path
-            observation, reward, terminated, truncated, info = self.env.step(actions)
-            frames = self._frames()
-        except Exception as exc:
-            self._recording.fail(exc)
-            raise
+        stepped, frames = single.env_step(self._recording, self.env, self._frames, actions)
+        observation, reward, terminated, truncated, info = stepped
         rec, keys = self._recording, self._info_keys
         final = info.get("_final_obs") if self.mode is AutoresetMode.SAME_STEP else None
         for i in range(self.n):
@@ -162,5 +158,5 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         """Open episodes end as truncated; waits for every commit (``files``)."""
         if self._recording is not None:
             self.files = self._recording.close()
-            warn_uncommitted(self.files)
+            single.warn_uncommitted(self.files)
         super().close(**kwargs)

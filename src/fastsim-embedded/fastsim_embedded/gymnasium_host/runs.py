@@ -1,0 +1,114 @@
+"""The Run of each recorded episode, compiled once per recording and renamed per episode.
+
+Every episode of one recording runs the same Run: the ``gymnasium`` backend and Record
+with the recording's options.  Only Record's ``output.name`` (the episode's file name)
+differs, and which cameras the episode declares and whether it records the render side
+(both fixed per sub-env).  So the Run is compiled (``compile_run``: the document parsed,
+Record's config compiled against its catalog) once per ``(cameras, render side)`` of a
+recording, and each episode gets that compilation with its own name:
+
+    | # | what                                  | computed                                        |
+    |---|---------------------------------------|-------------------------------------------------|
+    | 1 | the component catalogs, the Record    | once per recording                              |
+    |   | plugin factory                        |                                                 |
+    | 2 | the compiled Run                      | once per recording and ``(cameras, render side)``|
+    |   |                                       | (the first episode's name; ``template`` counts) |
+    | 3 | an episode's compiled Run             | the template with ``output.name`` replaced in    |
+    |   |                                       | the document's Record entry and in its compiled |
+    |   |                                       | config (``attrs.evolve``): what compiling the   |
+    |   |                                       | renamed document gives                          |
+
+The cache belongs to one recording (``GymRecording``), so two recordings with different
+options never share a compiled Run.  A name is checked with the host's output-name rule
+before it is used.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from fastsim_contract.run import run_from_mapping
+from fastsim_contract.run_compiler import CompiledRun, compile_run, discover_catalogs
+from fastsim_embedded.backends.gymnasium_env import camera_channels
+from fastsim_embedded.output.names import check_output_name
+from fastsim_embedded.session.plugins import discover_plugin
+
+__all__ = ["RECORD", "EpisodeRuns"]
+
+RECORD = "plugin://fastsim/record"
+
+
+class EpisodeRuns:
+    """The compiled Runs of one recording's episodes (module table)."""
+
+    def __init__(self, options: Any) -> None:
+        self.options = options
+        self.catalogs = discover_catalogs()
+        self.factories = {RECORD: discover_plugin(RECORD)}
+        self._templates: dict[tuple[tuple[str, ...], bool], CompiledRun] = {}
+        self._lock = threading.Lock()  # episodes open in several threads
+        self.compiled_templates = 0  # how many times a Run was compiled (counted by the tests)
+
+    def compiled(self, name: str, *, cameras: Sequence[str], render_state: bool) -> CompiledRun:
+        """The episode's compiled Run (row 3; ``ValueError`` for a name the host refuses)."""
+        problem = check_output_name(name)
+        if problem is not None:
+            raise ValueError(f"output name {name!r}: {problem}")
+        key = (tuple(cameras), render_state)
+        with self._lock:
+            template = self._templates.get(key)
+            if template is None:
+                template = compile_run(run_from_mapping(self.document(name, cameras=cameras, render_state=render_state)),
+                                       self.catalogs)
+                self._templates[key] = template
+                self.compiled_templates += 1
+        return _renamed(template, name)
+
+    def document(self, name: str, *, cameras: Sequence[str], render_state: bool) -> dict[str, object]:
+        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
+        o = self.options
+        streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
+        if cameras:
+            streams["cameras"] = configured = {}
+            for alias in cameras:
+                rgb, k, t, q = camera_channels(alias)
+                cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
+                                          "encoding": o.encoding}
+                if o.quality is not None and o.encoding == "jpeg":
+                    cam["quality"] = o.quality
+                configured[alias] = cam
+        if render_state and o.render_state:
+            streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        if render_state and o.geometry:
+            streams["geometry"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
+        queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
+                  "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
+        config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
+                                     "integrity": o.integrity}
+        return {
+            "schema": "fastsim/2", "name": o.prefix, "backend": "gymnasium", "scenario": {"scene": {}},
+            "runtime": {"sensor_hz": o.fps, "duration_s": 365 * 24 * 3600.0},
+            "plugins": {"record": {"use": RECORD, "config": config}},
+        }
+
+
+def _renamed(template: CompiledRun, name: str) -> CompiledRun:
+    """``template`` with Record's ``output.name`` set to ``name`` (document and compiled config)."""
+    entries = []
+    for entry in template.run.plugins:
+        if entry.use == RECORD:
+            authored = dict(entry.config)
+            authored["output"] = {**dict(authored.get("output") or {}), "name": name}
+            entry = attrs.evolve(entry, config=authored)
+        entries.append(entry)
+    components = []
+    for component in template.components:
+        if component.component_id == RECORD:
+            compiled: Any = component.config  # Record's RecordConfig (attrs, frozen)
+            component = attrs.evolve(component, config=attrs.evolve(compiled, output=attrs.evolve(compiled.output, name=name)))
+        components.append(component)
+    return attrs.evolve(template, run=attrs.evolve(template.run, plugins=tuple(entries)), components=tuple(components))
