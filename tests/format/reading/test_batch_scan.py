@@ -147,6 +147,7 @@ def _refused(path: Path, message: str) -> None:
 
 
 def test_a_corrupt_table_in_a_later_batch_is_refused_with_its_offset(interleaved: Path, tmp_path: Path) -> None:
+    """A corrupt table in a later batch is refused with its offset."""
     batches = _batches(interleaved)
     off3, _, _ = batches[3]
     _refused(_corrupt(interleaved, tmp_path, {off3 + 120 + 48: 0xFF}), f"record table CRC mismatch at offset {off3 + 112}")
@@ -187,8 +188,7 @@ def test_a_record_outside_its_batch_is_refused_with_its_offset(
 
 
 def test_a_changed_payload_in_a_later_batch_is_refused_with_its_batch(interleaved: Path, tmp_path: Path) -> None:
-    """Check 5 (the file carries payload CRCs): the batch's header offset + 20 is named,
-    and a table fault in an earlier batch is still the one reported."""
+    """Check 5 (the file carries payload CRCs): the batch's header offset + 20 is named, and a table fault in an earlier batch is still the one reported."""
     with FsrReader(interleaved) as reader:
         assert reader.payload_crc
     batches = _batches(interleaved)

@@ -46,8 +46,7 @@ def _expected(command: ControlCommand, outcome: ControlOutcome) -> tuple[FrozenD
 def test_publish_control_equals_the_two_publishers_payloads_and_exact_sizes(
     tmp_path: Path, command: ControlCommand, outcome: ControlOutcome
 ) -> None:
-    """Payload, canonical bytes and portable size of both events equal the separate
-    publishers' and ``len(canonical_json(...))``; the outcome is the backend's."""
+    """Payload, canonical bytes and portable size of both events equal the separate publishers' and ``len(canonical_json(...))``; the outcome is the backend's."""
     together, apart = _host(tmp_path / "a"), _host(tmp_path / "b")
     applied: list[ControlCommand] = []
 
@@ -75,8 +74,7 @@ def test_publish_control_equals_the_two_publishers_payloads_and_exact_sizes(
 def test_the_command_id_is_sized_once_and_the_fixed_text_never(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Counted: ``portable_size`` sees each variable field once (the id once for both events,
-    ``true`` and an empty detail not at all), never a whole payload."""
+    """Counted: ``portable_size`` sees each variable field once (the id once for both events, ``true`` and an empty detail not at all), never a whole payload."""
     seen: list[object] = []
     real = portable_size
 

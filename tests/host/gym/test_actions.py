@@ -38,11 +38,13 @@ def test_an_action_becomes_plain_floats_bit_for_bit() -> None:
     ([-math.inf, 5.0, 0.0], r"'j1' \(index 0\) is -inf, not a finite number"),  # the first failing element
 ])
 def test_an_action_outside_the_bounds_names_the_first_element_and_its_bound(values: list[float], message: str) -> None:
+    """An action outside the bounds names the first element and its bound."""
     with pytest.raises(ValueError, match=message):
         check_action(ARM, values)
 
 
 def test_several_controls_take_a_mapping_and_check_every_part_before_sending() -> None:
+    """Several controls take a mapping and check every part before sending."""
     both = [ARM, GRIP]
     commands = commands_for(both, {"set_joint_targets": [0.0, 0.0, 0.0], "set_gripper": np.array([0.04])}, "gym-2")
     assert [(c.command_id, c.args) for c in commands] == [

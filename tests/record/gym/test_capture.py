@@ -24,8 +24,7 @@ from fastsim_record.gym import GymWrapError, RecordEpisodes, read_episode
 
 
 def test_bulk_packed_rows_are_byte_for_byte_the_row_packers() -> None:
-    """A Dict env's rows (several leaves, info keys, the final fill row) packed in bulk equal
-    what ``StepRow`` packs one row at a time."""
+    """A Dict env's rows (several leaves, info keys, the final fill row) packed in bulk equal what ``StepRow`` packs one row at a time."""
     env = DictEnv()
     row = StepRow(space_leaves(env.observation_space, "observation"), space_leaves(env.action_space, "action"),
                   ("distance", "absent"))
@@ -65,8 +64,7 @@ def test_the_capture_copies_what_the_env_returned() -> None:
 
 
 def test_a_numpy_scalar_for_a_vector_channel_is_a_shape_error_not_a_kept_value() -> None:
-    """The scalar fast path serves one-value channels only: a ``float32`` scalar where the
-    space declares ``(4,)`` raises, naming the channel, as any other wrong shape."""
+    """The scalar fast path serves one-value channels only: a ``float32`` scalar where the space declares ``(4,)`` raises, naming the channel, as any other wrong shape."""
     leaves = space_leaves(gym.spaces.Box(-1.0, 1.0, (4,), np.float32), "observation")
     layout = RowLayout(StepRow(leaves, space_leaves(gym.spaces.Discrete(2), "action"), ()))
     with pytest.raises(ValueError, match=r"^observation: the env returned shape \(\), its space declares \(4,\)$"):
@@ -100,8 +98,7 @@ def test_a_wrongly_shaped_action_still_raises_on_step_and_keeps_the_steps_before
 
 
 def test_no_tick_is_published_on_the_env_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Long episodes whose files are open while they run: every ``Session.step`` and every bulk
-    pack runs off the env thread (before: the env thread published each tick once the file was open)."""
+    """Long episodes whose files are open while they run: every ``Session.step`` and every bulk pack runs off the env thread (before: the env thread published each tick once the file was open)."""
     threads: list[str] = []
     real_step, real_pack = session.Session.step, capture_module.RowLayout.pack
 
@@ -125,8 +122,7 @@ def test_no_tick_is_published_on_the_env_thread(tmp_path: Path, monkeypatch: pyt
 
 
 def test_the_run_is_compiled_once_per_recording_never_shared_across_options(tmp_path: Path) -> None:
-    """Three episodes, one compilation per recording; two recordings with different options each
-    compile their own Run, and each file carries its own name and options."""
+    """Three episodes, one compilation per recording; two recordings with different options each compile their own Run, and each file carries its own name and options."""
     fast = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "fast", fps=50.0, prefix="fast")
     slow = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "slow", fps=5.0, prefix="slow")
     play(fast, [0, 1, 2])
@@ -146,8 +142,7 @@ def test_the_run_is_compiled_once_per_recording_never_shared_across_options(tmp_
 
 
 def test_a_still_mujoco_camera_is_posed_once_and_a_moving_one_at_each_change() -> None:
-    """The free camera of a still scene: one pose for three frames; a fixed camera that tracks
-    a moving body: a new pose when the body moved, equal to the GL cameras' mean."""
+    """The free camera of a still scene: one pose for three frames; a fixed camera that tracks a moving body: a new pose when the body moved, equal to the GL cameras' mean."""
     computed = []
     real = mujoco_module._quaternion_xyzw
 
