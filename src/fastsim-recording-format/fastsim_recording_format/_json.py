@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastsim_recording_format._layout import MAX_JSON_ITEMS, canonical_json
+from fastsim_recording_format._layout import MAX_JSON_ITEMS
 from fastsim_recording_format.errors import FormatError
 
 __all__ = ["check_json_items", "decode_canonical", "decode_object", "decode_record_metadata", "json_items"]
+
+
+#: ``encoding.canonical_json``'s encoder without its cycle check: a value ``json.loads``
+#: returned is a tree, so the bytes are the same, about a fifth faster (every open re-encodes
+#: the run metadata and the footer)
+_RECHECK = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
+)
 
 
 def json_items(data: bytes) -> int:
@@ -27,7 +35,7 @@ def decode_canonical(data: bytes, offset: int, what: str) -> Any:
     check_json_items(data, offset, what)
     try:
         value = json.loads(data)
-        again = canonical_json(value)
+        again = _RECHECK.encode(value).encode("utf-8")
     except (ValueError, RecursionError, TypeError) as exc:
         raise FormatError(offset, f"{what} is not valid JSON ({type(exc).__name__})") from None
     if again != data:

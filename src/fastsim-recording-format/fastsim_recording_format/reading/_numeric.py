@@ -88,8 +88,13 @@ class Numeric:
         return rows["time_ns"].astype(np.int64), rows["generation"].astype(np.int64)
 
     @staticmethod
-    def _series(ch: Channel, clock: tuple[Array, Array], raw: Array) -> NumericSeries:
-        values = raw.view(ch.dtype.newbyteorder("=") if ch.dtype.byteorder == "<" and np.little_endian else ch.dtype)
+    def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
+        """A recorded little-endian dtype in native order (the same bytes)."""
+        return dtype.newbyteorder("=") if dtype.byteorder == "<" and np.little_endian else dtype
+
+    @classmethod
+    def _series(cls, ch: Channel, clock: tuple[Array, Array], raw: Array) -> NumericSeries:
+        values = raw.view(cls._native(ch.dtype))
         return NumericSeries(
             ch.name, clock[0], clock[1], values.reshape(len(clock[0]), *ch.shape), ch.element_names, ch.units,
         )
@@ -110,31 +115,42 @@ class Numeric:
     def _several(self, channels: Sequence[str] | None, *, trim: bool) -> dict[str, NumericSeries]:
         """``several``; ``trim=False`` keeps every tick of per-step channels too."""
         f = self._scope.file()
-        wanted = list(f.channels) if channels is None else list(self._names(channels))
-        by_stream: dict[str, list[str]] = {}
+        known = f.channels
+        wanted = list(known) if channels is None else list(self._names(channels))  # each name checked
+        by_stream: dict[str, list[tuple[str, Channel]]] = {}
         for name in wanted:
-            by_stream.setdefault(self.channel(name)[0].name, []).append(name)
+            spec, _, ch = known[name]
+            by_stream.setdefault(spec.name, []).append((name, ch))
         out: dict[str, NumericSeries] = {}
-        for stream, names in by_stream.items():
-            spec, record_bytes, _ = f.channels[names[0]]
-            # the result's memory is made ready (faulted in) on a second thread while the
-            # record tables are read: the projections bound the stream's ticks
+        for named in by_stream.values():
+            spec, record_bytes, _ = known[named[0][0]]
+            # a result of LARGE bytes or more is made ready (faulted in) on a second thread
+            # while the record tables are read: the projections bound the stream's ticks
             upper = f.tables.record_bound(spec.stream_id, self._scope.generation)
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-alloc") as pool:
-                buffer = pool.submit(empty_bytes, upper, record_bytes) if upper * record_bytes >= LARGE else None
+            if upper * record_bytes >= LARGE:
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fsr-alloc") as pool:
+                    buffer = pool.submit(empty_bytes, upper, record_bytes)
+                    rows = self.tick_rows(spec, record_bytes)
+                    raw = f.tables.gather(rows["payload_at"], record_bytes, buffer.result())
+            else:
                 rows = self.tick_rows(spec, record_bytes)
-                raw = f.tables.gather(rows["payload_at"], record_bytes, buffer.result() if buffer else None)
+                raw = f.tables.gather(rows["payload_at"], record_bytes)
             clock = self._clock(rows)  # shared by the stream's channels
-            steps = step_ticks(rows["generation"]) if any(f.channels[name][2].per_step for name in names) else None
-            for name in names:
-                ch = f.channels[name][2]
-                values = raw[:, ch.offset:ch.offset + ch.nbytes]
+            steps = step_ticks(rows["generation"]) if any(ch.per_step for _, ch in named) else None
+            ticks = len(rows)
+            native: dict[np.dtype[Any], np.dtype[Any]] = {}  # each dtype's native-order twin, once
+            for name, ch in named:
+                dtype = native.get(ch.dtype)
+                if dtype is None:
+                    dtype = native[ch.dtype] = self._native(ch.dtype)
+                values = raw[:, ch.offset:ch.offset + ch.nbytes].view(dtype).reshape(ticks, *ch.shape)
                 if ch.per_step and steps is not None and trim:  # the fill of each generation's last tick
-                    out[name] = self._series(ch, (clock[0][steps], clock[1][steps]), values[steps])
+                    out[name] = NumericSeries(
+                        ch.name, clock[0][steps], clock[1][steps], values[steps], ch.element_names, ch.units,
+                    )
                 else:
-                    out[name] = self._series(ch, clock, values)
-            del stream
-        return {name: out[name] for name in wanted}
+                    out[name] = NumericSeries(ch.name, clock[0], clock[1], values, ch.element_names, ch.units)
+        return out if channels is None else {name: out[name] for name in wanted}
 
     def _names(self, channels: object) -> list[str]:
         if isinstance(channels, str) or not isinstance(channels, Sequence):

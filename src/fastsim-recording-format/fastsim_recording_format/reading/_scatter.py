@@ -50,23 +50,25 @@ def read_rows(fd: int, flat: memoryview, starts: Array, length: int) -> bool:
     if bool((gaps < 0).any()):
         return False
     breaks = np.flatnonzero(gaps)
-    cuts = [0, *(breaks + 1).tolist(), count]
-    sizes = gaps[breaks].tolist()
+    cuts = [0, *(breaks + 1).tolist(), count]  # stretch k is rows cuts[k]:cuts[k + 1]
+    sizes = gaps[breaks].tolist()  # the gap after stretch k
     ats = starts[cuts[:-1]].tolist()
+    bounds = (np.asarray(cuts) * length).tolist()  # stretch k is flat[bounds[k]:bounds[k + 1]]
     scratch = memoryview(bytearray(min(GAP_READ, max(sizes, default=0))))
-    buffers: list[memoryview] = []
-    call_at, total = ats[0], 0
-    for k, gap in enumerate([*sizes, -1]):
-        a, b = cuts[k] * length, cuts[k + 1] * length
-        buffers.append(flat[a:b])
-        total += b - a
-        if gap < 0:
-            break
-        if gap <= GAP_READ and len(buffers) < IOV_LIMIT - 1:
-            buffers.append(scratch[:gap])
-            total += gap
-        else:
-            preadv_all(fd, buffers, call_at, total)
-            buffers, call_at, total = [], ats[k + 1], 0
-    preadv_all(fd, buffers, call_at, total)
+    # a call ends at a gap above GAP_READ, and after (IOV_LIMIT + 1) // 2 stretches (their
+    # gaps between them read through: at most IOV_LIMIT buffers); the buffers of a call
+    # are built by two comprehensions, not one Python step per buffer; the gaps of one
+    # size share one view of the scratch
+    per_call = max(1, (IOV_LIMIT + 1) // 2)
+    skip = {gap: scratch[:gap] for gap in set(sizes) if gap <= GAP_READ}  # one view per gap size
+    ends = [k + 1 for k, gap in enumerate(sizes) if gap > GAP_READ] + [len(ats)]
+    first = 0
+    for end in ends:
+        for lo in range(first, end, per_call):
+            hi = min(lo + per_call, end)
+            buffers: list[memoryview] = [scratch] * (2 * (hi - lo) - 1)
+            buffers[0::2] = [flat[a:b] for a, b in zip(bounds[lo:hi], bounds[lo + 1:hi + 1])]
+            buffers[1::2] = [skip[gap] for gap in sizes[lo:hi - 1]]
+            preadv_all(fd, buffers, ats[lo], ats[hi - 1] + bounds[hi] - bounds[hi - 1] - ats[lo])
+        first = end
     return True
