@@ -48,6 +48,7 @@ def tiled(*entries: dict[str, Any]) -> list[dict[str, Any]]:
     ([entry("a"), entry("b")], f"{WHERE}[1] (b): offset/nbytes do not tile the record"),
 ])
 def test_a_bad_channel_is_refused_naming_it(entries: list[dict[str, Any]], line: str) -> None:
+    """A bad channel is refused naming it."""
     with pytest.raises(NumericPayloadError) as err:
         numeric_layout(spec(entries))
     assert str(err.value) == line
@@ -55,6 +56,7 @@ def test_a_bad_channel_is_refused_naming_it(entries: list[dict[str, Any]], line:
 
 @pytest.mark.parametrize("broken", [{"shape": 3}, {"dtype": "nonsense"}, {"offset": "x"}, {"name": None, "shape": None}])
 def test_a_malformed_entry_is_refused(broken: dict[str, Any]) -> None:
+    """A malformed entry is refused."""
     with pytest.raises(NumericPayloadError, match=r"^stream 'obs' attributes\.channels\[0\]: malformed \("):
         numeric_layout(spec([{**entry("a"), **broken}], record_bytes=8))
     with pytest.raises(NumericPayloadError, match=r"attributes\.channels\[0\]: malformed"):
@@ -62,12 +64,14 @@ def test_a_malformed_entry_is_refused(broken: dict[str, Any]) -> None:
 
 
 def test_the_record_size_must_be_covered() -> None:
+    """The record size must be covered."""
     with pytest.raises(NumericPayloadError) as err:
         numeric_layout(spec(tiled(entry("a"), entry("b")), record_bytes=24))
     assert str(err.value) == f"{WHERE}: channels cover 16 bytes, record_bytes is 24"
 
 
 def test_element_names_in_c_order_unless_the_file_names_them() -> None:
+    """Element names in c order unless the file names them."""
     record_bytes, layout = channel_entries([
         ("grid", "<f4", [2, 3], [], None), ("pose", "<f8", [3], ["m"] * 3, "robot"),
         ("flag", "|u1", [], [], None), ("named", "<i4", [2], [], None), ("bad", "<i4", [2], [], None),

@@ -39,12 +39,14 @@ NON_CANONICAL = [
 
 @pytest.mark.parametrize("value", VALUES)
 def test_the_check_reencodes_like_canonical_json(value: object) -> None:
+    """The check reencodes like canonical json."""
     blob = canonical_json(value)
     assert decode_canonical(blob, 5, "x") == json.loads(blob)
 
 
 @pytest.mark.parametrize("text", NON_CANONICAL)
 def test_non_canonical_text_is_refused_with_its_line(text: bytes) -> None:
+    """Non canonical text is refused with its line."""
     with pytest.raises(FormatError) as err:
         decode_object(text, 40, "run metadata")
     assert (err.value.offset, err.value.reason) == (40, "run metadata is not canonical JSON")
@@ -53,6 +55,7 @@ def test_non_canonical_text_is_refused_with_its_line(text: bytes) -> None:
 @pytest.mark.parametrize(("text", "kind"), [(b'{"a":NaN}', "ValueError"), (b'{"a":Infinity}', "ValueError"),
                                             (b'{"a":', "JSONDecodeError"), (b"[" * 100_000, "RecursionError")])
 def test_invalid_json_keeps_its_line(text: bytes, kind: str) -> None:
+    """Invalid json keeps its line."""
     with pytest.raises(FormatError) as err:
         decode_canonical(text, 9, "footer")
     assert err.value.reason == f"footer is not valid JSON ({kind})"
@@ -68,6 +71,7 @@ def _reordered(blob: bytes) -> bytes:
 
 
 def test_open_refuses_run_metadata_keys_out_of_order() -> None:
+    """Open refuses run metadata keys out of order."""
     data = bytearray(write_bytes(STREAMS, small_batches()))
     meta_len = FILE_HEADER.unpack_from(data)[4]
     data[32:32 + meta_len] = _reordered(bytes(data[32:32 + meta_len]))
@@ -79,6 +83,7 @@ def test_open_refuses_run_metadata_keys_out_of_order() -> None:
 
 
 def test_open_refuses_a_footer_with_keys_out_of_order() -> None:
+    """Open refuses a footer with keys out of order."""
     data = bytearray(write_bytes(STREAMS, small_batches()))
     t_off = len(data) - TRAILER.size
     fields = list(TRAILER.unpack_from(data, t_off))
