@@ -99,3 +99,33 @@ def test_rerun_rrd_verify_exits_0(droid_rrd: Path, tmp_path: Path) -> None:
                           env=env, check=False, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "verified without error" in done.stdout + done.stderr
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fault", ["stop right after save", "the sink is never disconnected"])
+def test_an_interrupted_export_never_waits_for_a_sink_left_open(
+    droid_fsr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """A stop signal between save and the writing, or a sink the SDK never closes: the export ends, no output."""
+    from fastsim_record.export import to_rerun
+
+    save, disconnect = rr.RecordingStream.save, rr.RecordingStream.disconnect
+    kept: list[Any] = []
+
+    def save_then_stop(self: Any, path: str) -> None:
+        save(self, path)
+        raise KeyboardInterrupt  # what fsr's stop handler raises, landing just after save
+
+    def stop_writing(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    if fault == "stop right after save":
+        monkeypatch.setattr(rr.RecordingStream, "save", save_then_stop)
+    else:
+        monkeypatch.setattr(to_rerun, "_write_all", stop_writing)
+        monkeypatch.setattr(rr.RecordingStream, "disconnect", lambda self: kept.append(self))  # never closed
+    out = tmp_path / "out.rrd"
+    with pytest.raises(KeyboardInterrupt):
+        to_rerun.write_rrd(fr.open(droid_fsr), out, lambda *a, **k: None)
+    for stream in kept:  # the test's own clean-up: now the SDK may close its sink
+        disconnect(stream)

@@ -31,8 +31,10 @@ import contextlib
 import functools
 import json
 import os
+import select
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +109,8 @@ def write_rrd(rec: Recording, path: Path, progress: Progress) -> dict[str, int]:
     info = rec.info
     stream = rr.RecordingStream("fsr", recording_id=info.run_id, send_properties=True)
     with tempfile.TemporaryDirectory(prefix="fsr-rerun-") as tmp, _Pump(Path(tmp), path) as pump:
-        stream.save(str(pump.fifo))
-        try:
+        try:  # save inside: a stop signal right after it still disconnects the sink below
+            stream.save(str(pump.fifo))
             return _write_all(rr, rec, stream, pump, progress)
         finally:
             stream.disconnect()  # the sink's last bytes reach the pump, which drains even after an error
@@ -121,13 +123,21 @@ class _Pump:
     next progress step, while the thread goes on draining the FIFO until the SDK closes it.
     Rerun's own sink, writing to a full disk itself, could block its interpreter for good
     when the stream was dropped; the native side here never waits on a disk.
+
+    When the export fails or is interrupted (a stop signal between ``save`` and
+    ``disconnect``), the output is thrown away: the thread drains for at most
+    ``GRACE_S`` more and then stops, so a sink the SDK never closed cannot hold the
+    exporter in ``join`` for good.
     """
+
+    GRACE_S = 2.0
 
     def __init__(self, tmp: Path, path: Path) -> None:
         self.fifo = tmp / "sink.rrd"
         os.mkfifo(self.fifo)
         self._path = path
         self._error: OSError | None = None
+        self._abandoned = threading.Event()  # the export failed: its output is thrown away
         self._thread = threading.Thread(target=self._run, name="fsr-rerun-pump", daemon=True)
 
     def __enter__(self) -> _Pump:
@@ -135,6 +145,8 @@ class _Pump:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:
+            self._abandoned.set()
         # a reader still waiting for a writer (the SDK never opened the FIFO) sees EOF; with no
         # reader left (ENXIO) the thread has finished or is finishing
         with contextlib.suppress(OSError):
@@ -144,8 +156,18 @@ class _Pump:
             self.check()
 
     def _run(self) -> None:
-        with self._path.open("wb") as out, self.fifo.open("rb") as src:
-            while chunk := src.read(1 << 20):
+        with self._path.open("wb") as out, self.fifo.open("rb", buffering=0) as src:
+            deadline = None
+            while True:
+                if deadline is None and self._abandoned.is_set():
+                    deadline = time.monotonic() + self.GRACE_S
+                if deadline is not None and time.monotonic() > deadline:
+                    return  # abandoned, and the SDK still holds the FIFO: stop waiting for its EOF
+                if not select.select([src], [], [], 0.1)[0]:
+                    continue
+                chunk = src.read(1 << 20)
+                if not chunk:
+                    break
                 if self._error is None:
                     try:
                         out.write(chunk)
