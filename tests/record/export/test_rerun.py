@@ -108,6 +108,7 @@ def test_an_interrupted_export_never_waits_for_a_sink_left_open(
 ) -> None:
     """A stop signal between save and the writing, or a sink the SDK never closes: the export ends, no output."""
     from fastsim_record.export import to_rerun
+    from fastsim_record.export._port import NoProgress
 
     save, disconnect = rr.RecordingStream.save, rr.RecordingStream.disconnect
     kept: list[Any] = []
@@ -126,6 +127,6 @@ def test_an_interrupted_export_never_waits_for_a_sink_left_open(
         monkeypatch.setattr(rr.RecordingStream, "disconnect", lambda self: kept.append(self))  # never closed
     out = tmp_path / "out.rrd"
     with pytest.raises(KeyboardInterrupt):
-        to_rerun.write_rrd(fr.open(droid_fsr), out, lambda *a, **k: None)
+        to_rerun.write_rrd(fr.open(droid_fsr), out, NoProgress())
     for stream in kept:  # the test's own clean-up: now the SDK may close its sink
         disconnect(stream)
