@@ -145,3 +145,19 @@ def test_frames_stay_drawn_when_another_envs_renderer_is_freed_mid_episode(tmp_p
         means = [float(frame.image.mean()) for frame in rec.frames("render")]
     assert len(means) == 7
     assert min(means) > 10.0, means  # a black frame has mean 0
+
+
+def test_an_env_record_closed_never_blanks_another_envs_frames_when_collected(tmp_path: Path) -> None:
+    """A recorded MuJoCo env, closed and then collected by the GC, deletes no GL object of another env's renderer."""
+    import gc
+
+    recorded = RecordEpisodes(_cheetah(), tmp_path / "out", encoding="png")
+    play(recorded, [1])
+    recorded.close()
+    other = _cheetah()
+    other.reset(seed=0)
+    assert float(other.render().mean()) > 10.0
+    del recorded
+    gc.collect()  # the closed env's MjrContext goes now, while the other env's context is current
+    assert float(other.render().mean()) > 10.0  # a black frame has mean 0
+    other.close()

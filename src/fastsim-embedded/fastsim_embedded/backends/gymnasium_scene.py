@@ -32,7 +32,12 @@ import numpy as np
 from fastsim_contract.values import ChannelDescriptor
 from fastsim_embedded.backends.base import Array, BackendSpec, CameraReading, PosedScene
 from fastsim_embedded.backends.gymnasium_env import JOINT_POSITION, JOINT_VELOCITY, camera_channels
-from fastsim_embedded.gymnasium_host.mujoco import calibration_of, joints_of, render_source_of
+from fastsim_embedded.gymnasium_host.mujoco import (
+    calibration_of,
+    joints_of,
+    release_renderers,
+    render_source_of,
+)
 
 __all__ = ["GymnasiumScene", "create_backend"]
 
@@ -107,7 +112,8 @@ class GymnasiumScene(PosedScene):
         return {"gymnasium": dict(self.spec.knobs("gymnasium")[1]), "seed": self.spec.seed}
 
     def close(self) -> None:
-        """Close the env (and its renderer)."""
+        """Close the env (and its renderer: its GL objects first, under its own context)."""
+        release_renderers(self.env)
         self.env.close()
 
 

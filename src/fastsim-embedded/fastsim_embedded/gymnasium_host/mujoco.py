@@ -37,7 +37,8 @@ from fastsim_recording_format.encoding import readonly
 
 __all__ = [
     "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
-    "calibration_of", "frame_readings", "joints_of", "render_observation_path", "render_source_of",
+    "calibration_of", "frame_readings", "joints_of", "release_renderers", "render_observation_path",
+    "render_source_of",
 ]
 
 
@@ -49,6 +50,23 @@ def _mujoco_parts(env: Any) -> tuple[Any, Any, Any] | None:
     if model is None or data is None or type(model).__module__.split(".")[0] != "mujoco":
         return None
     return model, data, renderer
+
+
+def release_renderers(env: Any) -> None:
+    """Free the GL objects of a Gymnasium MuJoCo env's viewers under their own context.
+
+    Gymnasium's ``OffScreenViewer.close`` frees its EGL context but leaves its
+    ``MjrContext`` to the GC, whose ``mjr_freeContext`` then deletes GL objects by id in
+    whatever context is current at that moment: another env's framebuffer, whose frames
+    come out black from then on.  Called before the env is closed, so an env Record saw
+    never does that to another (a no-op for any other env)."""
+    parts = _mujoco_parts(env)
+    viewers = getattr(parts[2], "_viewers", None) if parts is not None else None
+    for viewer in list(viewers.values()) if isinstance(viewers, dict) else ():
+        con, make_current = getattr(viewer, "con", None), getattr(viewer, "make_context_current", None)
+        if con is not None and callable(make_current) and callable(getattr(con, "free", None)):
+            make_current()
+            con.free()
 
 
 _FIXED = 2  # mjtCamera.mjCAMERA_FIXED: a camera of the model

@@ -47,6 +47,7 @@ from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
     StagedRenderSource,
     joints_of,
+    release_renderers,
     render_source_of,
 )
 from fastsim_embedded.gymnasium_host.runs import EpisodeRuns
@@ -371,6 +372,9 @@ class GymRecording:
         self._collect(block=True)
         self.pool.shutdown()
         self._closers.shutdown(wait=True)
+        for env in self._envs:  # the wrapper closes them next: their GL objects go first
+            if env is not None:
+                release_renderers(env)
         return sorted(self.files, key=lambda f: f.episode)
 
 
