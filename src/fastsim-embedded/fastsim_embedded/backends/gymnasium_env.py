@@ -38,7 +38,6 @@ as the stream's ``per_step_channels``), so the reading API drops the fill:
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -52,7 +51,7 @@ from fastsim_embedded.backends.base import (
     ControlOutcome,
     TickScript,
 )
-from fastsim_embedded.gymnasium_host.spaces import Leaf, RowPacker, leaf_value
+from fastsim_embedded.gymnasium_host.spaces import Leaf, RowPacker
 from fastsim_recording_format import names
 
 __all__ = ["ACTION_COMMAND", "JOINT_POSITION", "JOINT_VELOCITY", "GymnasiumBackend", "StepRow", "camera_channels"]
@@ -71,7 +70,8 @@ def camera_channels(alias: str) -> tuple[str, str, str, str]:
 
 
 class StepRow:
-    """Indices of the step channels in the packed row (module table rows 2-5)."""
+    """The packed row's fields (module table rows 1-5) and which of them are per step
+    (``gymnasium_host.capture`` fills and packs the rows)."""
 
     def __init__(
         self, observation: Sequence[Leaf], action: Sequence[Leaf], info_keys: Sequence[str], joints: int = 0,
@@ -85,54 +85,13 @@ class StepRow:
         ]
         if joints:  # a MuJoCo env's robot state (row 1b of the module table)
             fields += [(JOINT_POSITION, f64, (joints,)), (JOINT_VELOCITY, f64, (joints,))]
-        self._step_at = len(fields)
+        step_at = len(fields)
         fields += [(leaf.name, leaf.dtype, leaf.shape) for leaf in self.action]
         fields += [("reward", np.dtype(np.float64), ()), ("terminated", np.dtype(np.uint8), ()),
                    ("truncated", np.dtype(np.uint8), ())]
         fields += [(f"info.{key}", np.dtype(np.float64), ()) for key in self.info_keys]
         self.packer = RowPacker(fields)
-        self.step_names = tuple(name for name, _, _ in fields[self._step_at:])  # rows 2-5: per-step
-        self._fill = [
-            np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, dtype=leaf.dtype).tobytes()
-            for leaf in self.action
-        ]
-        self._whole = (len(self.observation) == 1 and not self.observation[0].path,
-                       len(self.action) == 1 and not self.action[0].path)  # one leaf: the value itself
-        self._scalars = struct.Struct("=dBB" + "d" * len(self.info_keys))  # native order, no padding
-
-    def start(self, observation: Any, joints: tuple[Array, Array] | None = None) -> bytes:
-        """Observation t's bytes and the joint state with it (the step channels come with ``complete``)."""
-        values = [observation] if self._whole[0] else [leaf_value(observation, leaf) for leaf in self.observation]
-        return b"".join(self.packer.encode(0, values + list(joints) if joints is not None else values))
-
-    def start_fill(self, joints: tuple[Array, Array] | None = None) -> bytes:
-        """A final row whose observation is a fill (NaN, or 0 for integers): the env returned
-        one outside its space, and the steps before it still need their final tick."""
-        values = [np.full(leaf.shape, np.nan if leaf.dtype.kind == "f" else 0, leaf.dtype) for leaf in self.observation]
-        return b"".join(self.packer.encode(0, values + list(joints) if joints is not None else values))
-
-    def complete(
-        self, row: bytes, action: Any, reward: float, terminated: bool, truncated: bool,
-        info: Mapping[str, Any] | None,
-    ) -> Array:
-        """The finished row, read-only; ``action`` ``None`` is the final row's fill."""
-        parts = [row]
-        parts += self._fill if action is None else self.packer.encode(
-            self._step_at, [action] if self._whole[1] else [leaf_value(action, leaf) for leaf in self.action]
-        )
-        scalars = [float(reward), 1 if terminated else 0, 1 if truncated else 0]
-        scalars += [_scalar(info, key) for key in self.info_keys]
-        parts.append(self._scalars.pack(*scalars))
-        return self.packer.join(parts)
-
-
-def _scalar(info: Mapping[str, Any] | None, key: str) -> float:
-    if info is None or key not in info:
-        return float("nan")
-    try:
-        return float(np.asarray(info[key], dtype=np.float64).reshape(()))
-    except (TypeError, ValueError):
-        return float("nan")
+        self.step_names = tuple(name for name, _, _ in fields[step_at:])  # rows 2-5: per-step
 
 
 class GymnasiumBackend:

@@ -15,7 +15,7 @@ packed into recorded rows in bulk off the env thread.
 Row t holds observation t (and the joint state read with it), the action chosen from it,
 the reward it earned, the flags and info of that step.  A chunk's last observation may be
 the episode's final one: its row is the *fill* (``Chunk.final``: the flags the episode
-ended with, zeros/NaN elsewhere), as ``StepRow`` spells it (``backends.gymnasium_env``).
+ended with, zeros/NaN elsewhere), as the module table of ``backends.gymnasium_env`` spells it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 
 from fastsim_embedded.backends.base import Array, CameraReading, ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import JOINT_POSITION, StepRow
-from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
+from fastsim_embedded.gymnasium_host.spaces import Leaf, cast, leaf_value
 
 __all__ = ["Chunk", "RowLayout"]
 
@@ -69,14 +69,10 @@ class RowLayout:
         self.row = row
         fields = row.packer.fields
         self.nbytes = row.packer.nbytes
-        offsets, at = [], 0
-        for _, dtype, shape in fields:
-            offsets.append(at)
-            at += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         self.dtype = np.dtype({
             "names": [f"f{i}" for i in range(len(fields))],
             "formats": [dtype if not shape else (dtype, shape) for _, dtype, shape in fields],
-            "offsets": offsets, "itemsize": self.nbytes,
+            "offsets": list(row.packer.offsets), "itemsize": self.nbytes,
         })
         index = row.packer.index
         self._obs = tuple(self._checked(leaf) for leaf in row.observation)
@@ -177,11 +173,9 @@ class RowLayout:
 
 
 def _copy(value: Any, spec: _Spec) -> Any:
-    """``value`` cast to the channel's dtype (as ``RowPacker.encode``), its shape checked: kept."""
-    array = np.asarray(value, dtype=spec[1])
-    if array.shape != spec[2]:
-        raise ValueError(f"{spec[0]}: the env returned shape {array.shape}, its space declares {spec[2]}")
-    return _stored(array)
+    """``value`` cast to the channel's dtype, its shape checked (``spaces.cast``, as
+    ``RowPacker.encode``): kept."""
+    return _stored(cast(spec[:3], value))
 
 
 def _stored(array: Array) -> Any:

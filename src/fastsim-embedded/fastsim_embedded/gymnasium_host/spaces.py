@@ -84,6 +84,16 @@ def leaf_value(value: Any, leaf: Leaf) -> Any:
     return value
 
 
+def cast(field: tuple[str, np.dtype[Any], tuple[int, ...]], value: Any) -> npt.NDArray[Any]:
+    """``value`` in field ``(name, dtype, shape)``'s dtype; ``ValueError`` naming the channel
+    when it does not have the field's shape."""
+    name, dtype, shape = field
+    array = np.asarray(value, dtype=dtype)
+    if array.shape != shape:
+        raise ValueError(f"{name}: the env returned shape {array.shape}, its space declares {shape}")
+    return array
+
+
 class RowPacker:
     """Packs one recorded row (every numeric channel) into one new read-only buffer.
 
@@ -100,6 +110,7 @@ class RowPacker:
             self._slots.append((at, nbytes, dtype, shape))
             at += nbytes
         self.nbytes = at
+        self.offsets = tuple(slot[0] for slot in self._slots)  # each field's byte offset in the row
         self.index = {name: i for i, (name, _, _) in enumerate(self.fields)}
         self._casts = self.fields  # (name, dtype, shape) per field: what ``encode`` walks per row
 
@@ -110,13 +121,7 @@ class RowPacker:
     def encode(self, first: int, values: Iterable[Any]) -> list[bytes]:
         """The bytes of one value per field from field ``first`` on, each cast to the field's
         dtype; ``ValueError`` naming the channel when a value does not have its shape."""
-        out = []
-        for (name, dtype, shape), value in zip(self._casts[first:], values, strict=False):
-            array = np.asarray(value, dtype=dtype)
-            if array.shape != shape:
-                raise ValueError(f"{name}: the env returned shape {array.shape}, its space declares {shape}")
-            out.append(array.tobytes())
-        return out
+        return [cast(field, value).tobytes() for field, value in zip(self._casts[first:], values, strict=False)]
 
     def join(self, parts: Iterable[bytes]) -> npt.NDArray[np.uint8]:
         """One read-only row from the bytes of every field, in order (no copy beyond the join)."""
