@@ -15,6 +15,7 @@ Decision table: validation profiles
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from typing import Any, BinaryIO
 
@@ -74,6 +75,27 @@ def check_record_metadata(batch: ParsedBatch, seen: set[bytes]) -> None:
                 decode_record_metadata(part, batch.metadata_offset + off)
                 if len(seen) < 4096:
                     seen.add(part)
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON value, so that their canonical JSON is
+    the same bytes: the same types all the way down (``1``, ``1.0`` and ``True`` differ),
+    equal strings and integers, bit-equal floats (``0.0`` and ``-0.0`` differ), lists
+    equal item by item, objects with the same keys.  ``False`` says only "not shown equal
+    here" (e.g. NaN, a NumPy scalar): the caller then compares the canonical encodings."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return bool(a.keys() == b.keys()) and all(same_json(v, b[k]) for k, v in a.items())
+    if kind is list:
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if kind is float:
+        return bool(a == b) and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return kind in _JSON_SCALARS and bool(a == b)
+
+
+_JSON_SCALARS = (str, int, bool, type(None))
 
 
 def check_payloads(
@@ -178,7 +200,8 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
         raise FormatError(proj_at + 48 * k, "stream projections disagree with the records")
     footer = tail.footer
     for key, value in acc.footer_totals().items():
-        if canonical_json(footer[key]) != canonical_json(value):
+        stored = footer[key]
+        if not same_json(stored, value) and canonical_json(stored) != canonical_json(value):
             raise FormatError(tail.footer_offset, f"footer: {key} disagrees with the records")
     if footer["records_by_kind"]["gap"] and not footer["degraded"]:
         raise FormatError(tail.footer_offset, "footer: gap records present but degraded is false")

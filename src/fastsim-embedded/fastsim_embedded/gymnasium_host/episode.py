@@ -237,7 +237,7 @@ class EpisodeWriter:
         if future is None:
             self.failure = self.failure or "the episode could not be opened: it left the writer queue without starting"
             return None
-        concurrent.futures.wait([future])
+        future.exception()  # wait until the open was tried (a failure is in ``failure``)
         with self._lock:
             while self._scheduled:
                 self._room.wait()

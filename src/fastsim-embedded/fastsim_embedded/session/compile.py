@@ -26,6 +26,7 @@ import difflib
 import math
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -83,10 +84,14 @@ class PreparedRun:
         return self.compiled.run
 
 
-def capture_plan(component: CompiledComponent, channels: Sequence[ChannelDescriptor]) -> CapturePlan:
-    """The capture mask of the capture-owning component (the module table)."""
+def capture_plan(
+    component: CompiledComponent, channels: Sequence[ChannelDescriptor], effective: Mapping[str, Any] | None = None,
+) -> CapturePlan:
+    """The capture mask of the capture-owning component (the module table); ``effective``:
+    its ``config.to_mapping()`` when the caller already has it."""
     numeric = [c.name for c in channels if c.kind == "numeric"]
-    effective = component.config.to_mapping()
+    if effective is None:
+        effective = component.config.to_mapping()
     selector = getattr(component.config, "selected_numeric_channels", None)
     if callable(selector):
         selected = tuple(selector(numeric))
@@ -370,18 +375,18 @@ def prepare_built(
         raise RunConfigError(
             [RunIssue(f"plugins.{owners[1].alias}", f"only one sole ordered capture owner per Run (also {owners[0].alias!r})")]
         )
+    effective = {c.alias: c.config.to_mapping() for c in compiled.components}  # once per component and episode
     plan = CapturePlan(sources=frozenset())
     owner = None
     if owners:
         owner = owners[0].alias
-        plan = with_render_services(capture_plan(owners[0], channels), owners[0], built)
+        plan = with_render_services(capture_plan(owners[0], channels, effective[owner]), owners[0], built)
         issues = _check_channels(owner, plan, channels)
         if issues:
             built.close()
             raise RunConfigError(issues)
     output_names = tuple(
-        name for c in compiled.components
-        if isinstance(name := value_at(c.config.to_mapping(), "output", "name"), str)
+        name for c in compiled.components if isinstance(name := value_at(effective[c.alias], "output", "name"), str)
     )
     return PreparedRun(
         compiled=compiled, backend_name=document.backend, backend=built, channels=channels, capture=plan,
