@@ -38,7 +38,7 @@ and <= 1.1x for the rendering env; peak RSS independent of episode length (ratio
 and growing at most linearly in recorded camera streams; Record <= 10% of FastSimRun-v0's step
 time without cameras.  ``*_target_met`` is 1.0 or 0.0.  A default run takes about 3 minutes.
 
-    python benchmarks/bench_gym.py [--quick] [--rounds 3] [--json] [--vector-only] [--no-fastsim-run]
+    python benchmarks/bench_gym.py [--quick] [--rounds 3] [--json] [--vector-only] [--no-fastsim-run] [--only S,...]
 """
 
 from __future__ import annotations
@@ -354,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fastsim-run", action="store_true", help="leave out issue 24's FastSimRun-v0 figures")
     parser.add_argument("--json", action="store_true", help="end with one JSON line of the figures")
     parser.add_argument("--vector-only", action="store_true", help="only the 1/16/64 sub-env RSS and threads")
+    parser.add_argument("--only", default="", help="comma-separated sections to run (e.g. cartpole,cartpole_long)")
     args = parser.parse_args(argv)
     if args.child:
         mode, steps, envs, record, directory = args.child
@@ -377,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if not args.no_fastsim_run:
             sections.append(("fastsim_run", lambda: fastsim_run_figures(args.quick, rounds)))
+        only = {n for n in args.only.split(",") if n}
         for name, section in sections:
+            if only and name not in only:
+                continue
             t0 = time.perf_counter()
             figures.update(section())
             figures[f"seconds_{name}"] = time.perf_counter() - t0
