@@ -13,10 +13,11 @@ recording, and each episode gets that compilation with its own name:
     |   | plugin factory                        |                                                 |
     | 2 | the compiled Run                      | once per recording and ``(cameras, render side)``|
     |   |                                       | (the first episode's name; ``template`` counts) |
-    | 3 | an episode's compiled Run             | the template with ``output.name`` replaced in    |
-    |   |                                       | the document's Record entry and in its compiled |
-    |   |                                       | config (``attrs.evolve``): what compiling the   |
-    |   |                                       | renamed document gives                          |
+    | 3 | an episode's compiled Run             | the template renamed by Core                    |
+    |   |                                       | (``fastsim_contract.run_rename``: the document's|
+    |   |                                       | Record entry, and Record's own                  |
+    |   |                                       | ``RecordConfig.with_output_name``): what        |
+    |   |                                       | compiling the renamed document gives            |
 
 The cache belongs to one recording (``GymRecording``), so two recordings with different
 options never share a compiled Run.  A name is checked with the host's output-name rule
@@ -29,10 +30,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
-
 from fastsim_contract.run import run_from_mapping
 from fastsim_contract.run_compiler import CompiledRun, compile_run, discover_catalogs
+from fastsim_contract.run_rename import with_output_name
 from fastsim_embedded.backends.gymnasium_env import camera_channels
 from fastsim_embedded.output.names import check_output_name
 from fastsim_embedded.session.plugins import discover_plugin
@@ -40,6 +40,7 @@ from fastsim_embedded.session.plugins import discover_plugin
 __all__ = ["RECORD", "EpisodeRuns"]
 
 RECORD = "plugin://fastsim/record"
+ALIAS = "record"  # Record's alias in the episode's Run
 
 
 class EpisodeRuns:
@@ -66,7 +67,7 @@ class EpisodeRuns:
                                        self.catalogs)
                 self._templates[key] = template
                 self.compiled_templates += 1
-        return _renamed(template, name)
+        return with_output_name(template, ALIAS, name, self.catalogs)
 
     def document(self, name: str, *, cameras: Sequence[str], render_state: bool) -> dict[str, object]:
         """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
@@ -92,23 +93,6 @@ class EpisodeRuns:
         return {
             "schema": "fastsim/2", "name": o.prefix, "backend": "gymnasium", "scenario": {"scene": {}},
             "runtime": {"sensor_hz": o.fps, "duration_s": 365 * 24 * 3600.0},
-            "plugins": {"record": {"use": RECORD, "config": config}},
+            "plugins": {ALIAS: {"use": RECORD, "config": config}},
         }
 
-
-def _renamed(template: CompiledRun, name: str) -> CompiledRun:
-    """``template`` with Record's ``output.name`` set to ``name`` (document and compiled config)."""
-    entries = []
-    for entry in template.run.plugins:
-        if entry.use == RECORD:
-            authored = dict(entry.config)
-            authored["output"] = {**dict(authored.get("output") or {}), "name": name}
-            entry = attrs.evolve(entry, config=authored)
-        entries.append(entry)
-    components = []
-    for component in template.components:
-        if component.component_id == RECORD:
-            compiled: Any = component.config  # Record's RecordConfig (attrs, frozen)
-            component = attrs.evolve(component, config=attrs.evolve(compiled, output=attrs.evolve(compiled.output, name=name)))
-        components.append(component)
-    return attrs.evolve(template, run=attrs.evolve(template.run, plugins=tuple(entries)), components=tuple(components))

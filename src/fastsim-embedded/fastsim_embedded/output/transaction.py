@@ -118,15 +118,17 @@ class FileOutputService:
 
     def _reserve(self, name: str) -> NameLock:
         directory = self.output_dir
-        why = check_output_name(name, directory if directory.is_dir() else None)
+        exists = os.path.isdir(directory)  # every episode of a recording finds it: one stat
+        why = check_output_name(name, directory if exists else None)
         if why is not None:
             raise OutputRefused(directory / name, why)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise OutputRefused(directory, f"cannot create the output directory: {exc.strerror}") from None
-        if not directory.is_dir():
-            raise OutputRefused(directory, "the output directory is not a directory")
+        if not exists:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputRefused(directory, f"cannot create the output directory: {exc.strerror}") from None
+            if not directory.is_dir():
+                raise OutputRefused(directory, "the output directory is not a directory")
         final = directory / name
         lock = NameLock.acquire(directory, name, final)
         try:

@@ -38,6 +38,7 @@ from fastsim_contract.run_compiler import (
     load_and_compile,
 )
 from fastsim_contract.run_errors import RunConfigError, RunIssue
+from fastsim_contract.run_rename import with_output_name
 from fastsim_contract.run_structure import unknown_key_message, value_at
 from fastsim_contract.values import CameraCapture, CapturePlan, ChannelDescriptor, SourceKind
 from fastsim_embedded.backends import UnknownBackend, create_backend
@@ -227,18 +228,6 @@ def _rendered_names(
     return names, issues
 
 
-def _with_names(document: RunDocument, names: Mapping[str, str]) -> RunDocument:
-    entries = []
-    for entry in document.plugins:
-        if entry.alias in names:
-            config = dict(entry.config)
-            output = config.get("output")
-            config["output"] = {**(dict(output) if isinstance(output, Mapping) else {}), "name": names[entry.alias]}
-            entry = attrs.evolve(entry, config=config)
-        entries.append(entry)
-    return attrs.evolve(document, plugins=tuple(entries))
-
-
 def episode_names(
     path: str | os.PathLike[str], *, backend: str | None, seed: int | None, episodes: int
 ) -> tuple[int, list[tuple[str, ...]]]:
@@ -324,9 +313,9 @@ def prepare_run(
     names, name_issues = _rendered_names(document, compiled, seed=seed, episode=episode, sweep=sweep, suffix=name_suffix)
     if name_issues:
         raise RunConfigError(name_issues)
-    if names:
-        document = _with_names(document, names)
-        compiled = compile_run(document)
+    for alias, name in names.items():  # each component renames its own output (no second compile)
+        compiled = with_output_name(compiled, alias, name)
+    document = compiled.run
     sensor, physics, _substeps = _rates(document)
     duration = duration_s if duration_s is not None else (document.runtime.duration_s or 10.0)
     check_duration(duration)

@@ -275,6 +275,11 @@ class RecordConfig:
             grants.add(GRANT_SCENE_GEOMETRY)
         return frozenset(grants)
 
+    def with_output_name(self, name: str) -> RecordConfig:
+        """This config writing ``name`` (Core's per-episode rename,
+        ``fastsim_contract.run_rename``); ``ValueError`` for a name ``output.name`` refuses."""
+        return attrs.evolve(self, output=attrs.evolve(self.output, name=name))
+
     def to_mapping(self) -> dict[str, Any]:
         """The effective config as plain data, in authored key order."""
         plain: dict[str, Any] = _plain(attrs.asdict(self, recurse=True))
