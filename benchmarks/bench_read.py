@@ -210,7 +210,7 @@ def bench_numeric(workdir: Path, hours: float, rounds: int) -> dict[str, float]:
 
     def file_read(path: Path) -> int:  # numpy reading the whole file (reported, no target)
         # into a page-aligned array: numpy's own starts 16 bytes past a page, and a kernel
-        # copy whose destination lies 1-31 bytes past its source (mod 4096) ran 2.3-2.5x
+        # copy whose destination lies 1-31 bytes past its source (mod 4096) ran 2.0-2.3x
         # slower here (4K aliasing; see ``reading/_scatter.py``)
         size = path.stat().st_size
         room = np.empty(size + 4096, np.uint8)

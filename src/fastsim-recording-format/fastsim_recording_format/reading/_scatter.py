@@ -13,7 +13,7 @@ Where the result starts matters: the kernel copies a stretch from the page cache
 file offset's place in its page, and when the destination lies just past the source in
 the 4 KiB address space (``(dst - src) % 4096`` from 1 to 31 bytes), every load waits on
 an earlier store to the same low address bits (4K aliasing): on this machine's AMD EPYC
-such a copy took 2.3-2.5 times as long (22-25 ms against 8.4-10.8 ms for 40 MiB,
+such a copy took 2.0-2.3 times as long (23-26 ms against 10-11.6 ms for 40 MiB,
 ``benchmarks/results/2026-12-05-read26c-*``).  :func:`placement` picks the start (mod
 4096, a multiple of :data:`ALIGN`) that leaves the fewest bytes in that window.
 """
