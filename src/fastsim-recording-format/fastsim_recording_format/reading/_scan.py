@@ -80,24 +80,27 @@ def scan_tables(fd: int, size: int, index: Array, todo: list[int]) -> Scanned | 
     tables = np.empty(int(ends[-1]) + MAX_META_READ, np.uint8)
     hview, tview = heads.reshape(-1).data, tables.data
     preadv, read_len = os.preadv, int.from_bytes
-    guess, h = 512, 0  # grows to the largest blob seen (a steady stream's batches look alike)
+    guess = 512  # grows to the largest blob seen (a steady stream's batches look alike)
     table_crcs: list[int] = []
-    for off, end, length, count in zip(offsets.tolist(), ends.tolist(), lengths.tolist(), counts.tolist()):
-        start = end - _REC * count
-        meta_room = min(length - _HDR - _REC * count, guess)
-        head = hview[h:h + _HDR]
-        if preadv(fd, [head, tview[start:end + meta_room]], off) != _HDR + _REC * count + meta_room:
+    keep = table_crcs.append
+    for head, off, start, end, room in zip(
+        [hview[a:a + _HDR] for a in range(0, _HDR * len(sel), _HDR)], offsets.tolist(),
+        (ends - table_lens).tolist(), ends.tolist(), (lengths - _HDR - table_lens).tolist(),
+    ):
+        meta_room = room if room < guess else guess
+        if preadv(fd, [head, tview[start:end + meta_room]], off) != _HDR + end - start + meta_room:
             return None
         padded = (read_len(head[24:32], "little") + 7) & ~7
         if padded <= meta_room:
-            table_crcs.append(crc(tview[start:end + padded]))
-        elif padded <= length:  # a blob above the guess: the table and blob read again, whole
-            body = os.pread(fd, _REC * count + padded, off + _HDR)
-            table_crcs.append(crc(body) if len(body) == _REC * count + padded else -1)
+            keep(crc(tview[start:end + padded]))
+        elif padded <= room:  # a blob above the guess: the table and blob read again, whole
+            body = os.pread(fd, end - start + padded, off + _HDR)
+            keep(crc(body) if len(body) == end - start + padded else -1)
         else:
             return None
-        guess = min(max(guess, padded + 64), MAX_META_READ)
-        h += _HDR
+        if padded + 64 > guess:
+            guess = min(padded + 64, MAX_META_READ)
+    h = _HDR * len(sel)
     hdr = heads.view(HEADER_DTYPE).reshape(-1)
     header_crcs = [crc(hview[a:a + CRC_AT]) for a in range(0, h, _HDR)]
     meta_lens, pay_lens = hdr["metadata_length"], hdr["payload_length"]

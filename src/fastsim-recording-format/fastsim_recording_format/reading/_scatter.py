@@ -8,6 +8,14 @@ name the same scratch: its bytes are dropped), so that a whole file's stream is 
 of system calls instead of one per stretch.  A gap above :data:`GAP_READ` (where copying
 it would cost more than a call) or :data:`IOV_LIMIT` buffers end a call; a call the
 kernel cuts short (Linux reads at most 2 GiB - 4 KiB at once) is continued.
+
+Where the result starts matters: the kernel copies a stretch from the page cache at the
+file offset's place in its page, and when the destination lies just past the source in
+the 4 KiB address space (``(dst - src) % 4096`` from 1 to 31 bytes), every load waits on
+an earlier store to the same low address bits (4K aliasing): on this machine's AMD EPYC
+such a copy took 2.0-2.3 times as long (23-26 ms against 10-11.6 ms for 40 MiB,
+``benchmarks/results/2026-12-05-read26c-*``).  :func:`placement` picks the start (mod
+4096, a multiple of :data:`ALIGN`) that leaves the fewest bytes in that window.
 """
 
 from __future__ import annotations
@@ -19,10 +27,35 @@ import numpy as np
 from fastsim_recording_format import FormatError
 from fastsim_recording_format.encoding import Array
 
-__all__ = ["GAP_READ", "IOV_LIMIT", "preadv_all", "read_rows"]
+__all__ = ["ALIGN", "ALIAS", "GAP_READ", "IOV_LIMIT", "placement", "preadv_all", "read_rows"]
 
 GAP_READ = 32 << 10  # gaps up to this many bytes are read through into the scratch buffer
 IOV_LIMIT = 1024  # buffers per call (Linux's IOV_MAX; os.preadv refuses more)
+ALIGN = 64  # a result starts on this many bytes (a cache line)
+ALIAS = 64  # a destination less than this many bytes past its source (mod 4096) is avoided
+PAGE = 4096
+
+
+def placement(starts: Array, length: int, breaks: Array) -> int:
+    """Where (mod 4096, a multiple of :data:`ALIGN`) a result of rows read from ``starts``
+    should start: the place that puts the fewest bytes at a destination 1 to ``ALIAS - 1``
+    bytes past its source (mod 4096).  ``breaks``: the rows that do not follow the row
+    before them in the file (each begins a stretch).  Ties: the lowest place."""
+    if len(starts) == 0:
+        return 0
+    firsts = np.concatenate(([0], breaks)).astype(np.int64)
+    rows = np.diff(np.append(firsts, len(starts)))  # rows per stretch: its weight
+    # row k lands at start + k * length, from starts[k]: within a stretch the lag between
+    # the two (mod 4096) stays the same
+    lag = (firsts * length - starts[firsts]) % PAGE
+    # a start p (a multiple of ALIGN) puts the stretch at p + lag (mod 4096), inside the
+    # window 1..ALIAS-1 (ALIAS == ALIGN) only when lag is not a multiple of ALIGN and
+    # p == -(lag - lag % ALIGN) (mod 4096): one slot per stretch
+    off = lag % ALIGN
+    slots = PAGE // ALIGN
+    bad = (-((lag - off) // ALIGN)) % slots
+    hits = np.bincount(bad[off != 0], weights=rows[off != 0], minlength=slots)
+    return int(hits.argmin()) * ALIGN
 
 
 def preadv_all(fd: int, buffers: list[memoryview], at: int, total: int) -> None:

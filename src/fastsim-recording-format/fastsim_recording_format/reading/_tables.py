@@ -37,7 +37,7 @@ from fastsim_recording_format._batch_header import SIZE as _HDR
 from fastsim_recording_format._layout import RECORD_DTYPE, crc, pad8
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.reading._scan import MAX_META_READ, check_bounds, scan_tables
-from fastsim_recording_format.reading._scatter import read_rows
+from fastsim_recording_format.reading._scatter import PAGE, placement, read_rows
 
 __all__ = ["LARGE", "ROWS_DTYPE", "FileTables", "empty_bytes"]
 
@@ -61,8 +61,9 @@ _REC = RECORD_DTYPE.itemsize
 DATA = int(RecordKind.DATA)
 
 
-def empty_bytes(rows: int, length: int) -> Array:
-    """An uninitialised ``(rows, length)`` uint8 array for a read.
+def empty_bytes(rows: int, length: int, at: int | None = None) -> Array:
+    """An uninitialised ``(rows, length)`` uint8 array for a read; with ``at``, one whose
+    first byte lies at ``at`` modulo 4096 (see ``_scatter.placement``).
 
     From ``LARGE`` bytes on it lives in an anonymous memory map rather than numpy's
     allocator, which asks for transparent huge pages: on a kernel that compacts memory
@@ -77,9 +78,13 @@ def empty_bytes(rows: int, length: int) -> Array:
     faulting them one by one (0.9 s against 1.7 s for 933 MB).
     """
     size = rows * length
-    if size < LARGE or os.name != "posix":
-        return np.empty((rows, length), np.uint8)
-    return np.frombuffer(mmap.mmap(-1, size, flags=_ANON_FLAGS), np.uint8).reshape(rows, length)
+    room = size if at is None else size + PAGE
+    if room < LARGE or os.name != "posix":
+        buffer = np.empty(room, np.uint8)
+    else:
+        buffer = np.frombuffer(mmap.mmap(-1, room, flags=_ANON_FLAGS), np.uint8)
+    skip = 0 if at is None else (at - buffer.ctypes.data) % PAGE
+    return buffer[skip:skip + size].reshape(rows, length)
 
 
 class FileTables:
@@ -280,8 +285,10 @@ class FileTables:
         receives the rows when given.
         """
         count = len(starts)
+        breaks = np.flatnonzero(np.diff(starts) != length) + 1
+        runs = len(breaks) * 16 <= count  # rows mostly in runs: read straight into the result
         if out is None or out.shape[0] < count or out.shape[1:] != (length,) or not out.flags.c_contiguous:
-            out = empty_bytes(count, length)
+            out = empty_bytes(count, length, placement(starts, length, breaks) if runs and count * length >= PAGE else None)
         else:
             out = out[:count]
         if count == 0 or length == 0:
@@ -289,10 +296,9 @@ class FileTables:
         if int(starts.min()) < 0 or int(starts.max()) + length > self.size:
             raise FormatError(int(starts.max()), "truncated: payload outside the file")
         flat = out.reshape(-1).data.cast("B")
-        breaks = np.flatnonzero(np.diff(starts) != length) + 1
-        if len(breaks) * 16 <= count and read_rows(self.fd, flat, starts, length):
+        if runs and read_rows(self.fd, flat, starts, length):
             return out
-        if len(breaks) * 16 <= count:  # rows out of file order
+        if runs:  # rows out of file order
             cuts = [0, *breaks.tolist(), count]
             for a, b, at in zip(cuts[:-1], cuts[1:], starts[cuts[:-1]].tolist()):
                 self.read_into(flat[a * length:b * length], at)
