@@ -62,7 +62,8 @@ class RecordColumns:
     ``global_sequence``, ``stream_sequence`` (uint64), ``sim_time_ns`` and
     ``channel_sequence`` (int64; the diagnostic live sequence of each tick, or ``None``)
     are numpy arrays with one value per record; ``payload`` is one contiguous buffer of
-    ``count * record_bytes`` bytes."""
+    ``count * record_bytes`` bytes, or a tuple of ``count`` buffers of ``record_bytes``
+    each (the tick buffers as Core published them: read-only, never joined)."""
 
     stream: str
     generation: int
@@ -82,10 +83,11 @@ class RecordColumns:
         """Records ``start .. stop-1`` (views, no copy)."""
         size = self.record_bytes
         chan = self.channel_sequence
+        payload = self.payload
         return RecordColumns(
             self.stream, self.generation, self.global_sequence[start:stop],
             self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size,
-            memoryview(self.payload)[start * size:stop * size],
+            payload[start:stop] if payload.__class__ is tuple else memoryview(payload)[start * size:stop * size],
             None if chan is None else chan[start:stop],
         )
 
