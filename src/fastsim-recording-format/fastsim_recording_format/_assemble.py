@@ -124,8 +124,8 @@ def _block_payload(block: RecordBlock) -> tuple[list[Payload], int]:
     n = len(parts)
     if list(map(type, parts)).count(np.ndarray) == n and list(map(_CONTIGUOUS, parts)).count(True) == n:
         return parts, sum(map(_NBYTES, parts))
-    views = [memoryview(p).cast("B") for p in parts]
-    return views, sum(v.nbytes for v in views)  # type: ignore[misc]
+    views: list[Payload] = [memoryview(p).cast("B") for p in parts]
+    return views, sum(len(v) for v in views)
 
 
 def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[Payload]]:

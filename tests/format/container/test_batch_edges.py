@@ -5,6 +5,8 @@ refuse exactly what they refused before."""
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,7 +27,7 @@ def _block(first: int, n: int, *, seq: int | None = None, t0: int = 0, generatio
     return RecordBlock(1, generation, g, s, t0 + 10 * np.arange(n, dtype=np.int64), SIZE, bytes(n * SIZE))
 
 
-def _facts(records: list[object], block: bool) -> object:
+def _facts(records: Sequence[object], block: bool) -> Any:
     parts = assemble(records)  # type: ignore[arg-type]
     return analyse_table(parts.table, 0, parts.payload_length, 0, 0, np.array([1, 7, 9], np.uint32), block=block)
 
@@ -33,11 +35,11 @@ def _facts(records: list[object], block: bool) -> object:
 def test_block_and_one_stream_rows_carry_their_edges() -> None:
     """Edges are the first record's (sequence, generation, time) and the last's; two streams: none."""
     facts = _facts([_block(5, 4, seq=2, t0=100, generation=3)], True)
-    assert facts.edges == ((1, 2, 3, 100), (1, 5, 3, 130))  # type: ignore[attr-defined]
+    assert facts.edges == ((1, 2, 3, 100), (1, 5, 3, 130))
     rows = [RecordIn.data(1, g, g + 1, 0, 10 * g, b"x") for g in range(1, 4)]
-    assert _facts(rows, False).edges == ((1, 2, 0, 10), (1, 4, 0, 30))  # type: ignore[attr-defined]
+    assert _facts(rows, False).edges == ((1, 2, 0, 10), (1, 4, 0, 30))
     two = [RecordIn.data(1, 1, 1, 0, 0, b"x"), RecordIn.data(9, 2, 1, 0, 0, b"{}")]
-    assert _facts(two, False).edges is None  # type: ignore[attr-defined]
+    assert _facts(two, False).edges is None
 
 
 @pytest.mark.parametrize(("second", "reason"), [

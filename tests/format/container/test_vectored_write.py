@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_embedded.output import leases as leases_module
 from fastsim_embedded.output.transaction import FileOutputService
 from fastsim_recording_format import FsrWriter, RecordIn
 from fastsim_recording_format.writer import RecordBlock
@@ -49,7 +48,7 @@ def _ticks(first: int, n: int) -> RecordBlock:
 
 
 def _rows(block: RecordBlock) -> list[RecordIn]:
-    payloads = [bytes(memoryview(p).cast("B")) for p in (block.payload, *block.more)]
+    payloads = [np.asarray(p).tobytes() for p in (block.payload, *block.more)]
     return [
         RecordIn.data(1, int(g), int(g), 0, int(t), payloads[k], dict(block.metadata.get(k, {})))
         for k, (g, t) in enumerate(zip(block.global_sequence, block.sim_time_ns))
@@ -100,7 +99,7 @@ def test_the_write_lease_finishes_a_short_writev(tmp_path: Path, monkeypatch: py
     lease = service.open_write("episode.fsr")
     parts = [bytes([k]) * 1000 for k in range(1, 6)]
     real = os.writev
-    monkeypatch.setattr(leases_module.os, "writev", lambda fd, chunk: real(fd, [bytes(chunk[0])[:300]]))
+    monkeypatch.setattr(os, "writev", lambda fd, chunk: real(fd, [bytes(chunk[0])[:300]]))
     assert lease.writev(parts, 5000) == 5000
     lease.flush()
     staged = [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".incomplete")]

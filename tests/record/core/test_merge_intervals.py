@@ -36,7 +36,8 @@ def test_a_long_run_is_one_held_entry() -> None:
     assert merge.held == 1_000_001  # the run's envelopes and the gap
     assert merge.holes(2_000_005) == [(1, 1), (2_000_001, 2_000_005)]
     conflict = merge.push(_item(500_000))
-    assert conflict is not None and conflict.global_sequence == 500_000
+    assert conflict is not None
+    assert conflict.global_sequence == 500_000
     assert merge.push(_item(1)) is None
     assert [type(e).__name__ for e in merge.release_entries()] == ["CapturedItem", "CapturedRun", "GapRecord"]
     assert merge.next_sequence == 2_000_001
@@ -94,9 +95,12 @@ def test_intervals_conflict_and_release_like_one_key_per_sequence(ops: list[tupl
             released.extend(e.global_sequence if isinstance(e, CapturedItem) else e.first_global
                             for e in merge.release_entries())
             continue
-        push = {"item": lambda: merge.push(_item(first)), "run": lambda: merge.push_run(_run(first, last)),
-                "gap": lambda: merge.explain(_gap(first, last))}[kind]
-        conflict = push()
+        if kind == "item":
+            conflict = merge.push(_item(first))
+        elif kind == "run":
+            conflict = merge.push_run(_run(first, last))
+        else:
+            conflict = merge.explain(_gap(first, last))
         conflicts.append(None if conflict is None else conflict.global_sequence)
     assert (conflicts, released) == _reference(ops)
     expect = merge.next_sequence

@@ -75,7 +75,8 @@ def test_tick_buffers_write_the_same_file_as_the_joined_copy(
     """The same seeded Run written from unjoined tick buffers and from joined copies is one file."""
     parts = _counting(monkeypatch)
     ours = _record(tmp_path, "buffers", **case)
-    assert parts and max(parts) > 100, "no batch went out as one vectored write of its tick buffers"
+    assert parts, "no vectored write"
+    assert max(parts) > 100, "no batch went out as one vectored write of its tick buffers"
     with monkeypatch.context() as m:
         _joined_path(m)
         main = _record(tmp_path, "joined", **case)
@@ -102,9 +103,12 @@ def test_a_writable_tick_buffer_is_joined_at_once() -> None:
         return numeric_columns.numeric_columns("obs", ("a",), 16, lambda lay: lay is layout, carriers)
 
     run = columns(Carrier(1, frozen), Carrier(2, frozen))
-    assert run is not None and isinstance(run.payload, tuple) and run.payload[0] is frozen
+    assert run is not None
+    assert isinstance(run.payload, tuple)
+    assert run.payload[0] is frozen
     assert run.part(1, 2).payload == (frozen,)
     mixed = columns(Carrier(1, frozen), Carrier(2, writable))
-    assert mixed is not None and isinstance(mixed.payload, bytes)
+    assert mixed is not None
+    assert isinstance(mixed.payload, bytes)
     writable[:] = -1.0  # written after the run was formed: the run keeps the bytes it took
     assert mixed.payload == np.arange(2.0).tobytes() + (np.arange(2.0) + 10).tobytes()

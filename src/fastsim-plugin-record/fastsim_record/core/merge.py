@@ -45,8 +45,8 @@ class MergeConflict:
 
 def _last(entry: object) -> int:
     """The last global sequence an entry held by the merge stands for."""
-    if entry.__class__ is CapturedItem:
-        return cast(CapturedItem, entry).global_sequence
+    if isinstance(entry, CapturedItem):
+        return entry.global_sequence
     return cast("CapturedRun | GapRecord", entry).last_global
 
 
@@ -145,11 +145,11 @@ class OrderedMerge:
             if item is None:
                 break
             if item.__class__ is CapturedItem:
-                progress[item.source] = item.capture_sequence  # type: ignore[attr-defined]
-                out.append(item)  # type: ignore[arg-type]
+                progress[item.source] = item.capture_sequence
+                out.append(item)
                 nxt += 1
             elif item.__class__ is CapturedRun:  # M6: one entry, one step
-                run: CapturedRun = item  # type: ignore[assignment]
+                run: CapturedRun = item
                 progress[run.source] = run.last_capture
                 out.append(run)
                 self._released += run.last_global - nxt  # a run counts as its envelopes
@@ -180,7 +180,7 @@ class OrderedMerge:
     @property
     def held(self) -> int:
         """Items waiting behind an unexplained hole (rule M4); a run counts its envelopes."""
-        return sum(v.count if v.__class__ is CapturedRun else 1 for v in self._pending.values())  # type: ignore[attr-defined]
+        return sum(v.count if isinstance(v, CapturedRun) else 1 for v in self._pending.values())
 
     @property
     def released_items(self) -> int:
