@@ -6,7 +6,8 @@ are already encoded and ordered by global sequence; the sink owns the container 
 
 The columnar numeric path: a ``ColumnEncoder`` (the numeric-tick encoder) turns a run of
 carriers into one :class:`RecordColumns` -- many DATA records of one stream held
-column-wise, payloads back to back -- with no Python object per record.  Each row is
+column-wise, payloads as one buffer or as the tick buffers themselves -- with no Python
+object per record.  Each row is
 still one atomic record and the file holds the same bytes as for per-record
 ``OutRecord`` values.
 """
