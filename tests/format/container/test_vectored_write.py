@@ -105,3 +105,24 @@ def test_the_write_lease_finishes_a_short_writev(tmp_path: Path, monkeypatch: py
     staged = [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".incomplete")]
     assert len(staged) == 1
     assert staged[0].read_bytes() == b"".join(parts)
+
+
+def test_a_lease_without_writev_gets_one_joined_write() -> None:
+    """``LeaseWriter.writev`` over a lease that has only ``write``: one call with every byte, in order."""
+    from fastsim_record.adapters.fsr_sink import LeaseWriter
+
+    class PlainLease:
+        def __init__(self) -> None:
+            self.calls: list[bytes] = []
+
+        def write(self, data: Any) -> int:
+            self.calls.append(bytes(data))
+            return len(self.calls[-1])
+
+        def flush(self) -> None:
+            """Nothing buffered."""
+
+    lease = PlainLease()
+    parts = [b"head", np.arange(3.0), b"pad"]
+    assert LeaseWriter(lease).writev(parts, 4 + 24 + 3) == 31  # type: ignore[arg-type]
+    assert lease.calls == [b"head" + np.arange(3.0).tobytes() + b"pad"]

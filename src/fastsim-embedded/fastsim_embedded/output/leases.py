@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["FileReadbackLease", "FileWriteLease", "Transaction"]
 
 #: buffers per ``os.writev`` call (the kernel's IOV_MAX; batches hold at most a few hundred)
-_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024, 1024)
+_IOV_MAX = min(max(os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024, 16), 1024)
 
 
 @attrs.define(eq=False)

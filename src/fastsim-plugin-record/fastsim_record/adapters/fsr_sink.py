@@ -77,11 +77,11 @@ class LeaseWriter(io.RawIOBase):
 
     def writev(self, parts: Sequence[Any], nbytes: int) -> int:
         """Write ``parts`` (buffers, ``nbytes`` in all) in order, in one vectored call when
-        the lease has one (``FileWriteLease.writev``), else one ``write`` each."""
+        the lease has one (``FileWriteLease.writev``), else joined into one ``write``."""
         vectored = getattr(self._lease, "writev", None)
         if vectored is not None:
             return int(vectored(parts, nbytes))
-        return sum(self.write(part) for part in parts)
+        return self.write(b"".join(parts))
 
     def flush(self) -> None:
         """Flush the lease."""
