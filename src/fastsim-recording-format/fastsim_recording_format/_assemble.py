@@ -112,19 +112,29 @@ def _column(values: Array, limit: int, name: str) -> Array:
     return array
 
 
-def _block_payload(block: RecordBlock) -> list[memoryview]:
-    """A block's payload parts (``payload``, then each of ``more``) as byte views."""
-    return [memoryview(p).cast("B") for p in (block.payload, *block.more)]  # type: ignore[arg-type]
+_CONTIGUOUS = operator.attrgetter("flags.c_contiguous")
+_NBYTES = operator.attrgetter("nbytes")
 
 
-def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[memoryview]]:
+def _block_payload(block: RecordBlock) -> tuple[list[Payload], int]:
+    """A block's payload parts (``payload``, then each of ``more``) and their byte count:
+    C-contiguous numpy arrays as they are (one C-level pass over many tick buffers), any
+    other buffer as a byte view."""
+    parts: list[Any] = [block.payload, *block.more]
+    n = len(parts)
+    if list(map(type, parts)).count(np.ndarray) == n and list(map(_CONTIGUOUS, parts)).count(True) == n:
+        return parts, sum(map(_NBYTES, parts))
+    views: list[Payload] = [memoryview(p).cast("B") for p in parts]
+    return views, sum(len(v) for v in views)
+
+
+def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) -> tuple[Array, list[Payload]]:
     n = len(block)
     if not (len(block.stream_sequence) == len(block.sim_time_ns) == n) or n == 0:
         raise ValueError("a record block needs one or more records and equally long columns")
     if not (0 <= block.stream_id <= _U32 and 0 <= block.generation <= _U32 and block.record_bytes >= 0):
         raise ValueError("record field out of range: block stream_id, generation or record_bytes")
-    payload = _block_payload(block)
-    size = sum(p.nbytes for p in payload)
+    payload, size = _block_payload(block)
     if size != n * block.record_bytes:
         raise ValueError(f"record block payload of {size} bytes, expected {n} x {block.record_bytes}")
     table = _template(block.stream_id, block.generation, block.record_bytes, n)

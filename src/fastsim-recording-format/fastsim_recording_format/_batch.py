@@ -170,18 +170,23 @@ class Accumulator:
                 f"global sequence hole or overlap: expected {self.last_global + 1}, "
                 f"found {facts.first_global}",
             )
+        if facts.edges is not None:  # one stream: its first record's fields, no table row
+            self._continues(facts.edges[0], base)
+            return
         first = facts.group_first.tolist()
         for k, row in zip(first, table[first].tolist(), strict=True):  # rows as tuples: one call
-            prev = self.state.get(row[_SID])
-            if prev is None:
-                continue
-            at = base + _REC * k
-            if row[_SEQ] != prev[0] + 1:
-                raise FormatError(at + _FIELD["stream_sequence"], "stream sequence hole or overlap")
-            if (row[_GEN], row[_TIME]) < prev[1:]:
-                raise FormatError(
-                    at + _FIELD["sim_time_ns"], "stream generation or simulation time goes backwards"
-                )
+            self._continues((row[_SID], row[_SEQ], row[_GEN], row[_TIME]), base + _REC * k)
+
+    def _continues(self, first: tuple[int, int, int, int], at: int) -> None:
+        """A stream's first record in a batch (``stream_id``, sequence, generation, time at
+        table offset ``at``) continues what the stream's last accepted record left."""
+        prev = self.state.get(first[0])
+        if prev is None:
+            return
+        if first[1] != prev[0] + 1:
+            raise FormatError(at + _FIELD["stream_sequence"], "stream sequence hole or overlap")
+        if first[2:] < prev[1:]:
+            raise FormatError(at + _FIELD["sim_time_ns"], "stream generation or simulation time goes backwards")
 
     def add(self, offset: int, length: int, flags: int, table: Array, facts: BatchFacts) -> None:
         """Accept a checked batch."""
@@ -196,6 +201,10 @@ class Accumulator:
         if self.first_global is None:
             self.first_global = facts.first_global
         self.last_global = facts.last_global
+        if facts.edges is not None:
+            sid, last, generation, time = facts.edges[1]
+            self.state[sid] = (last, generation, time)
+            return
         for row in table[facts.group_last.tolist()].tolist():
             self.state[row[_SID]] = (row[_LAST], row[_GEN], row[_TIME])
 

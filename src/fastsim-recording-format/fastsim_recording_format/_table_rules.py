@@ -69,6 +69,10 @@ class BatchFacts:
     payload_by_stream: Array = attrs.field(eq=False)  # (streams,) float64
     group_first: Array = attrs.field(eq=False)  # record index of each stream's first record
     group_last: Array = attrs.field(eq=False)
+    #: a batch of one stream: ``(stream_id, stream_sequence, generation, sim_time_ns)`` of
+    #: its first record and ``(stream_id, stream_last, generation, sim_time_ns)`` of its
+    #: last, as Python integers (the ``Accumulator`` needs no table row then); else None
+    edges: tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | None = attrs.field(default=None, eq=False)
 
 
 def analyse_table(
@@ -135,6 +139,7 @@ def _block_facts(
         return BatchFacts(
             g0, g0 + n - 1, generation, generation, t0, t1, proj, kinds, payload,
             _FIRST_ROW, np.array((n - 1,), np.intp),
+            ((sid, s0, generation, t0), (sid, s0 + n - 1, generation, t1)),
         )
     return None
 
@@ -274,9 +279,11 @@ def _one_stream(table: Array, ordinal: int, stream_ids: Array) -> BatchFacts | N
     payload = np.zeros(streams, np.float64)
     payload[row] = float(table["payload_length"].sum())
     g, gl = table["global_sequence"], table["global_last"]
+    generation = int(gen[0])
     return BatchFacts(
-        int(g[0]), int(gl[-1]), int(gen[0]), int(gen[0]), int(t.min()), int(t.max()),
+        int(g[0]), int(gl[-1]), generation, generation, int(t.min()), int(t.max()),
         proj, kinds, payload, np.zeros(1, np.intp), np.full(1, n - 1, np.intp),
+        ((sid, int(s[0]), generation, int(t[0])), (sid, int(sl[-1]), generation, int(t[-1]))),
     )
 
 

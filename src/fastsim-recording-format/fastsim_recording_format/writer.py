@@ -57,12 +57,16 @@ __all__ = ["FsrWriter", "RecordBlock"]
 
 _NO_SHA = bytes(32)
 #: a batch with at most this many payload parts writes them without joining them first
+#: (with more, a target with ``writev`` takes them in one vectored write, others a joined copy)
 _FEW_PARTS = 4
 #: average payload size from which a batch's payloads are written without joining them
 _SPLIT_AVERAGE = 64 * 1024
 #: payload parts at least this big on average are written as they are: one more write
 #: call costs less than copying them into a joined buffer
 _BIG_PART = 16 * 1024
+#: payload parts at least this big on average go out in one vectored write (a target with
+#: ``writev``), not joined; smaller ones (JSON rows) are joined, one CRC over the whole
+_VECTOR_PART = 1024
 
 
 def _sync_if_possible(file: BinaryIO) -> None:
@@ -112,6 +116,7 @@ class FsrWriter(Closing):
     _run: RunMetadata
     _degraded: bool
     _state: str
+    _vectored: Any
 
     def __init__(
         self,
@@ -142,6 +147,9 @@ class FsrWriter(Closing):
         self._run = run
         self._degraded = False
         self._state = "open"
+        #: ``writev(parts, nbytes) -> int`` of a target that writes many buffers in one
+        #: call (the FSR sink's lease file): a batch of many payload parts goes out unjoined
+        self._vectored = getattr(self._file, "writev", None)
 
     @property
     def position(self) -> int:
@@ -182,10 +190,12 @@ class FsrWriter(Closing):
         pad = bytes(pad8(pay_len) - pay_len)
         payload_crc, sha = 0, _NO_SHA
         digests = self._crc or self._strong
-        if pay_len >= _SPLIT_AVERAGE * n:
-            # Large payloads (frames): written as they are, no joined copy; the CRC and
-            # digest run over each one in turn (chained), so the payload bytes are read
-            # once for checking and once for writing, never copied in between.
+        vectored = self._vectored if len(payloads) > _FEW_PARTS and pay_len >= _VECTOR_PART * len(payloads) else None
+        if pay_len >= _SPLIT_AVERAGE * n or vectored is not None:
+            # Large payloads (frames), or many parts for a file that takes a vectored
+            # write (a block's tick buffers): written as they are, no joined copy; the CRC
+            # and digest run over each one in turn (chained), so the payload bytes are
+            # read once for checking and once for writing, never copied in between.
             parts: tuple[Payload, ...] = (body, *payloads, pad)
             digest = hashlib.sha256() if self._strong else None
             for part in payloads if digests else ():
@@ -203,14 +213,16 @@ class FsrWriter(Closing):
         else:  # no payload digest: the header goes first (one write, or a few without a joined copy)
             parts = ()
         header = self._header(n, payload_crc, len(meta), pay_len, facts, sha, crc(body))
-        if parts:
+        length = len(header) + len(body) + pay_len + len(pad)
+        if vectored is not None:  # one call: the lease's vectored write (os.writev)
+            self._write_vectored(vectored, (header, *parts), length)
+        elif parts:
             self._write(header, *parts)
         elif len(payloads) <= _FEW_PARTS or pay_len >= _BIG_PART * len(payloads):
             # column blocks: their payload buffers as they are
             self._write(header + body, *(p for p in (*payloads, pad) if len(p)))
         else:
             self._write(b"".join((header, body, *payloads, pad)))
-        length = len(header) + len(body) + pay_len + len(pad)
         self._acc.add(self._pos, length, self._flags, table, facts)
         self._pos += length
         if np.count_nonzero(facts.kind_counts[:, 1]):
@@ -233,6 +245,16 @@ class FsrWriter(Closing):
         except BaseException:
             self._state = "failed"
             raise
+
+    def _write_vectored(self, writev: Any, parts: tuple[Payload, ...], length: int) -> None:
+        try:
+            written = writev(parts, length)
+        except BaseException:
+            self._state = "failed"
+            raise
+        if written != length:
+            self._state = "failed"
+            raise OSError(f"vectored write took {written} of {length} bytes")
 
     def flush(self, fsync: bool = False) -> None:
         """Flush buffered bytes to the OS; with ``fsync`` also to stable storage."""

@@ -75,6 +75,14 @@ class LeaseWriter(io.RawIOBase):
         n = self._lease.write(view)
         return view.nbytes if n is None else int(n)
 
+    def writev(self, parts: Sequence[Any], nbytes: int) -> int:
+        """Write ``parts`` (buffers, ``nbytes`` in all) in order, in one vectored call when
+        the lease has one (``FileWriteLease.writev``), else joined into one ``write``."""
+        vectored = getattr(self._lease, "writev", None)
+        if vectored is not None:
+            return int(vectored(parts, nbytes))
+        return self.write(b"".join(parts))
+
     def flush(self) -> None:
         """Flush the lease."""
         self._lease.flush()
@@ -352,9 +360,15 @@ def _block(ids: Mapping[str, int], runs: list[RecordColumns]) -> RecordBlock:
         t = np.concatenate([r.sim_time_ns for r in runs])
         cs = (None if any(r.channel_sequence is None for r in runs)
               else np.concatenate([r.channel_sequence for r in runs]))
+    parts: list[Any] = []  # payload buffers in order: a run's tick buffers (a tuple) or its one buffer
+    for r in runs:
+        if r.payload.__class__ is tuple:
+            parts.extend(r.payload)
+        else:
+            parts.append(r.payload)
     return RecordBlock(
-        ids[first.stream], first.generation, g, s, t, first.record_bytes, first.payload,
-        channel_sequence_metadata(cs), tuple(r.payload for r in runs[1:]),
+        ids[first.stream], first.generation, g, s, t, first.record_bytes, parts[0],
+        channel_sequence_metadata(cs), tuple(parts[1:]),
     )
 
 

@@ -2,9 +2,10 @@
 
 The writer worker drains the numeric lane as a list of carriers (contract envelopes
 admitted by a pump).  For a run of them, ``numeric_columns`` reads every field with
-C-level maps (``operator.attrgetter`` over the list, ``numpy.fromiter``) and joins the
-packed tick buffers into one payload buffer, so no Python object is built per tick.
-Each row is still one atomic record, with the same bytes as ``NumericTickEncoder.encode``.
+C-level maps (``operator.attrgetter`` over the list, ``numpy.fromiter``), so no Python
+object is built per tick.  The payload is the run's tick buffers themselves, as a tuple
+(row 5): they are written to the file with one vectored write, never joined.  Each row is
+still one atomic record, with the same bytes as ``NumericTickEncoder.encode``.
 
     | # | the run qualifies when every tick ...                               | else   |
     |---|---------------------------------------------------------------------|--------|
@@ -14,6 +15,9 @@ Each row is still one atomic record, with the same bytes as ``NumericTickEncoder
     | 3 | shares one ``PackedLayout`` that is the record layout (rules 1-3 of  | None   |
     |   | ``payloads``), and a C-contiguous buffer                             |        |
     | 4 | is in one generation                                                 | None   |
+    | 5 | has a read-only, C-contiguous numpy buffer of ``record_bytes`` (the   | joined |
+    |   | ``PackedValues`` contract: nobody mutates it): the payload is the     | (one   |
+    |   | tuple of buffers; otherwise one joined copy taken now                 | copy)  |
 
 ``None`` sends the run through the per-record path, which names any drift exactly.
 The diagnostic ``channel_sequence`` of each tick travels as a column (issue 27).
@@ -43,6 +47,7 @@ _SOURCE_SEQ = operator.attrgetter("source_sequence")
 _SIM_TIME = operator.attrgetter("sim_time_ns")
 _GENERATION = operator.attrgetter("generation")
 _CHANNEL_SEQ = operator.attrgetter("channel_sequence")
+_FLAGS = operator.attrgetter("flags.c_contiguous", "flags.writeable", "nbytes")
 
 
 def numeric_columns(
@@ -76,12 +81,21 @@ def numeric_columns(
     generation = envelopes[0].generation
     if list(map(_GENERATION, envelopes)).count(generation) != n:  # rule 4
         return None
-    try:
-        payload = b"".join(map(_BUFFER, values))  # one copy; a strided buffer refuses
-    except (BufferError, TypeError, ValueError):
-        return None
-    if len(payload) != n * record_bytes:
-        return None
+    buffers = tuple(map(_BUFFER, values))
+    payload: tuple[Any, ...] | bytes
+    try:  # rule 5: one C-level pass reads each buffer's flags and size
+        frozen = list(map(_FLAGS, buffers)).count((True, False, record_bytes)) == n
+    except AttributeError:  # not numpy arrays
+        frozen = False
+    if frozen and list(map(type, buffers)).count(np.ndarray) == n:
+        payload = buffers
+    else:
+        try:
+            payload = b"".join(buffers)  # one copy; a strided buffer refuses
+        except (BufferError, TypeError, ValueError):
+            return None
+        if len(payload) != n * record_bytes:
+            return None
     return RecordColumns(
         stream, int(generation),
         np.fromiter(map(_GLOBAL, envelopes), np.uint64, n),

@@ -22,7 +22,7 @@ Because of M1-M4, any arrival order of the same items releases the same output.
 
 from __future__ import annotations
 
-from collections import deque
+import bisect
 from typing import cast
 
 import attrs
@@ -43,13 +43,25 @@ class MergeConflict:
     reason: str
 
 
+def _last(entry: object) -> int:
+    """The last global sequence an entry held by the merge stands for."""
+    if isinstance(entry, CapturedItem):
+        return entry.global_sequence
+    return cast("CapturedRun | GapRecord", entry).last_global
+
+
 @attrs.define(eq=False, on_setattr=attrs.setters.NO_OP)
 class OrderedMerge:
-    """Release envelopes and gaps in global-sequence order (rules M1-M5)."""
+    """Release envelopes and gaps in global-sequence order (rules M1-M6).
+
+    Held entries are intervals: ``_pending`` maps each entry's first global sequence to
+    it and ``_starts`` keeps those firsts sorted, so holding a run or a gap of any length
+    costs one bisection and one insertion (no key per inner sequence)."""
 
     first_sequence: int = 1
     _next: int = attrs.field(init=False)
     _pending: dict[int, object] = attrs.field(init=False, factory=dict)
+    _starts: list[int] = attrs.field(init=False, factory=list)
     _progress: dict[str, int] = attrs.field(init=False, factory=dict)
     _released: int = attrs.field(init=False, default=0)
     _gaps: int = attrs.field(init=False, default=0)
@@ -57,36 +69,54 @@ class OrderedMerge:
     def __attrs_post_init__(self) -> None:
         self._next = self.first_sequence
 
+    def _overlap(self, first: int, last: int) -> int | None:
+        """The lowest sequence of ``first .. last`` already released or held, or None."""
+        if first < self._next:
+            return first
+        starts = self._starts
+        k = bisect.bisect_right(starts, last)
+        if not k:
+            return None
+        before = starts[k - 1]  # the held entry starting last at or before ``last``
+        if before >= first:  # entries start inside the range: the lowest of them
+            j = bisect.bisect_left(starts, first)
+            if j and _last(self._pending[starts[j - 1]]) >= first:
+                return first
+            return starts[j]
+        return first if _last(self._pending[before]) >= first else None
+
+    def _hold(self, first: int, entry: object) -> None:
+        starts = self._starts
+        if not starts or first > starts[-1]:  # the usual arrival: in order
+            starts.append(first)
+        else:
+            bisect.insort(starts, first)
+        self._pending[first] = entry
+
     def push(self, envelope: CapturedItem) -> MergeConflict | None:
         """Hold ``envelope`` for release; a ``MergeConflict`` if its sequence repeats."""
         seq = envelope.global_sequence
-        if seq < self._next or seq in self._pending:
+        if self._overlap(seq, seq) is not None:
             return self._conflict(seq)
-        self._pending[seq] = envelope
+        self._hold(seq, envelope)
         return None
 
     def explain(self, gap: GapRecord) -> MergeConflict | None:
         """Hold ``gap`` so that it explains its global sequences (rule M2)."""
-        first, last = gap.first_global, gap.last_global
-        pending = self._pending
-        if first < self._next or any(s in pending for s in range(first, last + 1)):
+        first = gap.first_global
+        if self._overlap(first, gap.last_global) is not None:
             return self._conflict(first)
-        pending[first] = gap
-        for s in range(first + 1, last + 1):
-            pending[s] = _COVERED
+        self._hold(first, gap)
         return None
 
     def push_run(self, run: CapturedRun) -> MergeConflict | None:
         """Hold ``run`` for release in one piece (rule M6); a conflict if any of its
         sequences repeats (then the whole run is ignored)."""
-        first, last = run.first_global, run.last_global
-        pending = self._pending
-        if first < self._next or not pending.keys().isdisjoint(range(first, last + 1)):
-            seq = first if first < self._next else min(pending.keys() & set(range(first, last + 1)))
+        first = run.first_global
+        seq = self._overlap(first, run.last_global)
+        if seq is not None:
             return self._conflict(seq)
-        pending[first] = run
-        if last > first:
-            pending.update(dict.fromkeys(range(first + 1, last + 1), _COVERED))
+        self._hold(first, run)
         return None
 
     def _conflict(self, seq: int) -> MergeConflict:
@@ -118,22 +148,19 @@ class OrderedMerge:
                 progress[item.source] = item.capture_sequence
                 out.append(item)
                 nxt += 1
-            elif item.__class__ is CapturedRun:  # M6
+            elif item.__class__ is CapturedRun:  # M6: one entry, one step
                 run: CapturedRun = item
                 progress[run.source] = run.last_capture
                 out.append(run)
-                if run.last_global > nxt:
-                    deque(map(pending.__delitem__, range(nxt + 1, run.last_global + 1)), maxlen=0)
                 self._released += run.last_global - nxt  # a run counts as its envelopes
                 nxt = run.last_global + 1
             else:
                 gap = cast(GapRecord, item)
                 progress[gap.source] = gap.last_capture
                 out.append(gap)
-                for s in range(nxt + 1, gap.last_global + 1):
-                    del pending[s]
                 nxt = gap.last_global + 1
                 self._gaps += 1
+        del self._starts[:len(out)]  # the released entries were the lowest held
         self._released += len(out)
         self._next = nxt
         return out
@@ -153,8 +180,7 @@ class OrderedMerge:
     @property
     def held(self) -> int:
         """Items waiting behind an unexplained hole (rule M4); a run counts its envelopes."""
-        counts = [v.count if isinstance(v, CapturedRun) else 1 for v in self._pending.values() if v is not _COVERED]
-        return sum(counts)
+        return sum(v.count if isinstance(v, CapturedRun) else 1 for v in self._pending.values())
 
     @property
     def released_items(self) -> int:
@@ -165,10 +191,13 @@ class OrderedMerge:
         """Unexplained, unreleased ranges ``(first, last)`` up to ``through``."""
         out: list[tuple[int, int]] = []
         expect = self._next
-        for s in sorted(k for k in self._pending if k <= through):
+        pending = self._pending
+        for s in self._starts:
+            if s > through:
+                break
             if s > expect:
                 out.append((expect, s - 1))
-            expect = s + 1
+            expect = _last(pending[s]) + 1
         if expect <= through:
             out.append((expect, through))
         return out

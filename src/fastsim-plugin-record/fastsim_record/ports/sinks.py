@@ -6,7 +6,8 @@ are already encoded and ordered by global sequence; the sink owns the container 
 
 The columnar numeric path: a ``ColumnEncoder`` (the numeric-tick encoder) turns a run of
 carriers into one :class:`RecordColumns` -- many DATA records of one stream held
-column-wise, payloads back to back -- with no Python object per record.  Each row is
+column-wise, payloads as one buffer or as the tick buffers themselves -- with no Python
+object per record.  Each row is
 still one atomic record and the file holds the same bytes as for per-record
 ``OutRecord`` values.
 """
@@ -62,7 +63,8 @@ class RecordColumns:
     ``global_sequence``, ``stream_sequence`` (uint64), ``sim_time_ns`` and
     ``channel_sequence`` (int64; the diagnostic live sequence of each tick, or ``None``)
     are numpy arrays with one value per record; ``payload`` is one contiguous buffer of
-    ``count * record_bytes`` bytes."""
+    ``count * record_bytes`` bytes, or a tuple of ``count`` buffers of ``record_bytes``
+    each (the tick buffers as Core published them: read-only, never joined)."""
 
     stream: str
     generation: int
@@ -82,10 +84,11 @@ class RecordColumns:
         """Records ``start .. stop-1`` (views, no copy)."""
         size = self.record_bytes
         chan = self.channel_sequence
+        payload = self.payload
         return RecordColumns(
             self.stream, self.generation, self.global_sequence[start:stop],
             self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size,
-            memoryview(self.payload)[start * size:stop * size],
+            payload[start:stop] if payload.__class__ is tuple else memoryview(payload)[start * size:stop * size],
             None if chan is None else chan[start:stop],
         )
 
