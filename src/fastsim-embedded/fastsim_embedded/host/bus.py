@@ -40,7 +40,7 @@ from fastsim_contract.values import (
     SourceKind,
 )
 
-__all__ = ["SUBSCRIBABLE", "CaptureBus", "SinkError"]
+__all__ = ["SUBSCRIBABLE", "CaptureBus", "SinkError", "Stamp"]
 
 #: Source names a plugin can subscribe to.
 SUBSCRIBABLE = (
@@ -59,6 +59,8 @@ _OBSERVATION = SourceKind.OBSERVATION
 _OBSERVATIONS: str = SourceKind.OBSERVATION.value
 
 Sink = Callable[[Envelope], None]
+#: ``CaptureBus.stamper``'s publisher: (generation, tick, sim_time_ns, payload, portable_size)
+Stamp = Callable[[int, int, int, object, "int | None"], Envelope]
 
 # The packed observation's immutable values, built through their slots on the hot path
 # (``publish_observation_packed``); tests pin them equal to the constructed values.
@@ -156,6 +158,27 @@ class CaptureBus:
                 stream, source, generation, tick, sim_time_ns,
                 payload if wrap is None else wrap(seq, payload), portable_size, seq,
             )
+
+    def stamper(self, source: SourceKind) -> Stamp | None:
+        """``publish`` for the simulation thread's per-item hot path (control, events):
+        ``None`` when ``source`` is not captured (rule 1: nothing is built), else a
+        positional ``stamp(generation, tick, sim_time_ns, payload, portable_size)`` bound
+        to the source's stream and sequence key -- the same rules and the same envelope as
+        ``publish``, without the keyword plumbing and the per-call lookups."""
+        if not self._captured[source]:
+            return None
+        stream = self._streams[source]
+        lock, emit, sequences = self._lock, self._emit, self._source_seq
+
+        def stamp(generation: int, tick: int, sim_time_ns: int, payload: object, size: int | None) -> Envelope:
+            with lock:
+                if self._sealed:
+                    raise TerminalError(f"publish on {stream!r} after the terminal cut")
+                self._global += 1
+                seq = sequences[stream] = sequences.get(stream, 0) + 1
+                return emit(stream, source, generation, tick, sim_time_ns, payload, size, seq)
+
+        return stamp
 
     def publish_observation_packed(
         self, generation: int, tick: int, sim_time_ns: int, channels: tuple[str, ...], buffer: Any,
