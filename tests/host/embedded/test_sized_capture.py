@@ -143,3 +143,39 @@ def test_an_empty_detail_is_the_shared_frozen_mapping(tmp_path: Path) -> None:
         payload: Any = envelope.payload
         assert payload["detail"] is EMPTY
         assert envelope.portable_size == len(canonical_json(payload))
+
+
+def test_the_packed_observer_publishes_what_publish_observation_packed_does(tmp_path: Path) -> None:
+    """``packed_observer``: the same envelopes (values, sequences, read-only buffer) as ``publish_observation_packed``; returns the backend's sample."""
+    plan = CapturePlan(sources=frozenset({SourceKind.OBSERVATION.value}), observation_channels=("a", "b"))
+    hosts = [EmbeddedHost.create(capture=plan, output_dir=tmp_path / str(k)) for k in range(2)]
+    packing = [("a", "<f8", (2,)), ("b", "<f8", (1,))]
+    frozen = np.arange(3, dtype=np.float64)
+    frozen.flags.writeable = False
+    writeable = np.array([7.0, 8.0, 9.0])
+    for host in hosts:
+        assert host.observations.bind_numeric_packing(packing)
+    samples = iter([frozen, writeable])
+    observe = hosts[0].observations.packed_observer(lambda: next(samples))
+    got = []
+    for tick, buffer in enumerate((frozen, writeable), start=1):
+        for host in hosts:
+            host.advance(tick, tick * 10)
+        assert observe() is buffer
+        got.append(hosts[0].bus.history(SourceKind.OBSERVATION.value)[-1])
+        hosts[1].observations.publish_observation_packed(buffer)
+    ref = hosts[1].bus.history(SourceKind.OBSERVATION.value)
+    for envelope, other in zip(got, ref, strict=True):
+        assert (envelope.global_sequence, envelope.source_sequence, envelope.tick, envelope.sim_time_ns) == (
+            other.global_sequence, other.source_sequence, other.tick, other.sim_time_ns)
+        tick_a: Any = envelope.payload
+        tick_b: Any = other.payload
+        assert tick_a.capture_sequence == tick_b.capture_sequence
+        assert tick_a.samples.channels == tick_b.samples.channels == ("a", "b")
+        assert tick_a.samples.channel_sequence == tick_b.samples.channel_sequence
+        assert tick_a.samples.values.layout == tick_b.samples.values.layout
+        assert tick_a.samples.values.buffer.tobytes() == tick_b.samples.values.buffer.tobytes()
+        assert not tick_a.samples.values.buffer.flags.writeable
+    assert got[0].payload.samples.values.buffer is frozen  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="bytes, layout"):
+        hosts[0].bus.packed_stamper(("a", "b"), hosts[0].observations._packed)(0, 3, 30, np.zeros(2), 9)  # type: ignore[arg-type]
