@@ -97,7 +97,7 @@ EMPTY: FrozenDict = FrozenDict()
 _FLOAT_REPR: Any = float.__repr__  # what the JSON encoder writes for a float (subclasses too)
 
 
-def _sized_value(value: object) -> tuple[Any, int]:
+def _sized_value(value: Any) -> tuple[Any, int]:
     """``value`` frozen and its portable size, for a finite float, a string or a
     list/tuple of finite floats; ``TypeError``/``ValueError`` otherwise (the caller then
     takes the general path, which raises the canonical error if there is one)."""
@@ -106,7 +106,7 @@ def _sized_value(value: object) -> tuple[Any, int]:
         text = _FLOAT_REPR(value)
     elif kind is list or kind is tuple:
         text = ",".join(map(_FLOAT_REPR, value))  # TypeError unless every element is a float
-        value = tuple(value)  # type: ignore[arg-type]
+        value = tuple(value)
         text += "[]"
     elif kind is str:
         return value, portable_size(value)
