@@ -5,6 +5,9 @@ immutable :class:`Envelope`, appends it to the source's history and delivers it 
 source's live subscribers, all under the lock; ``subscribe`` replays the history from
 ``from_sequence`` and registers the sink under the same lock, so a subscriber sees every
 item exactly once and in order, whenever it subscribes before the history is closed.
+``stamper(source)`` and ``packed_stamper(channels, layout)`` are ``publish`` bound once per
+Run for the simulation thread's per-item hot path (control, events, the packed
+observation): positional, no per-call lookups, the same rules and envelopes.
 
 Rules:
 
