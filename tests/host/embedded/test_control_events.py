@@ -74,7 +74,7 @@ def test_publish_control_equals_the_two_publishers_payloads_and_exact_sizes(
 def test_the_command_id_is_sized_once_and_the_fixed_text_never(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Counted: ``portable_size`` sees each variable field once (the id once for both events, ``true`` and an empty detail not at all), never a whole payload."""
+    """Counted: ``portable_size`` sees each variable field once (the id once for both events, ``true`` and an empty detail not at all; the arguments through ``freeze_sized``), never a whole payload; a second command of the same kind sizes only its id."""
     seen: list[object] = []
     real = portable_size
 
@@ -86,8 +86,13 @@ def test_the_command_id_is_sized_once_and_the_fixed_text_never(
     host = _host(tmp_path)
     command, outcome = COMMANDS[0]
     host.events.publish_control(command, lambda _c: outcome)
-    assert seen == ["gym-1", "set_joint_targets", "robot", freeze(command.args)]
+    assert seen == ["gym-1", "set_joint_targets", "robot"]
+    again = ControlCommand("gym-2", command.name, command.target, {"targets": [0.5] * 7})
+    host.events.publish_control(again, lambda _c: outcome)
+    assert seen == ["gym-1", "set_joint_targets", "robot", "gym-2"]
     assert not any(isinstance(p, Mapping) and "event" in p for p in seen)
+    issued = [e for e in _control(host) if e.source is SourceKind.CONTROL_AUDIT]
+    assert [e.portable_size for e in issued] == [len(canonical_json(e.payload)) for e in issued]
 
 
 def test_nothing_is_built_for_a_source_not_captured_and_sizes_follow_the_host(

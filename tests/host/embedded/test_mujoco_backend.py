@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -107,8 +107,8 @@ def test_host_publishes_mujoco_ticks_packed() -> None:
             self.bound = packing
             return True
 
-        def publish_observation_packed(self, buffer: object) -> object:
-            return buffer
+        def packed_observer(self, sample: Callable[[], object]) -> Callable[[], object]:
+            return sample
 
     b = _backend(reset_every_s=None)
     try:

@@ -5,6 +5,9 @@ immutable :class:`Envelope`, appends it to the source's history and delivers it 
 source's live subscribers, all under the lock; ``subscribe`` replays the history from
 ``from_sequence`` and registers the sink under the same lock, so a subscriber sees every
 item exactly once and in order, whenever it subscribes before the history is closed.
+``stamper(source)`` and ``packed_stamper(channels, layout)`` are ``publish`` bound once per
+Run for the simulation thread's per-item hot path (control, events, the packed
+observation): positional, no per-call lookups, the same rules and envelopes.
 
 Rules:
 
@@ -40,7 +43,7 @@ from fastsim_contract.values import (
     SourceKind,
 )
 
-__all__ = ["SUBSCRIBABLE", "CaptureBus", "SinkError"]
+__all__ = ["SUBSCRIBABLE", "CaptureBus", "PackedStamp", "SinkError", "Stamp"]
 
 #: Source names a plugin can subscribe to.
 SUBSCRIBABLE = (
@@ -59,6 +62,10 @@ _OBSERVATION = SourceKind.OBSERVATION
 _OBSERVATIONS: str = SourceKind.OBSERVATION.value
 
 Sink = Callable[[Envelope], None]
+#: ``CaptureBus.stamper``'s publisher: (generation, tick, sim_time_ns, payload, portable_size)
+Stamp = Callable[[int, int, int, object, "int | None"], Envelope]
+#: ``CaptureBus.packed_stamper``'s publisher: (generation, tick, sim_time_ns, buffer, channel_sequence)
+PackedStamp = Callable[[int, int, int, Any, int], Envelope]
 
 # The packed observation's immutable values, built through their slots on the hot path
 # (``publish_observation_packed``); tests pin them equal to the constructed values.
@@ -157,34 +164,66 @@ class CaptureBus:
                 payload if wrap is None else wrap(seq, payload), portable_size, seq,
             )
 
+    def stamper(self, source: SourceKind) -> Stamp | None:
+        """``publish`` for the simulation thread's per-item hot path (control, events):
+        ``None`` when ``source`` is not captured (rule 1: nothing is built), else a
+        positional ``stamp(generation, tick, sim_time_ns, payload, portable_size)`` bound
+        to the source's stream and sequence key -- the same rules and the same envelope as
+        ``publish``, without the keyword plumbing and the per-call lookups."""
+        if not self._captured[source]:
+            return None
+        stream = self._streams[source]
+        lock, emit, sequences = self._lock, self._emit, self._source_seq
+
+        def stamp(generation: int, tick: int, sim_time_ns: int, payload: object, size: int | None) -> Envelope:
+            with lock:
+                if self._sealed:
+                    raise TerminalError(f"publish on {stream!r} after the terminal cut")
+                self._global += 1
+                seq = sequences[stream] = sequences.get(stream, 0) + 1
+                return emit(stream, source, generation, tick, sim_time_ns, payload, size, seq)
+
+        return stamp
+
     def publish_observation_packed(
         self, generation: int, tick: int, sim_time_ns: int, channels: tuple[str, ...], buffer: Any,
         layout: PackedLayout, channel_sequence: int,
     ) -> Envelope:
+        """``publish`` specialised for one packed observation tick (``packed_stamper``)."""
+        return self.packed_stamper(channels, layout)(generation, tick, sim_time_ns, buffer, channel_sequence)
+
+    def packed_stamper(self, channels: tuple[str, ...], layout: PackedLayout) -> PackedStamp:
         """``publish`` specialised for the per-tick packed observation (the simulation
-        thread's hot path): same rules, same values -- an ``Envelope`` of an
-        ``ObservationTick`` of a ``SampleBlock`` over ``PackedValues`` -- built in this one
-        frame through the slots (no keyword plumbing, no per-object ``__init__``; the only
-        check ``PackedValues`` makes, the buffer size, is made here)."""
-        if buffer.nbytes != layout.nbytes:
-            raise ValueError(f"PackedValues: buffer has {buffer.nbytes} bytes, layout {layout.nbytes}")
-        values = _new(PackedValues)
-        _set_buffer(values, buffer)
-        _set_layout(values, layout)
-        block = _new(SampleBlock)
-        _set_channels(block, channels)
-        _set_values(block, values)
-        _set_channel_sequence(block, channel_sequence)
-        with self._lock:
-            if self._sealed:
-                raise TerminalError("publish on 'observations' after the terminal cut")
-            self._global += 1
-            seq = self._source_seq.get(_OBSERVATIONS, 0) + 1
-            self._source_seq[_OBSERVATIONS] = seq
-            observation = _new(ObservationTick)
-            _set_capture_sequence(observation, seq)
-            _set_samples(observation, block)
-            return self._emit(_OBSERVATIONS, _OBSERVATION, generation, tick, sim_time_ns, observation, None, seq)
+        thread's hot path), bound once per Run to its channels and layout:
+        ``stamp(generation, tick, sim_time_ns, buffer, channel_sequence)``.  Same rules,
+        same values -- an ``Envelope`` of an ``ObservationTick`` of a ``SampleBlock`` over
+        ``PackedValues`` -- built in one frame through the slots (no keyword plumbing, no
+        per-object ``__init__``; the only check ``PackedValues`` makes, the buffer size, is
+        made here)."""
+        nbytes = layout.nbytes
+        lock, emit, sequences = self._lock, self._emit, self._source_seq
+
+        def stamp(generation: int, tick: int, sim_time_ns: int, buffer: Any, channel_sequence: int) -> Envelope:
+            if buffer.nbytes != nbytes:
+                raise ValueError(f"PackedValues: buffer has {buffer.nbytes} bytes, layout {nbytes}")
+            values = _new(PackedValues)
+            _set_buffer(values, buffer)
+            _set_layout(values, layout)
+            block = _new(SampleBlock)
+            _set_channels(block, channels)
+            _set_values(block, values)
+            _set_channel_sequence(block, channel_sequence)
+            with lock:
+                if self._sealed:
+                    raise TerminalError("publish on 'observations' after the terminal cut")
+                self._global += 1
+                seq = sequences[_OBSERVATIONS] = sequences.get(_OBSERVATIONS, 0) + 1
+                observation = _new(ObservationTick)
+                _set_capture_sequence(observation, seq)
+                _set_samples(observation, block)
+                return emit(_OBSERVATIONS, _OBSERVATION, generation, tick, sim_time_ns, observation, None, seq)
+
+        return stamp
 
     def _emit(
         self, stream: str, source: SourceKind, generation: int, tick: int, sim_time_ns: int, payload: object,

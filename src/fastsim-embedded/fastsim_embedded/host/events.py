@@ -19,10 +19,10 @@ from typing import Any
 
 import attrs
 
-from fastsim_contract.payloads import FrozenDict, freeze, portable_size
+from fastsim_contract.payloads import EMPTY, FrozenDict, freeze, freeze_sized, portable_size
 from fastsim_contract.values import Envelope, GenerationBarrier, SourceKind
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
-from fastsim_embedded.host.bus import CaptureBus
+from fastsim_embedded.host.bus import CaptureBus, Stamp
 from fastsim_embedded.host.context import EmbeddedRunContext
 
 __all__ = ["EventPublisher"]
@@ -40,6 +40,7 @@ def _fixed_size(event: str, fields: tuple[str, ...]) -> int:
 
 _ISSUED_FIXED = _fixed_size("command.issued", ("command_id", "command", "target", "args"))
 _APPLIED_FIXED = _fixed_size("command.applied", ("command_id", "accepted", "detail"))
+_EVENT_FIXED = _fixed_size("", ("emitter", "data")) - 2  # "event" holds the name: its quotes are in its size
 
 
 @attrs.define(eq=False)
@@ -49,12 +50,20 @@ class EventPublisher:
     context: EmbeddedRunContext
     bus: CaptureBus
     portable_sizes: bool = True  # off: envelopes carry no portable_size (older Core)
-    _audit: bool = attrs.field(init=False, default=False)  # the bus captures control audit
-    _result: bool = attrs.field(init=False, default=False)  # ... control results
+    # the bus's stampers of the plan's sources (None: not captured; the plan is fixed for the Run)
+    _audit: Stamp | None = attrs.field(init=False, default=None)
+    _result: Stamp | None = attrs.field(init=False, default=None)
+    _event: Stamp | None = attrs.field(init=False, default=None)
+    _lifecycle: Stamp | None = attrs.field(init=False, default=None)
+    # the last command kind's frozen name and target and the size they and the fixed text
+    # take in its audit (a driver sends the same kind every tick: compared by identity)
+    _kind: tuple[object, object, str, str, int] = attrs.field(init=False, default=(None, None, "", "", 0))
 
     def __attrs_post_init__(self) -> None:
-        self._audit = self.bus.captures(_AUDIT)  # the plan is fixed for the Run
-        self._result = self.bus.captures(_RESULT)
+        self._audit = self.bus.stamper(_AUDIT)
+        self._result = self.bus.stamper(_RESULT)
+        self._event = self.bus.stamper(_EVENT)
+        self._lifecycle = self.bus.stamper(SourceKind.LIFECYCLE)
 
     def publish_now(self, source: SourceKind, payload: object, **options: Any) -> Envelope | None:
         """Publish ``payload`` on ``source`` stamped with the current generation, tick and
@@ -65,32 +74,34 @@ class EventPublisher:
             payload=payload, **options,
         )
 
-    def _publish_event(self, source: SourceKind, data: Mapping[str, object]) -> Envelope | None:
-        if not self.bus.captures(source):
-            return None
-        return self._publish_frozen(source, freeze(data))
-
-    def _publish_frozen(self, source: SourceKind, payload: FrozenDict) -> Envelope | None:
-        """Publish an already frozen event payload (the caller checked ``captures``)."""
-        ctx = self.context  # the hot path: straight to the bus, without publish_now's **options
-        return self.bus.publish(
-            source, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=payload, portable_size=portable_size(payload) if self.portable_sizes else None,
-        )
-
     def publish_lifecycle(self, event: str, **data: object) -> Envelope | None:
         """A lifecycle event (``run.created``, ``generation.started``, ``run.stopping``...)."""
-        return self._publish_event(SourceKind.LIFECYCLE, {"event": event, **data})
+        stamp = self._lifecycle
+        if stamp is None:
+            return None
+        payload = freeze({"event": event, **data})
+        ctx = self.context
+        return stamp(
+            ctx.generation, ctx.tick, ctx.sim_time_ns, payload, portable_size(payload) if self.portable_sizes else None
+        )
 
     def publish_plugin_event(
         self, name: str, data: Mapping[str, object] | None = None, emitter: str = "scene"
     ) -> Envelope | None:
-        """A plugin/scene event (built frozen, like the control events below)."""
-        if not self.bus.captures(_EVENT):
+        """A plugin/scene event (built frozen, like the control events below; its size
+        summed from the fixed text and each field's own size)."""
+        stamp = self._event
+        if stamp is None:
             return None
-        return self._publish_frozen(_EVENT, FrozenDict({
-            "event": freeze(name), "emitter": freeze(emitter), "data": freeze(dict(data or {})),
-        }))
+        name, emitter = freeze(name), freeze(emitter)
+        frozen = freeze(dict(data) if data else {})
+        payload = FrozenDict({"event": name, "emitter": emitter, "data": frozen})
+        size = (
+            _EVENT_FIXED + portable_size(name) + portable_size(emitter) + portable_size(frozen)
+            if self.portable_sizes else None
+        )
+        ctx = self.context
+        return stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, payload, size)
 
     # The control events run once per command on the simulation thread.  Their payloads
     # are built frozen (``freeze`` of the same mapping gives the same FrozenDict; only the
@@ -98,13 +109,17 @@ class EventPublisher:
     # and their portable size is summed from the parts: the fixed text (keys, punctuation,
     # the event name; ``_fixed_size``) plus each variable field's own size, so the constant
     # skeleton is never serialised.  ``publish_control`` shares the command id's frozen
-    # form and size between a command's two events.
+    # form and size between a command's two events; the command kind's name and target
+    # (and their sizes) are kept from the previous command when they are the same objects;
+    # the arguments are frozen and sized in one pass (``freeze_sized``).
     def publish_control(
         self, command: ControlCommand, apply: Callable[[ControlCommand], ControlOutcome]
     ) -> ControlOutcome:
         """Audit ``command`` (issued), ``apply`` it, publish its result (applied)."""
+        if self._audit is None and self._result is None:
+            return apply(command)
         command_id = freeze(command.command_id)
-        id_size = portable_size(command_id) if self.portable_sizes and (self._audit or self._result) else 0
+        id_size = portable_size(command_id) if self.portable_sizes else 0
         self._issued(command, command_id, id_size)
         outcome = apply(command)
         self._applied(command_id, id_size, outcome)
@@ -121,38 +136,48 @@ class EventPublisher:
         return self._applied(command_id, portable_size(command_id) if self.portable_sizes else 0, outcome)
 
     def _issued(self, command: ControlCommand, command_id: Any, id_size: int) -> Envelope | None:
-        if not self._audit:
+        stamp = self._audit
+        if stamp is None:
             return None
-        name, target, args = freeze(command.name), freeze(command.target), freeze(command.args)
+        kind = self._kind
+        if command.name is not kind[0] or command.target is not kind[1]:
+            name, target = freeze(command.name), freeze(command.target)
+            fixed = _ISSUED_FIXED + portable_size(name) + portable_size(target) if self.portable_sizes else 0
+            kind = (command.name, command.target, name, target, fixed)
+            if type(name) is str and type(target) is str:  # immutable: kept for the next command
+                self._kind = kind
+        args, args_size = freeze_sized(command.args) if self.portable_sizes else (freeze(command.args), 0)
         payload = FrozenDict(
-            {"event": "command.issued", "command_id": command_id, "command": name, "target": target, "args": args}
-        )
-        size = (
-            _ISSUED_FIXED + id_size + portable_size(name) + portable_size(target) + portable_size(args)
-            if self.portable_sizes else None
+            {"event": "command.issued", "command_id": command_id, "command": kind[2], "target": kind[3], "args": args}
         )
         ctx = self.context
-        return self.bus.publish(
-            _AUDIT, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=payload, portable_size=size,
+        return stamp(
+            ctx.generation, ctx.tick, ctx.sim_time_ns, payload,
+            kind[4] + id_size + args_size if self.portable_sizes else None,
         )
 
     def _applied(self, command_id: Any, id_size: int, outcome: ControlOutcome) -> Envelope | None:
-        if not self._result:
+        stamp = self._result
+        if stamp is None:
             return None
-        accepted, detail = freeze(outcome.accepted), freeze(outcome.detail)
+        accepted, detail = outcome.accepted, outcome.detail
+        if accepted is True or accepted is False:  # true / false, as is
+            accepted_size = 4 if accepted else 5
+        else:
+            accepted = freeze(accepted)
+            accepted_size = portable_size(accepted) if self.portable_sizes else 0
+        if detail or type(detail) is not dict:
+            detail = freeze(detail)
+            detail_size = portable_size(detail) if self.portable_sizes else 0
+        else:  # the common empty detail: the shared frozen {}
+            detail, detail_size = EMPTY, 2
         payload = FrozenDict(
             {"event": "command.applied", "command_id": command_id, "accepted": accepted, "detail": detail}
         )
-        size = (
-            _APPLIED_FIXED + id_size + (4 if accepted is True else 5 if accepted is False else portable_size(accepted))
-            + (2 if not detail and type(detail) is FrozenDict else portable_size(detail))  # true/false/{} as is
-            if self.portable_sizes else None
-        )
         ctx = self.context
-        return self.bus.publish(
-            _RESULT, generation=ctx.generation, tick=ctx.tick, sim_time_ns=ctx.sim_time_ns,
-            payload=payload, portable_size=size,
+        return stamp(
+            ctx.generation, ctx.tick, ctx.sim_time_ns, payload,
+            _APPLIED_FIXED + id_size + accepted_size + detail_size if self.portable_sizes else None,
         )
 
     def begin_generation(self, reason: str = "reset") -> int:

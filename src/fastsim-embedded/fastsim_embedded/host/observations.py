@@ -153,6 +153,37 @@ class ObservationPublisher:
             self._observed,
         )
 
+    def packed_observer(self, sample: Callable[[], Any]) -> Callable[[], object]:
+        """The per-tick observation of a bound packing (``bind_numeric_packing``) as one
+        closure: take ``sample()`` (the backend's buffer), publish it as
+        ``publish_observation_packed`` does, return it.  The plan's channels, the layout and
+        the bus's ``packed_stamper`` are bound once; a gathering plan goes through
+        ``publish_observation_packed``."""
+        layout = self._packed
+        if layout is None:
+            raise ValueError("packed_observer: no numeric packing is bound")
+        if self._gather is not None:
+            publish = self.publish_observation_packed
+
+            def gathered() -> object:
+                value = sample()
+                publish(value)
+                return value
+
+            return gathered
+        stamp = self.bus.packed_stamper(self.context.capture.observation_channels, layout)
+        ctx = self.context
+
+        def observe() -> object:
+            value = buffer = sample()
+            if buffer.flags.writeable:  # the backend did not freeze it
+                buffer = readonly(np.array(buffer, order="C"))
+            self._observed += 1
+            stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, buffer, self._observed)
+            return value
+
+        return observe
+
     def publish_cameras(self, readings: Sequence[CameraReading]) -> None:
         """Camera samples of the planned cameras, one envelope each."""
         by_channel = self._camera_index

@@ -92,7 +92,7 @@ def observation_publisher(observations: ObservationPublisher, backend: Backend) 
     packed = getattr(backend, "sample_numeric_packed", None)
     packing = getattr(backend, "numeric_packing", None)
     if callable(packed) and callable(packing) and observations.bind_numeric_packing(packing()):
-        return _sample_and_publish(packed, observations.publish_observation_packed)
+        return observations.packed_observer(packed)
     blocks = getattr(backend, "sample_numeric_blocks", None)
     layout = getattr(backend, "numeric_layout", None)
     if callable(blocks) and callable(layout) and observations.bind_numeric_layout(layout()):
