@@ -104,7 +104,7 @@ class RowLayout:
         one per leaf for a Dict or Tuple space."""
         fast = self._fast[0]  # one leaf: (dtype, shape, its scalar type for a one-value channel)
         if fast is not None:
-            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1]:
+            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1] and fast[1]:
                 return value.tobytes()  # already the channel's dtype and shape: the copy is the bytes
             if type(value) is fast[2]:
                 return value  # a NumPy scalar of the one-value channel's dtype: immutable, kept as it is
@@ -121,8 +121,8 @@ class RowLayout:
         if fast is not None:
             if type(value) is fast[2]:
                 return value
-            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1]:
-                return value.tobytes()
+            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1] and fast[1]:
+                return value.tobytes()  # (a 0-d array of a one-value channel is kept as its scalar, by _copy)
             return _copy(value, self._act[0])
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._act)
 

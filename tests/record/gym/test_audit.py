@@ -1,0 +1,65 @@
+"""Defects a user hit (docs/notes/audit-gym.md): each test is the user's repro, read back from the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from tests.record.gym.play import assert_recorded, play
+
+import fastsim_record as fr
+from fastsim_record.gym import GymWrapError, RecordEpisodes, read_episode
+
+
+class SpaceEnv(gym.Env[Any, Any]):
+    """Samples of the given observation and action spaces; truncates after 6 steps."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it per instance)
+
+    def __init__(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self._t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._t += 1
+        return self.observation_space.sample(), float(self._t), False, self._t >= 6, {}
+
+
+def test_scalar_box_spaces_are_recorded_not_silently_dropped(tmp_path: Path) -> None:
+    """A Box of shape () (its samples are 0-d arrays) records every row, observation and action."""
+    scalar = spaces.Box(-1.0, 1.0, shape=(), dtype=np.float64)
+    env = RecordEpisodes(SpaceEnv(scalar, spaces.Box(-1.0, 1.0, shape=(), dtype=np.float32)), tmp_path)
+    played = play(env, [3])
+    env.close()
+    recorded = assert_recorded(env.files[0].path, played[0])
+    assert recorded.observations["observation"].shape == (7,)
+    assert recorded.actions["action"].dtype == np.float32
+
+
+def test_a_publishing_failure_is_not_committed_as_a_normal_episode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When packing rows breaks off the env thread, the file says so (stopped, the reason) instead of 'normal' and empty."""
+    from fastsim_embedded.gymnasium_host import capture
+
+    def broken(self: Any, chunk: Any) -> Any:
+        raise RuntimeError("packing broke")
+
+    monkeypatch.setattr(capture.RowLayout, "pack", broken)
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path)
+    play(env, [1], max_steps=5)
+    env.close()
+    assert env.files[0].completion == "stopped"
+    assert "packing broke" in env.files[0].reason
+    with fr.open(env.files[0].path) as rec:
+        assert rec.info.completion == "stopped"
+        assert "packing broke" in (rec.info.completion_reason or "")
