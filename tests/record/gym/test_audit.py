@@ -63,3 +63,22 @@ def test_a_publishing_failure_is_not_committed_as_a_normal_episode(tmp_path: Pat
     with fr.open(env.files[0].path) as rec:
         assert rec.info.completion == "stopped"
         assert "packing broke" in (rec.info.completion_reason or "")
+
+
+def test_two_leaves_with_one_channel_name_are_refused_at_wrap_time(tmp_path: Path) -> None:
+    """{"a.b": ..., "a": {"b": ...}} would write two leaves into one channel: refused naming it, nothing written."""
+    space = spaces.Dict({"a.b": spaces.Discrete(2), "a": spaces.Dict({"b": spaces.Discrete(3)})})
+    with pytest.raises(GymWrapError, match=r"^observation\.a\.b: two leaves"):
+        RecordEpisodes(SpaceEnv(space, spaces.Discrete(2)), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_dict_with_integer_keys_is_recorded(tmp_path: Path) -> None:
+    """A Dict space keyed by ints records each leaf (its value is found by the key itself, not its text)."""
+    space = spaces.Dict({1: spaces.Discrete(4), 2: spaces.Box(-1.0, 1.0, (2,), np.float32)})
+    env = RecordEpisodes(SpaceEnv(space, spaces.Discrete(2)), tmp_path)
+    played = play(env, [5])
+    env.close()
+    recorded = read_episode(env.files[0].path)
+    np.testing.assert_array_equal(recorded.observations["observation.1"], [o[1] for o in played[0].observations])
+    np.testing.assert_array_equal(recorded.observations["observation.2"], [o[2] for o in played[0].observations])
