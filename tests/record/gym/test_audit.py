@@ -82,3 +82,23 @@ def test_a_dict_with_integer_keys_is_recorded(tmp_path: Path) -> None:
     recorded = read_episode(env.files[0].path)
     np.testing.assert_array_equal(recorded.observations["observation.1"], [o[1] for o in played[0].observations])
     np.testing.assert_array_equal(recorded.observations["observation.2"], [o[2] for o in played[0].observations])
+
+
+class ArrayReward(gym.Wrapper[Any, Any, Any, Any]):
+    """Returns the reward as a one-element array (a common custom-env slip)."""
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, np.array([reward]), terminated, truncated, info
+
+
+def test_a_reward_that_is_not_one_number_is_one_line_and_keeps_the_steps_before(tmp_path: Path) -> None:
+    """A (1,) array reward raises GymWrapError naming 'reward' (no TypeError traceback); the file commits stopped."""
+    env = RecordEpisodes(ArrayReward(gym.make("CartPole-v1")), tmp_path)
+    env.reset(seed=1)
+    with pytest.raises(GymWrapError, match=r"^step\(\): reward: the env returned ndarray of shape \(1,\)"):
+        env.step(0)
+    env.close()
+    assert env.files[0].completion == "stopped"
+    assert "reward" in env.files[0].reason
+    assert read_episode(env.files[0].path).observations["observation"].shape[0] >= 1

@@ -29,7 +29,7 @@ from fastsim_embedded.backends.base import Array, CameraReading, ScenePluginEven
 from fastsim_embedded.backends.gymnasium_env import JOINT_POSITION, StepRow
 from fastsim_embedded.gymnasium_host.spaces import Leaf, cast, leaf_value
 
-__all__ = ["Chunk", "RowLayout"]
+__all__ = ["Chunk", "RowLayout", "step_type_error"]
 
 _NAN = float("nan")
 _NEVER = type("_NEVER", (), {})  # the scalar type of a channel with a shape: no value has it
@@ -194,3 +194,12 @@ def _scalar(info: Mapping[str, Any] | None, key: str) -> float:
         return float(np.asarray(info[key], dtype=np.float64).reshape(()))
     except (TypeError, ValueError):
         return _NAN
+
+
+def step_type_error(exc: TypeError, reward: Any) -> ValueError:
+    """A step value of the wrong type as one line naming it: the reward, else the action."""
+    try:
+        float(reward)
+    except (TypeError, ValueError):
+        return ValueError(f"reward: the env returned {type(reward).__name__} of shape {np.shape(reward)}, not one number")
+    return ValueError(f"action: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")

@@ -41,7 +41,7 @@ from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
 from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
-from fastsim_embedded.gymnasium_host.capture import RowLayout
+from fastsim_embedded.gymnasium_host.capture import RowLayout, step_type_error
 from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool
 from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
@@ -265,9 +265,10 @@ class GymRecording:
         layout, chunk = self.layout, writer.chunk
         try:
             chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
-        except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
-            self._fail_one(index, exc)
-            raise
+        except (TypeError, ValueError) as exc:  # the env broke its own space: keep what was recorded, say which channel
+            error = exc if isinstance(exc, ValueError) else step_type_error(exc, reward)
+            self._fail_one(index, error)
+            raise error from None
         if extras:
             if self._keys:
                 chunk.infos.append(layout.info(info))
