@@ -102,3 +102,15 @@ def test_a_reward_that_is_not_one_number_is_one_line_and_keeps_the_steps_before(
     assert env.files[0].completion == "stopped"
     assert "reward" in env.files[0].reason
     assert read_episode(env.files[0].path).observations["observation"].shape[0] >= 1
+
+
+def test_spec_kwargs_keep_their_numpy_values_as_data(tmp_path: Path) -> None:
+    """gym.make kwargs that are NumPy values are recorded as bools and lists, not as their text."""
+    desc = np.array([list("SF"), list("FG")])
+    env = RecordEpisodes(gym.make("FrozenLake-v1", desc=desc, is_slippery=np.bool_(False)), tmp_path)
+    env.reset(seed=1)
+    env.step(0)
+    env.close()
+    kwargs = read_episode(env.files[0].path).description["spec"]["kwargs"]
+    assert kwargs["desc"] == [["S", "F"], ["F", "G"]]
+    assert kwargs["is_slippery"] is False
