@@ -114,3 +114,13 @@ def test_spec_kwargs_keep_their_numpy_values_as_data(tmp_path: Path) -> None:
     kwargs = read_episode(env.files[0].path).description["spec"]["kwargs"]
     assert kwargs["desc"] == [["S", "F"], ["F", "G"]]
     assert kwargs["is_slippery"] is False
+
+
+def test_an_episode_of_an_empty_observation_space_reads_back(tmp_path: Path) -> None:
+    """read_episode on an env whose observation is an empty Dict returns its steps (no IndexError)."""
+    env = RecordEpisodes(SpaceEnv(spaces.Dict({}), spaces.Discrete(2)), tmp_path)
+    played = play(env, [2])
+    env.close()
+    recorded = read_episode(env.files[0].path)
+    assert recorded.steps == 6
+    np.testing.assert_array_equal(recorded.actions["action"], played[0].actions)
