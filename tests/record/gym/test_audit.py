@@ -75,7 +75,7 @@ def test_two_leaves_with_one_channel_name_are_refused_at_wrap_time(tmp_path: Pat
 
 def test_a_dict_with_integer_keys_is_recorded(tmp_path: Path) -> None:
     """A Dict space keyed by ints records each leaf (its value is found by the key itself, not its text)."""
-    space = spaces.Dict({1: spaces.Discrete(4), 2: spaces.Box(-1.0, 1.0, (2,), np.float32)})
+    space = spaces.Dict({1: spaces.Discrete(4), 2: spaces.Box(-1.0, 1.0, (2,), np.float32)})  # type: ignore[dict-item]
     env = RecordEpisodes(SpaceEnv(space, spaces.Discrete(2)), tmp_path)
     played = play(env, [5])
     env.close()
