@@ -7,12 +7,14 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from gymnasium import spaces
 from tests.record.gym.play import assert_recorded, play
 
 import fastsim_record as fr
-from fastsim_record.gym import GymWrapError, RecordEpisodes, read_episode
+from fastsim_record.cli import main
+from fastsim_record.gym import GymWrapError, RecordEpisodes, RecordVectorEpisodes, read_episode
 
 
 class SpaceEnv(gym.Env[Any, Any]):
@@ -124,3 +126,21 @@ def test_an_episode_of_an_empty_observation_space_reads_back(tmp_path: Path) -> 
     recorded = read_episode(env.files[0].path)
     assert recorded.steps == 6
     np.testing.assert_array_equal(recorded.actions["action"], played[0].actions)
+
+
+def test_an_autoreset_episode_has_no_seed_in_the_file_or_the_index(tmp_path: Path) -> None:
+    """A vector autoreset episode (gym.reset seed null) is not listed as seed 0 by fsr info or fsr index."""
+    envs = RecordVectorEpisodes(gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync"), tmp_path / "eps")
+    envs.action_space.seed(0)
+    envs.reset(seed=7)
+    for _ in range(60):
+        envs.step(envs.action_space.sample())
+    envs.close()
+    autoreset = [f for f in envs.files if f.seed is None]
+    assert autoreset
+    with fr.open(autoreset[0].path) as rec:
+        assert rec.info.seed is None
+    assert main(["index", str(tmp_path / "eps"), "-o", str(tmp_path / "index.parquet")]) == 0
+    rows = {Path(r["path"]).name: r["seed"] for r in pq.read_table(tmp_path / "index.parquet").to_pylist()}
+    assert rows[autoreset[0].path.name] is None
+    assert sorted(s for s in rows.values() if s is not None) == [7, 8]

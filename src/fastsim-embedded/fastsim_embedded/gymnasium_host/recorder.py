@@ -197,7 +197,7 @@ class GymRecording:
 
         def opener() -> Session:
             compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render_state)
-            episode = Session.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
+            episode = Session.open(prepare_built(compiled, backend, seed=seed, episode=number), self.directory,
                                    factories=self.runs.factories)
             if episode.failure is not None:
                 episode.close()
