@@ -144,3 +144,24 @@ def test_an_autoreset_episode_has_no_seed_in_the_file_or_the_index(tmp_path: Pat
     rows = {Path(r["path"]).name: r["seed"] for r in pq.read_table(tmp_path / "index.parquet").to_pylist()}
     assert rows[autoreset[0].path.name] is None
     assert sorted(s for s in rows.values() if s is not None) == [7, 8]
+
+
+def test_a_single_envs_wrapper_stack_is_recorded_once(tmp_path: Path) -> None:
+    """A single env's recorded wrapper stack is its stack, without a second 'sub-env:' copy of it."""
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path)
+    env.reset(seed=1)
+    env.step(0)
+    env.close()
+    wrappers = read_episode(env.files[0].path).description["wrappers"]
+    assert wrappers == ["TimeLimit", "OrderEnforcing", "PassiveEnvChecker", "CartPoleEnv"]
+
+
+def test_a_vector_envs_sub_env_stack_is_recorded_beside_the_vector_stack(tmp_path: Path) -> None:
+    """A vector env records its own stack and, once, the stack of its sub-envs."""
+    envs = RecordVectorEpisodes(gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync"), tmp_path)
+    envs.reset(seed=1)
+    envs.step(envs.action_space.sample())
+    envs.close()
+    wrappers = read_episode(envs.files[0].path).description["wrappers"]
+    assert wrappers[-1] == "sub-env: TimeLimit > OrderEnforcing > PassiveEnvChecker > CartPoleEnv"
+    assert sum(w.startswith("sub-env:") for w in wrappers) == 1

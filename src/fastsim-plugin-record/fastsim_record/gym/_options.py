@@ -161,7 +161,7 @@ def describe(env: Any, *, sub_env: Any = None) -> dict[str, object]:
     return {
         "source": "gymnasium",
         "spec": _spec(getattr(inner, "spec", None) or getattr(env, "spec", None)),
-        "wrappers": _wrappers(env) + (["sub-env: " + " > ".join(_wrappers(sub_env))] if sub_env is not None else []),
+        "wrappers": _wrappers(env) + (["sub-env: " + " > ".join(_wrappers(sub_env))] if sub_env not in (None, env) else []),
         "versions": versions,
         "observation_space": repr(spaces[0]),
         "action_space": repr(spaces[1]),
