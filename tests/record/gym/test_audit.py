@@ -165,3 +165,19 @@ def test_a_vector_envs_sub_env_stack_is_recorded_beside_the_vector_stack(tmp_pat
     wrappers = read_episode(envs.files[0].path).description["wrappers"]
     assert wrappers[-1] == "sub-env: TimeLimit > OrderEnforcing > PassiveEnvChecker > CartPoleEnv"
     assert sum(w.startswith("sub-env:") for w in wrappers) == 1
+
+
+def test_a_gymnasium_recording_without_joints_exports_to_lerobot_with_its_observation_as_state(tmp_path: Path) -> None:
+    """A gym-pusht-like env (image + state Dict, no joints) exports to LeRobot: state = its observation, action = its actions."""
+    from tests.record.gym.envs import ImageEnv
+
+    env = RecordEpisodes(ImageEnv(), tmp_path / "eps")
+    played = play(env, [4])
+    env.close()
+    assert main(["export", str(tmp_path / "eps"), "--to", "lerobot", "-o", str(tmp_path / "lr"),
+                 "--video-codec", "h264"]) == 0
+    rows = pq.read_table(tmp_path / "lr" / "data" / "chunk-000" / "file-000.parquet").to_pylist()
+    observed = np.array([o["state"] for o in played[0].observations], np.float32)
+    np.testing.assert_array_equal([r["observation.state"] for r in rows], observed)
+    actions = [*played[0].actions, played[0].actions[-1]]  # the last frame holds the last action
+    np.testing.assert_array_equal([r["action"] for r in rows], np.array(actions, np.float32))

@@ -18,7 +18,9 @@ Rules:
     | 3 | a numeric value at a frame is the latest sample at or before the frame's time   |
     |   | in the same generation (zero-order hold); before the first sample, the first    |
     | 4 | ``observation.state`` = joint position then joint velocity (float32, ``names``  |
-    |   | per element: the channels' element names, as LeRobot's own datasets have);      |
+    |   | per element: the channels' element names, as LeRobot's own datasets have); a    |
+    |   | Gymnasium recording without joints: its numeric ``observation`` channels in      |
+    |   | order (``observation.agent_pos``, ...; not uint8 arrays of 2+ dimensions);      |
     |   | ``action`` (float32, named) = the recorded commands: ``Recording.actions()``,   |
     |   | the command chosen after each observation tick (the control audit of a scripted |
     |   | or ``FastSimRun-v0`` Run; a Gymnasium recording's ``action`` channel); a frame  |
