@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -180,4 +181,19 @@ def test_a_gymnasium_recording_without_joints_exports_to_lerobot_with_its_observ
     observed = np.array([o["state"] for o in played[0].observations], np.float32)
     np.testing.assert_array_equal([r["observation.state"] for r in rows], observed)
     actions = [*played[0].actions, played[0].actions[-1]]  # the last frame holds the last action
+    np.testing.assert_array_equal([r["action"] for r in rows], np.array(actions, np.float32))
+
+
+def test_a_numeric_only_recording_exports_to_lerobot_at_its_tick_rate(tmp_path: Path) -> None:
+    """CartPole without render frames exports to LeRobot (no video): one row per tick, state and action as returned."""
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "eps")
+    played = play(env, [6])
+    env.close()
+    assert main(["export", str(tmp_path / "eps"), "--to", "lerobot", "-o", str(tmp_path / "lr")]) == 0
+    info = json.loads((tmp_path / "lr" / "meta" / "info.json").read_text())
+    assert info["fps"] == 50  # CartPole's render_fps: the recorded tick rate
+    assert not any(f["dtype"] == "video" for f in info["features"].values())
+    rows = pq.read_table(tmp_path / "lr" / "data" / "chunk-000" / "file-000.parquet").to_pylist()
+    np.testing.assert_array_equal([r["observation.state"] for r in rows], np.array(played[0].observations, np.float32))
+    actions = [*played[0].actions, played[0].actions[-1]]
     np.testing.assert_array_equal([r["action"] for r in rows], np.array(actions, np.float32))

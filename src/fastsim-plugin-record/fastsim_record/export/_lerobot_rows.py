@@ -24,6 +24,7 @@ from fastsim_record.export._stream import (
     frame_times,
     numeric_channels,
     numeric_ticks,
+    stream_times,
 )
 from fastsim_recording_format import FsrReader
 from fastsim_recording_format import names as fsr_names
@@ -93,9 +94,7 @@ class Plan:
 
     def __init__(self, recs: list[Recording], options: ExportOptions) -> None:
         first = recs[0]
-        self.cameras = first.cameras()
-        if not self.cameras:
-            raise ExportError(f"{first.path}: no camera; a LeRobot dataset's fps is the camera tick rate")
+        self.cameras = first.cameras()  # none (a numeric-only recording): the frames are the state's ticks
         self.fps: int | None = None
         self.sources: list[Source] = []
         self.action_names: list[str] = []
@@ -127,7 +126,7 @@ class Plan:
         if sizes != self.sizes:
             raise ExportError(f"{rec.path}: camera sizes {sizes} differ from {self.sizes}")
         spans: dict[int, list[int]] = {}  # generation -> [frames, first, last]
-        its = [frame_times(rec.path, c) for c in self.cameras]
+        its = [frame_times(rec.path, c) for c in self.cameras] or [stream_times(rec.path, state[0].stream)]
         for times in zip(*its, strict=False):
             if len(set(times)) != 1:
                 cam = self.cameras[[t == times[0] for t in times].index(False)]
@@ -209,9 +208,12 @@ def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     holds = {s: Hold((t.generation, t.time_ns, t.values) for t in numeric_ticks(path, s)) for s in streams}
     acts = plan.actions.get(path)
     action = Hold(action_samples(acts)) if plan.action_names and acts is not None else None
-    for items in zip(*frames.values(), *cals.values(), strict=False):
+    clock: Iterator[tuple[Any, ...]] = (
+        zip(*frames.values(), *cals.values(), strict=False) if plan.cameras
+        else (((t.time_ns, t.generation, None),) for t in numeric_ticks(path, plan.state[0].stream)))
+    for items in clock:
         images = items[:len(plan.cameras)]
-        t, g, _ = images[0]
+        t, g, _ = items[0]
         values: dict[str, Array] = {}
         state = []
         for ch in state_chs:

@@ -10,7 +10,9 @@ Rules:
     | 1 | ``fps`` is the camera tick rate, ``(n - 1) / (t_last - t_first)`` over an        |
     |   | episode's frames; it must be an integer (within 1e-3) and the same for every    |
     |   | camera and episode, and every camera of an episode must have the same frame     |
-    |   | times; otherwise the export is refused with one line                            |
+    |   | times; otherwise the export is refused with one line.  A recording without      |
+    |   | camera (numeric only) has no video: its frames are the ticks of its state's     |
+    |   | stream, and ``fps`` their rate                                                  |
     | 2 | frame ``i`` of an episode is the ``i``-th frame of every camera; its            |
     |   | ``timestamp`` is exactly ``i / fps`` (episode-relative); video pts are the       |
     |   | dataset-wide frame counter with time base ``1/fps``, so ``from_timestamp +       |
