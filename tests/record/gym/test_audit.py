@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +14,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from gymnasium import spaces
+from tests.distributions import source_path
 from tests.record.gym.play import assert_recorded, play
 
 import fastsim_record as fr
 from fastsim_record.cli import main
 from fastsim_record.gym import GymWrapError, RecordEpisodes, RecordVectorEpisodes, read_episode
+from fastsim_record.gym._single import EXIT_REASON
+from fastsim_recording_format import validate
 
 
 class SpaceEnv(gym.Env[Any, Any]):
@@ -197,3 +203,23 @@ def test_a_numeric_only_recording_exports_to_lerobot_at_its_tick_rate(tmp_path: 
     np.testing.assert_array_equal([r["observation.state"] for r in rows], np.array(played[0].observations, np.float32))
     actions = [*played[0].actions, played[0].actions[-1]]
     np.testing.assert_array_equal([r["action"] for r in rows], np.array(actions, np.float32))
+
+
+@pytest.mark.parametrize("mode", ["single", "vector"])
+def test_ctrl_c_without_close_commits_the_open_episodes(tmp_path: Path, mode: str) -> None:
+    """A real process ended by SIGINT before close(): every open episode is committed (stopped), none left .incomplete."""
+    here = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": f"{source_path()}{os.pathsep}{here.parents[2]}", "MUJOCO_GL": "egl"}
+    done = subprocess.run([sys.executable, str(here / "interrupted_recorder.py"), str(tmp_path), mode],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0
+    assert "KeyboardInterrupt" in done.stderr
+    left = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".fsr"))
+    assert left == []  # no .incomplete, no reservation lock
+    stopped = []
+    for path in sorted(tmp_path.glob("*.fsr")):
+        assert validate(path).validated_bytes == path.stat().st_size
+        with fr.open(path) as rec:
+            if rec.info.completion == "stopped":
+                stopped.append(rec.info.completion_reason)
+    assert stopped == [EXIT_REASON] * (1 if mode == "single" else 3)

@@ -366,10 +366,10 @@ class GymRecording:
             ))
         self._waiting = keep
 
-    def close(self) -> list[EpisodeFile]:
-        """Row 5: end every open episode as truncated, wait for every commit."""
+    def close(self, reason: str = "truncated: the env was closed") -> list[EpisodeFile]:
+        """Row 5: end every open episode as truncated (``reason``), wait for every commit."""
         for index in list(self._open):
-            self.end(index, CompletionKind.STOPPED, "truncated: the env was closed")
+            self.end(index, CompletionKind.STOPPED, reason)
         self._collect(block=True)
         self.pool.shutdown()
         self._closers.shutdown(wait=True)
