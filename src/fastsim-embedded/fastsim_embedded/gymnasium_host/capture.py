@@ -29,7 +29,7 @@ from fastsim_embedded.backends.base import Array, CameraReading, ScenePluginEven
 from fastsim_embedded.backends.gymnasium_env import JOINT_POSITION, StepRow
 from fastsim_embedded.gymnasium_host.spaces import Leaf, cast, leaf_value
 
-__all__ = ["Chunk", "RowLayout"]
+__all__ = ["Chunk", "RowLayout", "step_type_error"]
 
 _NAN = float("nan")
 _NEVER = type("_NEVER", (), {})  # the scalar type of a channel with a shape: no value has it
@@ -104,7 +104,7 @@ class RowLayout:
         one per leaf for a Dict or Tuple space."""
         fast = self._fast[0]  # one leaf: (dtype, shape, its scalar type for a one-value channel)
         if fast is not None:
-            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1]:
+            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1] and fast[1]:
                 return value.tobytes()  # already the channel's dtype and shape: the copy is the bytes
             if type(value) is fast[2]:
                 return value  # a NumPy scalar of the one-value channel's dtype: immutable, kept as it is
@@ -121,8 +121,8 @@ class RowLayout:
         if fast is not None:
             if type(value) is fast[2]:
                 return value
-            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1]:
-                return value.tobytes()
+            if type(value) is np.ndarray and value.dtype is fast[0] and value.shape == fast[1] and fast[1]:
+                return value.tobytes()  # (a 0-d array of a one-value channel is kept as its scalar, by _copy)
             return _copy(value, self._act[0])
         return tuple(_copy(leaf_value(value, spec[3]), spec) for spec in self._act)
 
@@ -194,3 +194,12 @@ def _scalar(info: Mapping[str, Any] | None, key: str) -> float:
         return float(np.asarray(info[key], dtype=np.float64).reshape(()))
     except (TypeError, ValueError):
         return _NAN
+
+
+def step_type_error(exc: TypeError, reward: Any) -> ValueError:
+    """A step value of the wrong type as one line naming it: the reward, else the action."""
+    try:
+        float(reward)
+    except (TypeError, ValueError):
+        return ValueError(f"reward: the env returned {type(reward).__name__} of shape {np.shape(reward)}, not one number")
+    return ValueError(f"action: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")

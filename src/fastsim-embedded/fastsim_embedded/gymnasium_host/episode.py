@@ -254,6 +254,8 @@ class EpisodeWriter:
             episode = self._publish_rest()
             if episode is None:
                 return None
+            if self.failure is not None:  # rows were dropped: never committed as a whole episode
+                kind, reason = CompletionKind.STOPPED, f"failed: {self.failure}"
             try:
                 if not episode.stopping:
                     for event in events:

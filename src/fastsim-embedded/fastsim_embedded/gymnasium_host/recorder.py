@@ -41,7 +41,7 @@ from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
 from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
-from fastsim_embedded.gymnasium_host.capture import RowLayout
+from fastsim_embedded.gymnasium_host.capture import RowLayout, step_type_error
 from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool
 from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
@@ -197,7 +197,7 @@ class GymRecording:
 
         def opener() -> Session:
             compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render_state)
-            episode = Session.open(prepare_built(compiled, backend, seed=seed or 0, episode=number), self.directory,
+            episode = Session.open(prepare_built(compiled, backend, seed=seed, episode=number), self.directory,
                                    factories=self.runs.factories)
             if episode.failure is not None:
                 episode.close()
@@ -265,9 +265,10 @@ class GymRecording:
         layout, chunk = self.layout, writer.chunk
         try:
             chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
-        except ValueError as exc:  # the env broke its own space: keep what was recorded, say which channel
-            self._fail_one(index, exc)
-            raise
+        except (TypeError, ValueError) as exc:  # the env broke its own space: keep what was recorded, say which channel
+            error = exc if isinstance(exc, ValueError) else step_type_error(exc, reward)
+            self._fail_one(index, error)
+            raise error from None
         if extras:
             if self._keys:
                 chunk.infos.append(layout.info(info))
@@ -365,10 +366,10 @@ class GymRecording:
             ))
         self._waiting = keep
 
-    def close(self) -> list[EpisodeFile]:
-        """Row 5: end every open episode as truncated, wait for every commit."""
+    def close(self, reason: str = "truncated: the env was closed") -> list[EpisodeFile]:
+        """Row 5: end every open episode as truncated (``reason``), wait for every commit."""
         for index in list(self._open):
-            self.end(index, CompletionKind.STOPPED, "truncated: the env was closed")
+            self.end(index, CompletionKind.STOPPED, reason)
         self._collect(block=True)
         self.pool.shutdown()
         self._closers.shutdown(wait=True)

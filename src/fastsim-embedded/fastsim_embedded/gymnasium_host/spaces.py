@@ -56,10 +56,16 @@ def space_leaves(space: Any, name: str, path: tuple[str | int, ...] = ()) -> tup
     """Every channel of ``space`` named under ``name`` (module table); ``UnmappableSpace`` else."""
     kind = _kind(space)
     if kind == "Dict":
-        return tuple(
+        leaves = tuple(
             leaf for key, sub in space.spaces.items()
-            for leaf in space_leaves(sub, f"{name}.{key}", (*path, str(key)))
+            for leaf in space_leaves(sub, f"{name}.{key}", (*path, key))
         )
+        seen: set[str] = set()
+        for leaf in leaves:  # {"a.b": ..., "a": {"b": ...}}: two leaves, one channel name
+            if leaf.name in seen:
+                raise UnmappableSpace(f"{leaf.name}: two leaves of the space have this channel name (a key holds a '.')")
+            seen.add(leaf.name)
+        return leaves
     if kind == "Tuple":
         return tuple(
             leaf for i, sub in enumerate(space.spaces)

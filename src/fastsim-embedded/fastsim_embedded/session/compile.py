@@ -76,7 +76,7 @@ class PreparedRun:
     rate_policy: str
     duration_s: float
     output_names: tuple[str, ...] = ()  # every component's ``output.name`` (reserved first)
-    seed: int = 0
+    seed: int | None = 0  # None: an episode that had no seed (a Gymnasium autoreset)
     episode: int = 0
 
     @property
@@ -345,7 +345,7 @@ def prepare_run(
 
 
 def prepare_built(
-    compiled: CompiledRun, built: Backend, *, seed: int = 0, episode: int = 0, duration_s: float | None = None
+    compiled: CompiledRun, built: Backend, *, seed: int | None = 0, episode: int = 0, duration_s: float | None = None
 ) -> PreparedRun:
     """The capture plan and rates of a compiled Run whose backend a driver built itself
     (e.g. a Gymnasium environment presented as a backend); ``prepare_run`` ends here too.

@@ -24,12 +24,13 @@ from fastsim_record.export._stream import (
     frame_times,
     numeric_channels,
     numeric_ticks,
+    stream_times,
 )
 from fastsim_recording_format import FsrReader
 from fastsim_recording_format import names as fsr_names
 from fastsim_recording_format.reading import Actions, Recording, UnknownName
 
-__all__ = ["FrameRow", "Plan", "action_samples", "frame_rows"]
+__all__ = ["FrameRow", "Plan", "action_samples", "frame_rows", "state_channels"]
 
 Array = npt.NDArray[Any]
 T = TypeVar("T")
@@ -40,7 +41,7 @@ def recorded_actions(rec: Recording) -> Actions | None:
     Gymnasium recording's ``action`` channel), aligned with its observation ticks;
     ``None`` when it commands nothing (no command, no declared control)."""
     try:
-        return rec.actions(clock=_state(rec.path, _channels(rec.path))[0].name)
+        return rec.actions(clock=state_channels(rec.path, _channels(rec.path))[0].name)
     except UnknownName:
         return None
 
@@ -93,19 +94,17 @@ class Plan:
 
     def __init__(self, recs: list[Recording], options: ExportOptions) -> None:
         first = recs[0]
-        self.cameras = first.cameras()
-        if not self.cameras:
-            raise ExportError(f"{first.path}: no camera; a LeRobot dataset's fps is the camera tick rate")
+        self.cameras = first.cameras()  # none (a numeric-only recording): the frames are the state's ticks
         self.fps: int | None = None
         self.sources: list[Source] = []
         self.action_names: list[str] = []
         self.actions: dict[str, Actions] = {}
         self.has_action: dict[tuple[str, int], bool] = {}
         with FsrReader(first.path) as reader:
-            self.position, self.velocity = _state(first.path, numeric_channels(reader))
+            self.state = state_channels(first.path, numeric_channels(reader))
             self.sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
                               int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
-        self.state_names = list(self.position.names) + (list(self.velocity.names) if self.velocity else [])
+        self.state_names = [n for ch in self.state for n in ch.names]
         for rec in recs:
             self._add(rec, options)
         missing = [f"{p} generation {g}" for (p, g), has in self.has_action.items() if not has]
@@ -120,14 +119,14 @@ class Plan:
             channels = numeric_channels(reader)
             sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
                          int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
-        pos, vel = _state(rec.path, channels)
-        if (pos.name, pos.count, vel and vel.name) != (self.position.name, self.position.count,
-                                                      self.velocity and self.velocity.name):
-            raise ExportError(f"{rec.path}: joint channel {pos.name} differs from {self.position.name}")
+        state = state_channels(rec.path, channels)
+        if [(c.name, c.count) for c in state] != [(c.name, c.count) for c in self.state]:
+            raise ExportError(f"{rec.path}: state channels {[c.name for c in state]} differ from "
+                              f"{[c.name for c in self.state]}")
         if sizes != self.sizes:
             raise ExportError(f"{rec.path}: camera sizes {sizes} differ from {self.sizes}")
         spans: dict[int, list[int]] = {}  # generation -> [frames, first, last]
-        its = [frame_times(rec.path, c) for c in self.cameras]
+        its = [frame_times(rec.path, c) for c in self.cameras] or [stream_times(rec.path, state[0].stream)]
         for times in zip(*its, strict=False):
             if len(set(times)) != 1:
                 cam = self.cameras[[t == times[0] for t in times].index(False)]
@@ -174,13 +173,20 @@ class Plan:
         return sum(n for s in self.sources for _, n in s.episodes)
 
 
-def _state(path: str, channels: dict[str, Channel]) -> tuple[Channel, Channel | None]:
+def state_channels(path: str, channels: dict[str, Channel]) -> tuple[Channel, ...]:
+    """``observation.state``'s channels (rule 4 of ``to_lerobot``): the joint position (then
+    velocity); without joints, a Gymnasium recording's numeric ``observation`` channels
+    (not its image-like uint8 arrays, which stay out of the state vector)."""
     pos = [c for c in channels.values() if c.name.endswith(POSITION_SUFFIX)]
-    if not pos:
-        raise ExportError(f"{path}: no numeric channel ending in {POSITION_SUFFIX!r} "
-                          f"(has: {', '.join(channels) or 'none'})")
-    vel = channels.get(pos[0].name[: -len(POSITION_SUFFIX)] + VELOCITY_SUFFIX)
-    return pos[0], vel
+    if pos:
+        vel = channels.get(pos[0].name[: -len(POSITION_SUFFIX)] + VELOCITY_SUFFIX)
+        return (pos[0], *((vel,) if vel is not None else ()))
+    observed = tuple(c for c in channels.values() if c.name.split(".")[0] == "observation"
+                     and not (c.dtype.endswith("u1") and len(c.shape) >= 2))
+    if not observed:
+        raise ExportError(f"{path}: no numeric channel ending in {POSITION_SUFFIX!r} and no Gymnasium "
+                          f"'observation' channel (has: {', '.join(channels) or 'none'})")
+    return observed
 
 
 @attrs.frozen(eq=False)
@@ -197,21 +203,24 @@ def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     """The frames of one source in order, with state, action and calibration sampled at each."""
     frames = {c: decoded_frames(path, c) for c in plan.cameras}
     cals = {c: calibration_samples(path, c, need_k=False) for c in plan.cameras}  # NaN when uncalibrated
-    state_chs = [plan.position] + ([plan.velocity] if plan.velocity else [])
+    state_chs = plan.state
     streams = {ch.stream for ch in state_chs}
     holds = {s: Hold((t.generation, t.time_ns, t.values) for t in numeric_ticks(path, s)) for s in streams}
     acts = plan.actions.get(path)
     action = Hold(action_samples(acts)) if plan.action_names and acts is not None else None
-    for items in zip(*frames.values(), *cals.values(), strict=False):
+    clock: Iterator[tuple[Any, ...]] = (
+        zip(*frames.values(), *cals.values(), strict=False) if plan.cameras
+        else (((t.time_ns, t.generation, None),) for t in numeric_ticks(path, plan.state[0].stream)))
+    for items in clock:
         images = items[:len(plan.cameras)]
-        t, g, _ = images[0]
+        t, g, _ = items[0]
         values: dict[str, Array] = {}
         state = []
         for ch in state_chs:
             got = holds[ch.stream].at(g, t)
             if got is None:
                 raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
-            state.append(got[ch.name])
+            state.append(np.reshape(got[ch.name], -1))
         values["observation.state"] = np.concatenate(state).astype(np.float32)
         if plan.action_names:
             a = action.at(g, t) if action is not None else None

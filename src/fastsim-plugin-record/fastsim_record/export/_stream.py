@@ -53,6 +53,7 @@ __all__ = [
     "numeric_channels",
     "numeric_ticks",
     "png_bytes",
+    "stream_times",
 ]
 
 Array = npt.NDArray[Any]
@@ -129,8 +130,13 @@ def _data_counts(path: str, streams: list[str]) -> list[int]:
 
 def frame_times(path: str, camera: str) -> Iterator[tuple[int, int]]:
     """``(time_ns, generation)`` of a camera's frames (no payload is read)."""
+    return stream_times(path, names.rgb_stream(camera))
+
+
+def stream_times(path: str, stream: str) -> Iterator[tuple[int, int]]:
+    """``(time_ns, generation)`` of a stream's DATA records (no payload is read)."""
     with FsrReader(path) as reader:
-        for r in reader.records(names.rgb_stream(camera)):
+        for r in reader.records(stream):
             if r.kind is RecordKind.DATA:
                 yield r.sim_time_ns, r.generation
 

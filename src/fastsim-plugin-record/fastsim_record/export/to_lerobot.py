@@ -10,7 +10,9 @@ Rules:
     | 1 | ``fps`` is the camera tick rate, ``(n - 1) / (t_last - t_first)`` over an        |
     |   | episode's frames; it must be an integer (within 1e-3) and the same for every    |
     |   | camera and episode, and every camera of an episode must have the same frame     |
-    |   | times; otherwise the export is refused with one line                            |
+    |   | times; otherwise the export is refused with one line.  A recording without      |
+    |   | camera (numeric only) has no video: its frames are the ticks of its state's     |
+    |   | stream, and ``fps`` their rate                                                  |
     | 2 | frame ``i`` of an episode is the ``i``-th frame of every camera; its            |
     |   | ``timestamp`` is exactly ``i / fps`` (episode-relative); video pts are the       |
     |   | dataset-wide frame counter with time base ``1/fps``, so ``from_timestamp +       |
@@ -18,7 +20,9 @@ Rules:
     | 3 | a numeric value at a frame is the latest sample at or before the frame's time   |
     |   | in the same generation (zero-order hold); before the first sample, the first    |
     | 4 | ``observation.state`` = joint position then joint velocity (float32, ``names``  |
-    |   | per element: the channels' element names, as LeRobot's own datasets have);      |
+    |   | per element: the channels' element names, as LeRobot's own datasets have); a    |
+    |   | Gymnasium recording without joints: its numeric ``observation`` channels in      |
+    |   | order (``observation.agent_pos``, ...; not uint8 arrays of 2+ dimensions);      |
     |   | ``action`` (float32, named) = the recorded commands: ``Recording.actions()``,   |
     |   | the command chosen after each observation tick (the control audit of a scripted |
     |   | or ``FastSimRun-v0`` Run; a Gymnasium recording's ``action`` channel); a frame  |

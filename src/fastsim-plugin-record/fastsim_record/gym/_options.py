@@ -123,9 +123,20 @@ def _version(package: str) -> str | None:
 def _spec(spec: Any) -> dict[str, object] | None:
     if spec is None:
         return None
-    return {"id": getattr(spec, "id", None), "kwargs": dict(getattr(spec, "kwargs", {}) or {}),
+    return {"id": getattr(spec, "id", None), "kwargs": _plain(dict(getattr(spec, "kwargs", {}) or {})),
             "max_episode_steps": getattr(spec, "max_episode_steps", None),
             "entry_point": str(getattr(spec, "entry_point", ""))}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data of its own type: NumPy scalars and arrays as numbers and lists (never their text)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # a NumPy array or scalar
+        return _plain(value.tolist())
+    return value
 
 
 def _wrappers(env: Any) -> list[str]:
@@ -150,7 +161,7 @@ def describe(env: Any, *, sub_env: Any = None) -> dict[str, object]:
     return {
         "source": "gymnasium",
         "spec": _spec(getattr(inner, "spec", None) or getattr(env, "spec", None)),
-        "wrappers": _wrappers(env) + (["sub-env: " + " > ".join(_wrappers(sub_env))] if sub_env is not None else []),
+        "wrappers": _wrappers(env) + (["sub-env: " + " > ".join(_wrappers(sub_env))] if sub_env not in (None, env) else []),
         "versions": versions,
         "observation_space": repr(spaces[0]),
         "action_space": repr(spaces[1]),

@@ -53,9 +53,12 @@ def read_episode(path: str | Path) -> GymEpisode:
     with open_recording(path) as rec:
         series = rec.numeric_all()
         names = [n for n in series if n.split(".")[0] == "observation"]
-        # T + 1 ticks: an observation channel's clock, else (all pixels: cameras) the first camera's frames
+        # T + 1 ticks: an observation channel's clock, else (all pixels: cameras) the first camera's
+        # frames, else (an empty observation space) the steps' clock: T ticks
+        cameras = rec.cameras()
         time_ns = (np.asarray(series[names[0]].time_ns) if names else
-                   np.array([f.time_ns for f in rec.frames(rec.cameras()[0])], np.int64))
+                   np.array([f.time_ns for f in rec.frames(cameras[0])], np.int64) if cameras else
+                   np.asarray(series["reward"].time_ns))
         events = {e.data.get("event"): e.data.get("data", {}) for e in rec.events()}
         description = dict(rec.info.attributes.get("scene", {}).get("backend", {}) or {})
     end = dict(events.get("gym.episode_end") or {})

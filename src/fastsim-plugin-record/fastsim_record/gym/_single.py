@@ -19,7 +19,9 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import threading
 import warnings
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._host import GymWrapError, gym_host
 from fastsim_record.gym._options import check_directory, describe, host_options
 
-__all__ = ["RecordEpisodes", "draw_seed", "env_call", "env_step", "open_recording", "warn_uncommitted"]
+__all__ = ["EXIT_REASON", "RecordEpisodes", "commit_at_exit", "draw_seed", "env_call", "env_step", "open_recording", "warn_uncommitted"]
 
 
 def warn_uncommitted(files: list[Any]) -> None:
@@ -44,6 +46,28 @@ def warn_uncommitted(files: list[Any]) -> None:
 _SEEDS = random.Random(secrets.randbits(128))  # one system draw per process, not one syscall per reset
 # a forked child draws its own seeds: processes forked from one parent never repeat each other's episodes
 os.register_at_fork(after_in_child=lambda: _SEEDS.seed(secrets.randbits(128)))
+
+
+# threading's exit hooks run before the interpreter joins its threads, newest first: before
+# concurrent.futures' own (registered when the commit threads' module was imported), so the
+# commit threads still take work; an ``atexit`` hook would run after they refuse it.
+_register_atexit: Callable[[Callable[[], None]], None] = getattr(threading, "_register_atexit")  # noqa: B009
+
+EXIT_REASON = "truncated: the interpreter exited before close()"
+
+
+def commit_at_exit(wrapper: Any) -> None:
+    """When the interpreter exits before ``wrapper.close()`` (Ctrl-C, an exception, a forgotten
+    ``close()``), its open episodes are committed as ``close()`` commits them (``EXIT_REASON``),
+    not left ``.incomplete``; the env itself is left to its own exit."""
+    ref = weakref.ref(wrapper)
+
+    def hook() -> None:
+        alive = ref()
+        if alive is not None:
+            alive.close_recording(EXIT_REASON)
+
+    _register_atexit(hook)
 
 
 def draw_seed() -> int:
@@ -112,6 +136,8 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         self._frame: Any = None
         self._step_frame = self._capture if self._recording.wants_render(0) else None  # fixed: asked once
         self.files: list[Any] = []
+        self._committed = False
+        commit_at_exit(self)
 
     def _capture(self) -> Any:
         if self._step_frame is None:
@@ -156,9 +182,14 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         """Row 4: the captured frame, else the env's own ``render()``."""
         return self._frame if self._frame is not None else self.env.render()
 
+    def close_recording(self, reason: str = "truncated: the env was closed") -> None:
+        """Commit every open episode (``reason``) and wait for every commit, once: ``files``."""
+        if not self._committed:
+            self._committed = True
+            self.files = self._recording.close(reason)
+            warn_uncommitted(self.files)
+
     def close(self) -> None:
         """Row 5."""
-        if self._recording is not None:
-            self.files = self._recording.close()
-            warn_uncommitted(self.files)
+        self.close_recording()
         super().close()

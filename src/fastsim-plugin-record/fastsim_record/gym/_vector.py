@@ -92,6 +92,8 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         self._info_keys: tuple[str, ...] = tuple(self._recording.options.info_keys)
         self._autoreset = np.zeros(self.n, dtype=bool)
         self.files: list[Any] = []
+        self._committed = False
+        single.commit_at_exit(self)
 
     def _frames(self) -> list[Any]:
         rec = self._recording
@@ -154,9 +156,14 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
             self._autoreset = np.logical_or(terminated, truncated)
         return observation, reward, terminated, truncated, info
 
+    def close_recording(self, reason: str = "truncated: the env was closed") -> None:
+        """Commit every open episode (``reason``) and wait for every commit, once: ``files``."""
+        if not self._committed:
+            self._committed = True
+            self.files = self._recording.close(reason)
+            single.warn_uncommitted(self.files)
+
     def close(self, **kwargs: Any) -> None:
         """Open episodes end as truncated; waits for every commit (``files``)."""
-        if self._recording is not None:
-            self.files = self._recording.close()
-            single.warn_uncommitted(self.files)
+        self.close_recording()
         super().close(**kwargs)
