@@ -93,8 +93,9 @@ def test_three_random_episodes_commit_three_files_holding_exactly_what_was_sent_
         np.testing.assert_array_equal(numeric["task.reward"][1:, 0], np.array(rewards))
         (result,) = results
         assert result["success"] is False
-        assert result["steps"] == len(observations)
-        assert result["return"] == pytest.approx(float(numeric["task.reward"].sum()))
+        assert result["steps"] == len(rewards) == len(observations) - 1  # the reset's tick is not a step
+        assert result["return"] == pytest.approx(float(np.sum(rewards)))
+        assert result["return"] == pytest.approx(float(numeric["task.reward"][1:].sum()))
         with fr.open(path) as rec:
             assert rec.info.completion == "normal"
 

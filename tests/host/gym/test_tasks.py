@@ -62,8 +62,8 @@ def test_a_scripted_pick_records_its_reward_and_succeeds(tmp_path: Path) -> None
         task = rec.info.attributes["task"]
     assert outcome["success"] is True
     assert outcome["task"] == "pick"
-    assert outcome["steps"] == 60
-    assert outcome["return"] == pytest.approx(float(reward.sum()))
+    assert outcome["steps"] == 59  # 60 ticks; the first is the reset's, not a step
+    assert outcome["return"] == pytest.approx(float(reward[1:].sum()))
     assert all(d["command"] == "set_joint_targets" and d["command_id"].startswith("pick-") for d in issued)
     assert task["kind"] == "pick"
     assert task["object"] == "cube"
@@ -112,16 +112,16 @@ def test_the_example_policies_succeed_and_fail_and_fsr_index_shows_both(
 
 
 def test_fsr_info_json_carries_success_and_return(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """fsr info --json: task, success, steps, and the return equal to the sum of task.reward."""
+    """fsr info --json: task, success, steps, and the return: the sum of task.reward after the reset tick."""
     result = run_session(prepare_run(REACH, duration_s=0.5), tmp_path)
     (path,) = result.outcome.committed
     assert main(["info", "--json", str(path)]) == 0
     task = json.loads(capsys.readouterr().out)["task"]
     with fr.open(path) as rec:
-        total = float(np.sum(rec.numeric("task.reward").values))
+        total = float(np.sum(rec.numeric("task.reward").values[1:]))  # the reset's tick is not a step
     assert task["task"] == "reach"
     assert task["success"] is False
-    assert task["steps"] == 15
+    assert task["steps"] == 14
     assert task["return"] == pytest.approx(total)
 
 
@@ -135,7 +135,7 @@ def test_reach_succeeds_only_after_holding_and_its_reward_is_dense() -> None:
     inside = [tracker.update(np.array([0.01, 0.0, 0.0])) and tracker.success for _ in range(3)]
     assert inside == [False, False, True]
     assert tracker.result()["success"] is True
-    assert tracker.result()["steps"] == 5
+    assert tracker.result()["steps"] == 4  # the first update scores the reset's tick: not a step
     tracker.update(np.array([0.5, 0.0, 0.0]))
     assert tracker.success is False
     assert tracker.result()["success"] is True  # sticky over the episode

@@ -21,7 +21,11 @@ The scene declares the task's numeric channels (entity ``task``): ``task.reward`
 tick's reward), ``task.end_effector`` (m) and ``task.target`` (reach) or
 ``task.object_position`` (pick), so Record writes the reward of every tick beside the
 joint state.  ``TaskTracker.result()`` is the episode's result (success, return, steps),
-recorded as a ``task.result`` event when the episode ends; ``TaskSpec.to_json()`` is the
+recorded as a ``task.result`` event when the episode ends.  The return and the steps are
+Gymnasium's: the first tick of each generation (the reset's observation, which no action
+led to) is scored and recorded in ``task.reward``, but it is not a step, so its reward is
+not part of the return; a ``FastSimRun-v0`` episode's return is the sum of the rewards
+its ``step()`` calls returned; ``TaskSpec.to_json()`` is the
 task spec in the run metadata.  ``success`` is sticky over an episode: a Run whose script
 resets (a new generation) keeps it once any generation succeeded.
 """
@@ -114,6 +118,7 @@ class TaskTracker:
     total: float = 0.0
     steps: int = 0
     _held: int = 0
+    _start: bool = True  # the next update scores a generation's first tick (not a step)
     #: this tick's values: reward, end effector (3), target or object (3)
     values: F64 = attrs.field(factory=lambda: np.zeros(7))
 
@@ -139,6 +144,7 @@ class TaskTracker:
         self._held = 0
         self.success = self.failure = False
         self.reward = 0.0
+        self._start = True
 
     def _hold(self, condition: bool) -> bool:
         self._held = self._held + 1 if condition else 0
@@ -163,8 +169,11 @@ class TaskTracker:
             shown = obj
         self.reward = reward
         self.succeeded = self.succeeded or self.success
-        self.total += reward
-        self.steps += 1
+        if self._start:  # the reset's tick: recorded, not a step of the return
+            self._start = False
+        else:
+            self.total += reward
+            self.steps += 1
         values = np.empty(7)
         values[0] = reward
         values[1:4] = end_effector

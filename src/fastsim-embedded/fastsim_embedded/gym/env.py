@@ -43,8 +43,8 @@ fields gets ``-{episode:05d}``) and ``-env<k>`` before the extension, ``k`` the 
 index, so sub-envs and processes never collide (``env_slot``).  ``info`` carries
 ``tick``, ``seed``, ``control`` (each command's ``command_id``, ``accepted``,
 ``detail``), ``refused`` (the ids of refused commands), the task's ``success``,
-``failure`` and ``return`` (the episode's return as Record writes it: the sum of
-``task.reward`` over every recorded tick, the reset tick's included), and ``committed``
+``failure`` and ``return`` (the episode's return as Record writes it: the sum of the
+rewards ``step()`` returned; the reset tick's ``task.reward`` row is not a step), and ``committed``
 (paths) once the episode has ended.
 
 An exception inside the scene or a publisher during ``step`` fails the episode (nothing
