@@ -205,6 +205,29 @@ def test_a_numeric_only_recording_exports_to_lerobot_at_its_tick_rate(tmp_path: 
     np.testing.assert_array_equal([r["action"] for r in rows], np.array(actions, np.float32))
 
 
+def test_a_dict_action_space_is_the_recordings_actions_and_its_lerobot_action(tmp_path: Path) -> None:
+    """A Dict action space: actions() joins its leaves in space order, and the LeRobot export carries them as action."""
+    action_space = spaces.Dict({"arm": spaces.Box(-1, 1, (2,), np.float32), "grip": spaces.Discrete(2)})
+    env = RecordEpisodes(SpaceEnv(spaces.Box(-1, 1, (3,), np.float32), action_space), tmp_path / "eps")
+    env.action_space.seed(3)
+    env.reset(seed=1)
+    sent, truncated = [], False
+    while not truncated:  # SpaceEnv truncates after 6 steps: the episode commits normal
+        action = env.action_space.sample()
+        sent.append([*action["arm"].tolist(), float(action["grip"])])
+        truncated = env.step(action)[3]
+    env.close()
+    (path,) = sorted((tmp_path / "eps").glob("*.fsr"))
+    with fr.open(path) as rec:
+        actions = rec.actions()
+    assert actions.names == ("action.arm[0]", "action.arm[1]", "action.grip")
+    np.testing.assert_array_equal(actions.values[:6], np.array(sent, np.float32).astype(np.float64))
+    assert main(["export", str(tmp_path / "eps"), "--to", "lerobot", "-o", str(tmp_path / "lr")]) == 0
+    rows = pq.read_table(tmp_path / "lr" / "data" / "chunk-000" / "file-000.parquet").to_pylist()
+    np.testing.assert_array_equal([r["action"] for r in rows][:6], np.array(sent, np.float32))
+
+
+
 @pytest.mark.parametrize("mode", ["single", "vector"])
 def test_ctrl_c_without_close_commits_the_open_episodes(tmp_path: Path, mode: str) -> None:
     """A real process ended by SIGINT before close(): every open episode is committed (stopped), none left .incomplete."""

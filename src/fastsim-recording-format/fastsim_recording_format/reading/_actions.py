@@ -12,8 +12,10 @@ Gymnasium's convention).  Where that action is in a file depends on who stepped:
     | 2 | a stream with per-step channels | the first command in ``[t_k, t_k+1)``: tick k     |
     |   | (a Gymnasium recording)         | holds observation k and the step taken from it    |
     | 3 | a Gymnasium recording with a    | that channel (rule 2's timing; per-step, so the   |
-    |   | per-step ``action`` channel     | last tick of each generation has none); the       |
-    |   |                                 | default there, whatever the audit holds           |
+    |   | per-step ``action`` channel, or | last tick of each generation has none); the       |
+    |   | ``action.<path>`` channels (a   | default there, whatever the audit holds.  Dict    |
+    |   | Dict or Tuple action space)     | and Tuple leaves are joined in the order the file |
+    |   |                                 | declares them (the space's), each cast to float64 |
 
 A command is an action when its arguments hold one numeric value or vector (``targets``
 of ``set_joint_targets``).  Which command (``<target>.<command>``): ``command=``, else the
@@ -199,8 +201,8 @@ def actions_of(scope: Scope, attributes: Mapping[str, Any], command: str | None 
     f = scope.file()
     if clock is not None and clock not in f.channels:
         raise UnknownName(f"unknown numeric channel {clock!r} (the clock of actions()) in {scope.where()}")
-    gym = f.channels.get(GYM_ACTION)
-    if command is None and gym is not None and gym[2].per_step and (clock is None or f.channels[clock][0] == gym[0]):
+    gym = _gym_action_channels(f.channels)
+    if command is None and gym and (clock is None or f.channels[clock][0] == f.channels[gym[0]][0]):
         return _channel_actions(scope, gym)
     if not f.channels:
         raise UnknownName(f"{scope.where()} has no numeric channel: actions() aligns with observation ticks")
@@ -221,14 +223,34 @@ def actions_of(scope: Scope, attributes: Mapping[str, Any], command: str | None 
                    names, units, issued, accepted)
 
 
-def _channel_actions(scope: Scope, found: Any) -> Actions:
-    """Rule 3: a Gymnasium recording's per-step ``action`` channel on every tick of its stream."""
-    spec, _, ch = found
-    ticks = scope.data_rows(spec)
-    series = Numeric(scope).series(GYM_ACTION)
+def _gym_action_channels(channels: Mapping[str, Any]) -> list[str]:
+    """Rule 3's channels: the per-step ``action`` channel, else the per-step
+    ``action.<path>`` leaves of one stream in declaration order (none: ``[]``)."""
+    whole = channels.get(GYM_ACTION)
+    if whole is not None:
+        return [GYM_ACTION] if whole[2].per_step else []
+    leaves = [name for name, (_, _, ch) in channels.items() if name.startswith(GYM_ACTION + ".") and ch.per_step]
+    if not leaves or len({channels[name][0].stream_id for name in leaves}) != 1:
+        return []
+    return leaves
+
+
+def _channel_actions(scope: Scope, names: list[str]) -> Actions:
+    """Rule 3: a Gymnasium recording's per-step action channel(s) on every tick of their stream."""
+    f = scope.file()
+    ticks = scope.data_rows(f.channels[names[0]][0])
     keep = step_ticks(ticks["generation"])
-    width = int(np.prod(ch.shape))
+    numeric = Numeric(scope)
+    parts: list[Array] = []
+    labels: list[str] = []
+    units: list[str] = []
+    for name in names:
+        series = numeric.series(name)
+        parts.append(np.asarray(series.values, np.float64).reshape(len(series), -1))
+        labels.extend(series.names)
+        units.extend(series.units)
+    width = sum(part.shape[1] for part in parts)
     values = np.full((len(ticks), width), np.nan)
-    values[keep] = np.asarray(series.values, np.float64).reshape(len(series), width)
+    values[keep] = np.concatenate(parts, axis=1) if parts else np.empty((int(keep.sum()), 0))
     return Actions(GYM_ACTION, np.asarray(ticks["time_ns"], np.int64), np.asarray(ticks["generation"], np.int64),
-                   values, tuple(series.names), tuple(series.units), keep, keep.copy())
+                   values, tuple(labels), tuple(units), keep, keep.copy())
