@@ -202,6 +202,6 @@ def _accumulate(
     for name, _ in _SUMMARY:
         rows[name] = facts[name]
     acc = Accumulator(stream_ids)
-    acc.absorb(rows.tolist(), proj, kinds, payload, last)
+    acc.absorb([tuple(row) for row in rows.tolist()], proj, kinds, payload, last)
     return acc
 

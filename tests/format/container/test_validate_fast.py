@@ -8,7 +8,9 @@ import io
 import pytest
 
 from fastsim_recording_format import FormatError, RecordIn, validate
+from fastsim_recording_format._batch import Accumulator
 from fastsim_recording_format._batch_header import CRC_AT
+from fastsim_recording_format._file_rules import check_file
 from fastsim_recording_format._json import decode_record_metadata
 from fastsim_recording_format._layout import BATCH_HEADER, RECORD_DTYPE, crc, pad8
 from fastsim_recording_format._sections import read_head, read_tail
@@ -25,7 +27,7 @@ def _many_batches() -> bytes:
     """Twelve batches of interleaved streams, with metadata on some records."""
     batches, g = [], 0
     seq = {1: 0, 7: 0, 9: 0}
-    for b in range(12):
+    for _ in range(12):
         batch = []
         for k in range(9):
             sid = (1, 7, 9)[k % 3]
@@ -37,12 +39,10 @@ def _many_batches() -> bytes:
     return write_bytes(STREAMS, batches, "structural")
 
 
-def _both(data: bytes) -> tuple[object, object]:
+def _both(data: bytes) -> tuple[Accumulator | None, Accumulator]:
     src = open_source(io.BytesIO(data))
     head = read_head(src)
     tail = read_tail(src, head)
-    from fastsim_recording_format._file_rules import check_file
-
     return check_file(src, head, tail, decode_record_metadata), _check_batches(src, head, tail, "structural")
 
 
@@ -51,22 +51,21 @@ def test_fast_path_builds_the_same_totals(data: bytes) -> None:
     """A sound file is accepted at once, with the totals batch-by-batch checking builds."""
     fast, slow = _both(data)
     assert fast is not None
-    assert fast.projection_array().tobytes() == slow.projection_array().tobytes()  # type: ignore[attr-defined]
-    assert fast.footer_totals() == slow.footer_totals()  # type: ignore[attr-defined]
-    assert fast.index_rows == slow.index_rows and fast.state == slow.state  # type: ignore[attr-defined]
+    assert fast.projection_array().tobytes() == slow.projection_array().tobytes()
+    assert fast.footer_totals() == slow.footer_totals()
+    assert fast.index_rows == slow.index_rows
+    assert fast.state == slow.state
 
 
 def _verdict(data: bytes, fast: bool) -> tuple[int, str] | None:
     """``validate``'s verdict, with the fast path or (``fast=False``) batch by batch only."""
-    saved = fsr_validate.check_file
-    if not fast:
-        fsr_validate.check_file = lambda *_: None  # type: ignore[assignment]
-    try:
-        validate(io.BytesIO(data))  # type: ignore[arg-type]
-    except FormatError as exc:
-        return exc.offset, str(exc)
-    finally:
-        fsr_validate.check_file = saved
+    with pytest.MonkeyPatch.context() as patch:
+        if not fast:
+            patch.setattr(fsr_validate, "check_file", lambda *_: None)
+        try:
+            validate(io.BytesIO(data))
+        except FormatError as exc:
+            return exc.offset, str(exc)
     return None
 
 
@@ -114,4 +113,5 @@ def test_damaged_metadata_gets_the_batch_by_batch_verdict() -> None:
     blob = next(s for s, _, name in regions(data) if name == "record metadata")
     damaged = _resealed(data, blob + 1, ord(" "))
     expected = _verdict(damaged, fast=False)
-    assert expected is not None and _verdict(damaged, fast=True) == expected
+    assert expected is not None
+    assert _verdict(damaged, fast=True) == expected
