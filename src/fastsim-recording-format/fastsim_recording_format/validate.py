@@ -181,7 +181,7 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
     tail = read_tail(src, head)
     # every batch at once (``_file_rules``); a file it does not accept, or whose payloads
     # are checked too, goes batch by batch, which names the first defect
-    fast = check_file(src, head, tail, decode_record_metadata) if integrity in ("structural", "fast") else None
+    fast = check_file(src, head, tail) if integrity in ("structural", "fast") else None
     acc = _check_batches(src, head, tail, integrity) if fast is None else fast
     proj_at = tail.index_offset + 64 * len(tail.index)
     derived = acc.projection_array()

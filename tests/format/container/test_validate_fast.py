@@ -11,7 +11,6 @@ from fastsim_recording_format import FormatError, RecordIn, validate
 from fastsim_recording_format._batch import Accumulator
 from fastsim_recording_format._batch_header import CRC_AT
 from fastsim_recording_format._file_rules import check_file
-from fastsim_recording_format._json import decode_record_metadata
 from fastsim_recording_format._layout import BATCH_HEADER, RECORD_DTYPE, crc, pad8
 from fastsim_recording_format._sections import read_head, read_tail
 from fastsim_recording_format._source import open_source
@@ -43,7 +42,7 @@ def _both(data: bytes) -> tuple[Accumulator | None, Accumulator]:
     src = open_source(io.BytesIO(data))
     head = read_head(src)
     tail = read_tail(src, head)
-    return check_file(src, head, tail, decode_record_metadata), _check_batches(src, head, tail, "structural")
+    return check_file(src, head, tail), _check_batches(src, head, tail, "structural")
 
 
 @pytest.mark.parametrize("data", [small_file("structural"), small_file("strong"), _many_batches()])
