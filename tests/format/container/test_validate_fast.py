@@ -11,6 +11,7 @@ from fastsim_recording_format import FormatError, RecordIn, validate
 from fastsim_recording_format._batch import Accumulator
 from fastsim_recording_format._batch_header import CRC_AT
 from fastsim_recording_format._file_rules import check_file
+from fastsim_recording_format._json import canonical_record_metadata, decode_record_metadata
 from fastsim_recording_format._layout import BATCH_HEADER, RECORD_DTYPE, crc, pad8
 from fastsim_recording_format._sections import read_head, read_tail
 from fastsim_recording_format._source import open_source
@@ -114,3 +115,22 @@ def test_damaged_metadata_gets_the_batch_by_batch_verdict() -> None:
     expected = _verdict(damaged, fast=False)
     assert expected is not None
     assert _verdict(damaged, fast=True) == expected
+
+
+def _one_by_one(parts: list[bytes]) -> bool:
+    try:
+        for part in parts:
+            decode_record_metadata(part, 0)
+    except FormatError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("parts", [
+    [b'{"a":1}', b'{"b":[1,2.5,"\xc3\xa9"]}'], [b'{"a":1},{', b'"b":2}'], [b'{"a":"},{"}', b'{"b":2}'],
+    [b"{}"], [b'{"b":1,"a":2}'], [b"[1]"], [b'{"a":NaN}'], [b'{"a": 1}'], [b'{"a":1}', b""], [],
+    [b'{"a":1.0}', b'{"a":1e5}'], [b'{"a":1}{"b":2}'],
+])
+def test_metadata_checked_at_once_as_one_by_one(parts: list[bytes]) -> None:
+    """One ``json.loads`` of all record metadata accepts exactly what decoding each part accepts."""
+    assert canonical_record_metadata(parts) == _one_by_one(parts)
