@@ -14,7 +14,7 @@ Decision table: which check runs where
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import numpy as np
@@ -38,7 +38,10 @@ from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import RecordKind
 
-__all__ = ["Accumulator", "BatchFacts", "ParsedBatch", "analyse_table", "check_index_entry", "parse_batch"]
+__all__ = [
+    "Accumulator", "BatchFacts", "ParsedBatch", "RawBatch", "analyse_table", "check_index_entry", "parse_batch",
+    "read_batch",
+]
 
 
 def analyse_table(
@@ -83,10 +86,19 @@ class ParsedBatch:
     payload_crc32c: int | None = None  # when the batch carries FLAG_PAYLOAD_CRC32C
 
 
-def parse_batch(
-    src: Source, offset: int, ordinal: int, limit: int, stream_ids: Array, flags_expected: int
-) -> ParsedBatch:
-    """Read and check the batch at ``offset``; it must end at or before ``limit``.
+class RawBatch(NamedTuple):
+    """A batch whose header, lengths, CRCs and paddings were checked (``read_batch``); its
+    record table is not analysed yet."""
+
+    header: BatchHeader
+    body: bytes  # record table, metadata blob and its padding
+    length: int  # whole batch, padding included
+    meta_at: int  # file offset of the metadata blob
+    payload_at: int  # file offset of the payload area
+
+
+def read_batch(src: Source, offset: int, ordinal: int, limit: int, flags_expected: int) -> RawBatch:
+    """Read the batch at ``offset`` and run check 1 and the padding checks (no table rule).
 
     ``flags_expected`` is the file's batch flags (``Head.batch_flags``): the SHA-256 bit
     for strong files, the CRC-32C bit for files whose header sets the payload-CRC flag.
@@ -120,6 +132,21 @@ def parse_batch(
     meta_at = offset + _HDR + table_len
     if any(body[table_len + meta_len:]):
         raise FormatError(meta_at + meta_len, "non-zero padding after metadata")
+    pay_at = meta_at + pad8(meta_len)
+    tail = pad8(pay_len) - pay_len
+    if tail and any(src.read_at(pay_at + pay_len, tail, "payload padding")):
+        raise FormatError(pay_at + pay_len, "non-zero padding after payload")
+    return RawBatch(h, body, length, meta_at, pay_at)
+
+
+def parse_batch(
+    src: Source, offset: int, ordinal: int, limit: int, stream_ids: Array, flags_expected: int
+) -> ParsedBatch:
+    """Read and check the batch at ``offset``; it must end at or before ``limit``
+    (``read_batch``, then rule 2 and the header summary against the records)."""
+    h, body, length, meta_at, pay_at = read_batch(src, offset, ordinal, limit, flags_expected)
+    count, meta_len, pay_len = h.record_count, h.metadata_length, h.payload_length
+    table_len = _REC * count
     table = np.frombuffer(body, RECORD_DTYPE, count=count)
     facts = analyse_table(table, meta_len, pay_len, offset, ordinal, stream_ids)
     for field_offset, stored, derived, name in (
@@ -132,14 +159,10 @@ def parse_batch(
     ):
         if stored != derived:
             raise FormatError(offset + field_offset, f"batch header {name} disagrees with its records")
-    pay_at = meta_at + pad8(meta_len)
-    tail = pad8(pay_len) - pay_len
-    if tail and any(src.read_at(pay_at + pay_len, tail, "payload padding")):
-        raise FormatError(pay_at + pay_len, "non-zero padding after payload")
     return ParsedBatch(
-        offset, length, ordinal, flags, table, body[table_len:table_len + meta_len],
-        meta_at, pay_at, pay_len, sha, facts,
-        payload_crc if flags & FLAG_PAYLOAD_CRC32C else None,
+        offset, length, ordinal, h.flags, table, body[table_len:table_len + meta_len],
+        meta_at, pay_at, pay_len, h.payload_sha256, facts,
+        h.payload_crc32c if h.flags & FLAG_PAYLOAD_CRC32C else None,
     )
 
 
@@ -207,6 +230,25 @@ class Accumulator:
             return
         for row in table[facts.group_last.tolist()].tolist():
             self.state[row[_SID]] = (row[_LAST], row[_GEN], row[_TIME])
+
+    def absorb(
+        self, index_rows: list[tuple[int, ...]], projections: Array, kind_counts: Array, payload: Array,
+        last: dict[int, tuple[int, int, int]],
+    ) -> None:
+        """Accept many batches checked together (``_file_rules``), as ``add`` batch by batch
+        would: their index rows, projections in ``projection_array`` order, per-stream kind
+        counts and payload bytes, and each stream's last (sequence, generation, time)."""
+        if not index_rows:
+            return
+        self.index_rows.extend(index_rows)
+        self.projections.append(projections.tobytes())
+        self._projection_cache = None
+        self.kind_counts += kind_counts
+        self.payload += payload
+        if self.first_global is None:
+            self.first_global = index_rows[0][4]
+        self.last_global = index_rows[-1][5]
+        self.state.update(last)
 
     @property
     def batches(self) -> int:

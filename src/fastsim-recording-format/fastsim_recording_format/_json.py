@@ -8,7 +8,10 @@ from typing import Any
 from fastsim_recording_format._layout import MAX_JSON_ITEMS
 from fastsim_recording_format.errors import FormatError
 
-__all__ = ["check_json_items", "decode_canonical", "decode_object", "decode_record_metadata", "json_items"]
+__all__ = [
+    "canonical_record_metadata", "check_json_items", "decode_canonical", "decode_object", "decode_record_metadata",
+    "json_items",
+]
 
 
 #: ``encoding.canonical_json``'s encoder without its cycle check: a value ``json.loads``
@@ -56,3 +59,22 @@ def decode_record_metadata(data: bytes, offset: int) -> dict[str, Any]:
     if data == b"{}":
         raise FormatError(offset, "empty record metadata must be stored with length 0")
     return decode_object(data, offset, "record metadata")
+
+
+def canonical_record_metadata(parts: list[bytes]) -> bool:
+    """Whether ``decode_record_metadata`` accepts every one of ``parts``, decided with one
+    ``json.loads`` of them all (as one JSON array) and one encoding of each value; ``False``
+    also when unsure (too many items, nesting): then decode them one by one for the error."""
+    if not parts:
+        return True
+    if any(p == b"{}" or len(p) > MAX_JSON_ITEMS for p in parts):
+        return False
+    try:
+        values = json.loads(b"[" + b",".join(parts) + b"]")
+        encode = _RECHECK.encode
+        # each value re-encodes to exactly its own part: so each part alone decodes to it
+        return len(values) == len(parts) and all(
+            type(v) is dict and encode(v).encode("utf-8") == p for v, p in zip(values, parts, strict=True)
+        )
+    except (ValueError, RecursionError, TypeError):
+        return False

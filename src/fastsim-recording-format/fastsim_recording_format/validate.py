@@ -23,9 +23,10 @@ import attrs
 import crc32c as _crc32c
 
 from fastsim_recording_format._batch import Accumulator, ParsedBatch, check_index_entry, parse_batch
+from fastsim_recording_format._file_rules import check_file
 from fastsim_recording_format._json import decode_record_metadata
 from fastsim_recording_format._layout import canonical_json
-from fastsim_recording_format._sections import Head, read_head, read_tail
+from fastsim_recording_format._sections import Head, Tail, read_head, read_tail
 from fastsim_recording_format._source import Source, open_source
 from fastsim_recording_format.errors import (
     FormatError,
@@ -178,17 +179,10 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
             "runtime.output.payload_crc: true, or before they existed)", supported_profiles(head),
         )
     tail = read_tail(src, head)
-    acc = Accumulator(head.stream_ids)
-    seen: set[bytes] = set()
-    names = {s.stream_id: s.name for s in head.streams}
-    for ordinal, entry in enumerate(tail.index):
-        batch = parse_batch(src, int(entry["offset"]), ordinal, tail.index_offset, head.stream_ids, head.batch_flags)
-        check_index_entry(entry, batch, tail.index_offset + 64 * ordinal)
-        check_record_metadata(batch, seen)
-        acc.check(batch.table, batch.facts, batch.offset)
-        acc.add(batch.offset, batch.length, batch.flags, batch.table, batch.facts)
-        if integrity in ("crc", "strong"):
-            check_payloads(src, batch, crc=head.payload_crc, sha256=integrity == "strong", names=names)
+    # every batch at once (``_file_rules``); a file it does not accept, or whose payloads
+    # are checked too, goes batch by batch, which names the first defect
+    fast = check_file(src, head, tail) if integrity in ("structural", "fast") else None
+    acc = _check_batches(src, head, tail, integrity) if fast is None else fast
     proj_at = tail.index_offset + 64 * len(tail.index)
     derived = acc.projection_array()
     if derived.tobytes() != tail.projection_bytes:
@@ -209,3 +203,19 @@ def _validate(src: Source, integrity: str, policy_integrity: str) -> ValidationR
     return ValidationReceipt(
         integrity, src.size, policy_integrity, content, tail.footer_identity, head.run.completion_id
     )
+
+
+def _check_batches(src: Source, head: Head, tail: Tail, integrity: str) -> Accumulator:
+    """Every batch in order, one at a time: the first defect raises with its byte offset."""
+    acc = Accumulator(head.stream_ids)
+    seen: set[bytes] = set()
+    names = {s.stream_id: s.name for s in head.streams}
+    for ordinal, entry in enumerate(tail.index):
+        batch = parse_batch(src, int(entry["offset"]), ordinal, tail.index_offset, head.stream_ids, head.batch_flags)
+        check_index_entry(entry, batch, tail.index_offset + 64 * ordinal)
+        check_record_metadata(batch, seen)
+        acc.check(batch.table, batch.facts, batch.offset)
+        acc.add(batch.offset, batch.length, batch.flags, batch.table, batch.facts)
+        if integrity in ("crc", "strong"):
+            check_payloads(src, batch, crc=head.payload_crc, sha256=integrity == "strong", names=names)
+    return acc

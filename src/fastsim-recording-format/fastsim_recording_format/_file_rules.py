@@ -1,0 +1,200 @@
+"""Every batch of a sealed file checked together: ``validate``'s fast path.
+
+``validate`` checks a file batch by batch (``parse_batch``, ``check_index_entry``,
+``check_record_metadata``, ``Accumulator.check``/``add``), which costs a few dozen numpy
+calls per batch.  :func:`check_file` runs the same checks over the records of all
+batches at once:
+
+    | # | batch-by-batch check                                  | here, over the file's records                |
+    |---|-------------------------------------------------------|----------------------------------------------|
+    | 1 | header, CRCs, paddings (``read_batch``)               | the same function, batch by batch            |
+    | 2 | rules 1-2 of ``_table_rules``                          | one mask over every record                   |
+    | 3 | rule 3, and the global sequence continues the last batch | one comparison of neighbouring records   |
+    | 4 | rule 4 (tiling), the header's area lengths             | one cumulative sum, less each batch's start  |
+    | 5 | rule 5, and each stream continues its last batch       | one stable sort by stream, neighbours compared |
+    | 6 | header summary, index entry                           | per-batch reductions (``reduceat``)           |
+    | 7 | record metadata is canonical JSON                     | one ``json.loads`` of them all                |
+
+Each row accepts exactly what its batch-by-batch check accepts (module arithmetic included:
+both sum lengths in uint64).  This is the fast path only: :func:`check_file` returns
+``None`` as soon as anything fails, and ``validate`` then checks the file again batch by
+batch, which raises the first failure with its own message and byte offset, exactly as
+before (the pattern of ``reading._scan``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastsim_recording_format._batch import Accumulator, RawBatch, read_batch
+from fastsim_recording_format._json import canonical_record_metadata
+from fastsim_recording_format._layout import (
+    INDEX_DTYPE,
+    MAX_RECORD_METADATA_BYTES,
+    PROJECTION_DTYPE,
+    RECORD_DTYPE,
+)
+from fastsim_recording_format._sections import Head, Tail
+from fastsim_recording_format._source import Source
+from fastsim_recording_format.encoding import Array
+from fastsim_recording_format.errors import FormatError
+from fastsim_recording_format.model import RecordKind
+
+__all__ = ["check_file"]
+
+_REC = RECORD_DTYPE.itemsize
+_GAP = int(RecordKind.GAP)
+_U64_MAX = np.uint64(2**64 - 1)
+_ONE = np.uint64(1)
+_EXACT = 1 << 53  # float64 sums of integers below this are exact (the payload totals)
+_SUMMARY = (  # index entry field, header field
+    ("first_global", "first_global"), ("last_global", "last_global"),
+    ("generation_min", "generation_min"), ("generation_max", "generation_max"),
+    ("sim_time_min", "sim_time_min"), ("sim_time_max", "sim_time_max"),
+)
+
+
+def check_file(src: Source, head: Head, tail: Tail) -> Accumulator | None:
+    """The file's accumulated totals if every batch passes every check of the module
+    table, else ``None`` (then check batch by batch for the error)."""
+    stream_ids = head.stream_ids
+    index = tail.index
+    if not len(index) or not len(stream_ids):
+        return None
+    try:
+        raws = [
+            read_batch(src, off, k, tail.index_offset, head.batch_flags)
+            for k, off in enumerate(index["offset"].tolist())
+        ]
+    except FormatError:
+        return None
+    counts = np.array([r.header.record_count for r in raws], np.int64)
+    # one join of the tables' bytes (a concatenation of structured arrays costs more)
+    table = np.frombuffer(
+        b"".join([memoryview(r.body)[:_REC * r.header.record_count] for r in raws]), RECORD_DTYPE
+    )
+    firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    lasts = firsts + counts - 1
+    facts = _record_rules(table, raws, counts, firsts, lasts, stream_ids)
+    if facts is None or not _matches_index(index, raws, counts, facts):
+        return None
+    held = np.flatnonzero(table["metadata_length"])
+    blob_of = np.searchsorted(lasts, held)  # each such record's batch
+    starts = (_REC * counts)[blob_of] + table["metadata_offset"][held].astype(np.int64)  # tiled: fits
+    parts = [
+        raws[b].body[start:start + length]
+        for b, start, length in zip(
+            blob_of.tolist(), starts.tolist(), table["metadata_length"][held].tolist(), strict=True
+        )
+    ]
+    if not canonical_record_metadata(parts):
+        return None
+    return _accumulate(table, raws, counts, index["offset"], stream_ids, facts)
+
+
+def _record_rules(
+    table: Array, raws: list[RawBatch], counts: Array, firsts: Array, lasts: Array, stream_ids: Array
+) -> dict[str, Array] | None:
+    """Rows 2-6 of the module table over every record; each batch's summary, or ``None``."""
+    kind, sid = table["kind"], table["stream_id"]
+    g, gl = table["global_sequence"], table["global_last"]
+    s, sl = table["stream_sequence"], table["stream_last"]
+    plen, ml = table["payload_length"], table["metadata_length"].astype(np.uint64)
+    gap = kind == _GAP
+    pos = np.searchsorted(stream_ids, sid)
+    bad = (kind > 2) | (table["flags"] != 0) | (stream_ids[np.minimum(pos, len(stream_ids) - 1)] != sid)
+    bad |= np.where(gap, (gl < g) | (sl < s) | (plen != 0), (gl != g) | (sl != s))
+    bad |= ml > np.uint64(MAX_RECORD_METADATA_BYTES)
+    if np.count_nonzero(bad):
+        return None
+    if len(table) > 1 and np.count_nonzero((g[1:] != gl[:-1] + _ONE) | (gl[:-1] == _U64_MAX)):
+        return None
+    for lengths, offsets, field in (
+        (ml, table["metadata_offset"], "metadata_length"), (plen, table["payload_offset"], "payload_length"),
+    ):
+        totals = np.array([getattr(r.header, field) for r in raws], np.uint64)
+        if np.count_nonzero(lengths > np.repeat(totals, counts)):
+            return None
+        ends = np.cumsum(lengths, dtype=np.uint64)  # wraps like each batch's own sum: modulo 2**64
+        before = np.concatenate((np.zeros(1, np.uint64), ends[lasts[:-1]]))
+        within = ends - np.repeat(before, counts)
+        if np.count_nonzero(offsets != within - lengths) or np.count_nonzero(within[lasts] != totals):
+            return None
+    order = np.argsort(sid, kind="stable")
+    ss, so, slo = sid[order], s[order], sl[order]
+    geno, to = table["generation"][order], table["sim_time_ns"][order]
+    same = ss[1:] == ss[:-1]
+    if np.count_nonzero(same & ((so[1:] != slo[:-1] + _ONE) | (slo[:-1] == _U64_MAX))):
+        return None
+    back = (geno[1:] < geno[:-1]) | ((geno[1:] == geno[:-1]) & (to[1:] < to[:-1]))
+    if np.count_nonzero(same & back):
+        return None
+    gen, t = table["generation"], table["sim_time_ns"]
+    facts = {
+        "first_global": g[firsts], "last_global": gl[lasts],
+        "generation_min": np.minimum.reduceat(gen, firsts), "generation_max": np.maximum.reduceat(gen, firsts),
+        "sim_time_min": np.minimum.reduceat(t, firsts), "sim_time_max": np.maximum.reduceat(t, firsts),
+        "order": order, "same": same,
+    }
+    for name, field in _SUMMARY:
+        stored = np.array([getattr(r.header, field) for r in raws], facts[name].dtype)
+        if np.count_nonzero(stored != facts[name]):
+            return None
+    return facts
+
+
+def _matches_index(index: Array, raws: list[RawBatch], counts: Array, facts: dict[str, Array]) -> bool:
+    """Row 6: every index entry agrees with its batch (``check_index_entry``)."""
+    actual = {
+        "length": np.array([r.length for r in raws], np.int64), "record_count": counts,
+        "flags": np.array([r.header.flags for r in raws], np.int64),
+        **{name: facts[name] for name, _ in _SUMMARY},
+    }
+    return all(not np.count_nonzero(index[name] != values) for name, values in actual.items())
+
+
+def _accumulate(
+    table: Array, raws: list[RawBatch], counts: Array, offsets: Array, stream_ids: Array, facts: dict[str, Array]
+) -> Accumulator | None:
+    """The totals ``Accumulator.add`` would have built batch by batch (``None`` when a
+    payload total is too large to be summed exactly in float64, as ``add`` sums it)."""
+    plen = table["payload_length"]
+    if len(table) and int(plen.max()) * len(table) >= _EXACT:
+        return None
+    order, same = facts["order"], facts["same"]
+    batch = np.repeat(np.arange(len(raws), dtype=np.int64), counts)[order]
+    sid, gen = table["stream_id"][order], table["generation"][order]
+    s, sl, t = table["stream_sequence"][order], table["stream_last"][order], table["sim_time_ns"][order]
+    n = len(table)
+    cut = np.flatnonzero(~same | (batch[1:] != batch[:-1]) | (gen[1:] != gen[:-1])) + 1
+    starts = np.concatenate(([0], cut))
+    stops = np.concatenate((cut, [n]))
+    proj = np.empty(len(starts), PROJECTION_DTYPE)
+    proj["stream_id"] = sid[starts]
+    proj["generation"] = gen[starts]
+    proj["batch_ordinal"] = batch[starts]
+    proj["record_count"] = stops - starts
+    proj["first_stream_sequence"] = s[starts]
+    proj["last_stream_sequence"] = sl[stops - 1]
+    proj["sim_time_first"] = t[starts]
+    proj["sim_time_last"] = t[stops - 1]
+    streams = len(stream_ids)
+    dense = np.searchsorted(stream_ids, table["stream_id"]).astype(np.int64)
+    kinds = np.bincount(dense * 3 + table["kind"], minlength=3 * streams).reshape(streams, 3)
+    payload = np.bincount(dense, weights=plen.astype(np.float64), minlength=streams)
+    ends = np.concatenate((np.flatnonzero(~same), [n - 1]))
+    last = {
+        a: (b, c, d)
+        for a, b, c, d in zip(sid[ends].tolist(), sl[ends].tolist(), gen[ends].tolist(), t[ends].tolist(), strict=True)
+    }
+    rows = np.empty(len(raws), INDEX_DTYPE)
+    rows["offset"] = offsets
+    rows["length"] = [r.length for r in raws]
+    rows["record_count"] = counts
+    rows["flags"] = [r.header.flags for r in raws]
+    for name, _ in _SUMMARY:
+        rows[name] = facts[name]
+    acc = Accumulator(stream_ids)
+    acc.absorb([tuple(row) for row in rows.tolist()], proj, kinds, payload, last)
+    return acc
+
