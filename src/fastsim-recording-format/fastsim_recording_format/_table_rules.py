@@ -165,13 +165,10 @@ def _steps(n: int) -> Array:
     return steps[:n]
 
 
-def _clean(
-    table: Array, metadata_length: int, payload_length: int, stream_ids: Array, max_metadata: int
-) -> bool:
-    """Rules 1-4 at once: True when none is broken (then ``_explain`` has nothing to say)."""
-    n = len(table)
-    if not len(stream_ids):
-        return False
+def rows_clean(table: Array, stream_ids: Array, max_metadata: int) -> bool:
+    """Rules 1-3 over consecutive records (a batch's, or a whole file's): kinds, flags,
+    known streams, the shape of gaps, the metadata bound and the global sequence's chain.
+    True when none is broken; ``stream_ids`` sorted and not empty."""
     kind, sid = table["kind"], table["stream_id"]
     g, gl = table["global_sequence"], table["global_last"]
     s, sl = table["stream_sequence"], table["stream_last"]
@@ -183,8 +180,16 @@ def _clean(
     bad |= ml > np.uint64(max_metadata)
     if np.count_nonzero(bad):  # count_nonzero: ~5x cheaper than any() on a batch
         return False
-    if n > 1 and np.count_nonzero((g[1:] != gl[:-1] + _ONE) | (gl[:-1] == _U64_MAX)):
+    return not (len(table) > 1 and np.count_nonzero((g[1:] != gl[:-1] + _ONE) | (gl[:-1] == _U64_MAX)))
+
+
+def _clean(
+    table: Array, metadata_length: int, payload_length: int, stream_ids: Array, max_metadata: int
+) -> bool:
+    """Rules 1-4 at once: True when none is broken (then ``_explain`` has nothing to say)."""
+    if not len(stream_ids) or not rows_clean(table, stream_ids, max_metadata):
         return False
+    plen, ml = table["payload_length"], table["metadata_length"].astype(np.uint64)
     for lengths, offsets, total in (
         (ml, table["metadata_offset"], metadata_length), (plen, table["payload_offset"], payload_length),
     ):
