@@ -34,6 +34,7 @@ import collections
 import concurrent.futures
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
@@ -42,7 +43,7 @@ from fastsim_embedded.gymnasium_host.capture import Chunk, RowLayout
 from fastsim_embedded.session.plugins import one_line
 from fastsim_embedded.session.session import Session, SessionClosed, SessionResult
 
-__all__ = ["EpisodeWriter", "WriterPool"]
+__all__ = ["EpisodeWriter", "WriterPool", "run_here"]
 
 class WriterPool:
     """The opening threads and the ``writers`` open slots shared by every episode of a recording."""
@@ -266,3 +267,13 @@ class EpisodeWriter:
         finally:
             if self._slot:
                 self._pool.release()
+
+
+def run_here(call: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+    """``call(*args)`` on this thread, as a done future (where no pool thread can start)."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    try:
+        future.set_result(call(*args))
+    except Exception as exc:  # reported where the future is read, as a pool's failure
+        future.set_exception(exc)
+    return future

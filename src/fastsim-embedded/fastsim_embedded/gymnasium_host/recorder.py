@@ -1,10 +1,9 @@
 """Recording Gymnasium episodes on the embedded host: one ``Session`` per (sub-)env episode.
 
 ``fastsim_record.gym`` reaches this module through the ``fastsim.hosts`` entry point
-``gymnasium`` (``HOST``); the plugin never imports the host.  Each env episode is one Run
-of the embedded host with the ``gymnasium`` backend (``backends.gymnasium_env``),
-recorded by the Record plugin found through ``fastsim.plugins``: its lanes, worker,
-writer, transaction and validation, unchanged.
+``gymnasium`` (``HOST``); the plugin never imports the host.  Each env episode is one Run of
+the embedded host with the ``gymnasium`` backend (``backends.gymnasium_env``), recorded by
+the Record plugin (``fastsim.plugins``): its lanes, worker, writer, transaction, validation.
 
     | # | call (env thread)      | what the host does                                            |
     |---|------------------------|---------------------------------------------------------------|
@@ -20,9 +19,10 @@ writer, transaction and validation, unchanged.
     | 5 | ``close``              | end every open episode, wait for every commit                 |
 
 Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their
-commit, then ``step`` waits (``flow_waits`` counts it).  With the Record lanes' bounds, the
-bounded queued rows (``EpisodeWriter.hand``) and the open slots, memory grows neither with
-episode length nor with the number of sub-envs beyond one chunk each.
+commit, then ``step`` waits (``flow_waits`` counts it).  With the lanes' bounds, the bounded
+queued rows (``EpisodeWriter.hand``) and the open slots, memory grows neither with episode
+length nor with the number of sub-envs beyond one chunk each.  At interpreter exit (Python
+>= 3.12 starts no thread then) a commit runs on the calling thread.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from fastsim_embedded.backends.base import ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
 from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
 from fastsim_embedded.gymnasium_host.capture import RowLayout, step_type_error
-from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool
+from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool, run_here
 from fastsim_embedded.gymnasium_host.mujoco import (
     RenderSnapshots,
     StagedRenderSource,
@@ -328,7 +328,10 @@ class GymRecording:
             if not self._slots.acquire(blocking=False):  # at most 2 * writers episodes wait for their commit
                 self.flow_waits += 1
                 self._slots.acquire()
-            future = self._closers.submit(writer.finish, kind, reason, trailing)
+            try:
+                future = self._closers.submit(writer.finish, kind, reason, trailing)
+            except RuntimeError:  # at interpreter exit (module docstring): commit here
+                future = run_here(writer.finish, kind, reason, trailing)
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))
             self._collect(block=False)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import sys
 import threading
 import warnings
 import weakref
@@ -48,26 +49,48 @@ _SEEDS = random.Random(secrets.randbits(128))  # one system draw per process, no
 os.register_at_fork(after_in_child=lambda: _SEEDS.seed(secrets.randbits(128)))
 
 
-# threading's exit hooks run before the interpreter joins its threads, newest first: before
-# concurrent.futures' own (registered when the commit threads' module was imported), so the
-# commit threads still take work; an ``atexit`` hook would run after they refuse it.
+# Two exit paths, both before the interpreter stops starting threads (Python >= 3.12
+# refuses new threads once its shutdown has begun, and a commit may need one):
+# - an uncaught exception (Ctrl-C's KeyboardInterrupt included) reaches ``sys.excepthook``
+#   while the interpreter still runs: the hook commits first, then reports as before;
+# - a normal exit without ``close()`` runs threading's exit hooks before the interpreter
+#   joins its threads, newest first: before concurrent.futures' own, so the commit threads
+#   still take work (on 3.12 an episode not opened yet then cannot be: a warning says so).
 _register_atexit: Callable[[Callable[[], None]], None] = getattr(threading, "_register_atexit")  # noqa: B009
 
 EXIT_REASON = "truncated: the interpreter exited before close()"
+
+_OPEN: weakref.WeakSet[Any] = weakref.WeakSet()  # wrappers whose recording is not closed yet
+
+
+def _commit_open() -> None:
+    """Commit every wrapper's open episodes (``EXIT_REASON``), once each."""
+    for wrapper in list(_OPEN):
+        wrapper.close_recording(EXIT_REASON)
+
+
+def _chained(previous: Callable[..., Any]) -> Callable[..., Any]:
+    """``sys.excepthook`` that commits the open episodes, then calls ``previous``."""
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        try:
+            _commit_open()
+        finally:
+            previous(kind, value, tb)
+
+    excepthook.commits_open_episodes = True  # type: ignore[attr-defined]
+    return excepthook
+
+
+_register_atexit(_commit_open)
 
 
 def commit_at_exit(wrapper: Any) -> None:
     """When the interpreter exits before ``wrapper.close()`` (Ctrl-C, an exception, a forgotten
     ``close()``), its open episodes are committed as ``close()`` commits them (``EXIT_REASON``),
     not left ``.incomplete``; the env itself is left to its own exit."""
-    ref = weakref.ref(wrapper)
-
-    def hook() -> None:
-        alive = ref()
-        if alive is not None:
-            alive.close_recording(EXIT_REASON)
-
-    _register_atexit(hook)
+    _OPEN.add(wrapper)
+    if not getattr(sys.excepthook, "commits_open_episodes", False):  # installed once, chained
+        sys.excepthook = _chained(sys.excepthook)
 
 
 def draw_seed() -> int:
