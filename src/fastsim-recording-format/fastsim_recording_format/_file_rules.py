@@ -31,12 +31,11 @@ from fastsim_recording_format._json import canonical_record_metadata
 from fastsim_recording_format._layout import (
     INDEX_DTYPE,
     MAX_RECORD_METADATA_BYTES,
-    PROJECTION_DTYPE,
     RECORD_DTYPE,
 )
 from fastsim_recording_format._sections import Head, Tail
 from fastsim_recording_format._source import Source
-from fastsim_recording_format._table_rules import rows_clean
+from fastsim_recording_format._table_rules import projection_rows, rows_clean
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
 
@@ -170,15 +169,7 @@ def _accumulate(
     cut = np.flatnonzero(~same | (batch[1:] != batch[:-1]) | (gen[1:] != gen[:-1])) + 1
     starts = np.concatenate(([0], cut))
     stops = np.concatenate((cut, [n]))
-    proj = np.empty(len(starts), PROJECTION_DTYPE)
-    proj["stream_id"] = sid[starts]
-    proj["generation"] = gen[starts]
-    proj["batch_ordinal"] = batch[starts]
-    proj["record_count"] = stops - starts
-    proj["first_stream_sequence"] = s[starts]
-    proj["last_stream_sequence"] = sl[stops - 1]
-    proj["sim_time_first"] = t[starts]
-    proj["sim_time_last"] = t[stops - 1]
+    proj = projection_rows(sid, gen, s, sl, t, starts, stops, batch[starts])
     streams = len(stream_ids)
     dense = np.searchsorted(stream_ids, table["stream_id"]).astype(np.int64)
     kinds = np.bincount(dense * 3 + table["kind"], minlength=3 * streams).reshape(streams, 3)

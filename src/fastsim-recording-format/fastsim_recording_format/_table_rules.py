@@ -165,6 +165,25 @@ def _steps(n: int) -> Array:
     return steps[:n]
 
 
+def projection_rows(
+    stream: Array, generation: Array, first: Array, last: Array, time: Array, starts: Array, stops: Array,
+    batch_ordinal: Array | int,
+) -> Array:
+    """One projection row per stretch ``starts[k]:stops[k]`` of records sorted by stream
+    (one stream and generation each): the stretch's stream, generation, batch, count, first
+    and last stream sequence and simulation time."""
+    proj = np.empty(len(starts), PROJECTION_DTYPE)
+    proj["stream_id"] = stream[starts]
+    proj["generation"] = generation[starts]
+    proj["batch_ordinal"] = batch_ordinal
+    proj["record_count"] = stops - starts
+    proj["first_stream_sequence"] = first[starts]
+    proj["last_stream_sequence"] = last[stops - 1]
+    proj["sim_time_first"] = time[starts]
+    proj["sim_time_last"] = time[stops - 1]
+    return proj
+
+
 def rows_clean(table: Array, stream_ids: Array, max_metadata: int) -> bool:
     """Rules 1-3 over consecutive records (a batch's, or a whole file's): kinds, flags,
     known streams, the shape of gaps, the metadata bound and the global sequence's chain.
@@ -319,15 +338,7 @@ def _facts(table: Array, header_offset: int, ordinal: int, stream_ids: Array) ->
     cut = np.flatnonzero(~same | (geno[1:] != geno[:-1])) + 1
     starts = np.concatenate(([0], cut))
     stops = np.concatenate((cut, [n]))
-    proj = np.empty(len(starts), PROJECTION_DTYPE)
-    proj["stream_id"] = ss[starts]
-    proj["generation"] = geno[starts]
-    proj["batch_ordinal"] = ordinal
-    proj["record_count"] = stops - starts
-    proj["first_stream_sequence"] = so[starts]
-    proj["last_stream_sequence"] = slo[stops - 1]
-    proj["sim_time_first"] = to[starts]
-    proj["sim_time_last"] = to[stops - 1]
+    proj = projection_rows(ss, geno, so, slo, to, starts, stops, ordinal)
 
     streams = len(stream_ids)
     dense = pos.astype(np.int64)
