@@ -33,7 +33,7 @@ from fastsim_contract.values import (
     SourceKind,
 )
 from fastsim_embedded.backends.base import CameraReading, ReadOnlySamples
-from fastsim_embedded.host.bus import CaptureBus
+from fastsim_embedded.host.bus import CaptureBus, PackedStamp
 from fastsim_embedded.host.context import EmbeddedRunContext
 from fastsim_recording_format.encoding import readonly
 
@@ -60,6 +60,7 @@ class ObservationPublisher:
     _rows: tuple[tuple[int, int], ...] | None = attrs.field(init=False, default=None)
     _packed: PackedLayout | None = attrs.field(init=False, default=None)
     _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
+    _stamp: PackedStamp | None = attrs.field(init=False, default=None)  # the bus's, bound with _packed
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
 
     def wants_observations(self) -> bool:
@@ -128,6 +129,7 @@ class ObservationPublisher:
         if not names or any(name not in where for name in names):
             return False
         self._packed = PackedLayout(tuple(where[name][1:] for name in names))
+        self._stamp = self.bus.packed_stamper(names, self._packed)
         if tuple(names) == tuple(name for name, _, _ in packing):
             self._gather = None
         else:
@@ -139,8 +141,8 @@ class ObservationPublisher:
 
     def publish_observation_packed(self, buffer: Any) -> Envelope | None:
         """One ObservationTick whose values are ``PackedValues`` over one buffer (``bind_numeric_packing``)."""
-        layout = self._packed
-        if layout is None:
+        stamp = self._stamp
+        if stamp is None:
             return None
         if self._gather is not None:  # plan order differs: one gather copy
             buffer = readonly(np.ascontiguousarray(buffer).reshape(-1).view(np.uint8).take(self._gather))
@@ -148,19 +150,16 @@ class ObservationPublisher:
             buffer = readonly(np.array(buffer, order="C"))
         self._observed += 1
         ctx = self.context
-        return self.bus.publish_observation_packed(
-            ctx.generation, ctx.tick, ctx.sim_time_ns, ctx.capture.observation_channels, buffer, layout,
-            self._observed,
-        )
+        return stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, buffer, self._observed)
 
     def packed_observer(self, sample: Callable[[], Any]) -> Callable[[], object]:
         """The per-tick observation of a bound packing (``bind_numeric_packing``) as one
         closure: take ``sample()`` (the backend's buffer), publish it as
         ``publish_observation_packed`` does, return it.  The plan's channels, the layout and
-        the bus's ``packed_stamper`` are bound once; a gathering plan goes through
+        the bus's ``packed_stamper`` are bound once (``bind_numeric_packing``); a gathering plan goes through
         ``publish_observation_packed``."""
-        layout = self._packed
-        if layout is None:
+        stamp = self._stamp
+        if stamp is None:
             raise ValueError("packed_observer: no numeric packing is bound")
         if self._gather is not None:
             publish = self.publish_observation_packed
@@ -171,7 +170,6 @@ class ObservationPublisher:
                 return value
 
             return gathered
-        stamp = self.bus.packed_stamper(self.context.capture.observation_channels, layout)
         ctx = self.context
 
         def observe() -> object:
