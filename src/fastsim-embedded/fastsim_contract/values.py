@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import attrs
 
@@ -111,8 +112,7 @@ class CameraSample:
     profile: Mapping[str, object] | None = None
 
 
-@attrs.frozen
-class Envelope:
+class Envelope(NamedTuple):
     """An immutable, already stamped item from one capture source.
 
     ``payload`` is a JSON-able mapping for lifecycle, events, control, geometry and fluid
@@ -120,6 +120,12 @@ class Envelope:
     cameras, and a mapping of read-only arrays for render state.  ``portable_size`` is
     the producer-computed portable byte size (lifecycle and plugin events, Core
     >=0.1.0a33); ``None`` means "charge the service ceiling".
+
+    A tuple underneath (Core builds one per captured item on the simulation thread: one
+    C call, ``tuple.__new__(Envelope, fields)``, instead of a slot store per field), with
+    the value semantics of a frozen attrs class: equal only to an ``Envelope`` with equal
+    fields, hashed by its fields, unordered, and any assignment raises
+    ``attrs.exceptions.FrozenInstanceError``.
     """
 
     global_sequence: int
@@ -130,6 +136,31 @@ class Envelope:
     payload: object
     portable_size: int | None = None
     source_sequence: int = 0  # per-source sequence (capture_sequence for observations)
+
+    # Equal only to an Envelope: a plain tuple of the same fields is not one (``False`` in
+    # both directions, as Python asks this subclass first), anything else is asked back.
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return tuple.__eq__(self, other)  # type: ignore[operator]
+        return False if isinstance(other, tuple) else NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return tuple.__ne__(self, other)  # type: ignore[operator]
+        return True if isinstance(other, tuple) else NotImplemented
+
+    __hash__ = tuple.__hash__
+
+    def __lt__(self, other: object) -> bool:
+        return NotImplemented
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __delattr__(self, name: str) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
 
 
 class CompletionKind(enum.Enum):

@@ -73,10 +73,11 @@ def test_packed_observation_built_through_slots_equals_the_constructed_values() 
         (PackedValues, {"buffer", "layout"}),
         (SampleBlock, {"channels", "values", "channel_sequence"}),
         (ObservationTick, {"capture_sequence", "samples"}),
-        (Envelope, {"global_sequence", "source", "generation", "tick", "sim_time_ns", "payload",
-                    "portable_size", "source_sequence"}),
     ):  # a new field on any of these must be set by publish_observation_packed too
         assert set(vars(cls)["__slots__"]) - {"__weakref__"} == expected, cls.__name__
+    assert Envelope._fields == (  # built from its fields in this order by the stampers
+        "global_sequence", "source", "generation", "tick", "sim_time_ns", "payload", "portable_size", "source_sequence",
+    )
     bus = CaptureBus(CapturePlan(sources=frozenset({"observations"})))
     layout = PackedLayout((("<f8", (3,)), ("<f4", (2,))))
     buffer = np.arange(4, dtype="<f8")
@@ -103,3 +104,27 @@ def test_packed_observation_built_through_slots_equals_the_constructed_values() 
     assert facts(got) == facts(want)
     with pytest.raises(ValueError, match="buffer has 8 bytes"):
         bus.publish_observation_packed(2, 8, 80, ("a", "b"), buffer[:1], layout, 6)
+
+
+def test_envelope_keeps_the_frozen_value_semantics() -> None:
+    """An Envelope is built by position or keyword, equal only to an equal Envelope, hashable, unordered, frozen."""
+    import attrs
+
+    a = Envelope(3, SourceKind.LIFECYCLE, 0, 2, 20, {"event": "x"}, 17, 2)
+    b = Envelope(global_sequence=3, source=SourceKind.LIFECYCLE, generation=0, tick=2, sim_time_ns=20,
+                 payload={"event": "x"}, portable_size=17, source_sequence=2)
+    assert a == b and not a != b
+    assert Envelope(1, SourceKind.LIFECYCLE, 0, 0, 0, None).portable_size is None
+    assert Envelope(1, SourceKind.LIFECYCLE, 0, 0, 0, None).source_sequence == 0
+    assert a != Envelope(4, SourceKind.LIFECYCLE, 0, 2, 20, {"event": "x"}, 17, 2)
+    plain = (3, SourceKind.LIFECYCLE, 0, 2, 20, {"event": "x"}, 17, 2)
+    assert a != plain and plain != a and not a == plain and not plain == a  # noqa: SIM201
+    frozen = Envelope(1, SourceKind.LIFECYCLE, 0, 0, 0, None)
+    assert hash(frozen) == hash(Envelope(1, SourceKind.LIFECYCLE, 0, 0, 0, None))
+    with pytest.raises(TypeError):
+        _ = a < b  # type: ignore[operator]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        a.tick = 9  # type: ignore[misc]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        a.extra = 1  # type: ignore[attr-defined]
+    assert repr(frozen).startswith("Envelope(global_sequence=1, source=<SourceKind.LIFECYCLE")

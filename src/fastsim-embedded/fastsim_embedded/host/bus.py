@@ -84,14 +84,8 @@ _set_values = _slot(SampleBlock, "values")
 _set_channel_sequence = _slot(SampleBlock, "channel_sequence")
 _set_capture_sequence = _slot(ObservationTick, "capture_sequence")
 _set_samples = _slot(ObservationTick, "samples")
-_set_global = _slot(Envelope, "global_sequence")
-_set_source = _slot(Envelope, "source")
-_set_generation = _slot(Envelope, "generation")
-_set_tick = _slot(Envelope, "tick")
-_set_sim_time = _slot(Envelope, "sim_time_ns")
-_set_payload = _slot(Envelope, "payload")
-_set_portable_size = _slot(Envelope, "portable_size")
-_set_source_sequence = _slot(Envelope, "source_sequence")
+#: ``Envelope`` is a tuple: one C call builds it from its fields, in field order
+_envelope: Callable[[type[Envelope], tuple[object, ...]], Envelope] = tuple.__new__  # type: ignore[assignment]
 
 
 class SinkError(Exception):
@@ -126,6 +120,8 @@ class CaptureBus:
         for kind in SourceKind:  # precomputed: the hot path never touches Enum.value
             self._captured[kind] = self.plan.captures(kind.value)
             self._streams[kind] = _stream_of(kind)
+        for stream in SUBSCRIBABLE:  # one list per stream for the Run: stampers bind it once
+            self._subscribers[stream] = []
 
     # -- producers ---------------------------------------------------------------
     def captures(self, source: SourceKind) -> bool:
@@ -173,15 +169,23 @@ class CaptureBus:
         if not self._captured[source]:
             return None
         stream = self._streams[source]
-        lock, emit, sequences = self._lock, self._emit, self._source_seq
+        lock, sequences, subscribers = self._lock, self._source_seq, self._subscribers[stream]
 
         def stamp(generation: int, tick: int, sim_time_ns: int, payload: object, size: int | None) -> Envelope:
-            with lock:
+            with lock:  # ``_emit``, inlined: one Python frame per item
                 if self._sealed:
                     raise TerminalError(f"publish on {stream!r} after the terminal cut")
-                self._global += 1
+                self._global = number = self._global + 1
                 seq = sequences[stream] = sequences.get(stream, 0) + 1
-                return emit(stream, source, generation, tick, sim_time_ns, payload, size, seq)
+                envelope = _envelope(Envelope, (number, source, generation, tick, sim_time_ns, payload, size, seq))
+                if self._history_open:
+                    self._history.setdefault(stream, []).append(envelope)
+                for sub in subscribers:
+                    try:
+                        sub.sink(envelope)
+                    except Exception as exc:  # a broken sink must not break the simulation thread
+                        self.on_sink_error(sub.stream, exc)
+                return envelope
 
         return stamp
 
@@ -201,7 +205,7 @@ class CaptureBus:
         per-object ``__init__``; the only check ``PackedValues`` makes, the buffer size, is
         made here)."""
         nbytes = layout.nbytes
-        lock, emit, sequences = self._lock, self._emit, self._source_seq
+        lock, sequences, subscribers = self._lock, self._source_seq, self._subscribers[_OBSERVATIONS]
 
         def stamp(generation: int, tick: int, sim_time_ns: int, buffer: Any, channel_sequence: int) -> Envelope:
             if buffer.nbytes != nbytes:
@@ -213,15 +217,25 @@ class CaptureBus:
             _set_channels(block, channels)
             _set_values(block, values)
             _set_channel_sequence(block, channel_sequence)
-            with lock:
+            with lock:  # ``_emit``, inlined, as in ``stamper``
                 if self._sealed:
                     raise TerminalError("publish on 'observations' after the terminal cut")
-                self._global += 1
+                self._global = number = self._global + 1
                 seq = sequences[_OBSERVATIONS] = sequences.get(_OBSERVATIONS, 0) + 1
                 observation = _new(ObservationTick)
                 _set_capture_sequence(observation, seq)
                 _set_samples(observation, block)
-                return emit(_OBSERVATIONS, _OBSERVATION, generation, tick, sim_time_ns, observation, None, seq)
+                envelope = _envelope(
+                    Envelope, (number, _OBSERVATION, generation, tick, sim_time_ns, observation, None, seq)
+                )
+                if self._history_open:
+                    self._history.setdefault(_OBSERVATIONS, []).append(envelope)
+                for sub in subscribers:
+                    try:
+                        sub.sink(envelope)
+                    except Exception as exc:  # a broken sink must not break the simulation thread
+                        self.on_sink_error(sub.stream, exc)
+                return envelope
 
         return stamp
 
@@ -229,17 +243,12 @@ class CaptureBus:
         self, stream: str, source: SourceKind, generation: int, tick: int, sim_time_ns: int, payload: object,
         portable_size: int | None, seq: int,
     ) -> Envelope:
-        """Under the lock: the ``Envelope`` (built through its slots: no keyword plumbing,
-        no ``__init__``), kept in the history while it is open, handed to each subscriber."""
-        envelope = _new(Envelope)
-        _set_global(envelope, self._global)
-        _set_source(envelope, source)
-        _set_generation(envelope, generation)
-        _set_tick(envelope, tick)
-        _set_sim_time(envelope, sim_time_ns)
-        _set_payload(envelope, payload)
-        _set_portable_size(envelope, portable_size)
-        _set_source_sequence(envelope, seq)
+        """Under the lock: the ``Envelope`` (one ``tuple.__new__``: no keyword plumbing, no
+        ``__new__`` frame), kept in the history while it is open, handed to each subscriber
+        (the stampers inline this)."""
+        envelope = _envelope(
+            Envelope, (self._global, source, generation, tick, sim_time_ns, payload, portable_size, seq)
+        )
         if self._history_open:
             self._history.setdefault(stream, []).append(envelope)
         for sub in self._subscribers.get(stream, ()):
