@@ -95,12 +95,20 @@ def portable_size(payload: object) -> int:
 #: immutable object instead of a new one per event.
 EMPTY: FrozenDict = FrozenDict()
 _FLOAT_REPR: Any = float.__repr__  # what the JSON encoder writes for a float (subclasses too)
+_INT_REPR: Any = int.__repr__  # ... and for an int (exact ints only: bool and IntEnum are not)
+
+
+def _string_size(text: str) -> int:
+    """``portable_size`` of a string: its JSON literal's UTF-8 length."""
+    literal = _STRING(text)
+    return len(literal) if literal.isascii() else len(literal.encode("utf-8"))
 
 
 def _sized_value(value: Any) -> tuple[Any, int]:
-    """``value`` frozen and its portable size, for a finite float, a string or a
-    list/tuple of finite floats; ``TypeError``/``ValueError`` otherwise (the caller then
-    takes the general path, which raises the canonical error if there is one)."""
+    """``value`` frozen and its portable size, for a finite float, a string, an int, a
+    bool, ``None`` or a list/tuple of finite floats; ``TypeError``/``ValueError``
+    otherwise (the caller then takes the general path, which raises the canonical error if
+    there is one)."""
     kind = type(value)
     if kind is float:
         text = _FLOAT_REPR(value)
@@ -109,7 +117,13 @@ def _sized_value(value: Any) -> tuple[Any, int]:
         value = tuple(value)
         text += "[]"
     elif kind is str:
-        return value, portable_size(value)
+        return value, _string_size(value)
+    elif kind is int:
+        return value, len(_INT_REPR(value))  # ValueError past the int/str digit limit, as the encoder
+    elif value is None:
+        return None, 4
+    elif kind is bool:
+        return value, 4 if value else 5
     else:
         raise TypeError(kind)
     if "n" in text:  # nan, inf, -inf
@@ -120,12 +134,13 @@ def _sized_value(value: Any) -> tuple[Any, int]:
 def freeze_sized(value: object) -> tuple[Any, int]:
     """``(frozen, portable_size(frozen))`` with ``frozen = freeze(value)``, in one pass.
 
-    The fast path is a command's arguments: a ``dict`` of ``str`` keys to floats, strings
-    or lists of floats, whose canonical JSON length is summed from its parts (keys,
-    punctuation, each float's ``repr``, as the encoder writes them) without building the
-    text; the value is the same ``FrozenDict`` ``freeze`` makes.  Anything else, and any
-    non-finite float (its error), goes through ``freeze`` and ``portable_size``; a test
-    pins both results to theirs."""
+    The fast path is a flat ``dict`` of ``str`` keys to scalars (strings, ints, floats,
+    bools, ``None``) or lists of floats -- a command's arguments, a lifecycle or plugin
+    event's data -- whose canonical JSON length is summed from its parts (keys,
+    punctuation, each value as the encoder writes it) without building the text; the
+    value is the same ``FrozenDict`` ``freeze`` makes.  Anything else, and any non-finite
+    float (its error), goes through ``freeze`` and ``portable_size``; a test pins both
+    results to theirs."""
     if type(value) is dict:
         if not value:
             return EMPTY, 2
@@ -135,8 +150,15 @@ def freeze_sized(value: object) -> tuple[Any, int]:
             for key, item in value.items():
                 if type(key) is not str:
                     raise TypeError(key)
-                frozen[key], item_size = _sized_value(item)
-                size += portable_size(key) + 1 + item_size  # "key":value
+                kind = type(item)
+                if kind is str:  # the common scalars inline, the rest in _sized_value
+                    item_size = _string_size(item)
+                elif kind is int:
+                    item_size = len(_INT_REPR(item))
+                else:
+                    item, item_size = _sized_value(item)
+                frozen[key] = item
+                size += _string_size(key) + 1 + item_size  # "key":value
         except (TypeError, ValueError):
             pass
         else:

@@ -91,3 +91,36 @@ def test_plugin_event_payload_equals_the_frozen_dict(tmp_path: Any) -> None:
     assert envelope.payload == expected
     assert envelope.portable_size == len(canonical_json(expected))
     assert bare.payload == {"event": "tick", "emitter": "scene", "data": {}}
+
+
+def test_events_and_lifecycle_sized_from_parts_equal_the_canonical_bytes(tmp_path: Any) -> None:
+    """Repeated, changed and non-str names, any mapping data, flat and nested lifecycle data: payload and size as canonical JSON."""
+    from fastsim_contract.payloads import FrozenDict
+    from fastsim_contract.values import CapturePlan, SourceKind
+    from fastsim_embedded.host.core import EmbeddedHost
+
+    plan = CapturePlan(sources=frozenset({SourceKind.PLUGIN_EVENT.value, SourceKind.LIFECYCLE.value}))
+    host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
+    events = [
+        ("scene.marker", {"tick": 1}, "scene"), ("scene.marker", {"tick": 22, "why": None}, "scene"),
+        ("scene.marker", FrozenDict({"k": [1.0]}), "robot"), ("gr\u00e4sp", {"n": -3, "ok": False}, "robot"),
+        ("scene.marker", {"s": "\u2028"}, "scene"), ("x", {"nested": {"a": [1, 2]}}, "scene"), ("x", None, "scene"),
+    ]
+    for name, data, emitter in events:
+        envelope = host.events.publish_plugin_event(name, data, emitter=emitter)
+        assert envelope is not None
+        expected = freeze({"event": name, "emitter": emitter, "data": dict(data or {})})
+        assert envelope.payload == expected
+        assert canonical_json(envelope.payload) == canonical_json(expected)
+        assert envelope.portable_size == len(canonical_json(expected)), (name, data)
+    pairs = host.events.publish_plugin_event("p", [("a", 1)])  # type: ignore[arg-type]  # dict() of pairs, as before
+    assert pairs is not None and pairs.payload == {"event": "p", "emitter": "scene", "data": {"a": 1}}
+    lifecycle: list[dict[str, object]] = [
+        {"tick": 5}, {}, {"generation": 1, "previous": None, "reason": "reset"}, {"nested": {"k": [True]}}, {"f": 0.5},
+    ]
+    for data in lifecycle:
+        envelope = host.events.publish_lifecycle("tick.done", **data)
+        assert envelope is not None
+        expected = freeze({"event": "tick.done", **data})
+        assert envelope.payload == expected and type(envelope.payload) is FrozenDict
+        assert envelope.portable_size == len(canonical_json(expected)), data

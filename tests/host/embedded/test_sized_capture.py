@@ -4,6 +4,7 @@ never timed."""
 
 from __future__ import annotations
 
+import enum
 import math
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,12 @@ from fastsim_embedded.host.core import EmbeddedHost
 from fastsim_recording_format.encoding import canonical_json
 
 
+class _Level(enum.IntEnum):
+    """An int subclass (the JSON encoder writes its int value)."""
+
+    HIGH = 3
+
+
 class _F(float):
     """A float subclass with its own repr (the JSON encoder ignores it)."""
 
@@ -35,7 +42,10 @@ ARGS: list[Any] = [
     {"offset": -0.05},
     {"v": (1.5, 2e16, -0.0, 5e-324)},
     {"v": [_F(0.25), 1.0], "w": [np.float64(0.1)]},  # float subclasses: the float repr
-    {"v": [1, 2.0]},  # an int: the general path
+    {"v": [1, 2.0]},  # an int in a list: the general path
+    {"event": "tick.done", "tick": 12345},  # a lifecycle event's flat data: sized from its parts
+    {"a": None, "b": True, "c": False, "d": -7, "e": "x", "f": 0, "g": 10**40, "h": 2.5},
+    {"k": _Level.HIGH},  # an IntEnum: the general path
     {"v": [True]},
     {"b": {"c": [True, None]}, "a": (1, -2.5e-300)},
     {4: [1.0]},
@@ -71,7 +81,7 @@ def test_freeze_sized_fails_as_canonical_json_does(bad: Any) -> None:
 
 
 def test_a_list_of_floats_is_sized_without_the_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Counted: a driver's ``{"targets": [floats]}`` is sized from its parts; the encoder sees only the key."""
+    """Counted: a driver's ``{"targets": [floats]}`` and an event's flat data are sized from their parts, never through the encoder."""
     seen: list[object] = []
     real = payloads.portable_size
 
@@ -81,10 +91,14 @@ def test_a_list_of_floats_is_sized_without_the_encoder(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(payloads, "portable_size", counting)
     frozen, size = freeze_sized({"targets": [0.5, -1.25, 3.0]})
-    assert seen == ["targets"]
+    assert seen == []
     assert size == len('{"targets":[0.5,-1.25,3.0]}')
     assert frozen == {"targets": (0.5, -1.25, 3.0)}
     assert freeze_sized({}) == (EMPTY, 2)
+    assert freeze_sized({"event": "tick.done", "tick": 7, "why": None}) == (
+        {"event": "tick.done", "tick": 7, "why": None}, len('{"event":"tick.done","tick":7,"why":null}')
+    )
+    assert seen == []
 
 
 def test_the_stamper_follows_publish_and_every_bus_rule(tmp_path: Path) -> None:

@@ -58,6 +58,8 @@ class EventPublisher:
     # the last command kind's frozen name and target and the size they and the fixed text
     # take in its audit (a driver sends the same kind every tick: compared by identity)
     _kind: tuple[object, object, str, str, int] = attrs.field(init=False, default=(None, None, "", "", 0))
+    # the same for the last plugin event's name and emitter (their frozen forms and size)
+    _named: tuple[object, object, str, str, int] = attrs.field(init=False, default=(None, None, "", "", 0))
 
     def __attrs_post_init__(self) -> None:
         self._audit = self.bus.stamper(_AUDIT)
@@ -79,29 +81,39 @@ class EventPublisher:
         stamp = self._lifecycle
         if stamp is None:
             return None
-        payload = freeze({"event": event, **data})
+        if self.portable_sizes:  # frozen and sized in one pass
+            payload, size = freeze_sized({"event": event, **data})
+        else:
+            payload, size = freeze({"event": event, **data}), None
         ctx = self.context
-        return stamp(
-            ctx.generation, ctx.tick, ctx.sim_time_ns, payload, portable_size(payload) if self.portable_sizes else None
-        )
+        return stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, payload, size)
 
     def publish_plugin_event(
         self, name: str, data: Mapping[str, object] | None = None, emitter: str = "scene"
     ) -> Envelope | None:
         """A plugin/scene event (built frozen, like the control events below; its size
-        summed from the fixed text and each field's own size)."""
+        summed from the fixed text and each field's own size: the data frozen and sized in
+        one pass, the name and emitter kept from the previous event when they are the same
+        strings)."""
         stamp = self._event
         if stamp is None:
             return None
-        name, emitter = freeze(name), freeze(emitter)
-        frozen = freeze(dict(data) if data else {})
-        payload = FrozenDict({"event": name, "emitter": emitter, "data": frozen})
-        size = (
-            _EVENT_FIXED + portable_size(name) + portable_size(emitter) + portable_size(frozen)
-            if self.portable_sizes else None
-        )
+        if data:
+            frozen, data_size = freeze_sized(data if type(data) is dict else dict(data))
+        else:
+            frozen, data_size = EMPTY, 2
+        named = self._named
+        if name is not named[0] or emitter is not named[1]:
+            name_, emitter_ = freeze(name), freeze(emitter)
+            fixed = _EVENT_FIXED + portable_size(name_) + portable_size(emitter_) if self.portable_sizes else 0
+            named = (name, emitter, name_, emitter_, fixed)
+            if type(name) is str and type(emitter) is str:  # immutable: kept for the next event
+                self._named = named
+        payload = FrozenDict({"event": named[2], "emitter": named[3], "data": frozen})
         ctx = self.context
-        return stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, payload, size)
+        return stamp(
+            ctx.generation, ctx.tick, ctx.sim_time_ns, payload, named[4] + data_size if self.portable_sizes else None
+        )
 
     # The control events run once per command on the simulation thread.  Their payloads
     # are built frozen (``freeze`` of the same mapping gives the same FrozenDict; only the
