@@ -104,6 +104,19 @@ def _string_size(text: str) -> int:
     return len(literal) if literal.isascii() else len(literal.encode("utf-8"))
 
 
+#: ``freeze_sized``'s keys and their sizes plus one (the colon): the same few keys come
+#: every tick ("event", "tick", a command's argument names); bounded
+_KEY_SIZES: dict[str, int] = {}
+_KEY_SIZES_MAX = 4096
+
+
+def _key_size(key: str) -> int:
+    size = _string_size(key) + 1
+    if len(_KEY_SIZES) < _KEY_SIZES_MAX:
+        _KEY_SIZES[key] = size
+    return size
+
+
 def _sized_value(value: Any) -> tuple[Any, int]:
     """``value`` frozen and its portable size, for a finite float, a string, an int, a
     bool, ``None`` or a list/tuple of finite floats; ``TypeError``/``ValueError``
@@ -158,7 +171,7 @@ def freeze_sized(value: object) -> tuple[Any, int]:
                 else:
                     item, item_size = _sized_value(item)
                 frozen[key] = item
-                size += _string_size(key) + 1 + item_size  # "key":value
+                size += (_KEY_SIZES.get(key) or _key_size(key)) + item_size  # "key":value
         except (TypeError, ValueError):
             pass
         else:
