@@ -169,10 +169,12 @@ class CaptureBus:
         if not self._captured[source]:
             return None
         stream = self._streams[source]
-        lock, sequences, subscribers = self._lock, self._source_seq, self._subscribers[stream]
+        acquire, release = self._lock.acquire, self._lock.release
+        sequences, subscribers = self._source_seq, self._subscribers[stream]
 
         def stamp(generation: int, tick: int, sim_time_ns: int, payload: object, size: int | None) -> Envelope:
-            with lock:  # ``_emit``, inlined: one Python frame per item
+            acquire()  # the lock as ``with`` takes it, at half the cost: bound once
+            try:  # ``_emit``, inlined: one Python frame per item
                 if self._sealed:
                     raise TerminalError(f"publish on {stream!r} after the terminal cut")
                 self._global = number = self._global + 1
@@ -186,6 +188,8 @@ class CaptureBus:
                     except Exception as exc:  # a broken sink must not break the simulation thread
                         self.on_sink_error(sub.stream, exc)
                 return envelope
+            finally:
+                release()
 
         return stamp
 
@@ -205,7 +209,8 @@ class CaptureBus:
         per-object ``__init__``; the only check ``PackedValues`` makes, the buffer size, is
         made here)."""
         nbytes = layout.nbytes
-        lock, sequences, subscribers = self._lock, self._source_seq, self._subscribers[_OBSERVATIONS]
+        acquire, release = self._lock.acquire, self._lock.release
+        sequences, subscribers = self._source_seq, self._subscribers[_OBSERVATIONS]
 
         def stamp(generation: int, tick: int, sim_time_ns: int, buffer: Any, channel_sequence: int) -> Envelope:
             if buffer.nbytes != nbytes:
@@ -217,7 +222,8 @@ class CaptureBus:
             _set_channels(block, channels)
             _set_values(block, values)
             _set_channel_sequence(block, channel_sequence)
-            with lock:  # ``_emit``, inlined, as in ``stamper``
+            acquire()  # as in ``stamper``: the lock bound once, ``_emit`` inlined
+            try:
                 if self._sealed:
                     raise TerminalError("publish on 'observations' after the terminal cut")
                 self._global = number = self._global + 1
@@ -236,6 +242,8 @@ class CaptureBus:
                     except Exception as exc:  # a broken sink must not break the simulation thread
                         self.on_sink_error(sub.stream, exc)
                 return envelope
+            finally:
+                release()
 
         return stamp
 
