@@ -141,20 +141,29 @@ class Envelope(NamedTuple):
     # both directions, as Python asks this subclass first), anything else is asked back.
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return tuple.__eq__(self, other)  # type: ignore[operator]
+            return tuple.__eq__(self, other)
         return False if isinstance(other, tuple) else NotImplemented
 
     def __ne__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return tuple.__ne__(self, other)  # type: ignore[operator]
+            return tuple.__ne__(self, other)
         return True if isinstance(other, tuple) else NotImplemented
 
-    __hash__ = tuple.__hash__
+    def __hash__(self) -> int:
+        return tuple.__hash__(self)
 
+    # unordered, as the attrs class was (order=False)
     def __lt__(self, other: object) -> bool:
         return NotImplemented
 
-    __le__ = __gt__ = __ge__ = __lt__
+    def __le__(self, other: object) -> bool:
+        return NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return NotImplemented
 
     def __setattr__(self, name: str, value: object) -> None:
         raise attrs.exceptions.FrozenInstanceError()

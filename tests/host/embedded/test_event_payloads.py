@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -101,7 +102,7 @@ def test_events_and_lifecycle_sized_from_parts_equal_the_canonical_bytes(tmp_pat
 
     plan = CapturePlan(sources=frozenset({SourceKind.PLUGIN_EVENT.value, SourceKind.LIFECYCLE.value}))
     host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
-    events = [
+    events: list[tuple[str, Mapping[str, object] | None, str]] = [
         ("scene.marker", {"tick": 1}, "scene"), ("scene.marker", {"tick": 22, "why": None}, "scene"),
         ("scene.marker", FrozenDict({"k": [1.0]}), "robot"), ("gr\u00e4sp", {"n": -3, "ok": False}, "robot"),
         ("scene.marker", {"s": "\u2028"}, "scene"), ("x", {"nested": {"a": [1, 2]}}, "scene"), ("x", None, "scene"),
@@ -114,7 +115,8 @@ def test_events_and_lifecycle_sized_from_parts_equal_the_canonical_bytes(tmp_pat
         assert canonical_json(envelope.payload) == canonical_json(expected)
         assert envelope.portable_size == len(canonical_json(expected)), (name, data)
     pairs = host.events.publish_plugin_event("p", [("a", 1)])  # type: ignore[arg-type]  # dict() of pairs, as before
-    assert pairs is not None and pairs.payload == {"event": "p", "emitter": "scene", "data": {"a": 1}}
+    assert pairs is not None
+    assert pairs.payload == {"event": "p", "emitter": "scene", "data": {"a": 1}}
     lifecycle: list[dict[str, object]] = [
         {"tick": 5}, {}, {"generation": 1, "previous": None, "reason": "reset"}, {"nested": {"k": [True]}}, {"f": 0.5},
     ]
@@ -122,5 +124,6 @@ def test_events_and_lifecycle_sized_from_parts_equal_the_canonical_bytes(tmp_pat
         envelope = host.events.publish_lifecycle("tick.done", **data)
         assert envelope is not None
         expected = freeze({"event": "tick.done", **data})
-        assert envelope.payload == expected and type(envelope.payload) is FrozenDict
+        assert envelope.payload == expected
+        assert type(envelope.payload) is FrozenDict
         assert envelope.portable_size == len(canonical_json(expected)), data

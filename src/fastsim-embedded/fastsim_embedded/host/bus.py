@@ -85,7 +85,7 @@ _set_channel_sequence = _slot(SampleBlock, "channel_sequence")
 _set_capture_sequence = _slot(ObservationTick, "capture_sequence")
 _set_samples = _slot(ObservationTick, "samples")
 #: ``Envelope`` is a tuple: one C call builds it from its fields, in field order
-_envelope: Callable[[type[Envelope], tuple[object, ...]], Envelope] = tuple.__new__  # type: ignore[assignment]
+_envelope: Callable[[type[Envelope], tuple[object, ...]], Envelope] = tuple.__new__
 
 
 class SinkError(Exception):
