@@ -205,9 +205,9 @@ class CaptureBus:
         thread's hot path), bound once per Run to its channels and layout:
         ``stamp(generation, tick, sim_time_ns, buffer, channel_sequence)``.  Same rules,
         same values -- an ``Envelope`` of an ``ObservationTick`` of a ``SampleBlock`` over
-        ``PackedValues`` -- built in one frame through the slots (no keyword plumbing, no
-        per-object ``__init__``; the only check ``PackedValues`` makes, the buffer size, is
-        made here)."""
+        ``PackedValues`` -- built in one frame: the payload's objects through their slots,
+        the envelope by one ``tuple.__new__`` (no keyword plumbing, no per-object
+        ``__init__``; the only check ``PackedValues`` makes, the buffer size, is made here)."""
         nbytes = layout.nbytes
         acquire, release = self._lock.acquire, self._lock.release
         sequences, subscribers = self._source_seq, self._subscribers[_OBSERVATIONS]
