@@ -32,9 +32,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import attrs
 import numpy as np
 
 from fastsim_contract.values import CompletionKind
@@ -50,6 +49,7 @@ from fastsim_embedded.gymnasium_host.mujoco import (
     release_renderers,
     render_source_of,
 )
+from fastsim_embedded.gymnasium_host.options import EpisodeFile, RecordingOptions
 from fastsim_embedded.gymnasium_host.runs import EpisodeRuns
 from fastsim_embedded.gymnasium_host.spaces import plain_value, space_leaves
 from fastsim_embedded.session.compile import prepare_built
@@ -60,43 +60,6 @@ __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOpt
 _NO_FRAMES: dict[str, Any] = {}
 CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
 CHUNK_SECONDS = 0.25  # ... or after this long (read every 16 steps): a slow env streams too (what kill -9 loses)
-
-
-@attrs.frozen(kw_only=True)
-class RecordingOptions:
-    """What ``fastsim_record.gym`` asks for (its options, already checked)."""
-
-    prefix: str = "episode"
-    first_episode: int = 0
-    fps: float = 30.0
-    cameras: bool = True  # record render() frames as the camera ``camera`` (gymnasium_host.cameras)
-    images: bool = True  # Box(uint8, (H, W, 3)) observation leaves as cameras (False: numeric, exact)
-    camera: str = "render"
-    camera_envs: tuple[int, ...] | None = None  # sub-envs whose frames are recorded (None: all)
-    encoding: str = "jpeg"
-    quality: int | None = None
-    render_state: bool = False
-    render_state_hz: float | None = None
-    geometry: bool = False  # scene.geometry@2 of a MuJoCo env
-    info_keys: tuple[str, ...] = ()
-    integrity: str = "structural"
-    numeric_queue_bytes: int = 32 * 1024 * 1024
-    media_queue_items: int = 16
-    writers: int = 4
-    max_episode_bytes: int | None = None  # raw bytes (rows + frames) one episode may record, then it ends
-
-
-@attrs.frozen
-class EpisodeFile:
-    """One committed (or refused) episode: its path, sub-env, steps, seed and outcome."""
-
-    path: Path | None
-    sub_env: int | None
-    episode: int
-    steps: int
-    seed: int | None
-    completion: str
-    reason: str
 
 
 class GymRecording:
@@ -253,44 +216,74 @@ class GymRecording:
         info: Mapping[str, Any] | None = None, frame: Any = None,
     ) -> None:
         """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked
-        copies appended to the episode's chunk (``gymnasium_host.capture``), nothing packed here."""
+        copies appended to the episode's chunk (``gymnasium_host.capture``), nothing packed here.
+        A numeric-only env whose action and observation already have their channels' types
+        (CartPole's) takes the inline checks below, the hot path: no call but the copy."""
         writer = self._open.get(index)
         if writer is None:
             return
-        frames, extras = _NO_FRAMES, self._extras[index]
-        if extras:  # cameras, a byte limit, info keys, actuators, joints or the render side
-            frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
-            if self._limit is not None and self._over_limit(index, writer, frames):
-                return
+        if self._extras[index]:  # cameras, a byte limit, info keys, actuators, joints or the render side
+            self._step_extras(index, writer, action, observation, reward, terminated, truncated, info, frame)
+            return
         layout, chunk = self.layout, writer.chunk
         try:
-            chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
-        except (TypeError, ValueError) as exc:  # the env broke its own space: keep what was recorded, say which channel
-            error = exc if isinstance(exc, ValueError) else step_type_error(exc, reward)
-            self._fail_one(index, error)
-            raise error from None
-        if extras:
-            if self._keys:
-                chunk.infos.append(layout.info(info))
-            if self._actuators:
-                chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
+            chunk.steps.append((action if type(action) is layout.action_scalar else layout.action(action),
+                                float(reward), terminated, truncated))
+        except (TypeError, ValueError) as exc:
+            self._refuse_step(index, exc, reward)
         steps = len(chunk.steps)  # the clock is read every 16th step: a slow env's chunk goes out in time too
-        if steps >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
+        if steps >= CHUNK_ROWS or (not steps & 15 and time.monotonic() >= self._due[index]):
             writer.hand()  # complete rows only: observation t + 1 starts the next chunk
             self._due[index] = time.monotonic() + CHUNK_SECONDS
-        try:
-            observed = layout.observation(observation)
-        except ValueError as exc:  # step t is recorded: its final row has a fill observation
-            self._observe(index, writer, layout.fill_observation(), {})
-            self._fail_one(index, exc)
-            raise
-        if extras:
-            self._observe(index, writer, observed, frames)
-        else:  # a numeric-only env: the row's start is its observation
-            writer.chunk.obs.append(observed)
+        dtype, shape = layout.observation_array
+        if type(observation) is np.ndarray and observation.dtype is dtype and observation.shape == shape:
+            writer.chunk.obs.append(observation.tobytes())  # already the channel's dtype and shape: the copy
+        else:
+            writer.chunk.obs.append(self._observation(index, writer, observation))
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
+
+    def _step_extras(
+        self, index: int, writer: EpisodeWriter, action: Any, observation: Any, reward: float, terminated: bool,
+        truncated: bool, info: Mapping[str, Any] | None, frame: Any,
+    ) -> None:
+        """``step`` of a sub-env with cameras, a byte limit, info keys, actuators, joints or the render side."""
+        frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
+        if self._limit is not None and self._over_limit(index, writer, frames):
+            return
+        layout, chunk = self.layout, writer.chunk
+        try:
+            chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
+        except (TypeError, ValueError) as exc:
+            self._refuse_step(index, exc, reward)
+        if self._keys:
+            chunk.infos.append(layout.info(info))
+        if self._actuators:
+            chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
+        steps = len(chunk.steps)
+        if steps >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
+            writer.hand()
+            self._due[index] = time.monotonic() + CHUNK_SECONDS
+        self._observe(index, writer, self._observation(index, writer, observation), frames)
+        if terminated or truncated:
+            self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
+                         "terminated" if terminated else "truncated")
+
+    def _refuse_step(self, index: int, exc: TypeError | ValueError, reward: Any) -> NoReturn:
+        """The env broke its own space: keep what was recorded, raise one line naming the channel."""
+        error = exc if isinstance(exc, ValueError) else step_type_error(exc, reward)
+        self._fail_one(index, error)
+        raise error from None
+
+    def _observation(self, index: int, writer: EpisodeWriter, observation: Any) -> Any:
+        """Observation t + 1 checked and copied; a wrong one ends the episode on a fill row (step t is recorded)."""
+        try:
+            return self.layout.observation(observation)
+        except ValueError as exc:
+            self._observe(index, writer, self.layout.fill_observation(), {})
+            self._fail_one(index, exc)
+            raise
 
     def _over_limit(self, index: int, writer: EpisodeWriter, frames: Mapping[str, Any]) -> bool:
         """``max_episode_bytes``: rows and frames as staged (before JPEG/PNG), the final row included;
