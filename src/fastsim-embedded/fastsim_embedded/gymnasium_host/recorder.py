@@ -151,15 +151,15 @@ class GymRecording:
                  "how": how}
         described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
                      "camera": camera_note({a: c for a, c in self._cameras[index].items() if a in shapes}, o.cameras)}
-        backend = GymnasiumBackend(
-            self.row.packer, cameras=tuple(shapes.items()),
-            render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
-            description=described, actuators=self._actuators, per_step=self.row.step_names,
-        )
-        name, render_state = self.name(number, index), self._render[index] is not None
+        name, render = self.name(number, index), self._render[index]
 
-        def opener() -> Session:
-            compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render_state)
+        def opener() -> Session:  # in the opening pool: the backend's channel declarations are built there too
+            backend = GymnasiumBackend(
+                self.row.packer, cameras=tuple(shapes.items()),
+                render_source=None if render is None else StagedRenderSource(render),
+                description=described, actuators=self._actuators, per_step=self.row.step_names,
+            )
+            compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render is not None)
             episode = Session.open(prepare_built(compiled, backend, seed=seed, episode=number), self.directory,
                                    factories=self.runs.factories)
             if episode.failure is not None:
@@ -168,7 +168,7 @@ class GymRecording:
             return episode
 
         pending = o.media_queue_items if shapes else 4096  # rows queued while the file opens: frames are big
-        writer = EpisodeWriter(self.pool, opener, backend, self.layout, number=number, seed=seed, max_pending=pending)
+        writer = EpisodeWriter(self.pool, opener, self.layout, number=number, seed=seed, max_pending=pending)
         writer.cameras = tuple(shapes)
         writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
         writer.chunk.events[0] = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
