@@ -264,6 +264,7 @@ class EpisodeWriter:
             finally:
                 self._pool.opened(-1)
         finally:
+            self._session = self._future = None  # the Session's objects are freed here, not on the env thread
             if self._slot:
                 self._pool.release()
 

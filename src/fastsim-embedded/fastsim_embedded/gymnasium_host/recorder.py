@@ -53,7 +53,8 @@ from fastsim_embedded.gymnasium_host.options import EpisodeFile, RecordingOption
 from fastsim_embedded.gymnasium_host.runs import EpisodeRuns
 from fastsim_embedded.gymnasium_host.spaces import plain_value, space_leaves
 from fastsim_embedded.session.compile import prepare_built
-from fastsim_embedded.session.session import Session, SessionResult
+from fastsim_embedded.session.plugins import one_line
+from fastsim_embedded.session.session import Session
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
@@ -116,7 +117,7 @@ class GymRecording:
         workers = max(1, options.writers)
         self.pool = WriterPool(workers)
         self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
-        self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[SessionResult | None]]] = []
+        self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[EpisodeFile]]] = []
         self._slots = threading.BoundedSemaphore(2 * workers)
         self.flow_waits = 0  # times the env thread waited for a commit slot
         self.files: list[EpisodeFile] = []
@@ -215,10 +216,8 @@ class GymRecording:
         self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
         info: Mapping[str, Any] | None = None, frame: Any = None,
     ) -> None:
-        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked
-        copies appended to the episode's chunk (``gymnasium_host.capture``), nothing packed here.
-        A numeric-only env whose action and observation already have their channels' types
-        (CartPole's) takes the inline checks below, the hot path: no call but the copy."""
+        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked copies
+        appended to its chunk (``gymnasium_host.capture``).  Numeric-only: the checks are inline."""
         writer = self._open.get(index)
         if writer is None:
             return
@@ -322,9 +321,9 @@ class GymRecording:
                 self.flow_waits += 1
                 self._slots.acquire()
             try:
-                future = self._closers.submit(writer.finish, kind, reason, trailing)
+                future = self._closers.submit(self._commit, writer, index, kind, reason, trailing)
             except RuntimeError:  # at interpreter exit (module docstring): commit here
-                future = run_here(writer.finish, kind, reason, trailing)
+                future = run_here(self._commit, writer, index, kind, reason, trailing)
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))
             self._collect(block=False)
@@ -338,10 +337,26 @@ class GymRecording:
         """Row 4: the env raised.  Every open episode commits what it recorded: completion
         ``stopped`` (a ``failed`` Run is never published under its final name), the reason
         and the ``gym.episode_end`` event's ``error`` carry the exception's one line."""
-        text = str(exc).strip().splitlines()
-        line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        line = one_line(exc)
         for index in list(self._open):
             self._finish(index, False, False, CompletionKind.STOPPED, f"failed: the env raised {line}", line)
+
+    def _commit(
+        self, writer: EpisodeWriter, index: int, kind: CompletionKind, reason: str,
+        trailing: tuple[ScenePluginEvent, ...],
+    ) -> EpisodeFile:
+        """In the commit pool: the commit and its ``EpisodeFile`` (the Session is freed there, not on the env thread)."""
+        try:
+            result = writer.finish(kind, reason, trailing)
+        except Exception as exc:  # the commit itself broke: reported, never raised into the env
+            result, writer.failure = None, writer.failure or one_line(exc)
+        completion = result.outcome.completion if result is not None else None
+        committed = result.outcome.committed if result is not None else ()
+        return EpisodeFile(
+            Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
+            writer.steps, writer.seed, completion.kind.value if completion else "failed",
+            (completion.reason if completion else "") or (writer.failure or ""),
+        )
 
     def _collect(self, *, block: bool) -> None:
         keep = []
@@ -350,16 +365,9 @@ class GymRecording:
                 keep.append((writer, index, future))
                 continue
             try:
-                result = future.result()
-            except Exception as exc:  # the commit itself broke: reported, never raised into the env
-                result, writer.failure = None, writer.failure or f"{type(exc).__name__}: {exc}".splitlines()[0]
-            completion = result.outcome.completion if result is not None else None
-            committed = result.outcome.committed if result is not None else ()
-            self.files.append(EpisodeFile(
-                Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
-                writer.steps, writer.seed, completion.kind.value if completion else "failed",
-                (completion.reason if completion else "") or (writer.failure or ""),
-            ))
+                self.files.append(future.result())
+            except Exception as exc:  # _commit itself broke: reported as not committed
+                self.files.append(EpisodeFile(None, index if self.vector else None, writer.number, writer.steps, writer.seed, "failed", one_line(exc)))
         self._waiting = keep
 
     def close(self, reason: str = "truncated: the env was closed") -> list[EpisodeFile]:
