@@ -59,6 +59,7 @@ from fastsim_embedded.session.session import Session
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
 _NO_FRAMES: dict[str, Any] = {}
+_NDARRAY = np.ndarray
 CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
 CHUNK_SECONDS = 0.25  # ... or after this long (read every 16 steps): a slow env streams too (what kill -9 loses)
 
@@ -105,6 +106,7 @@ class GymRecording:
             ))
         self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
         self.layout = RowLayout(self.row)
+        self._ready = (self.layout.action_scalar, *self.layout.observation_array)
         self._limit = options.max_episode_bytes
         self._keys = bool(options.info_keys)
         self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
@@ -224,18 +226,17 @@ class GymRecording:
         if self._extras[index]:  # cameras, a byte limit, info keys, actuators, joints or the render side
             self._step_extras(index, writer, action, observation, reward, terminated, truncated, info, frame)
             return
-        layout, chunk = self.layout, writer.chunk
+        scalar, dtype, shape = self._ready  # the types that need no call (``RowLayout.action_scalar``, ...)
+        steps = writer.chunk.steps
         try:
-            chunk.steps.append((action if type(action) is layout.action_scalar else layout.action(action),
-                                float(reward), terminated, truncated))
+            steps.append((action if type(action) is scalar else self.layout.action(action),
+                          float(reward), terminated, truncated))
         except (TypeError, ValueError) as exc:
             self._refuse_step(index, exc, reward)
-        steps = len(chunk.steps)  # the clock is read every 16th step: a slow env's chunk goes out in time too
-        if steps >= CHUNK_ROWS or (not steps & 15 and time.monotonic() >= self._due[index]):
-            writer.hand()  # complete rows only: observation t + 1 starts the next chunk
+        if (n := len(steps)) >= CHUNK_ROWS or (not n & 15 and time.monotonic() >= self._due[index]):
+            writer.hand()  # complete rows only (obs t + 1 starts the next chunk); the clock is read every 16th step
             self._due[index] = time.monotonic() + CHUNK_SECONDS
-        dtype, shape = layout.observation_array
-        if type(observation) is np.ndarray and observation.dtype is dtype and observation.shape == shape:
+        if type(observation) is _NDARRAY and observation.dtype is dtype and observation.shape == shape:
             writer.chunk.obs.append(observation.tobytes())  # already the channel's dtype and shape: the copy
         else:
             writer.chunk.obs.append(self._observation(index, writer, observation))
@@ -260,8 +261,7 @@ class GymRecording:
             chunk.infos.append(layout.info(info))
         if self._actuators:
             chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
-        steps = len(chunk.steps)
-        if steps >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
+        if (steps := len(chunk.steps)) >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
             writer.hand()
             self._due[index] = time.monotonic() + CHUNK_SECONDS
         self._observe(index, writer, self._observation(index, writer, observation), frames)
