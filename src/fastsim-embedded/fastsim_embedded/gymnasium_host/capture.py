@@ -89,6 +89,12 @@ class RowLayout:
         self._fast = tuple(  # a one-leaf space: its value is the leaf (no path to walk)
             (specs[0][1], specs[0][2], specs[0][4] if not specs[0][2] else _NEVER) if whole else None
             for specs, whole in ((self._obs, self._whole[0]), (self._act, self._whole[1])))
+        # the env thread's cheapest case (``GymRecording.step`` checks it inline): an action that is
+        # already its one-value channel's NumPy scalar; an observation that is already its one-leaf
+        # channel's array (dtype and a non-empty shape).  Anything else goes through the methods.
+        self.action_scalar: type = self._fast[1][2] if self._fast[1] is not None else _NEVER
+        obs = self._fast[0]
+        self.observation_array: tuple[Any, Any] = (obs[0], obs[1]) if obs is not None and obs[1] else (None, None)
         self._fill_obs = tuple(_stored(_fill(leaf)) for leaf in row.observation)
         self._fill_act = tuple(_fill(leaf) for leaf in row.action)
 

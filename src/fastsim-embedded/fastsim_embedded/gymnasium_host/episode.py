@@ -34,7 +34,7 @@ import collections
 import concurrent.futures
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
@@ -97,10 +97,9 @@ class EpisodeWriter:
     """One episode of one (sub-)env (module table)."""
 
     def __init__(
-        self, pool: WriterPool, opener: Callable[[], Session], backend: GymnasiumBackend, layout: RowLayout,
+        self, pool: WriterPool, opener: Callable[[], Session], layout: RowLayout,
         *, number: int, seed: int | None, max_pending: int = 4096,
     ) -> None:
-        self.backend = backend
         self.layout = layout
         self.number = number
         self.seed = seed
@@ -215,7 +214,7 @@ class EpisodeWriter:
 
     def _publish(self, episode: Session, chunk: Chunk) -> None:
         rows = self.layout.pack(chunk)
-        stage, step = self.backend.stage, episode.step
+        stage, step = cast(GymnasiumBackend, episode.backend).stage, episode.step  # built by the opener
         readings, snapshots, events = chunk.readings, chunk.snapshots, chunk.events
         for i in range(len(rows)):
             stage(rows[i], readings[i] if readings else (), snapshots[i] if snapshots else None)
@@ -265,6 +264,7 @@ class EpisodeWriter:
             finally:
                 self._pool.opened(-1)
         finally:
+            self._session = self._future = None  # the Session's objects are freed here, not on the env thread
             if self._slot:
                 self._pool.release()
 

@@ -32,9 +32,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import attrs
 import numpy as np
 
 from fastsim_contract.values import CompletionKind
@@ -50,53 +49,19 @@ from fastsim_embedded.gymnasium_host.mujoco import (
     release_renderers,
     render_source_of,
 )
+from fastsim_embedded.gymnasium_host.options import EpisodeFile, RecordingOptions
 from fastsim_embedded.gymnasium_host.runs import EpisodeRuns
 from fastsim_embedded.gymnasium_host.spaces import plain_value, space_leaves
 from fastsim_embedded.session.compile import prepare_built
-from fastsim_embedded.session.session import Session, SessionResult
+from fastsim_embedded.session.plugins import one_line
+from fastsim_embedded.session.session import Session
 
 __all__ = ["HOST", "EpisodeFile", "GymnasiumHost", "GymRecording", "RecordingOptions"]
 
 _NO_FRAMES: dict[str, Any] = {}
+_NDARRAY = np.ndarray
 CHUNK_ROWS = 128  # numeric rows the env thread collects before handing them to the publisher
 CHUNK_SECONDS = 0.25  # ... or after this long (read every 16 steps): a slow env streams too (what kill -9 loses)
-
-
-@attrs.frozen(kw_only=True)
-class RecordingOptions:
-    """What ``fastsim_record.gym`` asks for (its options, already checked)."""
-
-    prefix: str = "episode"
-    first_episode: int = 0
-    fps: float = 30.0
-    cameras: bool = True  # record render() frames as the camera ``camera`` (gymnasium_host.cameras)
-    images: bool = True  # Box(uint8, (H, W, 3)) observation leaves as cameras (False: numeric, exact)
-    camera: str = "render"
-    camera_envs: tuple[int, ...] | None = None  # sub-envs whose frames are recorded (None: all)
-    encoding: str = "jpeg"
-    quality: int | None = None
-    render_state: bool = False
-    render_state_hz: float | None = None
-    geometry: bool = False  # scene.geometry@2 of a MuJoCo env
-    info_keys: tuple[str, ...] = ()
-    integrity: str = "structural"
-    numeric_queue_bytes: int = 32 * 1024 * 1024
-    media_queue_items: int = 16
-    writers: int = 4
-    max_episode_bytes: int | None = None  # raw bytes (rows + frames) one episode may record, then it ends
-
-
-@attrs.frozen
-class EpisodeFile:
-    """One committed (or refused) episode: its path, sub-env, steps, seed and outcome."""
-
-    path: Path | None
-    sub_env: int | None
-    episode: int
-    steps: int
-    seed: int | None
-    completion: str
-    reason: str
 
 
 class GymRecording:
@@ -141,6 +106,7 @@ class GymRecording:
             ))
         self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
         self.layout = RowLayout(self.row)
+        self._ready = (self.layout.action_scalar, *self.layout.observation_array)
         self._limit = options.max_episode_bytes
         self._keys = bool(options.info_keys)
         self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
@@ -153,7 +119,7 @@ class GymRecording:
         workers = max(1, options.writers)
         self.pool = WriterPool(workers)
         self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
-        self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[SessionResult | None]]] = []
+        self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[EpisodeFile]]] = []
         self._slots = threading.BoundedSemaphore(2 * workers)
         self.flow_waits = 0  # times the env thread waited for a commit slot
         self.files: list[EpisodeFile] = []
@@ -188,15 +154,15 @@ class GymRecording:
                  "how": how}
         described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
                      "camera": camera_note({a: c for a, c in self._cameras[index].items() if a in shapes}, o.cameras)}
-        backend = GymnasiumBackend(
-            self.row.packer, cameras=tuple(shapes.items()),
-            render_source=None if self._render[index] is None else StagedRenderSource(self._render[index]),
-            description=described, actuators=self._actuators, per_step=self.row.step_names,
-        )
-        name, render_state = self.name(number, index), self._render[index] is not None
+        name, render = self.name(number, index), self._render[index]
 
-        def opener() -> Session:
-            compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render_state)
+        def opener() -> Session:  # in the opening pool: the backend's channel declarations are built there too
+            backend = GymnasiumBackend(
+                self.row.packer, cameras=tuple(shapes.items()),
+                render_source=None if render is None else StagedRenderSource(render),
+                description=described, actuators=self._actuators, per_step=self.row.step_names,
+            )
+            compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render is not None)
             episode = Session.open(prepare_built(compiled, backend, seed=seed, episode=number), self.directory,
                                    factories=self.runs.factories)
             if episode.failure is not None:
@@ -205,7 +171,7 @@ class GymRecording:
             return episode
 
         pending = o.media_queue_items if shapes else 4096  # rows queued while the file opens: frames are big
-        writer = EpisodeWriter(self.pool, opener, backend, self.layout, number=number, seed=seed, max_pending=pending)
+        writer = EpisodeWriter(self.pool, opener, self.layout, number=number, seed=seed, max_pending=pending)
         writer.cameras = tuple(shapes)
         writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
         writer.chunk.events[0] = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
@@ -252,45 +218,71 @@ class GymRecording:
         self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
         info: Mapping[str, Any] | None = None, frame: Any = None,
     ) -> None:
-        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked
-        copies appended to the episode's chunk (``gymnasium_host.capture``), nothing packed here."""
+        """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked copies
+        appended to its chunk (``gymnasium_host.capture``).  Numeric-only: the checks are inline."""
         writer = self._open.get(index)
         if writer is None:
             return
-        frames, extras = _NO_FRAMES, self._extras[index]
-        if extras:  # cameras, a byte limit, info keys, actuators, joints or the render side
-            frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
-            if self._limit is not None and self._over_limit(index, writer, frames):
-                return
-        layout, chunk = self.layout, writer.chunk
+        if self._extras[index]:  # cameras, a byte limit, info keys, actuators, joints or the render side
+            self._step_extras(index, writer, action, observation, reward, terminated, truncated, info, frame)
+            return
+        scalar, dtype, shape = self._ready  # the types that need no call (``RowLayout.action_scalar``, ...)
+        steps = writer.chunk.steps
         try:
-            chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
-        except (TypeError, ValueError) as exc:  # the env broke its own space: keep what was recorded, say which channel
-            error = exc if isinstance(exc, ValueError) else step_type_error(exc, reward)
-            self._fail_one(index, error)
-            raise error from None
-        if extras:
-            if self._keys:
-                chunk.infos.append(layout.info(info))
-            if self._actuators:
-                chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
-        steps = len(chunk.steps)  # the clock is read every 16th step: a slow env's chunk goes out in time too
-        if steps >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
-            writer.hand()  # complete rows only: observation t + 1 starts the next chunk
+            steps.append((action if type(action) is scalar else self.layout.action(action),
+                          float(reward), terminated, truncated))
+        except (TypeError, ValueError) as exc:
+            self._refuse_step(index, exc, reward)
+        if (n := len(steps)) >= CHUNK_ROWS or (not n & 15 and time.monotonic() >= self._due[index]):
+            writer.hand()  # complete rows only (obs t + 1 starts the next chunk); the clock is read every 16th step
             self._due[index] = time.monotonic() + CHUNK_SECONDS
-        try:
-            observed = layout.observation(observation)
-        except ValueError as exc:  # step t is recorded: its final row has a fill observation
-            self._observe(index, writer, layout.fill_observation(), {})
-            self._fail_one(index, exc)
-            raise
-        if extras:
-            self._observe(index, writer, observed, frames)
-        else:  # a numeric-only env: the row's start is its observation
-            writer.chunk.obs.append(observed)
+        if type(observation) is _NDARRAY and observation.dtype is dtype and observation.shape == shape:
+            writer.chunk.obs.append(observation.tobytes())  # already the channel's dtype and shape: the copy
+        else:
+            writer.chunk.obs.append(self._observation(index, writer, observation))
         if terminated or truncated:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
+
+    def _step_extras(
+        self, index: int, writer: EpisodeWriter, action: Any, observation: Any, reward: float, terminated: bool,
+        truncated: bool, info: Mapping[str, Any] | None, frame: Any,
+    ) -> None:
+        """``step`` of a sub-env with cameras, a byte limit, info keys, actuators, joints or the render side."""
+        frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
+        if self._limit is not None and self._over_limit(index, writer, frames):
+            return
+        layout, chunk = self.layout, writer.chunk
+        try:
+            chunk.steps.append((layout.action(action), float(reward), terminated, truncated))
+        except (TypeError, ValueError) as exc:
+            self._refuse_step(index, exc, reward)
+        if self._keys:
+            chunk.infos.append(layout.info(info))
+        if self._actuators:
+            chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
+        if (steps := len(chunk.steps)) >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
+            writer.hand()
+            self._due[index] = time.monotonic() + CHUNK_SECONDS
+        self._observe(index, writer, self._observation(index, writer, observation), frames)
+        if terminated or truncated:
+            self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
+                         "terminated" if terminated else "truncated")
+
+    def _refuse_step(self, index: int, exc: TypeError | ValueError, reward: Any) -> NoReturn:
+        """The env broke its own space: keep what was recorded, raise one line naming the channel."""
+        error = exc if isinstance(exc, ValueError) else step_type_error(exc, reward)
+        self._fail_one(index, error)
+        raise error from None
+
+    def _observation(self, index: int, writer: EpisodeWriter, observation: Any) -> Any:
+        """Observation t + 1 checked and copied; a wrong one ends the episode on a fill row (step t is recorded)."""
+        try:
+            return self.layout.observation(observation)
+        except ValueError as exc:
+            self._observe(index, writer, self.layout.fill_observation(), {})
+            self._fail_one(index, exc)
+            raise
 
     def _over_limit(self, index: int, writer: EpisodeWriter, frames: Mapping[str, Any]) -> bool:
         """``max_episode_bytes``: rows and frames as staged (before JPEG/PNG), the final row included;
@@ -329,9 +321,9 @@ class GymRecording:
                 self.flow_waits += 1
                 self._slots.acquire()
             try:
-                future = self._closers.submit(writer.finish, kind, reason, trailing)
+                future = self._closers.submit(self._commit, writer, index, kind, reason, trailing)
             except RuntimeError:  # at interpreter exit (module docstring): commit here
-                future = run_here(writer.finish, kind, reason, trailing)
+                future = run_here(self._commit, writer, index, kind, reason, trailing)
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))
             self._collect(block=False)
@@ -345,10 +337,26 @@ class GymRecording:
         """Row 4: the env raised.  Every open episode commits what it recorded: completion
         ``stopped`` (a ``failed`` Run is never published under its final name), the reason
         and the ``gym.episode_end`` event's ``error`` carry the exception's one line."""
-        text = str(exc).strip().splitlines()
-        line = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        line = one_line(exc)
         for index in list(self._open):
             self._finish(index, False, False, CompletionKind.STOPPED, f"failed: the env raised {line}", line)
+
+    def _commit(
+        self, writer: EpisodeWriter, index: int, kind: CompletionKind, reason: str,
+        trailing: tuple[ScenePluginEvent, ...],
+    ) -> EpisodeFile:
+        """In the commit pool: the commit and its ``EpisodeFile`` (the Session is freed there, not on the env thread)."""
+        try:
+            result = writer.finish(kind, reason, trailing)
+        except Exception as exc:  # the commit itself broke: reported, never raised into the env
+            result, writer.failure = None, writer.failure or one_line(exc)
+        completion = result.outcome.completion if result is not None else None
+        committed = result.outcome.committed if result is not None else ()
+        return EpisodeFile(
+            Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
+            writer.steps, writer.seed, completion.kind.value if completion else "failed",
+            (completion.reason if completion else "") or (writer.failure or ""),
+        )
 
     def _collect(self, *, block: bool) -> None:
         keep = []
@@ -357,16 +365,9 @@ class GymRecording:
                 keep.append((writer, index, future))
                 continue
             try:
-                result = future.result()
-            except Exception as exc:  # the commit itself broke: reported, never raised into the env
-                result, writer.failure = None, writer.failure or f"{type(exc).__name__}: {exc}".splitlines()[0]
-            completion = result.outcome.completion if result is not None else None
-            committed = result.outcome.committed if result is not None else ()
-            self.files.append(EpisodeFile(
-                Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
-                writer.steps, writer.seed, completion.kind.value if completion else "failed",
-                (completion.reason if completion else "") or (writer.failure or ""),
-            ))
+                self.files.append(future.result())
+            except Exception as exc:  # _commit itself broke: reported as not committed
+                self.files.append(EpisodeFile(None, index if self.vector else None, writer.number, writer.steps, writer.seed, "failed", one_line(exc)))
         self._waiting = keep
 
     def close(self, reason: str = "truncated: the env was closed") -> list[EpisodeFile]:

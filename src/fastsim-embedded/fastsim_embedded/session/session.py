@@ -261,11 +261,12 @@ class Session:
         """
         if self.result is not None or self.failure is not None:
             raise SessionClosed(self.failure or "the session is closed")
-        if self.stopping:
+        if self.host.terminal.completion_requested():  # ``stopping``
             completion = self.host.terminal.completion
             raise SessionClosed(f"the session is stopping: {completion.reason if completion else ''}")
-        try:
-            result = self.stepper.tick(TickScript(reset, tuple(commands), tuple(events)))
+        try:  # the stepper is built on the first step (``stepper``)
+            stepper = self._stepper if self._stepper is not None else self.stepper
+            result = stepper.tick(TickScript(reset, tuple(commands), tuple(events)))
         except Exception as exc:
             self.host.request_completion(CompletionKind.FAILED, f"simulation failed at tick {self.ticks + 1}: {exc}")
             raise

@@ -190,7 +190,8 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         """Row 2 (and 3) of the module table."""
         try:  # env_step's rule, inline: the single env's hot path (a call less per step)
-            observation, reward, terminated, truncated, info = self.env.step(action)
+            result = self.env.step(action)
+            observation, reward, terminated, truncated, info = result
             frame = self._step_frame() if self._step_frame is not None else None
         except Exception as exc:
             self._recording.fail(exc)
@@ -199,7 +200,7 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
             self._recording.step(0, action, observation, reward, terminated, truncated, info, frame)
         except ValueError as exc:  # what was recorded is committed; the channel is named
             raise GymWrapError(f"step(): {exc}".splitlines()[0]) from None
-        return observation, reward, terminated, truncated, info
+        return result  # the env's own tuple, as the env returned it
 
     def render(self) -> Any:
         """Row 4: the captured frame, else the env's own ``render()``."""
