@@ -41,7 +41,7 @@ __all__ = ["BlockBatch", "block_batch"]
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _WORDS = RECORD_DTYPE.itemsize // 8
-_G, _GL = _FIELD["global_sequence"] // 8, _FIELD["global_last"] // 8
+_G, _GL = _FIELD["global_sequence"] // 8, _FIELD["global_last"] // 8  # each pair: adjacent words
 _S, _SL = _FIELD["stream_sequence"] // 8, _FIELD["stream_last"] // 8
 _GEN = _FIELD["generation"] // 8  # the word of generation (low half) and metadata_length (high half)
 _T = _FIELD["sim_time_ns"] // 8
@@ -106,16 +106,15 @@ def block_batch(
                 return None
     g0, g1, s0, s1, t0, t1 = g.item(0), g.item(-1), s.item(0), s.item(-1), t.item(0), t.item(-1)
     if g1 - g0 != n - 1 or s1 - s0 != n - 1:
-        return None  # row 5: the end points (no wrap past 2**64 - 1)
+        return None  # row 5: the end points (Python integers: no wrap past 2**64 - 1)
+    # row 5: with the end points n - 1 apart, a strictly increasing sequence steps by one
+    if np.count_nonzero(g[1:] <= g[:-1]) or np.count_nonzero(s[1:] <= s[:-1]) or np.count_nonzero(t[1:] < t[:-1]):
+        return None
     raw = template_bytes(sid, generation, size, n)
     words = np.frombuffer(raw, np.uint64).reshape(n, _WORDS)
     words[:, _G:_GL + 1] = g[:, None]
     words[:, _S:_SL + 1] = s[:, None]
     words[:, _T] = t  # int64 bits as they are
-    if np.count_nonzero(words[1:, _G:_S + 1:_S - _G] - words[:-1, _G:_S + 1:_S - _G] != 1) or (
-        np.count_nonzero(t[1:] < t[:-1])
-    ):
-        return None  # row 5
     if meta:
         words[0, _GEN] = generation | len(meta) << 32
         words[1:, _MO] = len(meta)

@@ -103,6 +103,8 @@ def numeric_columns(
             return None
         if len(payload) != n * record_bytes:
             return None
+    chan = numbers["c"]  # rule CS1's steady state, found once per run: steps by one
+    steady = chan.item(-1) - chan.item(0) == n - 1 and (n == 1 or not np.count_nonzero(chan[1:] <= chan[:-1]))
     return RecordColumns(
-        stream, int(generation), numbers["g"], numbers["s"], numbers["t"], record_bytes, payload, numbers["c"],
+        stream, int(generation), numbers["g"], numbers["s"], numbers["t"], record_bytes, payload, chan, steady,
     )
