@@ -32,7 +32,12 @@ import attrs
 import numpy as np
 
 from fastsim_recording_format._assemble import RecordBlock, template_bytes
-from fastsim_recording_format._layout import MAX_JSON_ITEMS, PROJECTION_DTYPE, RECORD_DTYPE, canonical_json
+from fastsim_recording_format._layout import (
+    MAX_JSON_ITEMS,
+    PROJECTION_DTYPE,
+    RECORD_DTYPE,
+    canonical_json,
+)
 from fastsim_recording_format._table_rules import BatchFacts
 from fastsim_recording_format.encoding import Array, readonly
 from fastsim_recording_format.model import Payload

@@ -178,10 +178,11 @@ class FsrWriter(Closing):
         records of one stream, column-wise); both give the same bytes."""
         self._require("open")
         one = records[0] if len(records) == 1 and records[0].__class__ is RecordBlock else None
-        fast = block_batch(one, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES) if one is not None else None  # type: ignore[arg-type]
+        fast = block_batch(one, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES) if one is not None else None
         if fast is not None:  # a numeric recording's steady state: the same bytes in fewer steps
             table, payloads, pay_len, meta, facts = fast.table, fast.payloads, fast.payload_length, fast.metadata, fast.facts
-            n, raw = len(table), fast.raw
+            n = len(table)
+            raw_table: bytes | bytearray = fast.raw
         else:
             n = sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)
             if n == 0:
@@ -190,7 +191,7 @@ class FsrWriter(Closing):
             table, payloads = parts_in.table, parts_in.payloads
             meta = _metadata(table, parts_in.metadata)
             pay_len = parts_in.payload_length
-            raw = table.tobytes()
+            raw_table = table.tobytes()
         try:
             if fast is None:
                 facts = analyse_table(
@@ -199,7 +200,7 @@ class FsrWriter(Closing):
             self._acc.check(table, facts, self._pos)
         except FormatError as exc:
             raise ValueError(f"invalid batch: {exc.reason}") from None
-        body = b"".join((raw, meta, bytes(pad8(len(meta)) - len(meta))))
+        body = b"".join((raw_table, meta, bytes(pad8(len(meta)) - len(meta))))
         pad = bytes(pad8(pay_len) - pay_len)
         payload_crc, sha = 0, _NO_SHA
         digests = self._crc or self._strong
