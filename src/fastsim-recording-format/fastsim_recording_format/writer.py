@@ -239,7 +239,7 @@ class FsrWriter(Closing):
             self._write(b"".join((header, body, *payloads, pad)))
         self._acc.add(self._pos, length, self._flags, table, facts)
         self._pos += length
-        if np.count_nonzero(facts.kind_counts[:, 1]):
+        if fast is None and np.count_nonzero(facts.kind_counts[:, 1]):  # a block holds DATA only
             self._degraded = True
         return length
 
