@@ -5,7 +5,6 @@ file with one vectored lease write.  The file is byte for byte the one the joine
 from __future__ import annotations
 
 import itertools
-import operator
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -50,8 +49,7 @@ def _record(tmp_path: Path, name: str, *, reset_every_s: float | None = None, ou
 
 def _joined_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Main's code path: every run's tick buffers joined into one copy, one write per part."""
-    monkeypatch.setattr(numeric_columns, "_KIND", operator.attrgetter("no_such_field"))  # rule 5 never holds
-    monkeypatch.setattr(numeric_columns, "_FLAGS", lambda buffer: None)
+    monkeypatch.setattr(numeric_columns, "_FLAGS", lambda buffer: None)  # rule 5 never holds
     monkeypatch.delattr(LeaseWriter, "writev")
 
 

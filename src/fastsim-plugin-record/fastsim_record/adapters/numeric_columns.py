@@ -20,7 +20,8 @@ still one atomic record, with the same bytes as ``NumericTickEncoder.encode``.
     |   | tuple of buffers; otherwise one joined copy taken now                 | copy)  |
 
 ``None`` sends the run through the per-record path, which names any drift exactly.
-The diagnostic ``channel_sequence`` of each tick travels as a column (issue 27).
+The diagnostic ``channel_sequence`` of each tick travels as a column (issue 27); whether it
+steps by one over the whole run is found here, once (``RecordColumns.channel_steady``).
 """
 
 from __future__ import annotations
@@ -36,25 +37,18 @@ from fastsim_record.ports.sinks import RecordColumns
 
 __all__ = ["numeric_columns"]
 
-#: one C-level pass over the run reads what every tick must share (rules 1-4): a tuple
-#: per tick, compared with ``list.count`` (identity first: Core shares one channel tuple
-#: and one layout per Run)
-_SHARED = operator.attrgetter(
-    "envelope.payload.samples.channels", "envelope.payload.samples.values.__class__",
-    "envelope.payload.samples.values.layout", "envelope.generation",
-)
-#: one pass picks every numeric column into one structured array (``numpy.fromiter``)
-_NUMBERS = operator.attrgetter(
-    "envelope.global_sequence", "envelope.source_sequence", "envelope.sim_time_ns",
-    "envelope.payload.samples.channel_sequence",
-)
-_PICK = np.dtype([("g", "<u8"), ("s", "<u8"), ("t", "<i8"), ("c", "<i8")])
-_BUFFER = operator.attrgetter("envelope.payload.samples.values.buffer")
-#: rule 5 in one pass: type, flag bits (one flags object per buffer) and size
-_KIND = operator.attrgetter("__class__", "flags.num", "nbytes")
+_ENVELOPE = operator.attrgetter("envelope")
+_BLOCK = operator.attrgetter("payload.samples")
+_CHANNELS = operator.attrgetter("channels")
+_VALUES = operator.attrgetter("values")
+_LAYOUT = operator.attrgetter("layout")
+_BUFFER = operator.attrgetter("buffer")
+_GLOBAL = operator.attrgetter("global_sequence")
+_SOURCE_SEQ = operator.attrgetter("source_sequence")
+_SIM_TIME = operator.attrgetter("sim_time_ns")
+_GENERATION = operator.attrgetter("generation")
+_CHANNEL_SEQ = operator.attrgetter("channel_sequence")
 _FLAGS = operator.attrgetter("flags.c_contiguous", "flags.writeable", "nbytes")
-_C_CONTIGUOUS = 0x1  # numpy's NPY_ARRAY_C_CONTIGUOUS
-_WRITEABLE = 0x400  # numpy's NPY_ARRAY_WRITEABLE
 
 
 def numeric_columns(
@@ -68,33 +62,33 @@ def numeric_columns(
     n = len(carriers)
     if n == 0:
         return None
+    envelopes = list(map(_ENVELOPE, carriers))
     try:  # ticks were checked to be ObservationTick values at the pump (binding rule 4)
-        shared = list(map(_SHARED, carriers))  # only a SampleBlock of PackedValues has these
+        blocks = list(map(_BLOCK, envelopes))
+        channel_rows = list(map(_CHANNELS, blocks))  # only a SampleBlock has channels
+        values = list(map(_VALUES, blocks))
     except AttributeError:
         return None
-    channels, kind, layout, generation = first = shared[0]
-    if shared.count(first) != n:  # rules 1-4: one channel tuple, type, layout, generation
+    # ``list.count`` compares by identity first (Core shares one tuple and one layout per
+    # Run), then by equality: one C-level pass each, no set built per tick
+    channels = channel_rows[0]
+    if channel_rows.count(channels) != n or (channels is not order and channels != order):  # rule 2
         return None
-    if (channels is not order and channels != order) or kind is not PackedValues or not layout_ok(layout):
+    if list(map(type, values)).count(PackedValues) != n:  # rule 1
         return None
-    try:
-        numbers = np.fromiter(map(_NUMBERS, carriers), _PICK, n)
-    except (AttributeError, OverflowError, TypeError, ValueError):
-        return None  # the per-record path names the field
-    buffers = tuple(map(_BUFFER, carriers))
+    layout = values[0].layout
+    if list(map(_LAYOUT, values)).count(layout) != n or not layout_ok(layout):  # rule 3
+        return None
+    generation = envelopes[0].generation
+    if list(map(_GENERATION, envelopes)).count(generation) != n:  # rule 4
+        return None
+    buffers = tuple(map(_BUFFER, values))
     payload: tuple[Any, ...] | bytes
-    try:  # rule 5: one C-level pass reads each buffer's type, flags and size
-        kinds = list(map(_KIND, buffers))
+    try:  # rule 5: one C-level pass reads each buffer's flags and size
+        frozen = list(map(_FLAGS, buffers)).count((True, False, record_bytes)) == n
     except AttributeError:  # not numpy arrays
-        kinds = []
-    if kinds and kinds.count(kinds[0]) == n:  # one producer: every buffer alike (the steady state)
-        cls, flags, size = kinds[0]
-        frozen = cls is np.ndarray and size == record_bytes and flags & (_C_CONTIGUOUS | _WRITEABLE) == _C_CONTIGUOUS
-    else:
-        frozen = bool(kinds) and list(map(type, buffers)).count(np.ndarray) == n and (
-            list(map(_FLAGS, buffers)).count((True, False, record_bytes)) == n
-        )
-    if frozen:
+        frozen = False
+    if frozen and list(map(type, buffers)).count(np.ndarray) == n:
         payload = buffers
     else:
         try:
@@ -103,8 +97,13 @@ def numeric_columns(
             return None
         if len(payload) != n * record_bytes:
             return None
-    chan = numbers["c"]  # rule CS1's steady state, found once per run: steps by one
+    chan = np.fromiter(map(_CHANNEL_SEQ, blocks), np.int64, n)
+    # rule CS1's steady state, found once per run: the ends n - 1 apart, strictly increasing
     steady = chan.item(-1) - chan.item(0) == n - 1 and (n == 1 or not np.count_nonzero(chan[1:] <= chan[:-1]))
     return RecordColumns(
-        stream, int(generation), numbers["g"], numbers["s"], numbers["t"], record_bytes, payload, chan, steady,
+        stream, int(generation),
+        np.fromiter(map(_GLOBAL, envelopes), np.uint64, n),
+        np.fromiter(map(_SOURCE_SEQ, envelopes), np.uint64, n),
+        np.fromiter(map(_SIM_TIME, envelopes), np.int64, n),
+        record_bytes, payload, chan, steady,
     )
