@@ -33,7 +33,7 @@ from fastsim_recording_format._layout import RECORD_DTYPE
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.model import Payload, RecordIn, RecordKind, RecordRow
 
-__all__ = ["Assembled", "RecordBlock", "assemble"]
+__all__ = ["Assembled", "RecordBlock", "assemble", "template_bytes"]
 
 _FIELDS = (
     "stream_id", "kind", "global_sequence", "global_last", "stream_sequence", "stream_last",
@@ -157,10 +157,10 @@ def _block_table(block: RecordBlock, base: int, metas: list[tuple[int, Any]]) ->
 _TEMPLATES: dict[tuple[int, int, int, int], bytes] = {}
 
 
-def _template(stream_id: int, generation: int, record_bytes: int, n: int) -> Array:
-    """A new block table with every column that does not vary by record filled in, copied
-    from cached bytes (a steady recording's batches share a handful; a byte copy is ten
-    times cheaper than copying a structured array)."""
+def template_bytes(stream_id: int, generation: int, record_bytes: int, n: int) -> bytearray:
+    """A new block table's bytes with every column that does not vary by record filled in,
+    copied from cached bytes (a steady recording's batches share a handful; a byte copy is
+    ten times cheaper than copying a structured array)."""
     key = (stream_id, generation, record_bytes, n)
     raw = _TEMPLATES.get(key)
     if raw is None:
@@ -173,7 +173,12 @@ def _template(stream_id: int, generation: int, record_bytes: int, n: int) -> Arr
         table["payload_length"] = record_bytes
         table["payload_offset"] = np.arange(n, dtype=np.uint64) * np.uint64(record_bytes)
         raw = _TEMPLATES[key] = table.tobytes()
-    return np.frombuffer(bytearray(raw), RECORD_DTYPE)
+    return bytearray(raw)
+
+
+def _template(stream_id: int, generation: int, record_bytes: int, n: int) -> Array:
+    """``template_bytes`` as a record table."""
+    return np.frombuffer(template_bytes(stream_id, generation, record_bytes, n), RECORD_DTYPE)
 
 
 def _mixed(records: Sequence[RecordIn | RecordRow | RecordBlock], metas: list[tuple[int, Any]]) -> tuple[Array, list[Payload]]:

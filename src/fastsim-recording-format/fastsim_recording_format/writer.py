@@ -30,11 +30,13 @@ from crc32c import crc32c as _crc32c
 from fastsim_recording_format._assemble import RecordBlock, assemble
 from fastsim_recording_format._batch import Accumulator, analyse_table
 from fastsim_recording_format._batch_header import BatchHeader
+from fastsim_recording_format._block_batch import block_batch
 from fastsim_recording_format._json import json_items
 from fastsim_recording_format._layout import (
     BATCH_MAGIC,
     MAX_FOOTER_BYTES,
     MAX_JSON_ITEMS,
+    MAX_RECORD_METADATA_BYTES,
     TRAILER,
     canonical_json,
     crc,
@@ -117,6 +119,7 @@ class FsrWriter(Closing):
     _degraded: bool
     _state: str
     _vectored: Any
+    _rows: dict[int, int]
 
     def __init__(
         self,
@@ -140,6 +143,9 @@ class FsrWriter(Closing):
         _sync_if_possible(self._file)  # the header is durable before any batch exists
         self._pos = len(raw)
         self._acc = Accumulator(head.stream_ids)
+        sids = head.stream_ids.tolist()
+        #: each declared stream id's row in the stream table (a one-block batch's facts)
+        self._rows = {sid: k for k, sid in enumerate(sids)} if len(set(sids)) == len(sids) else {}
         self._strong = integrity == "strong"
         self._crc = payload_crc
         self._flags = head.batch_flags
@@ -171,22 +177,30 @@ class FsrWriter(Closing):
         Records are rows (one object each) or :class:`RecordBlock` values (many DATA
         records of one stream, column-wise); both give the same bytes."""
         self._require("open")
-        n = sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)
-        if n == 0:
-            raise ValueError("a batch needs at least one record")
-        parts_in = assemble(records)
-        table, payloads = parts_in.table, parts_in.payloads
-        meta = _metadata(table, parts_in.metadata)
-        pay_len = parts_in.payload_length
+        one = records[0] if len(records) == 1 and records[0].__class__ is RecordBlock else None
+        fast = block_batch(one, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES) if one is not None else None
+        if fast is not None:  # a numeric recording's steady state: the same bytes in fewer steps
+            table, payloads, pay_len, meta, facts = fast.table, fast.payloads, fast.payload_length, fast.metadata, fast.facts
+            n = len(table)
+            raw_table: bytes | bytearray = fast.raw
+        else:
+            n = sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)
+            if n == 0:
+                raise ValueError("a batch needs at least one record")
+            parts_in = assemble(records)
+            table, payloads = parts_in.table, parts_in.payloads
+            meta = _metadata(table, parts_in.metadata)
+            pay_len = parts_in.payload_length
+            raw_table = table.tobytes()
         try:
-            facts = analyse_table(
-                table, len(meta), pay_len, self._pos, self._acc.batches, self._acc.stream_ids,
-                block=len(records) == 1 and records[0].__class__ is RecordBlock,
-            )
+            if fast is None:
+                facts = analyse_table(
+                    table, len(meta), pay_len, self._pos, self._acc.batches, self._acc.stream_ids, block=one is not None,
+                )
             self._acc.check(table, facts, self._pos)
         except FormatError as exc:
             raise ValueError(f"invalid batch: {exc.reason}") from None
-        body = b"".join((table.tobytes(), meta, bytes(pad8(len(meta)) - len(meta))))
+        body = b"".join((raw_table, meta, bytes(pad8(len(meta)) - len(meta))))
         pad = bytes(pad8(pay_len) - pay_len)
         payload_crc, sha = 0, _NO_SHA
         digests = self._crc or self._strong
@@ -225,7 +239,7 @@ class FsrWriter(Closing):
             self._write(b"".join((header, body, *payloads, pad)))
         self._acc.add(self._pos, length, self._flags, table, facts)
         self._pos += length
-        if np.count_nonzero(facts.kind_counts[:, 1]):
+        if fast is None and np.count_nonzero(facts.kind_counts[:, 1]):  # a block holds DATA only
             self._degraded = True
         return length
 

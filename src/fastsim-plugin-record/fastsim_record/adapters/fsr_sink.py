@@ -350,15 +350,33 @@ def _same_run_kind(a: RecordColumns, b: RecordColumns) -> bool:
     return a.stream == b.stream and a.generation == b.generation and a.record_bytes == b.record_bytes
 
 
+def _steady_metadata(runs: list[RecordColumns]) -> dict[int, dict[str, int]] | None:
+    """Rule CS1 for runs whose makers found each ``channel_sequence`` stepping by one: one
+    value when each run continues the previous one; ``None`` (a pass is needed) otherwise."""
+    first = prev = None
+    for r in runs:
+        chan = r.channel_sequence
+        if not r.channel_steady or chan is None or not len(chan):
+            return None
+        head = chan.item(0)
+        if prev is None:
+            first = head
+        elif head != prev + 1:
+            return None
+        prev = chan.item(-1)
+    return {0: {"channel_sequence": first}} if first is not None else None
+
+
 def _block(ids: Mapping[str, int], runs: list[RecordColumns]) -> RecordBlock:
     first = runs[0]
+    metadata = _steady_metadata(runs)
     if len(runs) == 1:
         g, s, t, cs = first.global_sequence, first.stream_sequence, first.sim_time_ns, first.channel_sequence
     else:  # the columns are joined (8 bytes a record each); the payload buffers are not
         g = np.concatenate([r.global_sequence for r in runs])
         s = np.concatenate([r.stream_sequence for r in runs])
         t = np.concatenate([r.sim_time_ns for r in runs])
-        cs = (None if any(r.channel_sequence is None for r in runs)
+        cs = (None if metadata is not None or any(r.channel_sequence is None for r in runs)
               else np.concatenate([r.channel_sequence for r in runs]))
     parts: list[Any] = []  # payload buffers in order: a run's tick buffers (a tuple) or its one buffer
     for r in runs:
@@ -368,7 +386,7 @@ def _block(ids: Mapping[str, int], runs: list[RecordColumns]) -> RecordBlock:
             parts.append(r.payload)
     return RecordBlock(
         ids[first.stream], first.generation, g, s, t, first.record_bytes, parts[0],
-        channel_sequence_metadata(cs), tuple(parts[1:]),
+        channel_sequence_metadata(cs) if metadata is None else metadata, tuple(parts[1:]),
     )
 
 

@@ -20,7 +20,8 @@ still one atomic record, with the same bytes as ``NumericTickEncoder.encode``.
     |   | tuple of buffers; otherwise one joined copy taken now                 | copy)  |
 
 ``None`` sends the run through the per-record path, which names any drift exactly.
-The diagnostic ``channel_sequence`` of each tick travels as a column (issue 27).
+The diagnostic ``channel_sequence`` of each tick travels as a column (issue 27); whether it
+steps by one over the whole run is found here, once (``RecordColumns.channel_steady``).
 """
 
 from __future__ import annotations
@@ -96,10 +97,13 @@ def numeric_columns(
             return None
         if len(payload) != n * record_bytes:
             return None
+    chan = np.fromiter(map(_CHANNEL_SEQ, blocks), np.int64, n)
+    # rule CS1's steady state, found once per run: the ends n - 1 apart, strictly increasing
+    steady = chan.item(-1) - chan.item(0) == n - 1 and (n == 1 or not np.count_nonzero(chan[1:] <= chan[:-1]))
     return RecordColumns(
         stream, int(generation),
         np.fromiter(map(_GLOBAL, envelopes), np.uint64, n),
         np.fromiter(map(_SOURCE_SEQ, envelopes), np.uint64, n),
         np.fromiter(map(_SIM_TIME, envelopes), np.int64, n),
-        record_bytes, payload, np.fromiter(map(_CHANNEL_SEQ, blocks), np.int64, n),
+        record_bytes, payload, chan, steady,
     )

@@ -83,9 +83,9 @@ class RunBuilder:
             return [first, *map(materialize, carriers[1:])]
         g, c = columns.global_sequence, columns.stream_sequence
         n = len(g)
-        if int(g[-1]) - int(g[0]) == n - 1 and int(c[-1]) - int(c[0]) == n - 1 and not np.count_nonzero(
-            (g[1:] - g[:-1] != 1) | (c[1:] - c[:-1] != 1)
-        ):  # the common case: one unbroken run
+        if g.item(-1) - g.item(0) == n - 1 and c.item(-1) - c.item(0) == n - 1 and not (
+            np.count_nonzero(g[1:] <= g[:-1]) or np.count_nonzero(c[1:] <= c[:-1])
+        ):  # the common case: one unbroken run (ends n - 1 apart, strictly increasing)
             bounds = [0, n]
         else:
             cuts = np.flatnonzero((np.diff(g) != 1) | (np.diff(c) != 1)) + 1

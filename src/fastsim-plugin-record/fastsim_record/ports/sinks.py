@@ -64,7 +64,9 @@ class RecordColumns:
     ``channel_sequence`` (int64; the diagnostic live sequence of each tick, or ``None``)
     are numpy arrays with one value per record; ``payload`` is one contiguous buffer of
     ``count * record_bytes`` bytes, or a tuple of ``count`` buffers of ``record_bytes``
-    each (the tick buffers as Core published them: read-only, never joined)."""
+    each (the tick buffers as Core published them: read-only, never joined).
+    ``channel_steady``: the maker found ``channel_sequence`` stepping by one over every
+    record (so does any part of it; the sink then needs no pass over it, rule CS1)."""
 
     stream: str
     generation: int
@@ -74,6 +76,7 @@ class RecordColumns:
     record_bytes: int
     payload: Any
     channel_sequence: Any = None
+    channel_steady: bool = False
 
     @property
     def count(self) -> int:
@@ -89,7 +92,7 @@ class RecordColumns:
             self.stream, self.generation, self.global_sequence[start:stop],
             self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size,
             payload[start:stop] if payload.__class__ is tuple else memoryview(payload)[start * size:stop * size],
-            None if chan is None else chan[start:stop],
+            None if chan is None else chan[start:stop], self.channel_steady,
         )
 
 
