@@ -160,6 +160,6 @@ def test_a_lane_handle_refuses_a_lane_that_builds_with_another_function() -> Non
     """The pumps register their converters with the handle: a lane building with anything else is refused."""
     import pytest
 
-    lane = Lane(LaneSpec(name=LaneName.CRITICAL, max_items=4, max_bytes=100), [True], materialize=lambda item: item)  # type: ignore[arg-type,return-value]
+    lane = Lane(LaneSpec(name=LaneName.CRITICAL, max_items=4, max_bytes=100), [True], materialize=lambda item: item)
     with pytest.raises(TypeError, match="critical lane"):
         LaneHandle(lane, threading.Event())

@@ -251,7 +251,7 @@ class Lane:
         return self._overload(carrier, self._envelope(carrier), size)
 
     def _envelope(self, item: Any) -> CapturedItem:
-        return item if self.materialize is None else self.materialize(item)  # type: ignore[no-any-return]
+        return item if self.materialize is None else self.materialize(item)
 
     def _overload(self, item: object, envelope: CapturedItem, size: int) -> Admission:
         if self._fatal is not None:  # A2

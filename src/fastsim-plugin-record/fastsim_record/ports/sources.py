@@ -121,7 +121,7 @@ class LaneConverters:
     def __call__(self, item: object) -> CapturedItem:
         """A lane item as its captured item: a carrier is built now, a captured item passes."""
         if item.__class__ is Envelope:
-            return self._build[item.source](item)  # type: ignore[attr-defined,arg-type]
+            return self._build[item.source](item)
         return item  # type: ignore[return-value]
 
 
