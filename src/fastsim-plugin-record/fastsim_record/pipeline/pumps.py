@@ -128,7 +128,7 @@ class Pump:
 
     __slots__ = (
         "_acquire", "_advance", "_cancelled", "_carrier", "_continuity", "_convert", "_gauge", "_lane",
-        "_lock", "_monitor", "_release", "_try_admit", "_wake",
+        "_lock", "_monitor", "_release", "_try_admit", "_validate", "_wake",
         "delivered", "name", "subscription",
     )
 
@@ -149,6 +149,7 @@ class Pump:
         self._carrier = convert if isinstance(convert, CarrierConverter) and handle.converters.register(
             convert, convert.kinds
         ) else None
+        self._validate = None if self._carrier is None else self._carrier.validate
         self._continuity = SourceContinuity(name, carries_barriers=carries_barriers)
         self._advance = self._continuity.advance
         self._lane = handle.lane
@@ -167,12 +168,12 @@ class Pump:
         """Validate and admit one envelope; never waits, never raises into Core."""
         if self._cancelled:
             return
-        carrier_converter = self._carrier
-        if carrier_converter is None:  # a plain converter (cameras): build the captured item
+        validate = self._validate
+        if validate is None:  # a plain converter (cameras): build the captured item
             self._admit_envelope(item)
             return
         try:
-            size = carrier_converter.validate(item)
+            size = validate(item)
         except Exception as exc:
             self._capture_failed(exc)
             return
