@@ -115,7 +115,7 @@ def test_run_builder_cuts_runs_at_sequence_breaks() -> None:
     converters = LaneConverters()
     assert converters.register(Converter(), Converter.kinds)
     carriers = [Envelope(g, SourceKind.OBSERVATION, 0, g - 9, g, None, None, g) for g in (10, 11, 12, 14, 15)]
-    out = RunBuilder({"obs": Encoder()}).split(carriers, converters)
+    out = RunBuilder({"obs": Encoder()}).split(carriers, converters.materialize)
     assert [(r.first_global, r.last_global, r.first_capture, r.last_capture) for r in out] == [  # type: ignore[union-attr]
         (10, 12, 1, 3), (14, 15, 5, 6),
     ]

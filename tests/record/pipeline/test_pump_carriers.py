@@ -61,7 +61,7 @@ def test_converter_build_matches_the_full_conversion_for_barriers() -> None:
     barrier = Envelope(5, SourceKind.GENERATION_BARRIER, 1, 4, 40, GenerationBarrier(1, 0), None, 3)
     converters = LaneConverters()
     assert converters.register(convert, convert.kinds)
-    built = converters(barrier)
+    built = converters.materialize(barrier)
     assert (built.kind, built.size, built.capture_sequence) == (EnvelopeKind.BARRIER, 0, 3)
     assert built == convert(barrier)
 
@@ -117,7 +117,7 @@ def test_materialize_passes_a_captured_item_through_unchanged() -> None:
     item = convert(_event(1, 1))
     converters = LaneConverters()
     assert converters.register(convert, convert.kinds)
-    assert converters(item) is item
+    assert converters.materialize(item) is item
 
 
 def test_the_lane_holds_the_envelope_itself_and_the_pump_leaves_no_tracked_object_per_envelope() -> None:

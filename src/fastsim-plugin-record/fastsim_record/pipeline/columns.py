@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,6 @@ import numpy as np
 from fastsim_contract.values import Envelope
 from fastsim_record.core.captured import CapturedItem, CapturedRun
 from fastsim_record.ports.sinks import ColumnEncoder
-from fastsim_record.ports.sources import LaneConverters
 
 __all__ = ["RunBuilder"]
 
@@ -49,7 +48,7 @@ class RunBuilder:
         }
         self.runs = 0  # runs formed (the columnar path's reach, for tests and benchmarks)
 
-    def split(self, items: list[Any], materialize: LaneConverters) -> list[CapturedItem | CapturedRun]:
+    def split(self, items: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         """The drained ``items`` of a lane whose ``materialize`` is given, as captured items and runs, in order."""
         if not items:
             return []
@@ -76,7 +75,7 @@ class RunBuilder:
             out.extend(self._run(group, materialize))
         return out
 
-    def _run(self, carriers: list[Any], materialize: LaneConverters) -> list[CapturedItem | CapturedRun]:
+    def _run(self, carriers: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         first = materialize(carriers[0])
         encoder = self._encoders.get(first.stream)
         columns = encoder.encode_columns(carriers) if encoder is not None and len(carriers) > 1 else None

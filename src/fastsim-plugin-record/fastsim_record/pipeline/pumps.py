@@ -99,7 +99,7 @@ class PressureGauge:
 class LaneHandle:
     """A core lane shared by pumps (publishing threads) and the worker, with its lock.
 
-    The lane's ``materialize`` is its ``converters`` (installed here when the lane was
+    The lane's ``materialize`` is its ``converters``' (installed here when the lane was
     built without one): the carrier converters of the pumps that feed it.
     """
 
@@ -111,10 +111,11 @@ class LaneHandle:
 
     def __attrs_post_init__(self) -> None:
         lane = self.lane
+        owner = getattr(lane.materialize, "__self__", None)
         if lane.materialize is None:
-            lane.materialize = self.converters
-        elif isinstance(lane.materialize, LaneConverters):
-            self.converters = lane.materialize
+            lane.materialize = self.converters.materialize
+        elif isinstance(owner, LaneConverters):
+            self.converters = owner
         else:  # the pumps register their converters here: the lane must build with them
             raise TypeError(f"{lane.spec.name.value} lane: materialize must be the lane's LaneConverters")
         if lane.pressure_items is None:  # the lane answers PRESSED from this depth on

@@ -16,8 +16,8 @@ Converter ports (a pump holds one; the Core binding implements both):
 
 The carrier fast path: a carrier is the validated contract ``Envelope`` itself, held in
 its lane as Core stamped it, so the simulation thread allocates nothing per envelope.
-Its converter lives with the lane: :class:`LaneConverters` (the lane's ``materialize``)
-maps each contract source kind to the one carrier converter that feeds the lane with it
+Its converter lives with the lane: :class:`LaneConverters` (its ``materialize`` is the
+lane's) maps each contract source kind to the one carrier converter that feeds the lane with it
 (a pump registers its converter when it is built), builds the captured item of a held
 envelope and passes a captured item (the full path: barriers, cameras) through.
 """
@@ -91,8 +91,8 @@ class CarrierConverter(Protocol):
 
 
 class LaneConverters:
-    """The carrier converters feeding one lane, by contract source kind (the lane's
-    ``materialize``): a held contract envelope is built by its kind's converter."""
+    """The carrier converters feeding one lane, by contract source kind: ``materialize``
+    (the lane's) builds a held contract envelope with its kind's converter."""
 
     __slots__ = ("_build", "_by_kind")
 
@@ -118,7 +118,7 @@ class LaneConverters:
         """The converter that validated ``carrier`` (a held contract envelope)."""
         return self._by_kind[carrier.source]
 
-    def __call__(self, item: object) -> CapturedItem:
+    def materialize(self, item: object) -> CapturedItem:
         """A lane item as its captured item: a carrier is built now, a captured item passes."""
         if item.__class__ is Envelope:
             return self._build[item.source](item)
