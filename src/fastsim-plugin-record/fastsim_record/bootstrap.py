@@ -50,7 +50,7 @@ from fastsim_record.pipeline.render_streams import render_kinds, replay_identity
 from fastsim_record.pipeline.wiring import Wiring, cancel_all
 from fastsim_record.pipeline.worker import WriterWorker
 from fastsim_record.ports.sinks import PayloadEncoder, StreamDecl
-from fastsim_record.ports.sources import Closeable, Selection, SourceSpec, materialize
+from fastsim_record.ports.sources import Closeable, Selection, SourceSpec
 from fastsim_record.sources import SOURCES, StreamContext
 from fastsim_recording_format.encoding import canonical_json
 
@@ -175,7 +175,6 @@ def _lanes(
             LaneSpec(name=lane_name, max_items=q.max_items, max_bytes=q.max_bytes,
                      overload=OverloadPolicy(q.overload)),
             [s.required for s in sources if s.lane is lane_name],
-            materialize=materialize,
         )
         lanes[lane_name] = LaneHandle(lane, wake, gauge=gauge)
     return lanes

@@ -15,7 +15,6 @@ from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.session import SessionResult, run_session
 from fastsim_record.core.captured import CapturedRun
 from fastsim_record.pipeline.columns import RunBuilder
-from fastsim_record.ports.sources import materialize
 from fastsim_recording_format.reader import FsrReader
 
 RECORD = "plugin://fastsim/record"
@@ -56,8 +55,8 @@ def test_columnar_and_per_record_paths_write_the_same_records(
     formed: list[int] = []
     split = RunBuilder.split
 
-    def counting(self: RunBuilder, items: list[Any]) -> Any:
-        out = split(self, items)
+    def counting(self: RunBuilder, items: list[Any], materialize: Any) -> Any:
+        out = split(self, items, materialize)
         formed.append(self.runs)
         return out
 
@@ -65,7 +64,7 @@ def test_columnar_and_per_record_paths_write_the_same_records(
     _, columnar, _ = _record(tmp_path, "columnar")
     assert formed, "the worker split nothing"
     assert max(formed) > 0, "the columnar path formed no run"
-    monkeypatch.setattr(RunBuilder, "split", lambda self, items: list(map(materialize, items)))
+    monkeypatch.setattr(RunBuilder, "split", lambda self, items, materialize: list(map(materialize, items)))
     _, per_record, _ = _record(tmp_path, "per-record")
     a, b = _records(columnar), _records(per_record)
     assert len(a) == len(b) > 300
@@ -88,31 +87,35 @@ def test_columnar_path_keeps_generations_and_payloads_across_resets(tmp_path: Pa
 
 def test_run_builder_cuts_runs_at_sequence_breaks() -> None:
     """A run whose global sequences jump (another lane's item in between) is cut there."""
+    from fastsim_contract.values import Envelope, SourceKind
+    from fastsim_record.core.captured import CapturedItem, LaneName
+    from fastsim_record.ports.sources import LaneConverters
 
     class Encoder:
         def encode_columns(self, carriers: list[Any]) -> Any:
             from fastsim_record.ports.sinks import RecordColumns
 
-            g = np.array([c.envelope.g for c in carriers], np.uint64)
+            g = np.array([c.global_sequence for c in carriers], np.uint64)
             return RecordColumns("obs", 0, g, g - np.uint64(9), g.astype(np.int64), 1, bytes(len(g)),
                                  np.arange(len(g), dtype=np.int64))
 
     class Converter:
-        def build(self, envelope: Any) -> Any:
-            from fastsim_record.core.captured import CapturedItem, LaneName
+        kinds = frozenset({SourceKind.OBSERVATION})
 
-            return CapturedItem(global_sequence=envelope.g, source="observations", capture_sequence=envelope.g - 9,
-                                stream="obs", lane=LaneName.NUMERIC)
+        def validate(self, item: object) -> int | None:
+            return 0
 
-    class Env:
-        def __init__(self, g: int) -> None:
-            self.g = g
+        def __call__(self, item: object) -> CapturedItem:
+            return self.build(item)  # type: ignore[arg-type]
 
-    from fastsim_record.ports.sources import Carrier
+        def build(self, envelope: Envelope) -> CapturedItem:
+            return CapturedItem(global_sequence=envelope.global_sequence, source="observations",
+                                capture_sequence=envelope.source_sequence, stream="obs", lane=LaneName.NUMERIC)
 
-    converter = Converter()
-    carriers = [Carrier(Env(g), converter) for g in (10, 11, 12, 14, 15)]  # type: ignore[arg-type]
-    out = RunBuilder({"obs": Encoder()}).split(carriers)
+    converters = LaneConverters()
+    assert converters.register(Converter(), Converter.kinds)
+    carriers = [Envelope(g, SourceKind.OBSERVATION, 0, g - 9, g, None, None, g) for g in (10, 11, 12, 14, 15)]
+    out = RunBuilder({"obs": Encoder()}).split(carriers, converters.materialize)
     assert [(r.first_global, r.last_global, r.first_capture, r.last_capture) for r in out] == [  # type: ignore[union-attr]
         (10, 12, 1, 3), (14, 15, 5, 6),
     ]

@@ -68,9 +68,7 @@ def test_numeric_ticks_keep_their_channel_sequence(tmp_path: Path) -> None:
 def test_channel_sequence_on_the_per_record_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ticks that take the per-record path (no run formed) keep it too."""
     from fastsim_record.pipeline.columns import RunBuilder
-    from fastsim_record.ports.sources import materialize
-
-    monkeypatch.setattr(RunBuilder, "split", lambda self, items: list(map(materialize, items)))
+    monkeypatch.setattr(RunBuilder, "split", lambda self, items, materialize: list(map(materialize, items)))
     path = _record(tmp_path, "chan1")
     recording = fr.open(path)
     np.testing.assert_array_equal(

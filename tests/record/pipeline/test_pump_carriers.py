@@ -1,4 +1,4 @@
-"""A carrier converter's pump admits cheap carriers; the worker side builds the captured items."""
+"""A carrier converter's pump admits the contract envelopes as carriers; the worker side builds the captured items."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from fastsim_record.errors import ContractError
 from fastsim_record.pipeline.camera_pump import CameraConverter
 from fastsim_record.pipeline.monitor import Monitor
 from fastsim_record.pipeline.pumps import LaneHandle, Pump
-from fastsim_record.ports.sources import Carrier, CarrierConverter, materialize
+from fastsim_record.ports.sources import CarrierConverter, LaneConverters
 from fastsim_record.sources import SOURCES
 
 
 def _pump() -> tuple[Pump, LaneHandle, Monitor, EnvelopeConverter]:
     handle = LaneHandle(
-        Lane(LaneSpec(name=LaneName.CRITICAL, max_items=64, max_bytes=1 << 30), [True], materialize=materialize),
+        Lane(LaneSpec(name=LaneName.CRITICAL, max_items=64, max_bytes=1 << 30), [True]),
         threading.Event(),
     )
     monitor = Monitor(lambda _reason: False)
@@ -59,7 +59,9 @@ def test_converter_build_matches_the_full_conversion_for_barriers() -> None:
         "observations", "numeric.tick", LaneName.NUMERIC, True, SOURCES["observations"].contract_kinds, 100
     )
     barrier = Envelope(5, SourceKind.GENERATION_BARRIER, 1, 4, 40, GenerationBarrier(1, 0), None, 3)
-    built = materialize(Carrier(barrier, convert))
+    converters = LaneConverters()
+    assert converters.register(convert, convert.kinds)
+    built = converters.materialize(barrier)
     assert (built.kind, built.size, built.capture_sequence) == (EnvelopeKind.BARRIER, 0, 3)
     assert built == convert(barrier)
 
@@ -67,7 +69,7 @@ def test_converter_build_matches_the_full_conversion_for_barriers() -> None:
 def test_pump_wakes_the_worker_at_an_eighth_of_the_lane_bytes() -> None:
     """Byte pressure: events of producer size 17 wake the worker once the lane holds 1/8 of max_bytes."""
     handle = LaneHandle(
-        Lane(LaneSpec(name=LaneName.CRITICAL, max_items=4096, max_bytes=8 * 17 * 3), [True], materialize=materialize),
+        Lane(LaneSpec(name=LaneName.CRITICAL, max_items=4096, max_bytes=8 * 17 * 3), [True]),
         threading.Event(),
     )
     convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, SOURCES["events"].contract_kinds)
@@ -106,11 +108,58 @@ def test_carrier_path_is_chosen_by_the_converter_port_not_its_class() -> None:
     assert not isinstance(CameraConverter({"a": True}), CarrierConverter)
     pump, handle, _, _ = _pump()
     pump(_event(1, 1))
-    assert [type(held) for held in handle.lane._items] == [Carrier]
+    assert [type(held) for held in handle.lane._items] == [Envelope]
 
 
 def test_materialize_passes_a_captured_item_through_unchanged() -> None:
     """A lane may hold captured items beside carriers: ``materialize`` returns them as they are."""
     convert = EnvelopeConverter("events", "events", LaneName.CRITICAL, True, SOURCES["events"].contract_kinds)
     item = convert(_event(1, 1))
-    assert materialize(item) is item
+    converters = LaneConverters()
+    assert converters.register(convert, convert.kinds)
+    assert converters.materialize(item) is item
+
+
+def test_the_lane_holds_the_envelope_itself_and_the_pump_leaves_no_tracked_object_per_envelope() -> None:
+    """The carrier is the contract envelope: admitting 500 leaves no GC-tracked object behind per envelope."""
+    import gc
+
+    pump, handle, monitor, _ = _pump()
+    handle.lane.spec = LaneSpec(name=LaneName.CRITICAL, max_items=4096, max_bytes=1 << 30)
+    handle.lane._admit_items = 4096
+    items = [_event(seq, seq) for seq in range(1, 501)]
+    pump(items[0])  # first call: any lazily built state
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        before = gc.get_count()[0]
+        for item in items[1:]:
+            pump(item)
+        grown = gc.get_count()[0] - before
+    finally:
+        if enabled:
+            gc.enable()
+    assert grown < 5, f"{grown} tracked objects left behind by 499 admissions"
+    assert all(held is item for held, item in zip(handle.lane._items, items, strict=True))
+    assert monitor.error is None
+
+
+def test_a_second_converter_of_a_kind_takes_the_full_path_in_the_same_lane() -> None:
+    """A lane knows one converter per contract kind: a second pump of that kind admits built items, named right."""
+    pump, handle, monitor, _ = _pump()
+    other = EnvelopeConverter("events.b", "events.b", LaneName.CRITICAL, True, SOURCES["events"].contract_kinds)
+    second = Pump("events.b", other, handle, monitor)
+    pump(_event(1, 1))
+    second(_event(2, 1))
+    assert [type(held) for held in handle.lane._items] == [Envelope, CapturedItem]
+    assert [item.source for item in handle.lane.drain()] == ["events", "events.b"]
+    assert monitor.error is None
+
+
+def test_a_lane_handle_refuses_a_lane_that_builds_with_another_function() -> None:
+    """The pumps register their converters with the handle: a lane building with anything else is refused."""
+    import pytest
+
+    lane = Lane(LaneSpec(name=LaneName.CRITICAL, max_items=4, max_bytes=100), [True], materialize=lambda item: item)
+    with pytest.raises(TypeError, match="critical lane"):
+        LaneHandle(lane, threading.Event())

@@ -91,15 +91,14 @@ def test_a_writable_tick_buffer_is_joined_at_once() -> None:
     frozen.flags.writeable = False
     writable = np.arange(2.0) + 10
 
-    class Carrier:
-        def __init__(self, k: int, buffer: Any) -> None:
-            block = SimpleNamespace(channels=("a",), values=PackedValues(buffer, layout), channel_sequence=k)
-            self.envelope = SimpleNamespace(
-                global_sequence=k, source_sequence=k, sim_time_ns=10 * k, generation=0,
-                payload=SimpleNamespace(samples=block),
-            )
+    def Carrier(k: int, buffer: Any) -> Any:  # a carrier is its contract envelope; only its fields are read
+        block = SimpleNamespace(channels=("a",), values=PackedValues(buffer, layout), channel_sequence=k)
+        return SimpleNamespace(
+            global_sequence=k, source_sequence=k, sim_time_ns=10 * k, generation=0,
+            payload=SimpleNamespace(samples=block),
+        )
 
-    def columns(*carriers: Carrier) -> Any:
+    def columns(*carriers: Any) -> Any:
         return numeric_columns.numeric_columns("obs", ("a",), 16, lambda lay: lay is layout, carriers)
 
     run = columns(Carrier(1, frozen), Carrier(2, frozen))

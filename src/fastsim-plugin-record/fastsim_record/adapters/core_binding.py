@@ -4,8 +4,8 @@ The pipeline talks to Core only through this module, behind the ports of
 ``fastsim_record.ports.sources``.  An :class:`EnvelopeConverter` (a ``CarrierConverter``)
 runs on the publishing thread inside a pump, so it does only cheap checks
 (``validate``); the frozen :class:`fastsim_record.core.captured.CapturedItem` is built
-by ``build`` -- on the writer worker, through ``Carrier.build``, for the carriers a pump
-admits -- and it never encodes.
+by ``build`` -- on the writer worker, through the lane's ``LaneConverters``, for the
+envelopes a pump admits as carriers -- and it never encodes.
 
 Envelope validation (``EnvelopeConverter.__call__``):
 

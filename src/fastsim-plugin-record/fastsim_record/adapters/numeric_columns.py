@@ -37,7 +37,6 @@ from fastsim_record.ports.sinks import RecordColumns
 
 __all__ = ["numeric_columns"]
 
-_ENVELOPE = operator.attrgetter("envelope")
 _BLOCK = operator.attrgetter("payload.samples")
 _CHANNELS = operator.attrgetter("channels")
 _VALUES = operator.attrgetter("values")
@@ -62,7 +61,7 @@ def numeric_columns(
     n = len(carriers)
     if n == 0:
         return None
-    envelopes = list(map(_ENVELOPE, carriers))
+    envelopes = carriers  # a carrier is its contract envelope
     try:  # ticks were checked to be ObservationTick values at the pump (binding rule 4)
         blocks = list(map(_BLOCK, envelopes))
         channel_rows = list(map(_CHANNELS, blocks))  # only a SampleBlock has channels

@@ -35,6 +35,9 @@ item is built only on the overload paths (A2-A9, every eviction victim included)
 the worker's drain (``drain_held`` hands them over unbuilt).  ``materialize`` passes a
 ``CapturedItem`` through unchanged, and decisions and accounting are the same for both.
 
+A1 (the simulation thread's path) stores only the item and its bytes: ``enqueued`` is
+derived, and the high-water mark is taken before each removal and in ``counters``.
+
 Counters always conserve: ``enqueued == dequeued + depth + lost``.  Every lost
 envelope is covered by exactly one ``GapRecord`` for the worker (``take_gaps``); a run
 of consecutive losses of one stream and generation is one gap (rule G5, ``append_gap``),
@@ -198,8 +201,7 @@ class Lane:
     _items: deque[Any] = attrs.field(init=False, factory=deque)  # envelopes or carriers
     _bytes: int = attrs.field(init=False, default=0)
     _admit_items: int = attrs.field(init=False, default=0)  # max_items while open, else 0
-    _high_water: int = attrs.field(init=False, default=0)
-    _enqueued: int = attrs.field(init=False, default=0)
+    _high_water: int = attrs.field(init=False, default=0)  # as of the last removal (module doc)
     _dequeued: int = attrs.field(init=False, default=0)
     _lost: int = attrs.field(init=False, default=0)
     _failures: int = attrs.field(init=False, default=0)
@@ -237,24 +239,19 @@ class Lane:
         if size is None:
             size = SIZE_CEILING
         items = self._items
-        n = len(items)
-        if n < self._admit_items and self._bytes + size <= self._max_bytes:
+        held = self._bytes + size
+        if len(items) < self._admit_items and held <= self._max_bytes:  # A1
             items.append(carrier)
-            self._bytes += size
-            self._enqueued += 1
-            if n >= self._high_water:
-                self._high_water = n + 1
+            self._bytes = held
             pressure = self.pressure_items
-            if pressure is not None and n + 1 >= pressure:
+            if pressure is not None and len(items) >= pressure:
                 return PRESSED
             pressure = self.pressure_bytes
-            return ACCEPTED if pressure is None or self._bytes < pressure else PRESSED
+            return ACCEPTED if pressure is None or held < pressure else PRESSED
         return self._overload(carrier, self._envelope(carrier), size)
 
     def _envelope(self, item: Any) -> CapturedItem:
-        materialize = self.materialize
-        envelope: CapturedItem = item if materialize is None else materialize(item)
-        return envelope
+        return item if self.materialize is None else self.materialize(item)
 
     def _overload(self, item: object, envelope: CapturedItem, size: int) -> Admission:
         if self._fatal is not None:  # A2
@@ -289,6 +286,7 @@ class Lane:
                 return self._required_loss(victim)
             freed += victim.admission_size
             evict += 1
+        self._mark_high_water()
         gaps = []
         for _ in range(evict):
             victim = self._envelope(items.popleft())
@@ -299,9 +297,6 @@ class Lane:
             append_gap(self._gaps, gap)
         items.append(item)
         self._bytes += size
-        self._enqueued += 1
-        if len(items) > self._high_water:
-            self._high_water = len(items)
         return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest", AdmissionRule.FULL_EVICT_OLDEST)
 
     def _drop_new(self, envelope: CapturedItem, reason: GapReason, rule: AdmissionRule) -> Admission:
@@ -309,7 +304,6 @@ class Lane:
             return self._required_loss(envelope)
         gap = GapRecord.for_envelope(envelope, reason)
         append_gap(self._gaps, gap)
-        self._enqueued += 1
         self._lost += 1
         if reason is GapReason.DEGRADED:
             self._degradations += 1
@@ -330,10 +324,16 @@ class Lane:
 
     # -- worker side ----------------------------------------------------------------
 
+    def _mark_high_water(self) -> None:
+        """The depth is about to fall: keep its peak (module doc)."""
+        if len(self._items) > self._high_water:
+            self._high_water = len(self._items)
+
     def pop(self) -> CapturedItem | None:
         """Remove and return the oldest admitted envelope, or ``None`` when empty."""
         if not self._items:
             return None
+        self._mark_high_water()
         envelope = self._envelope(self._items.popleft())
         self._bytes -= envelope.admission_size
         self._dequeued += 1
@@ -343,21 +343,15 @@ class Lane:
         """Remove and return up to ``limit`` (default: all) oldest envelopes in order."""
         items = self._items
         n = len(items) if limit is None else min(limit, len(items))
-        materialize = self.materialize
-        if materialize is None:
-            out = [items.popleft() for _ in range(n)]
-        else:
-            out = [materialize(items.popleft()) for _ in range(n)]
-        freed = 0
-        for envelope in out:
-            size = envelope.size
-            freed += SIZE_CEILING if size is None else size
-        self._bytes -= freed
+        self._mark_high_water()
+        out = [self._envelope(items.popleft()) for _ in range(n)]
+        self._bytes -= sum(envelope.admission_size for envelope in out)
         self._dequeued += n
         return out
 
     def drain_held(self) -> list[Any]:
         """Remove and return everything held, carriers unbuilt (accounting as ``drain()``)."""
+        self._mark_high_water()
         out = list(self._items)
         self._items.clear()
         self._bytes = 0
@@ -391,10 +385,12 @@ class Lane:
 
     def counters(self) -> LaneCounters:
         """A consistent snapshot of the counters."""
+        self._mark_high_water()
+        depth = len(self._items)
         return LaneCounters(
             lane=self.spec.name, capacity_items=self._max_items, capacity_bytes=self._max_bytes,
-            depth=len(self._items), depth_bytes=self._bytes, high_water=self._high_water,
-            enqueued=self._enqueued, dequeued=self._dequeued, lost=self._lost,
+            depth=depth, depth_bytes=self._bytes, high_water=self._high_water,
+            enqueued=self._dequeued + depth + self._lost, dequeued=self._dequeued, lost=self._lost,
             failures=self._failures, degradations=self._degradations, degraded=self._degraded,
             fatal=self._fatal,
         )

@@ -12,7 +12,7 @@ How the pieces connect, by thread:
     Envelope --> Pump (one per source)     drain lanes --> OrderedMerge  RecordFinalizer.finalize
       validate (a CarrierConverter port)     --> RecordEncoder: encode      cut -> worker.finish
       SourceContinuity (core)                    once (payload encoders)    wait to the deadline
-      Lane.try_admit of a Carrier            --> BatchWriter: Batcher       -> FinalizerResult
+      Lane.try_admit of the Envelope         --> BatchWriter: Batcher       -> FinalizerResult
         (core, no wait)                          (core) --> sink
       latch -> Monitor (one completion)      finish: fence (core) -> seal
                                                -> readback validate -> confirm -> commit | abort

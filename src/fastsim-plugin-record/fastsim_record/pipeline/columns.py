@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from fastsim_contract.values import Envelope
 from fastsim_record.core.captured import CapturedItem, CapturedRun
 from fastsim_record.ports.sinks import ColumnEncoder
-from fastsim_record.ports.sources import Carrier, materialize
 
 __all__ = ["RunBuilder"]
 
-_CONVERTER = operator.attrgetter("converter")
+_KIND = operator.attrgetter("source")  # a carrier's contract kind: one converter per kind and lane
 
 
 class RunBuilder:
@@ -48,34 +48,34 @@ class RunBuilder:
         }
         self.runs = 0  # runs formed (the columnar path's reach, for tests and benchmarks)
 
-    def split(self, items: list[Any]) -> list[CapturedItem | CapturedRun]:
-        """The drained ``items`` as captured items and runs, in order."""
+    def split(self, items: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
+        """The drained ``items`` of a lane whose ``materialize`` is given, as captured items and runs, in order."""
         if not items:
             return []
         if not self._encoders:  # row 1
             return list(map(materialize, items))
-        if list(map(type, items)).count(Carrier) == len(items) and (
-            (converters := list(map(_CONVERTER, items))).count(converters[0]) == len(items)
+        if list(map(type, items)).count(Envelope) == len(items) and (
+            (kinds := list(map(_KIND, items))).count(kinds[0]) == len(items)
         ):  # ``list.count``: identity first, one C-level pass each
-            return self._run(items)  # the common case: one source's ticks
+            return self._run(items, materialize)  # the common case: one source's ticks
         out: list[CapturedItem | CapturedRun] = []
         group: list[Any] = []
         for item in items:  # row 4: barriers and other sources break runs
-            if item.__class__ is Carrier and (not group or item.converter is group[0].converter):
+            if item.__class__ is Envelope and (not group or item.source is group[0].source):
                 group.append(item)
                 continue
             if group:
-                out.extend(self._run(group))
+                out.extend(self._run(group, materialize))
                 group = []
-            if item.__class__ is Carrier:
+            if item.__class__ is Envelope:
                 group.append(item)
             else:
                 out.append(item)
         if group:
-            out.extend(self._run(group))
+            out.extend(self._run(group, materialize))
         return out
 
-    def _run(self, carriers: list[Any]) -> list[CapturedItem | CapturedRun]:
+    def _run(self, carriers: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         first = materialize(carriers[0])
         encoder = self._encoders.get(first.stream)
         columns = encoder.encode_columns(carriers) if encoder is not None and len(carriers) > 1 else None

@@ -2,9 +2,12 @@
 
 A pump validates one immutable, stamped envelope through its converter port
 (``fastsim_record.ports.sources``).  With a ``CarrierConverter`` (the Core binding's) it
-calls its lane's non-waiting ``try_admit`` with a cheap :class:`Carrier` (contract
-envelope plus converter): the writer worker builds the core ``CapturedItem``
-(``Carrier.build``), so the simulation thread builds no frozen object per item.
+calls its lane's non-waiting ``try_admit`` with the contract envelope itself as the
+carrier: its converter is registered with the lane (``LaneConverters``) and the writer
+worker builds the core ``CapturedItem``, so the simulation thread allocates nothing per
+envelope (an allocation there is also where the interpreter's cyclic GC runs: in a
+sampled profile half of the pumps' time was collections triggered by the carrier
+object and by ``with lock``'s bound methods).
 Barriers, discontinuities and plain ``ItemConverter`` objects (cameras) take the full path:
 convert, ``SourceContinuity.check``, ``try_publish``.  It does no encoding, compression,
 hashing, file access or worker join; the only shared state it touches is its lane
@@ -17,8 +20,9 @@ Per envelope (``Pump.__call__``):
     | 1 | cancelled? drop silently                          |                         |
     | 2 | validate (Core binding rules 1-4)                 | latch ContractError     |
     | 3 | continuity (core ``SourceContinuity`` S1-S4)      | latch ContractError     |
-    | 4 | ``lane.try_admit`` of a carrier under the lane    | FATAL -> latch failure  |
-    |   | lock (the worker builds the captured item)        |                         |
+    | 4 | ``lane.try_admit`` of the envelope under the lane | FATAL -> latch failure  |
+    |   | lock (the worker builds the captured item), taken |                         |
+    |   | through pre-bound ``acquire``/``release``         |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
     |   | holds >= 1/8 of its items or of its bytes (it     |                         |
     |   | answers PRESSED),                                 |                         |
@@ -43,7 +47,7 @@ from fastsim_record.core.generations import SourceContinuity
 from fastsim_record.core.lane import ACCEPTED, Admission, Lane
 from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossError
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.ports.sources import Carrier, CarrierConverter, Closeable, ItemConverter
+from fastsim_record.ports.sources import CarrierConverter, Closeable, ItemConverter, LaneConverters
 
 __all__ = ["PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
 
@@ -93,15 +97,27 @@ class PressureGauge:
 
 @attrs.define(eq=False)
 class LaneHandle:
-    """A core lane shared by pumps (publishing threads) and the worker, with its lock."""
+    """A core lane shared by pumps (publishing threads) and the worker, with its lock.
+
+    The lane's ``materialize`` is its ``converters``' (installed here when the lane was
+    built without one): the carrier converters of the pumps that feed it.
+    """
 
     lane: Lane
     wake: threading.Event
     lock: threading.Lock = attrs.field(factory=threading.Lock)
     gauge: PressureGauge = attrs.field(factory=PressureGauge)  # shared like ``wake``
+    converters: LaneConverters = attrs.field(factory=LaneConverters)
 
     def __attrs_post_init__(self) -> None:
         lane = self.lane
+        owner = getattr(lane.materialize, "__self__", None)
+        if lane.materialize is None:
+            lane.materialize = self.converters.materialize
+        elif isinstance(owner, LaneConverters):
+            self.converters = owner
+        else:  # the pumps register their converters here: the lane must build with them
+            raise TypeError(f"{lane.spec.name.value} lane: materialize must be the lane's LaneConverters")
         if lane.pressure_items is None:  # the lane answers PRESSED from this depth on
             lane.pressure_items = max(1, lane.spec.max_items // PRESSURE_SHARE)
         if lane.pressure_bytes is None:  # ... or from this many admitted bytes on
@@ -112,8 +128,8 @@ class Pump:
     """The sink Core calls for one selected source (rules 1-5)."""
 
     __slots__ = (
-        "_cancelled", "_carrier", "_continuity", "_convert", "_gauge", "_lane", "_lock", "_monitor",
-        "_wake",
+        "_acquire", "_advance", "_cancelled", "_carrier", "_continuity", "_convert", "_gauge", "_lane",
+        "_lock", "_monitor", "_release", "_try_admit", "_validate", "_wake",
         "delivered", "name", "subscription",
     )
 
@@ -128,11 +144,20 @@ class Pump:
     ) -> None:
         self.name = name
         self._convert = convert
-        # a carrier converter admits carriers (rule 2 without building the captured item)
-        self._carrier = convert if isinstance(convert, CarrierConverter) else None
+        # a carrier converter admits its envelopes as carriers (rule 2 without building the
+        # captured item) once the lane knows it; else (a kind another converter holds) the
+        # full path
+        self._carrier = convert if isinstance(convert, CarrierConverter) and handle.converters.register(
+            convert, convert.kinds
+        ) else None
+        self._validate = None if self._carrier is None else self._carrier.validate
         self._continuity = SourceContinuity(name, carries_barriers=carries_barriers)
+        self._advance = self._continuity.advance
         self._lane = handle.lane
+        self._try_admit = handle.lane.try_admit
         self._lock = handle.lock
+        self._acquire = handle.lock.acquire  # bound once: ``with lock`` binds two methods per use
+        self._release = handle.lock.release
         self._wake = handle.wake
         self._gauge = handle.gauge
         self._monitor = monitor
@@ -144,24 +169,26 @@ class Pump:
         """Validate and admit one envelope; never waits, never raises into Core."""
         if self._cancelled:
             return
-        carrier_converter = self._carrier
-        if carrier_converter is None:  # a plain converter (cameras): build the captured item
+        validate = self._validate
+        if validate is None:  # a plain converter (cameras): build the captured item
             self._admit_envelope(item)
             return
         try:
-            size = carrier_converter.validate(item)
+            size = validate(item)
         except Exception as exc:
             self._capture_failed(exc)
             return
         contract: Envelope = item  # type: ignore[assignment]  # validate checked the class
-        if contract.source is _BARRIER or not self._continuity.advance(
+        if contract.source is _BARRIER or not self._advance(
             contract.global_sequence, contract.source_sequence, contract.generation
         ):  # rare: barriers and discontinuities take the full path
             self._admit_envelope(item)
             return
-        carrier = Carrier(contract, carrier_converter)  # the worker builds the captured item
-        with self._lock:
-            admission = self._lane.try_admit(carrier, size)
+        self._acquire()
+        try:  # the envelope is the carrier: the worker builds the captured item
+            admission = self._try_admit(contract, size)
+        finally:
+            self._release()
         if admission is ACCEPTED:
             self.delivered += 1
             return

@@ -243,7 +243,7 @@ class WriterWorker:
                 conflict = merge.explain(gap)
                 if conflict is not None:
                     self._fail(RecordingFailed(conflict.reason))
-            for entry in self._runs.split(held):
+            for entry in self._runs.split(held, handle.converters.materialize):
                 conflict = merge.push(entry) if entry.__class__ is CapturedItem else merge.push_run(entry)  # type: ignore[arg-type]
                 if conflict is not None:
                     self._fail(RecordingFailed(conflict.reason))

@@ -11,34 +11,35 @@ Converter ports (a pump holds one; the Core binding implements both):
     |---|--------------------|-------------------------------------------------------------|
     | 1 | ``ItemConverter``  | calls it on every contract envelope: validated and built    |
     |   |                    | into a core ``CapturedItem`` on the publishing thread       |
-    | 2 | ``CarrierConverter``| (also rule 1) ``validate``s each envelope and admits a      |
-    |   |                    | :class:`Carrier`; the worker calls ``Carrier.build``        |
+    | 2 | ``CarrierConverter``| (also rule 1) ``validate``s each envelope and admits it     |
+    |   |                    | as a carrier; the worker builds it (``LaneConverters``)     |
 
-The carrier fast path: a lane built with ``materialize`` holds either a ``CapturedItem``
-or a ``Carrier`` (contract envelope plus its converter); ``materialize`` builds the
-captured item of a carrier and passes a captured item through, so the simulation
-thread builds no frozen object per envelope.
+The carrier fast path: a carrier is the validated contract ``Envelope`` itself, held in
+its lane as Core stamped it, so the simulation thread allocates nothing per envelope.
+Its converter lives with the lane: :class:`LaneConverters` (its ``materialize`` is the
+lane's) maps each contract source kind to the one carrier converter that feeds the lane with it
+(a pump registers its converter when it is built), builds the captured item of a held
+envelope and passes a captured item (the full path: barriers, cameras) through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 import attrs
 
-from fastsim_contract.values import ChannelDescriptor, Envelope
+from fastsim_contract.values import ChannelDescriptor, Envelope, SourceKind
 from fastsim_record.core.captured import CapturedItem, LaneName
 
 __all__ = [
-    "Carrier",
     "CarrierConverter",
     "Closeable",
     "EnvelopeSink",
     "ItemConverter",
+    "LaneConverters",
     "Selection",
     "SourceSpec",
-    "materialize",
 ]
 
 #: Called by the host on the publishing thread with one immutable, stamped envelope.
@@ -73,7 +74,10 @@ class ItemConverter(Protocol):
 
 @runtime_checkable
 class CarrierConverter(Protocol):
-    """A converter whose envelopes may travel as :class:`Carrier` (row 2)."""
+    """A converter whose validated envelopes may travel as carriers (row 2)."""
+
+    #: The contract source kinds it accepts (a lane knows one converter per kind).
+    kinds: frozenset[SourceKind]
 
     def __call__(self, item: object) -> CapturedItem: ...
 
@@ -86,25 +90,39 @@ class CarrierConverter(Protocol):
         ...
 
 
-class Carrier:
-    """A validated contract envelope on its way through a lane, built on the worker."""
+class LaneConverters:
+    """The carrier converters feeding one lane, by contract source kind: ``materialize``
+    (the lane's) builds a held contract envelope with its kind's converter."""
 
-    __slots__ = ("converter", "envelope")
+    __slots__ = ("_build", "_by_kind")
 
-    def __init__(self, envelope: Envelope, converter: CarrierConverter) -> None:
-        self.envelope = envelope
-        self.converter = converter
+    def __init__(self) -> None:
+        self._by_kind: dict[SourceKind, CarrierConverter] = {}
+        self._build: dict[SourceKind, Callable[[Envelope], CapturedItem]] = {}
 
-    def build(self) -> CapturedItem:
-        """The core captured item (called once, by the worker or on an overload path)."""
-        return self.converter.build(self.envelope)
+    def register(self, converter: CarrierConverter, kinds: Iterable[SourceKind]) -> bool:
+        """Let ``converter``'s envelopes of ``kinds`` travel as carriers in this lane.
 
+        False (nothing registered) when another converter already holds one of the kinds:
+        that pump then takes the full path, so no carrier is ever built by the wrong one.
+        """
+        kinds = tuple(kinds)
+        if any(self._by_kind.get(kind, converter) is not converter for kind in kinds):
+            return False
+        for kind in kinds:
+            self._by_kind[kind] = converter
+            self._build[kind] = converter.build
+        return True
 
-def materialize(item: object) -> CapturedItem:
-    """A lane item as its captured item: a carrier is built now, a captured item passes."""
-    if item.__class__ is Carrier:
-        return item.build()
-    return item  # type: ignore[return-value]
+    def converter_of(self, carrier: Envelope) -> CarrierConverter:
+        """The converter that validated ``carrier`` (a held contract envelope)."""
+        return self._by_kind[carrier.source]
+
+    def materialize(self, item: object) -> CapturedItem:
+        """A lane item as its captured item: a carrier is built now, a captured item passes."""
+        if item.__class__ is Envelope:
+            return self._build[item.source](item)
+        return item  # type: ignore[return-value]
 
 
 class Closeable(Protocol):
