@@ -44,10 +44,10 @@ def test_numeric_columns_finds_a_steady_run_only_when_it_is() -> None:
 
     def carrier(k: int, chan: int) -> Any:
         block = SimpleNamespace(channels=("a",), values=PackedValues(buffer, layout), channel_sequence=chan)
-        return SimpleNamespace(envelope=SimpleNamespace(
+        return SimpleNamespace(  # the lane holds the contract envelope itself (pump26)
             global_sequence=k, source_sequence=k, sim_time_ns=10 * k, generation=0,
             payload=SimpleNamespace(samples=block),
-        ))
+        )
 
     for chan, expected in (([5, 6, 7], True), ([5, 7, 8], False), ([5, 5, 6], False), ([7, 6, 7], False), ([9], True)):
         carriers = [carrier(k + 1, c) for k, c in enumerate(chan)]
