@@ -1,0 +1,67 @@
+"""Result memory for large reads, handed out again once nothing uses it (``empty_bytes``).
+
+A read of tens of megabytes into fresh memory pays the kernel for every page twice: the
+page is zeroed when it is first touched, and the read then overwrites it.  numpy's
+allocator returns a block that large to the kernel when the last array over it goes
+away, so each such read starts on fresh pages.  Into memory that is already backed the
+same read took 8.3-9.8 ms here, against 12.4-14.3 ms into fresh memory (the 0.05 h file
+of ``benchmarks/bench_read.py``, 46.7 MB; ``docs/notes/issue-26-read26c.md``).
+
+So a result from :data:`MIN_BYTES` up to ``LARGE`` lives in an anonymous map (asking
+for transparent huge pages, as numpy does for blocks this big), and this module keeps
+the most recent map.  The next such read reuses it when nothing else refers to it any
+more, else it gets a map of its own and the old one is left to its users.  It is never
+reused while any array or buffer over it lives: every numpy view and every memoryview
+over the map holds a reference to it, and :func:`take` counts them.
+
+Bounded memory: at most one map is kept beyond what the caller's arrays hold, at most
+``LARGE`` bytes; and once the last array over a map is gone its pages are handed back to
+the kernel as free-on-pressure (``MADV_FREE``): they stay in place for the next read
+unless the machine needs the memory, when the kernel takes them without writing them
+anywhere.
+"""
+
+from __future__ import annotations
+
+import mmap
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from fastsim_recording_format.encoding import Array
+
+__all__ = ["HUGE", "MIN_BYTES", "take"]
+
+MIN_BYTES = 4 << 20  # from here numpy asks for huge pages too; smaller results use numpy's allocator
+HUGE = 2 << 20  # a map is a whole number of huge pages (the kernel then aligns it to one)
+_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
+_FREE = getattr(mmap, "MADV_FREE", None)
+_kept: list[mmap.mmap] = []  # the most recent map (at most one), in use or idle
+_lock = threading.Lock()
+_IDLE_REFS = 3  # ``_kept``'s reference, the local name and ``getrefcount``'s argument
+
+
+def _idle(m: mmap.mmap) -> None:
+    """The last array over ``m`` is gone: its pages may be taken back under memory pressure."""
+    if _FREE is not None and not m.closed:
+        m.madvise(_FREE)
+
+
+def take(size: int) -> Array:
+    """``size`` bytes (uint8, uninitialised) in a map this module keeps for the next read."""
+    room = -(-size // HUGE) * HUGE
+    with _lock:
+        m = _kept[0] if _kept else None
+        if m is None or not room <= len(m) <= 2 * room or sys.getrefcount(m) != _IDLE_REFS:
+            m = mmap.mmap(-1, room, flags=_FLAGS)
+            if _HUGEPAGE is not None:
+                m.madvise(_HUGEPAGE)
+            _kept[:] = [m]  # a map still in use stays with its arrays, not here
+    root = np.frombuffer(m, np.uint8, size)
+    # every view of the result leads back to ``root`` (numpy stops a view's base at it:
+    # its own base is not an array), so ``root`` lives exactly as long as the result
+    weakref.finalize(root, _idle, m).atexit = False
+    return root
