@@ -44,9 +44,9 @@ def test_a_result_still_referred_to_is_never_reused(hold: str) -> None:
     elif hold == "field view":
         kept = a[:4000].view("<f8").reshape(100, 5)[:, 2]
     elif hold == "memoryview":
-        kept = memoryview(a)[100:200]
+        kept = memoryview(a.data)[100:200]
     else:
-        kept = np.frombuffer(memoryview(a[8:]), np.uint8)
+        kept = np.frombuffer(a[8:].data, np.uint8)
     del a
     b = _reuse.take(SIZE)
     b[:] = 9
@@ -80,13 +80,15 @@ def test_the_pages_of_an_unused_result_are_handed_back(monkeypatch: pytest.Monke
     del a
     assert calls == []
     del v
-    assert len(calls) == 1 and calls[0] >= SIZE
+    assert len(calls) == 1
+    assert calls[0] >= SIZE
 
 
 def test_small_and_large_results_do_not_use_the_kept_map(monkeypatch: pytest.MonkeyPatch) -> None:
     """Below MIN_BYTES numpy's allocator serves the result; from LARGE on, its own populated map."""
     small = _tables.empty_bytes(10, 100)
-    assert isinstance(small.base, np.ndarray) and small.base.base is None
+    assert isinstance(small.base, np.ndarray)
+    assert small.base.base is None
     assert _reuse._kept == []
     monkeypatch.setattr(_tables, "LARGE", _reuse.MIN_BYTES * 2)
     large = _tables.empty_bytes(_reuse.MIN_BYTES * 2 // 1000 + 1, 1000)
