@@ -92,13 +92,9 @@ def read_mcap(path: Path) -> int:
 
 def read_fsr(path: Path) -> int:
     """Every channel of every tick into NumericSeries."""
-    return len(next(iter(read_fsr_series(path).values())))
-
-
-def read_fsr_series(path: Path) -> dict[str, Any]:
-    """``read_fsr``'s NumericSeries themselves (to hold them)."""
     with fr.open(path) as rec:
-        return rec.numeric_all()
+        series = rec.numeric_all()
+        return len(next(iter(series.values())))
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

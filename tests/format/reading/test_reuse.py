@@ -132,3 +132,15 @@ def test_reads_through_a_kept_map_are_bit_exact(ticks: tuple[Path, np.ndarray], 
         for got in (first, third):
             assert got["a"].values.tobytes() == np.ascontiguousarray(values[:, :13]).tobytes()
             assert got["b"].values.tobytes() == np.ascontiguousarray(values[:, 13:]).tobytes()
+
+
+def test_release_lets_go_of_the_kept_map() -> None:
+    """After ``release`` the next result is a new map, and the kept one is no longer kept."""
+    a = _reuse.take(SIZE)
+    old = _reuse._kept[0]
+    del a
+    _reuse.release()
+    assert _reuse._kept == []
+    b = _reuse.take(SIZE)
+    assert _reuse._kept[0] is not old
+    assert b.ctypes.data != np.frombuffer(old, np.uint8).ctypes.data

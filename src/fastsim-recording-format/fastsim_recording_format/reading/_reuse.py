@@ -32,7 +32,7 @@ import numpy as np
 
 from fastsim_recording_format.encoding import Array
 
-__all__ = ["HUGE", "MIN_BYTES", "take"]
+__all__ = ["HUGE", "MIN_BYTES", "release", "take"]
 
 MIN_BYTES = 4 << 20  # from here numpy asks for huge pages too; smaller results use numpy's allocator
 HUGE = 2 << 20  # a map is a whole number of huge pages (the kernel then aligns it to one)
@@ -65,3 +65,10 @@ def take(size: int) -> Array:
     # its own base is not an array), so ``root`` lives exactly as long as the result
     weakref.finalize(root, _idle, m).atexit = False
     return root
+
+
+def release() -> None:
+    """Keep no map: the next read gets fresh memory, and the kept map's memory goes back to
+    the kernel now (or, if arrays still use it, when the last of them goes)."""
+    with _lock:
+        _kept.clear()
