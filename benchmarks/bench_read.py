@@ -54,6 +54,7 @@ Run: ``python benchmarks/bench_read.py [--hours H] [--rounds N] [--workdir DIR] 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import multiprocessing
 import os
@@ -113,10 +114,8 @@ def bench_numeric(workdir: Path, hours: float, rounds: int) -> dict[str, float]:
         (``reading/_reuse.py``): this read, like the copy, writes into fresh pages (reported,
         no target).  Holding an earlier result instead would not do: its pages would stay
         taken, and on this VM a read into pages not recently freed pays the host for them."""
-        try:
+        with contextlib.suppress(ModuleNotFoundError):  # a version without it: fresh memory anyway
             importlib.import_module("fastsim_recording_format.reading._reuse").release()
-        except ModuleNotFoundError:  # a version without it always reads into fresh memory
-            pass
         start = time.perf_counter()
         ticks = read_fsr(path)
         return ticks / (time.perf_counter() - start)
