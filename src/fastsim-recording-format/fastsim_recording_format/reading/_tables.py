@@ -76,7 +76,10 @@ def empty_bytes(rows: int, length: int, at: int | None = None) -> Array:
     also what a plain numpy copy of the same bytes pays.  The map is
     populated when it is made (``MAP_POPULATE``, where the platform has it): every byte is
     written by the read anyway, and faulting the pages in one call took half the time of
-    faulting them one by one (0.9 s against 1.7 s for 933 MB).
+    faulting them one by one (0.9 s against 1.7 s for 933 MB).  From ``_reuse.MIN_BYTES``
+    up to ``LARGE`` it lives in a map of huge pages that ``_reuse`` keeps for the next
+    read once nothing uses it: a read into pages already backed skips the kernel's
+    zeroing and faulting of fresh ones.
     """
     size = rows * length
     room = size if at is None else size + PAGE
