@@ -144,3 +144,14 @@ def test_release_lets_go_of_the_kept_map() -> None:
     b = _reuse.take(SIZE)
     assert _reuse._kept[0] is not old
     assert b.ctypes.data != np.frombuffer(old, np.uint8).ctypes.data
+
+
+def test_nothing_is_kept_where_a_buffer_over_a_map_cannot_be_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If a map in use cannot be told from an unused one, no map is kept and none reused."""
+    monkeypatch.setattr(_reuse, "_sound", [])
+    monkeypatch.setattr(_reuse, "_unused", lambda m: True)  # blind: every map looks unused
+    a = _reuse.take(SIZE)
+    assert _reuse._sound == [False]
+    assert _reuse._kept == []
+    b = _reuse.take(SIZE)
+    assert not np.shares_memory(a, b)

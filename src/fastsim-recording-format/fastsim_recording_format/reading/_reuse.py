@@ -11,8 +11,10 @@ So a result from :data:`MIN_BYTES` up to ``LARGE`` lives in an anonymous map (as
 for transparent huge pages, as numpy does for blocks this big), and this module keeps
 the most recent map.  The next such read reuses it when nothing else refers to it any
 more, else it gets a map of its own and the old one is left to its users.  It is never
-reused while any array or buffer over it lives: every numpy view and every memoryview
-over the map holds a reference to it, and :func:`take` counts them.
+reused while any array or buffer over it lives: every array over the map holds a buffer
+of it (numpy keeps one for ``frombuffer``), and a map with a buffer out refuses to be
+resized, which :func:`_unused` asks (a resize to its own length, which changes nothing).
+Where that does not hold (checked once, on a small map) nothing is kept.
 
 Bounded memory: at most one map is kept beyond what the caller's arrays hold, at most
 ``LARGE`` bytes; and once the last array over a map is gone its pages are handed back to
@@ -24,7 +26,6 @@ anywhere.
 from __future__ import annotations
 
 import mmap
-import sys
 import threading
 import weakref
 
@@ -41,12 +42,30 @@ _HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 _FREE = getattr(mmap, "MADV_FREE", None)
 _kept: list[mmap.mmap] = []  # the most recent map (at most one), in use or idle
 _lock = threading.Lock()
-_IDLE_REFS = 3  # ``_kept``'s reference, the local name and ``getrefcount``'s argument
+_sound: list[bool] = []  # whether an array over a map shows as a buffer of it (checked once)
+
+
+def _unused(m: mmap.mmap) -> bool:
+    """Whether no buffer over ``m`` is alive: a map with one refuses to be resized."""
+    try:
+        m.resize(len(m))
+    except (BufferError, OSError, SystemError, TypeError, ValueError):  # in use, or cannot tell
+        return False
+    return True
+
+
+def _check() -> bool:
+    """Whether :func:`_unused` sees an array over a map, and then sees it gone."""
+    m = mmap.mmap(-1, mmap.PAGESIZE, flags=_FLAGS)
+    view = np.frombuffer(m, np.uint8)[1:]
+    seen = not _unused(m)
+    del view
+    return seen and _unused(m)
 
 
 def _idle(m: mmap.mmap) -> None:
-    """The last array over ``m`` is gone: its pages may be taken back under memory pressure."""
-    if _FREE is not None and not m.closed:
+    """The last buffer over ``m`` is gone: its pages may be taken back under memory pressure."""
+    if _FREE is not None and not m.closed and _unused(m):
         m.madvise(_FREE)
 
 
@@ -54,16 +73,21 @@ def take(size: int) -> Array:
     """``size`` bytes (uint8, uninitialised) in a map this module keeps for the next read."""
     room = -(-size // HUGE) * HUGE
     with _lock:
+        if not _sound:
+            _sound.append(_check())
         m = _kept[0] if _kept else None
-        if m is None or not room <= len(m) <= 2 * room or sys.getrefcount(m) != _IDLE_REFS:
-            m = mmap.mmap(-1, room, flags=_FLAGS)
+        if m is None or not room <= len(m) <= 2 * room or not _unused(m):
+            try:
+                m = mmap.mmap(-1, room, flags=_FLAGS)
+            except OSError as e:  # as numpy's allocator would say it
+                raise MemoryError(f"cannot allocate {room} bytes for a read's result: {e}") from None
             if _HUGEPAGE is not None:
                 m.madvise(_HUGEPAGE)
-            _kept[:] = [m]  # a map still in use stays with its arrays, not here
+            _kept[:] = [m] if _sound[0] else []  # a map still in use stays with its arrays, not here
     root = np.frombuffer(m, np.uint8, size)
-    # every view of the result leads back to ``root`` (numpy stops a view's base at it:
-    # its own base is not an array), so ``root`` lives exactly as long as the result
-    weakref.finalize(root, _idle, m).atexit = False
+    # numpy's buffer of the map (``root.base``) goes when the last array over it goes
+    holder = root.base if isinstance(root.base, memoryview) else root
+    weakref.finalize(holder, _idle, m).atexit = False
     return root
 
 
