@@ -3,6 +3,7 @@ to it, at most one map kept, and the values read through it bit-exact."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -155,3 +156,17 @@ def test_nothing_is_kept_where_a_buffer_over_a_map_cannot_be_seen(monkeypatch: p
     assert _reuse._kept == []
     b = _reuse.take(SIZE)
     assert not np.shares_memory(a, b)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_keeps_nothing_of_its_parent() -> None:
+    """After a fork the child has no kept map (the parent keeps its own)."""
+    a = _reuse.take(SIZE)
+    del a
+    assert len(_reuse._kept) == 1
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if nothing is kept
+        os._exit(0 if _reuse._kept == [] else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(_reuse._kept) == 1

@@ -26,6 +26,7 @@ anywhere.
 from __future__ import annotations
 
 import mmap
+import os
 import threading
 import weakref
 
@@ -89,6 +90,18 @@ def take(size: int) -> Array:
     holder = root.base if isinstance(root.base, memoryview) else root
     weakref.finalize(holder, _idle, m).atexit = False
     return root
+
+
+def _forked() -> None:
+    """A forked child keeps nothing of its parent's (its copy of the map would be copied on
+    write) and gets a lock no parent thread can hold."""
+    global _lock
+    _lock = threading.Lock()
+    _kept.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def release() -> None:
