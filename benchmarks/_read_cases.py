@@ -4,6 +4,7 @@ camera).  Split out of ``bench_read.py``, which measures them."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import time
 from collections.abc import Callable
@@ -95,6 +96,18 @@ def read_fsr(path: Path) -> int:
     with fr.open(path) as rec:
         series = rec.numeric_all()
         return len(next(iter(series.values())))
+
+
+def read_fsr_fresh(path: Path) -> float:
+    """ticks/s of ``read_fsr`` after the reader let go of the memory it keeps for the next read
+    (``reading/_reuse.py``): this read, like the numpy copy, writes into fresh pages.  Holding
+    an earlier result instead would not do: its pages would stay taken, and on this VM a
+    read into pages not recently freed pays the host for them."""
+    with contextlib.suppress(ModuleNotFoundError):  # a version without it: fresh memory anyway
+        importlib.import_module("fastsim_recording_format.reading._reuse").release()
+    start = time.perf_counter()
+    ticks = read_fsr(path)
+    return ticks / (time.perf_counter() - start)
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

@@ -12,12 +12,14 @@ data, interleaved round by round; the verdict uses medians.
    in the same round.  Target: FSR >= 0.5x the copy's ticks/s (also reported, without a
    target: the same ratio in the reading thread's CPU time, ``time.thread_time``, which
    leaves out waits for a CPU other processes hold, and in the process's CPU time,
-   ``time.process_time``, which counts every thread: the CPU the read costs the machine,
-   also if a reader hands work to helper threads the first figure does not see).  Each round reads the FSR
-   twice in a row: on this VM the first touch of memory the host has reclaimed costs
-   about 10 s per GiB, which the first read pays for its result and the second, reusing
-   those pages, does not (the copy pays it too).  The ticks are also read through MCAP
-   (one message per tick, no compression, the ``mcap`` Python reader's
+   ``time.process_time``, which counts every thread, helper threads too).  Each round
+   reads the FSR twice in a row: on this VM the first touch of memory the host has
+   reclaimed costs about 10 s per GiB, which the first read pays for its result and the
+   second does not (the copy pays it too).  The reader keeps a dropped result's memory
+   for its next read (``reading/_reuse.py``), the copy cannot: each round also reads the
+   FSR after the reader let go of it, into fresh pages as the copy
+   (``numeric_read_fresh_memory_over_numpy_copy``, no target).  The ticks are also read
+   through MCAP (one message per tick, no compression, the ``mcap`` Python reader's
    ``iter_messages(log_time_order=True)``, keeping each message's bytes) for reference.
 1b. **DROID-sized ticks** (13 + 13 + 7 + 1 float64 = 272 bytes: joint positions and
    velocities, a pose and a gripper), the same ``--hours`` at 120 Hz, written with the
@@ -67,6 +69,7 @@ from _read_cases import (
     encode_av1,
     numeric_recording,
     read_fsr,
+    read_fsr_fresh,
     read_mcap,
     timed,
     write_mcap,
@@ -92,24 +95,20 @@ def bench_numeric(workdir: Path, hours: float, rounds: int) -> dict[str, float]:
         return len(np.array(plain, copy=True))
 
     def file_read(path: Path) -> int:  # numpy reading the whole file (reported, no target)
-        # into a page-aligned array: numpy's own starts 16 bytes past a page, and a kernel
-        # copy whose destination lies 1-31 bytes past its source (mod 4096) ran 2.0-2.3x
-        # slower here (4K aliasing; see ``reading/_scatter.py``)
+        # into a page-aligned array: numpy's own starts 16 bytes past a page, where the
+        # kernel's copy ran 2.0-2.3x slower here (4K aliasing; see ``reading/_scatter.py``)
         size = path.stat().st_size
         room = np.empty(size + 4096, np.uint8)
-        skip = -room.ctypes.data % 4096
-        out = room[skip:skip + size]
+        out = room[-room.ctypes.data % 4096:][:size]
         with path.open("rb", buffering=0) as stream:
             stream.readinto(out.data)
         return len(plain)
 
     touched = np.ones_like(plain)  # memory already backed: the bandwidth alone (reported, no target)
-    start = time.perf_counter()
-    np.copyto(touched, plain)
-    into_rate = len(plain) / (time.perf_counter() - start)
+    into_rate = len(plain) / timed(lambda: np.copyto(touched, plain))[0]
 
     read_fsr(fsr), read_mcap(mcap_path), copy(fsr)  # warm the page cache and the allocator
-    rates: dict[str, list[float]] = {"fsr": [], "fsr_warm": [], "mcap": [], "copy": [], "file": []}
+    rates: dict[str, list[float]] = {"fsr": [], "fsr_warm": [], "fsr_fresh": [], "mcap": [], "copy": [], "file": []}
     cpu_ratio: list[float] = []  # the same ratio in the reading thread's CPU time (less load-sensitive)
     proc_ratio: list[float] = []  # ... in the process's CPU time: every thread
     for r in range(rounds):
@@ -128,6 +127,7 @@ def bench_numeric(workdir: Path, hours: float, rounds: int) -> dict[str, float]:
                 start = time.perf_counter()
                 ticks = fn(path)
                 got["fsr_warm"] = ticks / (time.perf_counter() - start)
+                got["fsr_fresh"] = read_fsr_fresh(path)
         for name in rates:
             rates[name].append(got[name])
         cpu_ratio.append(got["copy_cpu"] / got["fsr_cpu"])
@@ -143,6 +143,7 @@ def bench_numeric(workdir: Path, hours: float, rounds: int) -> dict[str, float]:
         "fsr_warm_ticks_per_s": statistics.median(rates["fsr_warm"]),
         "copy_ticks_per_s": statistics.median(rates["copy"]),
         "copy_ratio": statistics.median(f / c for f, c in zip(rates["fsr"], rates["copy"])),
+        "fresh_copy_ratio": statistics.median(f / c for f, c in zip(rates["fsr_fresh"], rates["copy"])),
         "copy_cpu_ratio": statistics.median(cpu_ratio),
         "copy_proc_ratio": statistics.median(proc_ratio),
         "copy_into_ticks_per_s": into_rate,
@@ -343,12 +344,14 @@ def main() -> int:
               f" numpy reading the whole file: {n['file_ticks_per_s'] / 1e6:.2f} M ticks/s, FSR {n['file_ratio']:.2f}x of it)")
         print(f"  MCAP {n['mcap_ticks_per_s'] / 1e6:.3f} M ticks/s: median ratio {n['ratio']:.1f}x; FSR read again at "
               f"once (its result memory still backed): {n['fsr_warm_ticks_per_s'] / 1e6:.2f} M ticks/s")
+        print(f"  FSR read into fresh memory, as the copy's: median ratio {n['fresh_copy_ratio']:.2f}x of the copy")
         print(f"  in the reading thread's CPU time (thread_time; waits for a busy CPU left out): "
               f"median ratio {n['copy_cpu_ratio']:.2f}x; in the process's CPU time (every thread): "
               f"{n['copy_proc_ratio']:.2f}x")
         print(f"  size per hour: FSR {n['fsr_bytes_per_hour'] / 2**20:.0f} MiB, MCAP {n['mcap_bytes_per_hour'] / 2**20:.0f} MiB")
         figures.add("numeric_read_over_numpy_copy", n["copy_ratio"], 0.5, ">=")
         figures.add("numeric_read_over_numpy_copy_thread_cpu", n["copy_cpu_ratio"])
+        figures.add("numeric_read_fresh_memory_over_numpy_copy", n["fresh_copy_ratio"])
         figures.add("numeric_read_over_numpy_copy_process_cpu", n["copy_proc_ratio"])
         figures.add("numeric_read_ticks_per_s", n["fsr_ticks_per_s"])
         figures.add("numpy_copy_ticks_per_s", n["copy_ticks_per_s"])

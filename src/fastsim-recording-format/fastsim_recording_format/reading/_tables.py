@@ -36,6 +36,7 @@ from fastsim_recording_format._batch_header import CRC_AT, BatchHeader, crc_ok
 from fastsim_recording_format._batch_header import SIZE as _HDR
 from fastsim_recording_format._layout import RECORD_DTYPE, crc, pad8
 from fastsim_recording_format.encoding import Array
+from fastsim_recording_format.reading import _reuse
 from fastsim_recording_format.reading._scan import MAX_META_READ, check_bounds, scan_tables
 from fastsim_recording_format.reading._scatter import PAGE, placement, read_rows
 
@@ -75,12 +76,17 @@ def empty_bytes(rows: int, length: int, at: int | None = None) -> Array:
     also what a plain numpy copy of the same bytes pays.  The map is
     populated when it is made (``MAP_POPULATE``, where the platform has it): every byte is
     written by the read anyway, and faulting the pages in one call took half the time of
-    faulting them one by one (0.9 s against 1.7 s for 933 MB).
+    faulting them one by one (0.9 s against 1.7 s for 933 MB).  From ``_reuse.MIN_BYTES``
+    up to ``LARGE`` it lives in a map of huge pages that ``_reuse`` keeps for the next
+    read once nothing uses it: a read into pages already backed skips the kernel's
+    zeroing and faulting of fresh ones.
     """
     size = rows * length
     room = size if at is None else size + PAGE
-    if room < LARGE or os.name != "posix":
+    if room < _reuse.MIN_BYTES or os.name != "posix":
         buffer = np.empty(room, np.uint8)
+    elif room < LARGE:  # a map kept for the next read (see ``_reuse``)
+        buffer = _reuse.take(room)
     else:
         buffer = np.frombuffer(mmap.mmap(-1, room, flags=_ANON_FLAGS), np.uint8)
     skip = 0 if at is None else (at - buffer.ctypes.data) % PAGE

@@ -1,0 +1,111 @@
+"""Result memory for large reads, handed out again once nothing uses it (``empty_bytes``).
+
+A read of tens of megabytes into fresh memory pays the kernel for every page twice: the
+page is zeroed when it is first touched, and the read then overwrites it.  numpy's
+allocator returns a block that large to the kernel when the last array over it goes
+away, so each such read starts on fresh pages.  Into memory that is already backed the
+same read took 8.3-9.8 ms here, against 12.4-14.3 ms into fresh memory (the 0.05 h file
+of ``benchmarks/bench_read.py``, 46.7 MB; ``docs/notes/issue-26-read26c.md``).
+
+So a result from :data:`MIN_BYTES` up to ``LARGE`` lives in an anonymous map (asking
+for transparent huge pages, as numpy does for blocks this big), and this module keeps
+the most recent map.  The next such read reuses it when nothing else refers to it any
+more, else it gets a map of its own and the old one is left to its users.  It is never
+reused while any array or buffer over it lives: every array over the map holds a buffer
+of it (numpy keeps one for ``frombuffer``), and a map with a buffer out refuses to be
+resized, which :func:`_unused` asks (a resize to its own length, which changes nothing).
+Where that does not hold (checked once, on a small map) nothing is kept.
+
+Bounded memory: at most one map is kept beyond what the caller's arrays hold, at most
+``LARGE`` bytes; and once the last array over a map is gone its pages are handed back to
+the kernel as free-on-pressure (``MADV_FREE``): they stay in place for the next read
+unless the machine needs the memory, when the kernel takes them without writing them
+anywhere.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from fastsim_recording_format.encoding import Array
+
+__all__ = ["HUGE", "MIN_BYTES", "release", "take"]
+
+MIN_BYTES = 4 << 20  # from here numpy asks for huge pages too; smaller results use numpy's allocator
+HUGE = 2 << 20  # a map is a whole number of huge pages (the kernel then aligns it to one)
+_FLAGS = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
+_FREE = getattr(mmap, "MADV_FREE", None)
+_kept: list[mmap.mmap] = []  # the most recent map (at most one), in use or idle
+_lock = threading.Lock()
+_sound: list[bool] = []  # whether an array over a map shows as a buffer of it (checked once)
+
+
+def _unused(m: mmap.mmap) -> bool:
+    """Whether no buffer over ``m`` is alive: a map with one refuses to be resized."""
+    try:
+        m.resize(len(m))
+    except (BufferError, OSError, SystemError, TypeError, ValueError):  # in use, or cannot tell
+        return False
+    return True
+
+
+def _check() -> bool:
+    """Whether :func:`_unused` sees an array over a map, and then sees it gone."""
+    m = mmap.mmap(-1, mmap.PAGESIZE, flags=_FLAGS)
+    view = np.frombuffer(m, np.uint8)[1:]
+    seen = not _unused(m)
+    del view
+    return seen and _unused(m)
+
+
+def _idle(m: mmap.mmap) -> None:
+    """The last buffer over ``m`` is gone: its pages may be taken back under memory pressure."""
+    if _FREE is not None and not m.closed and _unused(m):
+        m.madvise(_FREE)
+
+
+def take(size: int) -> Array:
+    """``size`` bytes (uint8, uninitialised) in a map this module keeps for the next read."""
+    room = -(-size // HUGE) * HUGE
+    with _lock:
+        if not _sound:
+            _sound.append(_check())
+        m = _kept[0] if _kept else None
+        if m is None or not room <= len(m) <= 2 * room or not _unused(m):
+            try:
+                m = mmap.mmap(-1, room, flags=_FLAGS)
+            except OSError as e:  # as numpy's allocator would say it
+                raise MemoryError(f"cannot allocate {room} bytes for a read's result: {e}") from None
+            if _HUGEPAGE is not None:
+                m.madvise(_HUGEPAGE)
+            _kept[:] = [m] if _sound[0] else []  # a map still in use stays with its arrays, not here
+    root = np.frombuffer(m, np.uint8, size)
+    # numpy's buffer of the map (``root.base``) goes when the last array over it goes
+    holder = root.base if isinstance(root.base, memoryview) else root
+    weakref.finalize(holder, _idle, m).atexit = False
+    return root
+
+
+def _forked() -> None:
+    """A forked child keeps nothing of its parent's (its copy of the map would be copied on
+    write) and gets a lock no parent thread can hold."""
+    global _lock
+    _lock = threading.Lock()
+    _kept.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
+def release() -> None:
+    """Keep no map: the next read gets fresh memory, and the kept map's memory goes back to
+    the kernel now (or, if arrays still use it, when the last of them goes)."""
+    with _lock:
+        _kept.clear()
