@@ -170,3 +170,31 @@ def test_a_forked_child_keeps_nothing_of_its_parent() -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert len(_reuse._kept) == 1
+
+
+def test_two_threads_taking_at_once_never_share_a_map(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``take`` from another thread while one is handing a map out gets memory of its own."""
+    import threading
+
+    first = _reuse.take(SIZE)
+    del first  # the kept map is now unused: both takes below would like it
+    other: list[np.ndarray] = []
+    threads: list[threading.Thread] = []
+    real = np.frombuffer
+
+    def frombuffer(*args: object, **kwargs: object) -> np.ndarray:
+        if not threads:  # while this thread hands the map out, another thread asks for one
+            thread = threading.Thread(target=lambda: other.append(_reuse.take(SIZE)))
+            threads.append(thread)
+            thread.start()
+            thread.join(0.3)  # it gets there first unless this take holds the map's lock
+        return real(*args, **kwargs)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(_reuse.np, "frombuffer", frombuffer)
+    mine = _reuse.take(SIZE)
+    threads[0].join(10)
+    monkeypatch.setattr(_reuse.np, "frombuffer", real)
+    theirs = other[0]
+    assert theirs.size == SIZE
+    lo, hi = sorted([(mine.ctypes.data, mine.size), (theirs.ctypes.data, theirs.size)])
+    assert lo[0] + lo[1] <= hi[0], "two live results share memory"

@@ -85,7 +85,9 @@ def take(size: int) -> Array:
             if _HUGEPAGE is not None:
                 m.madvise(_HUGEPAGE)
             _kept[:] = [m] if _sound[0] else []  # a map still in use stays with its arrays, not here
-    root = np.frombuffer(m, np.uint8, size)
+        # the buffer is taken under the lock: another thread's ``take`` in between would
+        # otherwise find the map unused and hand the same memory out twice
+        root = np.frombuffer(m, np.uint8, size)
     # numpy's buffer of the map (``root.base``) goes when the last array over it goes
     holder = root.base if isinstance(root.base, memoryview) else root
     weakref.finalize(holder, _idle, m).atexit = False
