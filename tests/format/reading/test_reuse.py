@@ -190,10 +190,10 @@ def test_two_threads_taking_at_once_never_share_a_map(monkeypatch: pytest.Monkey
             thread.join(0.3)  # it gets there first unless this take holds the map's lock
         return real(*args, **kwargs)  # type: ignore[call-overload,no-any-return]
 
-    monkeypatch.setattr(_reuse.np, "frombuffer", frombuffer)
+    monkeypatch.setattr(np, "frombuffer", frombuffer)
     mine = _reuse.take(SIZE)
     threads[0].join(10)
-    monkeypatch.setattr(_reuse.np, "frombuffer", real)
+    monkeypatch.setattr(np, "frombuffer", real)
     theirs = other[0]
     assert theirs.size == SIZE
     lo, hi = sorted([(mine.ctypes.data, mine.size), (theirs.ctypes.data, theirs.size)])
