@@ -82,8 +82,7 @@ def portable_size(payload: object) -> int:
     Same length, same errors (``ValueError`` for NaN/Infinity, ``TypeError`` for a value
     JSON cannot encode): a test pins it to ``len(canonical_json(payload))``."""
     if type(payload) is str:  # the common part of an event (ids, names): no encoder call
-        text = _STRING(payload)
-        return len(text) if text.isascii() else len(text.encode("utf-8"))
+        return _string_size(payload)
     encoder = _SIZE_ENCODER
     if encoder is None:
         return len(canonical_json(payload))
