@@ -91,3 +91,48 @@ def test_a_cartpole_step_calls_no_layout_method(tmp_path: Path, monkeypatch: pyt
     env.close()
     assert calls == ["observation"], calls  # the reset observation only (begin)
     assert_recorded(env.files[0].path, played[0])
+
+
+def test_record_config_is_turned_into_plain_data_once_per_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Record's compiled config is built into plain data (attrs.asdict) once per recording, not once per episode file (gym23)."""
+    import attrs
+
+    from fastsim_record.config import model
+
+    built: list[str] = []
+    real = attrs.asdict
+
+    def counted(inst: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(inst, RecordConfig):
+            built.append(inst.output.name)
+        return real(inst, *args, **kwargs)
+
+    monkeypatch.setattr(model.attrs, "asdict", counted)
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "cp")
+    played = play(env, [1, 2, 3, 4])
+    env.close()
+    assert len(env.files) == 4
+    assert len(built) <= 1, built  # the compiled config's, at most; each episode's is derived from it
+    for file, episode in zip(env.files, played, strict=True):
+        assert_recorded(file.path, episode)
+
+
+def test_a_renamed_configs_mapping_equals_its_own_and_each_call_is_a_fresh_copy() -> None:
+    """A renamed config's derived mapping equals the one attrs builds for it, and callers never share (or change) the kept one (gym23)."""
+    import attrs
+
+    from fastsim_record.config.model import _plain
+
+    base = RecordConfig()
+    renamed = base.with_output_name("episode_000007.fsr")
+    assert renamed.to_mapping() == _plain(attrs.asdict(renamed, recurse=True))
+    assert renamed.to_mapping()["output"]["name"] == "episode_000007.fsr"
+    assert base.to_mapping()["output"]["name"] == "episode.fsr"
+    first = renamed.to_mapping()
+    first["output"]["name"] = "changed.fsr"
+    first["queues"].clear()
+    again = renamed.to_mapping()
+    assert again["output"]["name"] == "episode_000007.fsr" and again["queues"]
+    assert again == _plain(attrs.asdict(renamed, recurse=True))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from typing import Any
+import weakref
 
 import attrs
 
@@ -277,13 +278,49 @@ class RecordConfig:
 
     def with_output_name(self, name: str) -> RecordConfig:
         """This config writing ``name`` (Core's per-episode rename,
-        ``fastsim_contract.run_rename``); ``ValueError`` for a name ``output.name`` refuses."""
-        return attrs.evolve(self, output=attrs.evolve(self.output, name=name))
+        ``fastsim_contract.run_rename``); ``ValueError`` for a name ``output.name`` refuses.
+
+        The renamed config's mapping is this one's with ``output.name`` replaced: a recording
+        that renames one compiled config per episode maps the config once, not per episode."""
+        renamed = attrs.evolve(self, output=attrs.evolve(self.output, name=name))
+        derived = _copy(self._plain_mapping())
+        derived["output"]["name"] = name
+        _remember(renamed, derived)
+        return renamed
 
     def to_mapping(self) -> dict[str, Any]:
-        """The effective config as plain data, in authored key order."""
-        plain: dict[str, Any] = _plain(attrs.asdict(self, recurse=True))
+        """The effective config as plain data, in authored key order (a fresh copy per call)."""
+        plain: dict[str, Any] = _copy(self._plain_mapping())
         return plain
+
+    def _plain_mapping(self) -> dict[str, Any]:
+        """This config's plain data, built once per instance (the config is frozen and its
+        values are plain data); callers get copies, never this dict."""
+        plain = _MAPPINGS.get(id(self))
+        if plain is None:
+            plain = _remember(self, _plain(attrs.asdict(self, recurse=True)))
+        return plain
+
+
+# id(config) -> its plain mapping; an entry is dropped when its config is collected, so an id
+# is never looked up for a later object that reuses it
+_MAPPINGS: dict[int, dict[str, Any]] = {}
+
+
+def _remember(config: RecordConfig, plain: dict[str, Any]) -> dict[str, Any]:
+    kept = _MAPPINGS.setdefault(id(config), plain)  # atomic: two threads keep one mapping
+    if kept is plain:
+        weakref.finalize(config, _MAPPINGS.pop, id(config), None)
+    return kept
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of ``_plain`` data (dicts, lists and scalar leaves)."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:
