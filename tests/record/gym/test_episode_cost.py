@@ -134,5 +134,6 @@ def test_a_renamed_configs_mapping_equals_its_own_and_each_call_is_a_fresh_copy(
     first["output"]["name"] = "changed.fsr"
     first["queues"].clear()
     again = renamed.to_mapping()
-    assert again["output"]["name"] == "episode_000007.fsr" and again["queues"]
+    assert again["output"]["name"] == "episode_000007.fsr"
+    assert again["queues"]
     assert again == _plain(attrs.asdict(renamed, recurse=True))

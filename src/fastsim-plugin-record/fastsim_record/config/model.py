@@ -18,9 +18,9 @@ the README's "currently executable configuration" (0.3.12):
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection, Mapping
 from typing import Any
-import weakref
 
 import attrs
 
