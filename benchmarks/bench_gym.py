@@ -28,7 +28,8 @@ Figures, each measured in this run against a baseline of the same run:
     env thread waited for a commit slot), the peak number of episode files open at once and
     the episodes that had to open beyond the writer slots (``overflows``); and the CPU the
     other threads spent per episode file (``*_background_cpu_ms_per_episode``: opening,
-    publishing, Record's worker, validation and commit; process CPU minus the env thread's).
+    publishing, Record's worker, validation and commit; process CPU minus the env thread's),
+    and the committed files per wall second (``*_files_per_s``, the last commits included).
     Any tree's sources can be measured with this script (``PYTHONPATH``): counters it lacks
     are NaN.
 
@@ -106,7 +107,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
     from fastsim_record.gym import RecordEpisodes
 
     bare_all, bare_in, bare_cpu, rec_all, rec_in, rec_cpu = [], [], [], [], [], []
-    waits, peak, overflows, background = [], [], [], []
+    waits, peak, overflows, background, files_per_s = [], [], [], [], []
     render = kind == "render"
     for r in range(rounds):
         bare = _make(kind)
@@ -124,6 +125,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         # CPU of every other thread (opening, publishing, Record's workers, commits) per episode file
         background.append((time.process_time() - process - c * steps) / max(1, len(recorded.files)))
         rec_all.append(a + (time.perf_counter() - t0) / steps)  # the last commits count too
+        files_per_s.append(len(recorded.files) / (rec_all[-1] * steps))  # committed files per wall second
         rec_in.append(i)
         rec_cpu.append(c)
         pool = getattr(recording, "pool", None)  # absent before the writer pool (a "before" run)
@@ -141,6 +143,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         f"{kind}_open_files_peak": float(max(peak)),
         f"{kind}_overflows": float(max(overflows)),
         f"{kind}_background_cpu_ms_per_episode": med(background) * 1e3,
+        f"{kind}_files_per_s": med(files_per_s),
     }
 
 

@@ -137,3 +137,4 @@ def test_a_renamed_configs_mapping_equals_its_own_and_each_call_is_a_fresh_copy(
     assert again["output"]["name"] == "episode_000007.fsr"
     assert again["queues"]
     assert again == _plain(attrs.asdict(renamed, recurse=True))
+    assert base.to_mapping() == _plain(attrs.asdict(base, recurse=True))  # the parts the two keep in common

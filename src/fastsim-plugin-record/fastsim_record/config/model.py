@@ -283,9 +283,8 @@ class RecordConfig:
         The renamed config's mapping is this one's with ``output.name`` replaced: a recording
         that renames one compiled config per episode maps the config once, not per episode."""
         renamed = attrs.evolve(self, output=attrs.evolve(self.output, name=name))
-        derived = _copy(self._plain_mapping())
-        derived["output"]["name"] = name
-        _remember(renamed, derived)
+        plain = self._plain_mapping()  # kept mappings are never handed out, so they may share parts
+        _remember(renamed, {**plain, "output": {**plain["output"], "name": name}})
         return renamed
 
     def to_mapping(self) -> dict[str, Any]:
