@@ -99,8 +99,6 @@ def test_record_config_is_turned_into_plain_data_once_per_recording(
     """Record's compiled config is built into plain data (attrs.asdict) once per recording, not once per episode file (gym23)."""
     import attrs
 
-    from fastsim_record.config import model
-
     built: list[str] = []
     real = attrs.asdict
 
@@ -109,7 +107,7 @@ def test_record_config_is_turned_into_plain_data_once_per_recording(
             built.append(inst.output.name)
         return real(inst, *args, **kwargs)
 
-    monkeypatch.setattr(model.attrs, "asdict", counted)
+    monkeypatch.setattr(attrs, "asdict", counted)  # the one module every caller reads it from
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path / "cp")
     played = play(env, [1, 2, 3, 4])
     env.close()
