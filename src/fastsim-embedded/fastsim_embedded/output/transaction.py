@@ -76,6 +76,7 @@ from fastsim_embedded.output.names import (
     identity_of,
     lidentity,
 )
+from fastsim_embedded.output.writeback import EarlyWriteback
 from fastsim_recording_format.files import fsync_dir
 from fastsim_recording_format.lease import LeaseEvent
 
@@ -189,7 +190,7 @@ class FileOutputService:
                 raise OutputRefused(staging, f"cannot create the staging file: {exc.strerror}") from None
             tx = Transaction(
                 name=name, final=self.output_dir / name, staging=staging, owner=owner, fd=fd,
-                identity=identity_of(os.fstat(fd)), name_lock=name_lock,
+                identity=identity_of(os.fstat(fd)), name_lock=name_lock, writeback=EarlyWriteback(fd),
             )
             lease = FileWriteLease(self, tx)
             self._by_lease[id(lease)] = (lease, tx)
@@ -246,6 +247,9 @@ class FileOutputService:
         with tx.lock:
             tx.machine.accept(LeaseEvent.SEAL, "seal")  # revoked meanwhile?
             if tx.fd is not None:
+                failed = tx.writeback.stop(wait=True) if tx.writeback is not None else None
+                if failed is not None:  # the kernel reported it to that fsync, not to ours
+                    raise failed
                 os.fsync(tx.fd)
                 os.close(tx.fd)
                 tx.fd = None
@@ -336,6 +340,8 @@ class FileOutputService:
         tx.machine.advance(event)
         if tx.readback is not None:
             tx.readback.close()
+        if tx.writeback is not None:
+            tx.writeback.stop(wait=False)
         if tx.fd is not None:
             os.close(tx.fd)
             tx.fd = None
