@@ -12,8 +12,11 @@
                                   the first flush fsyncs what was written (the FSR header)
                                   and only then links it as <dir>/<name>.incomplete, so
                                   that name never holds less than what the writer flushed
-                                  first, whenever the process is killed
-    seal(write)                   flush + fsync file, close; the size is now fixed
+                                  first, whenever the process is killed; every
+                                  16 MiB written wakes a background ``fdatasync``
+                                  (``output.writeback``: disk work moves into the Run)
+    seal(write)                   wait for a background sync under way (its error is
+                                  seal's), fsync file, close; the size is now fixed
     open_readback(write)          a new exact readback lease bound to this sealed write
     confirm_validation(rb, r)     rb must be the latest readback lease of that write
     commit(write)                 the staging inode must still be ours; publish it without
