@@ -152,9 +152,8 @@ def test_a_batch_larger_than_the_bound_is_a_chunk_alone(
 def test_a_continuity_break_gets_the_batch_by_batch_verdict(
     kind: str, at: int, chunks: list[tuple[int, int, int]]
 ) -> None:
-    """A break at the start of batch ``at`` (3, 6: exactly between two chunks; 5, 10, 14: inside
-    one): refused, with the same error and offset as batch by batch (at 10 the generation
-    steps up, so a simulation time going back there is sound, and accepted by both)."""
+    """A break at batch ``at`` (3, 6: between two chunks; 5, 10, 14: inside one): the batch-by-batch verdict."""
+    # at 10 the generation steps up: a simulation time going back there is sound (both accept)
     data = _file(at, kind)
     expected = _verdict(data, fast=False)
     chunks.clear()
@@ -174,8 +173,7 @@ def test_a_continuity_break_gets_the_batch_by_batch_verdict(
 def test_damaged_tables_in_later_chunks_get_the_batch_by_batch_verdict(
     chunks: list[tuple[int, int, int]],
 ) -> None:
-    """Every record-table byte of the first batch of the 2nd chunk and the last of the 3rd,
-    changed (CRCs fixed so the table rules see it): the same error and offset as batch by batch."""
+    """Every table byte of the 2nd chunk's first batch and the 3rd's last, changed (CRCs fixed): the batch-by-batch verdict."""
     tables = [(s, e) for s, e, name in regions(SOUND) if name == "record table"]
     seen = 0
     for start, end in (tables[3], tables[8]):
