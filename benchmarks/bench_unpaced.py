@@ -15,7 +15,9 @@ order, each a whole Run from ``run_session`` (prepare, ticks, finalize, commit):
 Figures: simulation ticks per wall second of the whole Run (finalization included),
 and the ratio on/off (on+hog against off+hog), as medians over the repeats; the writer
 worker's CPU per record (``worker_cpu_s / records``); the lanes' high-water marks; the
-time the host waited on Record and after how many ticks; and loss.
+time the host waited on Record and after how many ticks; loss; and the finalization
+inside the Record-on wall time (``*_finalize_s``: Record's ``finalize_elapsed_s``, of
+which ``*_readback_s`` validated the file through the readback lease).
 
 ``--mujoco`` adds the DROID-like MuJoCo scene (joint position and velocity): at 120 Hz
 without cameras, and at 15 Hz with its three cameras at 640x480 (JPEG q92).  With
@@ -134,6 +136,8 @@ def run_once(run_file: Path, seconds: float, *, flow: bool = True, null: bool = 
             high_water={k: f"{v['high_water']}/{v['capacity_items']}" for k, v in lanes.items()},
             worker_us_per_record=1e6 * float(summary.get("worker_cpu_s", 0.0)) / max(records, 1),
             records=records,
+            finalize_s=float(summary.get("finalize_elapsed_s", 0.0)),
+            readback_s=float(summary.get("readback_elapsed_s", 0.0)),
         )
     return figures
 
@@ -167,14 +171,15 @@ def report(results: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]
     """Print medians and ratios; True when every Record-on Run succeeded with zero loss."""
     print()
     print(f"{'config':<14}{'ticks/s':>10}{'ok':>6}{'lost':>7}{'worker us/rec':>15}"
-          f"{'waits':>8}{'waited s':>10}  high water")
+          f"{'waits':>8}{'waited s':>10}{'final. s':>10}  high water")
     for name, rows in results.items():
         ok = sum(1 for r in rows if r["ok"])
         lost = sum(int(r.get("lost", 0)) for r in rows)
         worker = f"{_median(rows, 'worker_us_per_record'):.1f}" if "worker_us_per_record" in rows[0] else "-"
+        final = f"{_median(rows, 'finalize_s'):.3f}" if "finalize_s" in rows[0] else "-"
         high = rows[-1].get("high_water", "-")
         print(f"{name:<14}{_median(rows, 'ticks_per_s'):>10.0f}{ok:>4}/{len(rows):<2}{lost:>6}"
-              f"{worker:>15}{_median(rows, 'waits'):>8.0f}{_median(rows, 'waited_s'):>10.2f}  {high}")
+              f"{worker:>15}{_median(rows, 'waits'):>8.0f}{_median(rows, 'waited_s'):>10.2f}{final:>10}  {high}")
     passed = True
     for on, off in pairs:
         ratios = [a["ticks_per_s"] / b["ticks_per_s"] for a, b in zip(results[on], results[off])]
@@ -196,6 +201,8 @@ def report(results: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]
             figures.add(f"{name}_lost_or_failed", 0 if zero_loss else 1, 0, "<=")
             if "worker_us_per_record" in rows[0]:
                 figures.add(f"{name}_worker_us_per_record", _median(rows, "worker_us_per_record"))
+                figures.add(f"{name}_finalize_s", _median(rows, "finalize_s"))
+                figures.add(f"{name}_readback_s", _median(rows, "readback_s"))
     return passed
 
 

@@ -2,18 +2,23 @@
 
 ``validate`` checks a file batch by batch (``parse_batch``, ``check_index_entry``,
 ``check_record_metadata``, ``Accumulator.check``/``add``), which costs a few dozen numpy
-calls per batch.  :func:`check_file` runs the same checks over the records of all
-batches at once:
+calls per batch.  :func:`check_file` runs the same checks over the records of many
+batches at once: a chunk of consecutive batches whose record tables and metadata hold at
+most ``MAX_HELD`` bytes (or one batch, if it alone holds more), so memory stays bounded
+however long the file:
 
-    | # | batch-by-batch check                                  | here, over the file's records                |
-    |---|-------------------------------------------------------|----------------------------------------------|
-    | 1 | header, CRCs, paddings (``read_batch``)               | the same function, batch by batch            |
-    | 2 | rules 1-2 of ``_table_rules``                          | one mask over every record                   |
-    | 3 | rule 3, and the global sequence continues the last batch | one comparison of neighbouring records   |
-    | 4 | rule 4 (tiling), the header's area lengths             | one cumulative sum, less each batch's start  |
-    | 5 | rule 5, and each stream continues its last batch       | one stable sort by stream, neighbours compared |
-    | 6 | header summary, index entry                           | per-batch reductions (``reduceat``)           |
-    | 7 | record metadata is canonical JSON                     | one ``json.loads`` of them all                |
+    | # | batch-by-batch check                           | here, over a chunk's records                  |
+    |---|------------------------------------------------|-----------------------------------------------|
+    | 1 | header, CRCs, paddings (``read_batch``)        | the same function, batch by batch             |
+    | 2 | rules 1-2 of ``_table_rules``                   | one mask over every record                    |
+    | 3 | rule 3; the global sequence continues the      | neighbouring records compared; the first one  |
+    |   | last batch                                     | with the last before the chunk                |
+    | 4 | rule 4 (tiling), the header's area lengths      | one cumulative sum, less each batch's start   |
+    | 5 | rule 5; each stream continues its last batch   | one stable sort by stream, neighbours         |
+    |   |                                                | compared; each stream's first record with its |
+    |   |                                                | last before the chunk (``_Carry``)            |
+    | 6 | header summary, index entry                    | per-batch reductions (``reduceat``)           |
+    | 7 | record metadata is canonical JSON              | one ``json.loads`` of them all                |
 
 Each row accepts exactly what its batch-by-batch check accepts (module arithmetic included:
 both sum lengths in uint64).  This is the fast path only: :func:`check_file` returns
@@ -24,6 +29,7 @@ before (the pattern of ``reading._scan``).
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from fastsim_recording_format._batch import Accumulator, RawBatch, read_batch
@@ -41,9 +47,9 @@ from fastsim_recording_format.errors import FormatError
 
 __all__ = ["MAX_HELD", "check_file"]
 
-#: The most record-table and metadata bytes :func:`check_file` holds at once.  A file with
-#: more (a long recording) is checked batch by batch, whose memory does not grow with the
-#: file: validation never holds a whole file's tables.
+#: The most record-table and metadata bytes :func:`check_file` holds at once (one chunk;
+#: a single larger batch is a chunk alone, as batch-by-batch checking holds it too): memory
+#: does not grow with the file, validation never holds a whole file's tables.
 MAX_HELD = 1 << 20
 
 _REC = RECORD_DTYPE.itemsize
@@ -64,27 +70,86 @@ def check_file(src: Source, head: Head, tail: Tail) -> Accumulator | None:
     index = tail.index
     if not len(index) or not len(stream_ids):
         return None
+    acc = Accumulator(stream_ids)
+    carry = _Carry(stream_ids)
     raws: list[RawBatch] = []
-    held = 0
+    held = first = 0
     try:
         for k, off in enumerate(index["offset"].tolist()):
             raw = read_batch(src, off, k, tail.index_offset, head.batch_flags)
-            held += len(raw.body)
-            if held > MAX_HELD:  # a long file: batch by batch, in bounded memory
-                return None
+            if raws and held + len(raw.body) > MAX_HELD:  # a chunk is full: check it, drop it
+                if not _check_chunk(raws, first, index[first:k], acc, carry):
+                    return None
+                raws, held, first = [], 0, k
             raws.append(raw)
+            held += len(raw.body)
     except FormatError:
         return None
+    return acc if _check_chunk(raws, first, index[first:], acc, carry) else None
+
+
+@attrs.define(eq=False)
+class _Carry:
+    """What a chunk of batches must continue: each stream's last record so far (stream
+    sequence, generation, simulation time; ``seen`` once it has one, columns indexed like
+    ``stream_ids``) and a bound on the payload bytes summed (float64 sums stay exact)."""
+
+    stream_ids: Array
+    seen: Array = attrs.field(init=False)
+    sequence: Array = attrs.field(init=False)
+    generation: Array = attrs.field(init=False)
+    time: Array = attrs.field(init=False)
+    payload_bound: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        n = len(self.stream_ids)
+        self.seen = np.zeros(n, bool)
+        self.sequence = np.zeros(n, RECORD_DTYPE["stream_last"])
+        self.generation = np.zeros(n, RECORD_DTYPE["generation"])
+        self.time = np.zeros(n, RECORD_DTYPE["sim_time_ns"])
+
+    def continued(self, sid: Array, sequence: Array, generation: Array, time: Array) -> bool:
+        """Each stream's first record in a chunk (one per stream) continues its last one
+        before it (``Accumulator.check``: ``sequence`` is one more, ``(generation, time)``
+        does not go back); a stream seen first here continues nothing."""
+        k = np.searchsorted(self.stream_ids, sid)
+        seen, last = self.seen[k], self.sequence[k]
+        gen, t = self.generation[k], self.time[k]
+        broken = (sequence != last + _ONE) | (last == _U64_MAX)
+        broken |= (generation < gen) | ((generation == gen) & (time < t))
+        return not np.count_nonzero(seen & broken)
+
+    def update(self, sid: Array, sequence: Array, generation: Array, time: Array) -> None:
+        """Each stream's last record in a chunk (one per stream) is now the one to continue."""
+        k = np.searchsorted(self.stream_ids, sid)
+        self.seen[k] = True
+        self.sequence[k], self.generation[k], self.time[k] = sequence, generation, time
+
+
+def _check_chunk(raws: list[RawBatch], first: int, index: Array, acc: Accumulator, carry: _Carry) -> bool:
+    """Every check of the module table over consecutive batches ``raws`` (index entries
+    ``index``, the first of ordinal ``first``) continuing what ``acc`` and ``carry`` hold
+    from the batches before them; on success ``acc`` and ``carry`` take them in."""
+    stream_ids = acc.stream_ids
     counts = np.array([r.header.record_count for r in raws], np.int64)
     # one join of the tables' bytes (a concatenation of structured arrays costs more)
     table = np.frombuffer(
         b"".join([memoryview(r.body)[:_REC * r.header.record_count] for r in raws]), RECORD_DTYPE
     )
+    if acc.last_global is not None and int(table["global_sequence"][0]) != acc.last_global + 1:
+        return False
     firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     lasts = firsts + counts - 1
     facts = _record_rules(table, raws, counts, firsts, lasts, stream_ids)
     if facts is None or not _matches_index(index, raws, counts, facts):
-        return None
+        return False
+    order, same = facts["order"], facts["same"]
+    heads = order[np.concatenate(([0], np.flatnonzero(~same) + 1))]  # each stream's first record
+    if not carry.continued(
+        table["stream_id"][heads], table["stream_sequence"][heads], table["generation"][heads],
+        table["sim_time_ns"][heads],
+    ):
+        return False
     with_meta = np.flatnonzero(table["metadata_length"])
     blob_of = np.searchsorted(lasts, with_meta)  # each such record's batch
     starts = (_REC * counts)[blob_of] + table["metadata_offset"][with_meta].astype(np.int64)  # tiled: fits
@@ -95,8 +160,12 @@ def check_file(src: Source, head: Head, tail: Tail) -> Accumulator | None:
         )
     ]
     if not canonical_record_metadata(parts):
-        return None
-    return _accumulate(table, raws, counts, index["offset"], stream_ids, facts)
+        return False
+    carry.payload_bound += int(table["payload_length"].max()) * len(table)
+    if carry.payload_bound >= _EXACT:  # ``add`` sums payload bytes in float64: not exact here
+        return False
+    _accumulate(table, raws, counts, first, index["offset"], acc, carry, facts)
+    return True
 
 
 def _record_rules(
@@ -154,15 +223,15 @@ def _matches_index(index: Array, raws: list[RawBatch], counts: Array, facts: dic
 
 
 def _accumulate(
-    table: Array, raws: list[RawBatch], counts: Array, offsets: Array, stream_ids: Array, facts: dict[str, Array]
-) -> Accumulator | None:
-    """The totals ``Accumulator.add`` would have built batch by batch (``None`` when a
-    payload total is too large to be summed exactly in float64, as ``add`` sums it)."""
+    table: Array, raws: list[RawBatch], counts: Array, first: int, offsets: Array, acc: Accumulator, carry: _Carry,
+    facts: dict[str, Array],
+) -> None:
+    """Take a checked chunk into ``acc`` (the totals ``Accumulator.add`` would have built
+    batch by batch; batch ordinals from ``first``) and ``carry``."""
+    stream_ids = acc.stream_ids
     plen = table["payload_length"]
-    if len(table) and int(plen.max()) * len(table) >= _EXACT:
-        return None
     order, same = facts["order"], facts["same"]
-    batch = np.repeat(np.arange(len(raws), dtype=np.int64), counts)[order]
+    batch = np.repeat(np.arange(first, first + len(raws), dtype=np.int64), counts)[order]
     sid, gen = table["stream_id"][order], table["generation"][order]
     s, sl, t = table["stream_sequence"][order], table["stream_last"][order], table["sim_time_ns"][order]
     n = len(table)
@@ -175,6 +244,7 @@ def _accumulate(
     kinds = np.bincount(dense * 3 + table["kind"], minlength=3 * streams).reshape(streams, 3)
     payload = np.bincount(dense, weights=plen.astype(np.float64), minlength=streams)
     ends = np.concatenate((np.flatnonzero(~same), [n - 1]))
+    carry.update(sid[ends], sl[ends], gen[ends], t[ends])
     last = {
         a: (b, c, d)
         for a, b, c, d in zip(sid[ends].tolist(), sl[ends].tolist(), gen[ends].tolist(), t[ends].tolist(), strict=True)
@@ -186,7 +256,4 @@ def _accumulate(
     rows["flags"] = [r.header.flags for r in raws]
     for name, _ in _SUMMARY:
         rows[name] = facts[name]
-    acc = Accumulator(stream_ids)
     acc.absorb([tuple(row) for row in rows.tolist()], proj, kinds, payload, last)
-    return acc
-

@@ -136,14 +136,4 @@ def test_metadata_checked_at_once_as_one_by_one(parts: list[bytes]) -> None:
     assert canonical_record_metadata(parts) == _one_by_one(parts)
 
 
-def test_a_file_with_more_tables_than_the_bound_is_checked_batch_by_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fast path never holds more than MAX_HELD bytes of tables: past it the file is checked batch by batch, as sound."""
-    import fastsim_recording_format._file_rules as file_rules
-
-    data = _many_batches()
-    assert _both(data)[0] is not None
-    monkeypatch.setattr(file_rules, "MAX_HELD", 1000)  # less than the twelve batches' tables
-    fast, slow = _both(data)
-    assert fast is None
-    assert validate(io.BytesIO(data)).validated_bytes == len(data)
-    assert slow.footer_totals()["records"] == 108
+# files of many chunks (more tables than ``MAX_HELD``): test_validate_chunks.py

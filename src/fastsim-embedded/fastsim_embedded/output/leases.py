@@ -13,6 +13,7 @@ import attrs
 
 from fastsim_contract.errors import LeaseError
 from fastsim_embedded.output.names import NameLock, identity_of
+from fastsim_embedded.output.writeback import EarlyWriteback
 from fastsim_recording_format.lease import LeaseEvent, LeaseMachine
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class Transaction:
     named: bool = False  # the staging file is linked under <name>.incomplete (first flush)
     name_lock: NameLock | None = None
     note: str | None = None  # why a disposal left a path alone
+    #: starts the disk's work on what was written during the Run (``output.writeback``)
+    writeback: EarlyWriteback | None = None
 
     @property
     def state(self) -> str:
@@ -70,6 +73,8 @@ class FileWriteLease:
         while written < len(view):
             written += os.write(tx.fd, view[written:])
         tx.size += written
+        if tx.writeback is not None:
+            tx.writeback.wrote(tx.size)
         return written
 
     def writev(self, parts: Sequence[Any], nbytes: int) -> int:
@@ -89,6 +94,8 @@ class FileWriteLease:
                 done += self._rest(chunk, done)
             written += done
         tx.size += written
+        if tx.writeback is not None:
+            tx.writeback.wrote(tx.size)
         return written
 
     def _rest(self, chunk: Sequence[Any], done: int) -> int:

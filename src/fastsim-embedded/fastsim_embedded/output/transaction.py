@@ -12,8 +12,11 @@
                                   the first flush fsyncs what was written (the FSR header)
                                   and only then links it as <dir>/<name>.incomplete, so
                                   that name never holds less than what the writer flushed
-                                  first, whenever the process is killed
-    seal(write)                   flush + fsync file, close; the size is now fixed
+                                  first, whenever the process is killed; every
+                                  16 MiB written wakes a background ``fdatasync``
+                                  (``output.writeback``: disk work moves into the Run)
+    seal(write)                   wait for a background sync under way (its error is
+                                  seal's), fsync file, close; the size is now fixed
     open_readback(write)          a new exact readback lease bound to this sealed write
     confirm_validation(rb, r)     rb must be the latest readback lease of that write
     commit(write)                 the staging inode must still be ours; publish it without
@@ -76,6 +79,7 @@ from fastsim_embedded.output.names import (
     identity_of,
     lidentity,
 )
+from fastsim_embedded.output.writeback import EarlyWriteback
 from fastsim_recording_format.files import fsync_dir
 from fastsim_recording_format.lease import LeaseEvent
 
@@ -189,7 +193,7 @@ class FileOutputService:
                 raise OutputRefused(staging, f"cannot create the staging file: {exc.strerror}") from None
             tx = Transaction(
                 name=name, final=self.output_dir / name, staging=staging, owner=owner, fd=fd,
-                identity=identity_of(os.fstat(fd)), name_lock=name_lock,
+                identity=identity_of(os.fstat(fd)), name_lock=name_lock, writeback=EarlyWriteback(fd),
             )
             lease = FileWriteLease(self, tx)
             self._by_lease[id(lease)] = (lease, tx)
@@ -246,6 +250,9 @@ class FileOutputService:
         with tx.lock:
             tx.machine.accept(LeaseEvent.SEAL, "seal")  # revoked meanwhile?
             if tx.fd is not None:
+                failed = tx.writeback.stop(wait=True) if tx.writeback is not None else None
+                if failed is not None:  # the kernel reported it to that fsync, not to ours
+                    raise failed
                 os.fsync(tx.fd)
                 os.close(tx.fd)
                 tx.fd = None
@@ -336,6 +343,8 @@ class FileOutputService:
         tx.machine.advance(event)
         if tx.readback is not None:
             tx.readback.close()
+        if tx.writeback is not None:
+            tx.writeback.stop(wait=False)
         if tx.fd is not None:
             os.close(tx.fd)
             tx.fd = None
