@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import fastsim_recording_format.writer as writer_module
+from fastsim_recording_format._segment_batch import segment_batch
 
 from .test_tick_buffers import _record
 
@@ -19,7 +20,6 @@ def test_segment_path_writes_the_general_paths_file(
 ) -> None:
     """The same seeded Run (90 channels, commands, events) with and without the segment path is one file."""
     taken: list[bool] = []
-    segment_batch = writer_module.segment_batch
 
     def counting(*args: Any) -> Any:
         built = segment_batch(*args)
