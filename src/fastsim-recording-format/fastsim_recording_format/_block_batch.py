@@ -42,7 +42,7 @@ from fastsim_recording_format._table_rules import BatchFacts
 from fastsim_recording_format.encoding import Array, readonly
 from fastsim_recording_format.model import Payload
 
-__all__ = ["BlockBatch", "block_batch"]
+__all__ = ["BlockBatch", "block_batch", "block_parts"]
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _WORDS = RECORD_DTYPE.itemsize // 8
@@ -62,6 +62,18 @@ _U32 = (1 << 32) - 1
 _FIRST_ROW = readonly(np.zeros(1, np.intp))
 _CONTIGUOUS = operator.attrgetter("flags.c_contiguous")
 _NBYTES = operator.attrgetter("nbytes")
+
+
+def block_parts(block: RecordBlock, nbytes: int) -> list[Any] | None:
+    """Row 3: a block's payload parts when they are C-contiguous numpy arrays of
+    ``nbytes`` in all (one C-level pass each over its many tick buffers), else ``None``."""
+    parts: list[Any] = [block.payload, *block.more]
+    count = len(parts)
+    if list(map(type, parts)).count(np.ndarray) != count or list(map(_CONTIGUOUS, parts)).count(True) != count:
+        return None
+    if sum(map(_NBYTES, parts)) != nbytes:
+        return None
+    return parts
 
 
 @attrs.frozen(eq=False)
@@ -91,12 +103,9 @@ def block_batch(
     row = rows.get(sid)
     if row is None or generation.__class__ is not int or not 0 <= generation <= _U32 or size.__class__ is not int:
         return None  # row 2
-    parts: list[Any] = [block.payload, *block.more]
-    count = len(parts)
-    if list(map(type, parts)).count(np.ndarray) != count or list(map(_CONTIGUOUS, parts)).count(True) != count:
+    parts = block_parts(block, n * size)
+    if parts is None:
         return None  # row 3
-    if sum(map(_NBYTES, parts)) != n * size:
-        return None
     meta = b""
     metadata = block.metadata
     if metadata:

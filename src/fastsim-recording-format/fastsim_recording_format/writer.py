@@ -43,6 +43,7 @@ from fastsim_recording_format._layout import (
     pad8,
 )
 from fastsim_recording_format._sections import encode_head, encode_tail, footer_identity
+from fastsim_recording_format._segment_batch import segment_batch
 from fastsim_recording_format._source import Closing
 from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import (
@@ -69,6 +70,9 @@ _BIG_PART = 16 * 1024
 #: payload parts at least this big on average go out in one vectored write (a target with
 #: ``writev``), not joined; smaller ones (JSON rows) are joined, one CRC over the whole
 _VECTOR_PART = 1024
+#: a batch of blocks with at most this many rows is built segment by segment
+#: (``_segment_batch``); more rows are cheaper column-wise (``assemble``)
+_FEW_ROWS = 32
 
 
 def _sync_if_possible(file: BinaryIO) -> None:
@@ -178,7 +182,13 @@ class FsrWriter(Closing):
         records of one stream, column-wise); both give the same bytes."""
         self._require("open")
         one = records[0] if len(records) == 1 and records[0].__class__ is RecordBlock else None
-        fast = block_batch(one, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES) if one is not None else None
+        if one is not None:
+            fast = block_batch(one, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES)
+        elif (blocks := list(map(type, records)).count(RecordBlock)) and len(records) - blocks <= _FEW_ROWS:
+            # blocks between a few rows (a Run's ticks between its commands and events)
+            fast = segment_batch(records, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES)
+        else:
+            fast = None
         if fast is not None:  # a numeric recording's steady state: the same bytes in fewer steps
             table, payloads, pay_len, meta, facts = fast.table, fast.payloads, fast.payload_length, fast.metadata, fast.facts
             n = len(table)
