@@ -24,7 +24,7 @@ fsr_validate = importlib.import_module("fastsim_recording_format.validate")
 SILENT = StreamSpec(11, "silent", "event", {}, {})
 
 
-def _reference_totals(acc: Accumulator) -> dict[str, Any]:
+def _reference_totals(acc: Accumulator) -> list[dict[str, Any]]:
     """The per-stream footer totals as ``footer_totals`` built them before issue 23."""
     proj = acc.projection_array()
     streams = []
@@ -39,7 +39,7 @@ def _reference_totals(acc: Accumulator) -> dict[str, Any]:
             "last_stream_sequence": int(rows[-1]["last_stream_sequence"]) if len(rows) else None,
             "generations": sorted(set(rows["generation"].tolist())),
         })
-    return streams  # type: ignore[return-value]
+    return streams
 
 
 def _accumulated(data: bytes) -> Accumulator:
@@ -58,7 +58,8 @@ def test_footer_stream_totals_equal_the_per_stream_reference(batches: int) -> No
     assert [type(v) for s in streams for v in s.values()] == [
         type(v) for s in _reference_totals(acc) for v in s.values()
     ]
-    assert streams[-1]["first_stream_sequence"] is None and streams[-1]["generations"] == []
+    assert streams[-1]["first_stream_sequence"] is None
+    assert streams[-1]["generations"] == []
     assert {g for s in streams for g in s["generations"]} == ({0, 1} if batches > 10 else {0})
     validate(io.BytesIO(data))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             names.append(self.name)
             super().start()
 
-    monkeypatch.setattr(transaction.threading, "Thread", Counted)
+    monkeypatch.setattr(transaction, "threading", types.SimpleNamespace(Thread=Counted))
     return names
 
 
