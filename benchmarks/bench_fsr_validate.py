@@ -12,6 +12,9 @@ A second, numeric-heavy file (``--numeric-records``, default 7,500) has what an 
 ``--numeric-repeat`` runs); target <= 1 us.  The same for a long Run's file
 (``--long-numeric-records``, default 37,500: 300 s unpaced, ~3 MB of record tables, more
 than ``_file_rules.MAX_HELD``, so the fast path checks it in chunks); target <= 1 us.
+``episode_validation_us``: one small Gymnasium episode's file (``--episode-records``,
+default 115: 23 steps over 5 streams, one batch, validated from memory as the readback
+does per episode file; median of ``--episode-repeat``; issue 23).
 Deletes the files afterwards.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import statistics
 import time
 from pathlib import Path
@@ -70,6 +74,8 @@ def main() -> None:
     parser.add_argument("--numeric-repeat", type=int, default=51)
     parser.add_argument("--long-numeric-records", type=int, default=37500)
     parser.add_argument("--long-numeric-repeat", type=int, default=11)
+    parser.add_argument("--episode-records", type=int, default=115)
+    parser.add_argument("--episode-repeat", type=int, default=501)
     add_json_flag(parser)
     args = parser.parse_args()
     WORK.mkdir(exist_ok=True)
@@ -119,6 +125,10 @@ def main() -> None:
         print(f"long numeric file, {records:,} records of 720 B: structural validation "
               f"{per_record:.3f} us per record (median of {args.long_numeric_repeat}; target <= 1 us)")
         figures.add("long_numeric_validation_us_per_record", per_record, 1.0, "<=")
+        episode = episode_us(args.episode_records, args.episode_repeat)
+        print(f"episode file, {args.episode_records} records in one batch: structural validation "
+              f"{episode:.0f} us (median of {args.episode_repeat})")
+        figures.add("episode_validation_us", episode)
         figures.emit(args.json)
     finally:
         path.unlink(missing_ok=True)
@@ -137,6 +147,18 @@ def numeric_us_per_record(path: Path, records: int, repeat: int) -> float:
         return statistics.median(times) / records * 1e6
     finally:
         path.unlink(missing_ok=True)
+
+
+def episode_us(records: int, repeat: int) -> float:
+    """Median structural validation time of one small one-batch file held in memory."""
+    buf = io.BytesIO()
+    write_synthetic(buf, records, 32, numeric_streams=5, batch_items=records)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        validate(buf)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
 
 
 if __name__ == "__main__":

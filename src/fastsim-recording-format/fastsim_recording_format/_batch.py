@@ -269,21 +269,25 @@ class Accumulator:
     def footer_totals(self) -> dict[str, Any]:
         """The footer keys derived from the records."""
         proj = self.projection_array()
+        sid = proj["stream_id"]  # sorted: each stream's rows are one slice (lists: no numpy call per stream)
+        los = np.searchsorted(sid, self.stream_ids, "left").tolist()
+        his = np.searchsorted(sid, self.stream_ids, "right").tolist()
+        firsts, lasts = proj["first_stream_sequence"].tolist(), proj["last_stream_sequence"].tolist()
+        gens = proj["generation"].tolist()
         streams = []
-        for k, sid in enumerate(self.stream_ids.tolist()):
-            lo, hi = np.searchsorted(proj["stream_id"], [sid, sid + 1])
-            rows = proj[lo:hi]
-            data, gap, barrier = (int(x) for x in self.kind_counts[k])
+        for stream, (data, gap, barrier), payload, lo, hi in zip(
+            self.stream_ids.tolist(), self.kind_counts.tolist(), self.payload.tolist(), los, his, strict=True
+        ):
             streams.append({
-                "stream_id": sid,
+                "stream_id": stream,
                 "records": data + gap + barrier,
                 "data": data,
                 "gap": gap,
                 "barrier": barrier,
-                "payload_bytes": int(self.payload[k]),
-                "first_stream_sequence": int(rows[0]["first_stream_sequence"]) if len(rows) else None,
-                "last_stream_sequence": int(rows[-1]["last_stream_sequence"]) if len(rows) else None,
-                "generations": sorted(set(rows["generation"].tolist())),
+                "payload_bytes": int(payload),
+                "first_stream_sequence": firsts[lo] if hi > lo else None,
+                "last_stream_sequence": lasts[hi - 1] if hi > lo else None,
+                "generations": sorted(set(gens[lo:hi])),
             })
         totals = self.kind_counts.sum(axis=0)
         return {

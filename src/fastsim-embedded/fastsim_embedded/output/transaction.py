@@ -48,7 +48,8 @@ replaced it) is left alone and reported in ``Transaction.note``.
 
 ``revoke_open`` is Core's deadline-bounded cleanup after a finalizer overran: it runs on
 a helper thread and the caller waits at most until the deadline, so a stalled
-filesystem cannot turn terminal cleanup into an unbounded wait.  When no thread can start
+filesystem cannot turn terminal cleanup into an unbounded wait (with nothing to revoke,
+the normal end of every episode's Run, it starts no thread and returns ``True``).  When no thread can start
 (Python 3.12+ at interpreter exit) it runs inline and reports whether it ended in time.
 """
 
@@ -362,11 +363,14 @@ class FileOutputService:
 
     def revoke_open(self, deadline_monotonic: float, owner: str | None = None) -> bool:
         """Revoke every unfinished transaction (of ``owner``, or all), waiting at most until
-        the deadline.
-
-        Returns whether the cleanup finished in time (it continues in the background
-        otherwise).
+        the deadline.  Returns whether the cleanup finished in time (it continues in the
+        background otherwise).
         """
+        with self._lock:  # ended states never become unfinished again: nothing to wait for
+            mine = [tx for _, tx in self._by_lease.values() if owner is None or tx.owner == owner]
+            if not any(tx.machine.unfinished for tx in mine) and (owner is not None or not self._reserved):
+                return True
+
         def work() -> None:
             for _, tx in list(self._by_lease.values()):
                 if owner is not None and tx.owner != owner:
