@@ -52,7 +52,8 @@ def test_the_policy_holds_while_the_run_is_live_and_is_restored(probe_session: P
     seen, work = _seen()
     result, _ = probe_session(host_work=work)
     assert result.outcome.status == "succeeded"
-    assert seen and all(t == (RUN_GEN0_THRESHOLD, *BEFORE[1:]) and frozen > 0 for t, frozen in seen)
+    assert seen
+    assert all(t == (RUN_GEN0_THRESHOLD, *BEFORE[1:]) and frozen > 0 for t, frozen in seen)
     assert _state() == (BEFORE, 0)
 
 
@@ -62,7 +63,8 @@ def test_record_off_runs_under_the_same_policy(write_run: Callable[..., Path], t
     prepared = prepare_run(write_run(plugins={}), duration_s=0.2)
     result = run_session(prepared, tmp_path / "out", host_work=work)
     assert result.outcome.ok
-    assert seen and all(t[0] == RUN_GEN0_THRESHOLD and frozen > 0 for t, frozen in seen)
+    assert seen
+    assert all(t[0] == RUN_GEN0_THRESHOLD and frozen > 0 for t, frozen in seen)
     assert _state() == (BEFORE, 0)
 
 
@@ -71,7 +73,8 @@ def test_inherit_leaves_the_collector_alone(probe_session: ProbeSession, monkeyp
     monkeypatch.setenv(GC_POLICY_ENV, "inherit")
     seen, work = _seen()
     probe_session(host_work=work)
-    assert seen and set(seen) == {(BEFORE, 0)}
+    assert seen
+    assert set(seen) == {(BEFORE, 0)}
 
 
 def test_a_bad_value_is_refused_before_anything_runs(
@@ -106,7 +109,8 @@ def test_every_exit_path_restores_the_process_state(
     monkeypatch.setattr(Session, where, broken)
     with pytest.raises(error):
         probe_session()
-    assert during and during[0][0][0] == RUN_GEN0_THRESHOLD
+    assert during
+    assert during[0][0][0] == RUN_GEN0_THRESHOLD
     assert _state() == (BEFORE, 0)
 
 
@@ -128,7 +132,8 @@ def test_overlapping_runs_share_one_policy_and_the_last_restores() -> None:
     second.__enter__()
     assert gc.get_threshold()[0] == RUN_GEN0_THRESHOLD
     first.__exit__(None, None, None)
-    assert gc.get_threshold()[0] == RUN_GEN0_THRESHOLD and gc.get_freeze_count() > 0
+    assert gc.get_threshold()[0] == RUN_GEN0_THRESHOLD
+    assert gc.get_freeze_count() > 0
     second.__exit__(None, None, None)
     assert _state() == (BEFORE, 0)
 
