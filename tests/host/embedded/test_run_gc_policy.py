@@ -161,3 +161,19 @@ def test_the_variable_is_read_case_and_space_insensitively() -> None:
     assert gc_policy.gc_policy_enabled({}) is True
     assert gc_policy.gc_policy_enabled({GC_POLICY_ENV: " Inherit "}) is False
     assert gc_policy.gc_policy_enabled({GC_POLICY_ENV: "RUN"}) is True
+
+
+def test_fsr_record_refuses_a_bad_value_with_exit_2(
+    write_run: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fsr record`` with a bad ``FASTSIM_RUN_GC``: exit 2, one line naming the variable, no output."""
+    from fastsim_record.cli import main
+
+    monkeypatch.setenv(GC_POLICY_ENV, "sometimes")
+    out = tmp_path / "o"
+    code = main(["record", str(write_run(plugins={})), "--no-progress", "--duration", "0.2", "--output-dir", str(out)])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"{GC_POLICY_ENV}: expected 'run' or 'inherit', got 'sometimes' (environment variable)"
+    ]
+    assert not out.exists()
