@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fastsim_contract.run_errors import RunConfigError
+from fastsim_embedded.backends.synthetic import SyntheticBackend
 from fastsim_embedded.session import gc_policy
 from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.gc_policy import GC_POLICY_ENV, RUN_GEN0_THRESHOLD, run_gc_policy
@@ -80,10 +81,13 @@ def test_inherit_leaves_the_collector_alone(probe_session: ProbeSession, monkeyp
 def test_a_bad_value_is_refused_before_anything_runs(
     probe_session: ProbeSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """An unknown value raises one RunConfigError line naming the variable; no output, no policy."""
+    """An unknown value raises one RunConfigError line naming the variable; no output, no policy, backend closed."""
     monkeypatch.setenv(GC_POLICY_ENV, "fast")
+    closed: list[bool] = []
+    monkeypatch.setattr(SyntheticBackend, "close", lambda self: closed.append(True))
     with pytest.raises(RunConfigError) as caught:
         probe_session()
+    assert closed == [True]
     assert str(caught.value) == f"{GC_POLICY_ENV}: expected 'run' or 'inherit', got 'fast' (environment variable)"
     assert not (tmp_path / "out").exists()
     assert _state() == (BEFORE, 0)

@@ -363,7 +363,11 @@ def run_session(
     Record on or off alike; ``FASTSIM_RUN_GC=inherit`` opts out (a bad value raises
     ``RunConfigError`` before anything runs).
     """
-    gc_policy = gc_policy_enabled()
+    try:
+        gc_policy = gc_policy_enabled()
+    except RunConfigError:
+        prepared.backend.close()  # as for a refused output name: nothing has run
+        raise
     session = Session.open(
         prepared, output_dir, output_policy=output_policy, portable_sizes=portable_sizes,
         factories=factories, max_finalizer_timeout_s=max_finalizer_timeout_s, on_host=on_host,
