@@ -15,6 +15,10 @@ publishing is timed.  A third configuration keeps Record's capture plan but subs
 do-nothing sinks, separating Core's capture cost (stamping, delivery) from Record's
 pumps.  Reports wall and thread-CPU microseconds per tick, the microseconds Record adds,
 and the ratio, each measured in this one process (best of ``--repeat``).
+
+Every configuration publishes and finishes under the collector policy ``run_session``
+gives a whole Run (``fastsim_embedded.session.gc_policy``: startup heap frozen, gen-0
+threshold raised), as ``fsr record`` does; ``FASTSIM_RUN_GC=inherit`` measures without it.
 Run: ``python benchmarks/bench_capture.py``.
 """
 
@@ -28,6 +32,7 @@ from _record_host import RecordRun, lane_losses
 from _report import Figures, add_json_flag
 
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
+from fastsim_embedded.session.gc_policy import gc_policy_enabled, run_gc_policy
 from fastsim_embedded.session.loop import observation_publisher
 
 
@@ -76,8 +81,9 @@ def measure(record: bool, ticks: int, channels: int, null: bool = False) -> tupl
         run.host.control_producers_started()
     backend = run.prepared.backend
     backend.step(1)
-    wall, cpu = _loop(run, ticks, observation_publisher(run.host.observations, backend))
-    outcome, summary = run.finish()
+    with run_gc_policy(gc_policy_enabled()):  # as run_session: the ticks and the finish
+        wall, cpu = _loop(run, ticks, observation_publisher(run.host.observations, backend))
+        outcome, summary = run.finish()
     if record and not null and outcome.status != "succeeded":
         raise SystemExit(f"bench_capture: Record run did not succeed: {outcome.reason}")
     return wall / ticks, cpu / ticks, lane_losses(summary)
@@ -108,7 +114,8 @@ def main() -> int:
     on_wall, on_cpu = min(w for w, _ in on), min(c for _, c in on)
     us = 1e6
     print(f"capture path, {args.channels} numeric channels + control, events, lifecycle; "
-          f"{args.ticks} ticks in 0.5 s chunks, best of {args.repeat}")
+          f"{args.ticks} ticks in 0.5 s chunks, best of {args.repeat}; "
+          f"GC policy: {'run' if gc_policy_enabled() else 'inherit'}")
     print(f"  Record off                  : {off_wall * us:8.2f} us/tick wall {off_cpu * us:8.2f} us/tick thread CPU")
     print(f"  Core capture, null consumer : {null_wall * us:8.2f} us/tick wall {null_cpu * us:8.2f} us/tick thread CPU")
     print(f"  Record on                   : {on_wall * us:8.2f} us/tick wall {on_cpu * us:8.2f} us/tick thread CPU")

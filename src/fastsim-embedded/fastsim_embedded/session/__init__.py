@@ -8,4 +8,5 @@
     | plugins      | plugin discovery (``fastsim.plugins``), the plugin context, teardown    |
     | metadata     | what the host says about the Run (``run_metadata``, ``task_of``)        |
     | loop         | ``TickStepper`` (one tick); ``run_loop``: the scripted driver (pacing)  |
+    | gc_policy    | ``run_session``'s collector policy for a Run (``FASTSIM_RUN_GC``)       |
 """

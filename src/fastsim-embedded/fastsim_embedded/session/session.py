@@ -51,6 +51,7 @@ from fastsim_embedded.host.core import EmbeddedHost
 from fastsim_embedded.output.transaction import OutputRefused
 from fastsim_embedded.render.capture import RenderCapture
 from fastsim_embedded.session.compile import PreparedRun, prepare_run
+from fastsim_embedded.session.gc_policy import gc_policy_enabled, run_gc_policy
 from fastsim_embedded.session.loop import (
     HostWork,
     Progress,
@@ -356,14 +357,25 @@ def run_session(
     (without ``overwrite``), a crashed Run's ``.incomplete`` or another recorder's lock
     raises ``OutputRefused`` and nothing runs.  ``on_cut`` is called just before the
     finalizers start (a watchdog can bound what follows).
+
+    The ticks and the finalization run under the collector policy of ``gc_policy``
+    (startup heap frozen, gen-0 threshold raised; restored on every exit path), with
+    Record on or off alike; ``FASTSIM_RUN_GC=inherit`` opts out (a bad value raises
+    ``RunConfigError`` before anything runs).
     """
+    try:
+        gc_policy = gc_policy_enabled()
+    except RunConfigError:
+        prepared.backend.close()  # as for a refused output name: nothing has run
+        raise
     session = Session.open(
         prepared, output_dir, output_policy=output_policy, portable_sizes=portable_sizes,
         factories=factories, max_finalizer_timeout_s=max_finalizer_timeout_s, on_host=on_host,
         overwrite=overwrite,
     )
-    session.play_script(
-        tick_count(prepared.duration_s, prepared.sensor_hz),
-        host_work=host_work, progress=progress, realtime_factor=realtime_factor,
-    )
-    return session.close(on_cut=on_cut)
+    with run_gc_policy(gc_policy):
+        session.play_script(
+            tick_count(prepared.duration_s, prepared.sensor_hz),
+            host_work=host_work, progress=progress, realtime_factor=realtime_factor,
+        )
+        return session.close(on_cut=on_cut)
