@@ -9,7 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 
+import fastsim_recording_format.writer as writer_module
 from fastsim_recording_format import (
     FsrReader,
     FsrWriter,
@@ -157,3 +159,26 @@ def with_footer(data: bytes, edit: Callable[[dict[str, Any]], None]) -> bytes:
     i_off, index, proj, footer = footer_parts(data)
     edit(footer)
     return data[:i_off] + encode_tail(i_off, index, proj, footer)
+
+
+def written_batches(
+    batches: Sequence[Sequence[Any]], monkeypatch: pytest.MonkeyPatch, *, without: str | None = None
+) -> tuple[bytes, list[str]]:
+    """The file bytes and each batch's refusal ('' when written) of an ``FsrWriter`` given
+    ``batches`` in turn; ``without`` names a writer fast path (``"block_batch"``,
+    ``"segment_batch"``) turned off, so that both paths can be compared."""
+    with monkeypatch.context() as patch:
+        if without is not None:
+            patch.setattr(writer_module, without, lambda *a: None)
+        target = io.BytesIO()
+        writer = FsrWriter(target, RUN, STREAMS, integrity="strong", payload_crc=True)
+        refusals = []
+        for batch in batches:
+            try:
+                writer.write_batch(list(batch))
+                refusals.append("")
+            except (ValueError, TypeError) as exc:
+                refusals.append(f"{type(exc).__name__}: {exc}")
+        if writer._state == "open":
+            writer.seal(terminal_fence={"decision": "commit"})
+        return target.getvalue(), refusals

@@ -4,20 +4,17 @@ refuse exactly what the general path (``assemble`` + ``analyse_table``) does."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-import fastsim_recording_format.writer as writer_module
-from fastsim_recording_format import FsrWriter
 from fastsim_recording_format._block_batch import block_batch
 from fastsim_recording_format._layout import MAX_RECORD_METADATA_BYTES
 from fastsim_recording_format.writer import RecordBlock
 
-from .helpers import RUN, STREAMS
+from .helpers import written_batches
 
 SIZE = 56  # 7 float64, the helpers' obs.joints
 U64 = 2**64 - 1
@@ -39,21 +36,7 @@ def _block(first: int = 1, n: int = 6, *, sid: int = 1, generation: int = 0, seq
 
 def _outcome(batches: list[RecordBlock], fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, list[str]]:
     """The file bytes and each batch's refusal ('' when written), with or without the one-block path."""
-    with monkeypatch.context() as patch:
-        if not fast:
-            patch.setattr(writer_module, "block_batch", lambda *a: None)
-        target = io.BytesIO()
-        writer = FsrWriter(target, RUN, STREAMS, integrity="strong", payload_crc=True)
-        refusals = []
-        for block in batches:
-            try:
-                writer.write_batch([block])
-                refusals.append("")
-            except (ValueError, TypeError) as exc:
-                refusals.append(f"{type(exc).__name__}: {exc}")
-        if writer._state == "open":
-            writer.seal(terminal_fence={"decision": "commit"})
-        return target.getvalue(), refusals
+    return written_batches([[b] for b in batches], monkeypatch, without=None if fast else "block_batch")
 
 
 CASES: dict[str, Callable[[], list[RecordBlock]]] = {

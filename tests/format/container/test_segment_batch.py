@@ -4,7 +4,6 @@ and accept or refuse exactly what the general path (``assemble`` + ``analyse_tab
 
 from __future__ import annotations
 
-import io
 import random
 from collections.abc import Callable
 from typing import Any
@@ -12,14 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import fastsim_recording_format.writer as writer_module
-from fastsim_recording_format import FsrWriter
 from fastsim_recording_format._layout import MAX_RECORD_METADATA_BYTES
 from fastsim_recording_format._segment_batch import segment_batch
 from fastsim_recording_format.model import RecordIn, RecordKind, RecordRow
 from fastsim_recording_format.writer import RecordBlock
 
-from .helpers import RUN, STREAMS
+from .helpers import written_batches
 
 SIZE = 56  # 7 float64, the helpers' obs.joints (stream 1); rows go to stream 9 (events) or 7
 U64 = 2**64 - 1
@@ -64,21 +61,7 @@ class Seq:
 
 def _outcome(batches: list[list[Any]], fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, list[str]]:
     """The file bytes and each batch's refusal ('' when written), with or without the segment path."""
-    with monkeypatch.context() as patch:
-        if not fast:
-            patch.setattr(writer_module, "segment_batch", lambda *a: None)
-        target = io.BytesIO()
-        writer = FsrWriter(target, RUN, STREAMS, integrity="strong", payload_crc=True)
-        refusals = []
-        for batch in batches:
-            try:
-                writer.write_batch(batch)
-                refusals.append("")
-            except (ValueError, TypeError) as exc:
-                refusals.append(f"{type(exc).__name__}: {exc}")
-        if writer._state == "open":
-            writer.seal(terminal_fence={"decision": "commit"})
-        return target.getvalue(), refusals
+    return written_batches(batches, monkeypatch, without=None if fast else "segment_batch")
 
 
 def _steady() -> list[list[Any]]:

@@ -9,15 +9,14 @@ import io
 
 import pytest
 
-from fastsim_recording_format import FormatError, RecordIn, RecordKind, validate
+from fastsim_recording_format import RecordIn, RecordKind, validate
 from fastsim_recording_format._batch import Accumulator, RawBatch
 from fastsim_recording_format._file_rules import check_file
 from fastsim_recording_format._sections import read_head, read_tail
 from fastsim_recording_format._source import open_source
-from fastsim_recording_format.validate import _check_batches
 
 from .helpers import STREAMS, regions, write_bytes
-from .test_validate_fast import _resealed
+from .test_validate_fast import _both, _resealed, _verdict
 
 file_rules = importlib.import_module("fastsim_recording_format._file_rules")
 fsr_validate = importlib.import_module("fastsim_recording_format.validate")
@@ -92,25 +91,6 @@ def _fast(data: bytes) -> Accumulator | None:
     src = open_source(io.BytesIO(data))
     head = read_head(src)
     return check_file(src, head, read_tail(src, head))
-
-
-def _both(data: bytes) -> tuple[Accumulator | None, Accumulator]:
-    src = open_source(io.BytesIO(data))
-    head = read_head(src)
-    tail = read_tail(src, head)
-    return check_file(src, head, tail), _check_batches(src, head, tail, "structural")
-
-
-def _verdict(data: bytes, fast: bool) -> tuple[int, str] | None:
-    """``validate``'s verdict, with the fast path or (``fast=False``) batch by batch only."""
-    with pytest.MonkeyPatch.context() as patch:
-        if not fast:
-            patch.setattr(fsr_validate, "check_file", lambda *_: None)
-        try:
-            validate(io.BytesIO(data))
-        except FormatError as exc:
-            return exc.offset, str(exc)
-    return None
 
 
 def test_chunks_are_bounded_and_build_the_same_totals(chunks: list[tuple[int, int, int]]) -> None:
