@@ -37,9 +37,9 @@ from _report import Figures, add_json_flag, load_average
 from bench_worker import _settle, _worker_cpu
 
 import fastsim_recording_format.writer as fsr_writer
+from fastsim_embedded.session.loop import observation_publisher
 from fastsim_record.core.captured import CapturedRun, LaneName
 from fastsim_record.ports.sinks import RecordColumns
-from fastsim_embedded.session.loop import observation_publisher
 
 CHUNK = 60  # ticks between untimed drains (0.5 simulated seconds)
 
@@ -64,7 +64,7 @@ def sim_round(ticks: int, k: int) -> dict[str, float]:
     """Per-tick simulation-thread µs: bare, today's stamp+pump, the block path's row copy, its flush."""
     run = RecordRun.build(record=True, channels=90)
     plugin: Any = run.plugin.wiring  # type: ignore[union-attr]
-    backend = run.prepared.backend
+    backend: Any = run.prepared.backend  # the synthetic backend: ``PackedSampling``
     backend.step(1)
     sample = backend.sample_numeric_packed
     observe = observation_publisher(run.host.observations, backend)
@@ -85,7 +85,7 @@ def sim_round(ticks: int, k: int) -> dict[str, float]:
         for a fresh one (the flush's admission is measured on its own below)."""
         width = sample().size
         block = np.empty((k, width), sample().dtype)
-        rows = memoryview(block).cast("B")
+        rows = memoryview(block.data).cast("B")
         at = 0
         times: list[int] = []
         ticks_: list[int] = []
@@ -93,7 +93,7 @@ def sim_round(ticks: int, k: int) -> dict[str, float]:
         def row(tick: int, t: int) -> None:
             nonlocal block, rows, at, times, ticks_
             if generic:
-                rows[at:at + nbytes] = memoryview(sample()).cast("B")
+                rows[at:at + nbytes] = memoryview(sample().data).cast("B")
             else:
                 block[len(times)] = sample()
             at += nbytes
@@ -101,7 +101,7 @@ def sim_round(ticks: int, k: int) -> dict[str, float]:
             ticks_.append(tick)
             if len(times) == k:
                 block = np.empty((k, width), block.dtype)
-                rows = memoryview(block).cast("B")
+                rows = memoryview(block.data).cast("B")
                 at = 0
                 times, ticks_ = [], []
 
@@ -144,7 +144,8 @@ def _block_split(original: Any, stream: str, record_bytes: int) -> Any:
 
     def split(items: list[Any], materialize: Any) -> list[Any]:
         if not items or items[0].__class__ is not BlockCarrier:
-            return original(items, materialize)
+            built: list[Any] = original(items, materialize)
+            return built
         out = []
         for carrier in items:
             n = len(carrier.sim_time_ns)
@@ -179,9 +180,9 @@ def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
     run = RecordRun.build(record=True, channels=90)
     host, backend = run.host, run.prepared.backend
     plugin: Any = run.plugin.wiring  # type: ignore[union-attr]
+    sample: Any = backend.sample_numeric_packed  # type: ignore[attr-defined]  # the synthetic backend's
     record_bytes = int(plugin.encoders["observations"].record_bytes)
     backend.step(1)
-    sample = backend.sample_numeric_packed
     observe = observation_publisher(host.observations, backend)
     assert observe is not None
     handle = plugin.lanes[LaneName.NUMERIC]

@@ -27,6 +27,7 @@ def test_bytes_and_tuple_payloads_keep_their_forms() -> None:
     """Joined bytes give a memoryview of the same records; tick buffers give a tuple of them."""
     joined = bytes(range(32))
     part = _columns(joined).part(2, 4)
-    assert isinstance(part.payload, memoryview) and bytes(part.payload) == joined[16:32]
+    assert isinstance(part.payload, memoryview)
+    assert bytes(part.payload) == joined[16:32]
     ticks = tuple(np.full(8, i, np.uint8) for i in range(4))
     assert _columns(ticks).part(0, 2).payload == ticks[:2]

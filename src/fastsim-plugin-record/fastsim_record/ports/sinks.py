@@ -89,6 +89,7 @@ class RecordColumns:
         size = self.record_bytes
         chan = self.channel_sequence
         payload = self.payload
+        part: Any
         if payload.__class__ is tuple:
             part = payload[start:stop]
         elif isinstance(payload, bytes | bytearray | memoryview):
