@@ -21,7 +21,12 @@ envelope-per-tick path, measured in this one process with interleaved rounds:
    per-tick object.  Everything downstream (merge, record tables, file writes,
    finalization with its read-back validation) is today's code; the Run must succeed.
 
-    python benchmarks/bench_columnar_capture.py [--ticks 12000] [--rounds 3] [--json]
+``--unpaced`` measures instead the wall time per tick of an unpaced loop (``backend.step``,
+``host.advance``, the capture, the host's flow-control wait) with the worker running
+concurrently, Record off / today / blocks: a whole-loop on/off ratio.  Wall time: run it on
+a quiet machine only.
+
+    python benchmarks/bench_columnar_capture.py [--ticks 12000] [--rounds 3] [--k 40] [--unpaced] [--json]
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from bench_worker import _settle, _worker_cpu
 import fastsim_recording_format.writer as fsr_writer
 from fastsim_embedded.session.loop import observation_publisher
 from fastsim_record.core.captured import CapturedRun, LaneName
+from fastsim_record.core.lane import ACCEPTED
 from fastsim_record.ports.sinks import RecordColumns
 
 CHUNK = 60  # ticks between untimed drains (0.5 simulated seconds)
@@ -225,13 +231,123 @@ def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
     return {"us_per_record": 1e6 * cpu / max(records, 1), "records": float(records)}
 
 
+def unpaced_round(ticks: int, k: int, mode: str) -> dict[str, float]:
+    """Wall µs per tick of an unpaced loop (``backend.step``, ``host.advance``, then the
+    capture of ``mode``: ``off``, ``today`` or ``block``), with the writer worker running
+    concurrently under the same GIL and the host's flow-control wait (the gauge) per tick.
+    ``block`` plays Core's block stamp as ``worker_round`` does, pressing the gauge as the
+    pump would; the Run must succeed with its file validated."""
+    run = RecordRun.build(record=mode != "off", channels=90)
+    host, backend = run.host, run.prepared.backend
+    backend_any: Any = backend
+    dt = 1e9 / host.context.sensor_hz
+    step, advance = backend.step, host.advance
+    waited = 0.0
+    if mode == "off":
+        t0 = time.perf_counter()
+        for tick in range(1, ticks + 1):
+            step(1)
+            advance(tick, round(tick * dt))
+        wall = time.perf_counter() - t0
+    else:
+        plugin: Any = run.plugin.wiring  # type: ignore[union-attr]
+        record_bytes = int(plugin.encoders["observations"].record_bytes)
+        handle = plugin.lanes[LaneName.NUMERIC]
+        gauge = handle.gauge
+        worker = plugin.worker
+        worker._runs.split = _block_split(worker._runs.split, "observations", record_bytes)
+        observe = observation_publisher(host.observations, backend)
+        assert observe is not None
+        sample = backend_any.sample_numeric_packed
+        bus = host.bus
+        block = np.empty((k, record_bytes // 8))
+        times: list[int] = []
+
+        def flush() -> None:
+            nonlocal block, times
+            n = len(times)
+            frozen = block[:n]
+            frozen.flags.writeable = False
+            with bus._lock:
+                g0 = bus._global + 1
+                bus._global += n
+                c0 = bus._source_seq.get("observations", 0) + 1
+                bus._source_seq["observations"] = c0 + n - 1
+            host.observations._observed += n
+            with handle.lock:
+                admission = handle.lane.try_admit(
+                    BlockCarrier(g0, c0, 0, np.array(times, np.int64), frozen.view(np.uint8)), n * record_bytes)
+            if admission is not ACCEPTED:
+                handle.wake.set()
+                gauge.press()
+            block = np.empty((k, record_bytes // 8))
+            times = []
+
+        t0 = time.perf_counter()
+        for tick in range(1, ticks + 1):
+            step(1)
+            t = round(tick * dt)
+            advance(tick, t)
+            if mode == "today":
+                observe()
+            else:
+                block[len(times)] = sample()
+                times.append(t)
+                if len(times) == k:
+                    flush()
+            if gauge.pressed:  # the host's flow control (FC2-FC3), flushing first (BK5)
+                if times:
+                    flush()
+                w0 = time.perf_counter()
+                while not gauge.wait_relieved(0.05):
+                    pass
+                waited += time.perf_counter() - w0
+        if times:
+            flush()
+        wall = time.perf_counter() - t0
+    outcome, _ = run.finish()
+    if outcome.status != "succeeded":
+        raise SystemExit(f"bench_columnar_capture: the {mode} Run did not succeed: {outcome.reason}")
+    return {"us_per_tick": 1e6 * wall / ticks, "waited_s": waited}
+
+
+def unpaced(args: argparse.Namespace) -> int:
+    """``--unpaced``: ``unpaced_round`` for off, today and block, interleaved; Record's added
+    wall per tick and the loop's on/off ratio, today and with blocks."""
+    load = load_average()
+    rows: dict[str, list[dict[str, float]]] = {"off": [], "today": [], "block": []}
+    for round_ in range(args.rounds):
+        names = list(rows) if round_ % 2 == 0 else list(reversed(rows))
+        for name in names:
+            rows[name].append(unpaced_round(args.ticks, args.k, name))
+        print(f"  round {round_ + 1}: " + " ".join(
+            f"{n} {v[-1]['us_per_tick']:.1f} us/tick (waited {v[-1]['waited_s']:.2f} s)" for n, v in rows.items()
+        ), flush=True)
+    med = {n: statistics.median(r["us_per_tick"] for r in v) for n, v in rows.items()}
+    print(f"\nunpaced loop, 90 channels, k = {args.k}, {args.ticks} ticks, {args.rounds} rounds (load {load})")
+    figures = Figures("bench_columnar_capture_unpaced")
+    figures.add("off_us_per_tick", med["off"])
+    for name in ("today", "block"):
+        added, ratio = med[name] - med["off"], med["off"] / med[name]
+        print(f"  {name:6s}: Record adds {added:7.2f} us/tick, on/off {ratio:5.3f}")
+        figures.add(f"{name}_added_us_per_tick", added)
+        figures.add(f"{name}_on_off_ratio", ratio, 0.7, ">=")
+        figures.add(f"{name}_waited_s", statistics.median(r["waited_s"] for r in rows[name]))
+    figures.emit(args.json)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ticks", type=int, default=12000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--k", type=int, default=40, help="ticks per block (k_max)")
+    parser.add_argument("--unpaced", action="store_true",
+                        help="instead: wall us per tick of an unpaced loop, off / today / block (a quiet machine only)")
     add_json_flag(parser)
     args = parser.parse_args()
+    if args.unpaced:
+        return unpaced(args)
     load = load_average()
     sims: list[dict[str, float]] = []
     workers: dict[str, list[float]] = {"today": [], "block": [], "block_vectored": []}
