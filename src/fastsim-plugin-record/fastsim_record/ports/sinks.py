@@ -63,7 +63,8 @@ class RecordColumns:
     ``global_sequence``, ``stream_sequence`` (uint64), ``sim_time_ns`` and
     ``channel_sequence`` (int64; the diagnostic live sequence of each tick, or ``None``)
     are numpy arrays with one value per record; ``payload`` is one contiguous buffer of
-    ``count * record_bytes`` bytes, or a tuple of ``count`` buffers of ``record_bytes``
+    ``count * record_bytes`` bytes (bytes-like, or a one-dimensional ``uint8`` array, which
+    ``part`` slices as itself), or a tuple of ``count`` buffers of ``record_bytes``
     each (the tick buffers as Core published them: read-only, never joined).
     ``channel_steady``: the maker found ``channel_sequence`` stepping by one over every
     record (so does any part of it; the sink then needs no pass over it, rule CS1)."""
@@ -88,10 +89,16 @@ class RecordColumns:
         size = self.record_bytes
         chan = self.channel_sequence
         payload = self.payload
+        part: Any
+        if payload.__class__ is tuple:
+            part = payload[start:stop]
+        elif isinstance(payload, bytes | bytearray | memoryview):
+            part = memoryview(payload)[start * size:stop * size]
+        else:  # a one-dimensional byte array (a columnar block): a view of the same class
+            part = payload[start * size:stop * size]
         return RecordColumns(
             self.stream, self.generation, self.global_sequence[start:stop],
-            self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size,
-            payload[start:stop] if payload.__class__ is tuple else memoryview(payload)[start * size:stop * size],
+            self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size, part,
             None if chan is None else chan[start:stop], self.channel_steady,
         )
 
