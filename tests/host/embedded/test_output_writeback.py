@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,44 @@ def test_a_killed_writer_leaves_the_same_incomplete_file(tmp_path: Path) -> None
     assert sorted(p.name for p in out.iterdir()) == [".episode.fsr.lock", "episode.fsr.incomplete"]
     data = (out / "episode.fsr.incomplete").read_bytes()
     assert data == b"head" + b"".join(bytes([k]) * 10000 for k in range(100))
+
+
+class _NoThread(threading.Thread):
+    """A thread that cannot start (``RuntimeError``, as at thread exhaustion or interpreter exit)."""
+
+    def start(self) -> None:
+        """Refuse, as ``threading.Thread.start`` does when no thread can be created."""
+        raise RuntimeError("can't start new thread")
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _no_dup(fd: int) -> int:
+    raise OSError(errno.EMFILE, "Too many open files")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("missing", ["thread", "fd"])
+def test_no_writeback_thread_leaves_the_write_whole(
+    missing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the writeback thread or its fd cannot be had, writes still succeed, no fd leaks, seal publishes every byte."""
+    monkeypatch.setattr(writeback, "WRITEBACK_STEP", STEP)
+    if missing == "thread":
+        monkeypatch.setattr(writeback, "threading", types.SimpleNamespace(Thread=_NoThread, Event=threading.Event))
+    else:
+        monkeypatch.setattr(writeback, "os", types.SimpleNamespace(dup=_no_dup, close=os.close))
+    service = _service(tmp_path)
+    before = _open_fds()
+    lease = service.open_write("episode.fsr")
+    written = _write(lease, 10)  # three steps: each would start the thread
+    service.seal(lease)
+    readback = service.open_readback(lease)
+    assert readback.read() == written
+    readback.close()
+    service.confirm_validation(readback, _receipt(len(written)))
+    service.commit(lease)
+    assert _open_fds() == before  # the staging fd, the name lock's and no dup of either
+    assert (tmp_path / "out" / "episode.fsr").read_bytes() == written
