@@ -21,12 +21,13 @@ bytes written the write lease wakes one background thread, which ``fdatasync``s 
     |   |                                        | disk must not hold up cleanup); the thread    |
     |   |                                        | closes its fd when its sync returns           |
 
-When no thread or fd can be had (a thread limit, ``EMFILE``), the file simply has no early
-writeback: the write that found out still succeeds.  Only the timing of disk work
+When no thread or fd can be had (a thread limit, ``EMFILE``), the file simply has no
+early writeback: the write that found out still succeeds. Only the timing of disk work
 changes: what is durable when, and under which name, is exactly as before (``seal``
-still fsyncs, ``commit`` still renames and fsyncs the directory; a process killed mid-Run
-leaves the same ``.incomplete`` file, with more of it on disk).  Pages stay in the page cache (no ``POSIX_FADV_DONTNEED``, which would drop the
-clean ones a readback then reads from disk).
+still fsyncs, ``commit`` still renames and fsyncs the directory; a process killed
+mid-Run leaves the same ``.incomplete`` file, with more of it on disk). Pages stay in
+the page cache (no ``POSIX_FADV_DONTNEED``, which would drop the clean ones a readback
+then reads from disk).
 """
 
 from __future__ import annotations
