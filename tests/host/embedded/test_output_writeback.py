@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_embedded.output.transaction import FileOutputService, FileWriteLease
 
@@ -254,3 +255,43 @@ def test_no_writeback_thread_leaves_the_write_whole(
     service.commit(lease)
     assert _open_fds() == before  # the staging fd, the name lock's and no dup of either
     assert (tmp_path / "out" / "episode.fsr").read_bytes() == written
+
+
+def test_a_revocation_while_seal_waits_for_the_sync_fails_seal_as_revoked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Revoked (deadline overrun) while seal waits for a stalled background sync: seal then says so, touching no fd."""
+    stuck, release = threading.Event(), threading.Event()
+
+    def stalled(fd: int) -> None:
+        stuck.set()
+        release.wait(10)
+
+    monkeypatch.setattr(writeback, "WRITEBACK_STEP", STEP)
+    monkeypatch.setattr(writeback, "_sync", stalled)
+    service = _service(tmp_path)
+    lease = service.open_write("episode.fsr")
+    _write(lease, 10)
+    assert stuck.wait(10)
+    tx = service.transactions()[0]
+    failures: list[BaseException] = []
+
+    def seal() -> None:
+        try:
+            service.seal(lease)
+        except BaseException as exc:  # noqa: BLE001 - the test reports what seal raised
+            failures.append(exc)
+
+    sealing = threading.Thread(target=seal)
+    sealing.start()
+    deadline = time.monotonic() + 10
+    while not (tx.named and tx.lock.locked()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # seal named the file and now waits for the sync, under the lock
+    time.sleep(0.05)
+    assert service.revoke_open(time.monotonic() + 5)
+    assert tx.state == "revoked"
+    release.set()
+    sealing.join(10)
+    assert len(failures) == 1
+    assert isinstance(failures[0], LeaseError), repr(failures[0])
+    assert "revoked" in str(failures[0])
