@@ -279,7 +279,7 @@ def test_a_revocation_while_seal_waits_for_the_sync_fails_seal_as_revoked(
     def seal() -> None:
         try:
             service.seal(lease)
-        except BaseException as exc:  # noqa: BLE001 - the test reports what seal raised
+        except BaseException as exc:  # the test reports what seal raised
             failures.append(exc)
 
     sealing = threading.Thread(target=seal)
