@@ -12,10 +12,12 @@ import sys
 import textwrap
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
 
+from fastsim_contract.errors import LeaseError
 from fastsim_contract.output_policy import RunOutputPolicy
 from fastsim_embedded.output.transaction import FileOutputService, FileWriteLease
 
@@ -212,3 +214,84 @@ def test_a_killed_writer_leaves_the_same_incomplete_file(tmp_path: Path) -> None
     assert sorted(p.name for p in out.iterdir()) == [".episode.fsr.lock", "episode.fsr.incomplete"]
     data = (out / "episode.fsr.incomplete").read_bytes()
     assert data == b"head" + b"".join(bytes([k]) * 10000 for k in range(100))
+
+
+class _NoThread(threading.Thread):
+    """A thread that cannot start (``RuntimeError``, as at thread exhaustion or interpreter exit)."""
+
+    def start(self) -> None:
+        """Refuse, as ``threading.Thread.start`` does when no thread can be created."""
+        raise RuntimeError("can't start new thread")
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _no_dup(fd: int) -> int:
+    raise OSError(errno.EMFILE, "Too many open files")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("missing", ["thread", "fd"])
+def test_no_writeback_thread_leaves_the_write_whole(
+    missing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the writeback thread or its fd cannot be had, writes still succeed, no fd leaks, seal publishes every byte."""
+    monkeypatch.setattr(writeback, "WRITEBACK_STEP", STEP)
+    if missing == "thread":
+        monkeypatch.setattr(writeback, "threading", types.SimpleNamespace(Thread=_NoThread, Event=threading.Event))
+    else:
+        monkeypatch.setattr(writeback, "os", types.SimpleNamespace(dup=_no_dup, close=os.close))
+    service = _service(tmp_path)
+    before = _open_fds()
+    lease = service.open_write("episode.fsr")
+    written = _write(lease, 10)  # three steps: each would start the thread
+    service.seal(lease)
+    readback = service.open_readback(lease)
+    assert readback.read() == written
+    readback.close()
+    service.confirm_validation(readback, _receipt(len(written)))
+    service.commit(lease)
+    assert _open_fds() == before  # the staging fd, the name lock's and no dup of either
+    assert (tmp_path / "out" / "episode.fsr").read_bytes() == written
+
+
+def test_a_revocation_while_seal_waits_for_the_sync_fails_seal_as_revoked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Revoked (deadline overrun) while seal waits for a stalled background sync: seal then says so, touching no fd."""
+    stuck, release = threading.Event(), threading.Event()
+
+    def stalled(fd: int) -> None:
+        stuck.set()
+        release.wait(10)
+
+    monkeypatch.setattr(writeback, "WRITEBACK_STEP", STEP)
+    monkeypatch.setattr(writeback, "_sync", stalled)
+    service = _service(tmp_path)
+    lease = service.open_write("episode.fsr")
+    _write(lease, 10)
+    assert stuck.wait(10)
+    tx = service.transactions()[0]
+    failures: list[BaseException] = []
+
+    def seal() -> None:
+        try:
+            service.seal(lease)
+        except BaseException as exc:  # the test reports what seal raised
+            failures.append(exc)
+
+    sealing = threading.Thread(target=seal)
+    sealing.start()
+    deadline = time.monotonic() + 10
+    while not (tx.named and tx.lock.locked()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # seal named the file and now waits for the sync, under the lock
+    time.sleep(0.05)
+    assert service.revoke_open(time.monotonic() + 5)
+    assert tx.state == "revoked"
+    release.set()
+    sealing.join(10)
+    assert len(failures) == 1
+    assert isinstance(failures[0], LeaseError), repr(failures[0])
+    assert "revoked" in str(failures[0])

@@ -254,6 +254,7 @@ class FileOutputService:
                 failed = tx.writeback.stop(wait=True) if tx.writeback is not None else None
                 if failed is not None:  # the kernel reported it to that fsync, not to ours
                     raise failed
+                tx.machine.accept(LeaseEvent.SEAL, "seal")  # revoked (fd closed) while it waited?
                 os.fsync(tx.fd)
                 os.close(tx.fd)
                 tx.fd = None

@@ -21,11 +21,13 @@ bytes written the write lease wakes one background thread, which ``fdatasync``s 
     |   |                                        | disk must not hold up cleanup); the thread    |
     |   |                                        | closes its fd when its sync returns           |
 
-Only the timing of disk work changes: what is durable when, and under which name, is
-exactly as before (``seal`` still fsyncs, ``commit`` still renames and fsyncs the
-directory; a process killed mid-Run leaves the same ``.incomplete`` file, with more of it
-on disk).  Pages stay in the page cache (no ``POSIX_FADV_DONTNEED``, which would drop the
-clean ones a readback then reads from disk).
+When no thread or fd can be had (a thread limit, ``EMFILE``), the file simply has no
+early writeback: the write that found out still succeeds. Only the timing of disk work
+changes: what is durable when, and under which name, is exactly as before (``seal``
+still fsyncs, ``commit`` still renames and fsyncs the directory; a process killed
+mid-Run leaves the same ``.incomplete`` file, with more of it on disk). Pages stay in
+the page cache (no ``POSIX_FADV_DONTNEED``, which would drop the clean ones a readback
+then reads from disk).
 """
 
 from __future__ import annotations
@@ -60,13 +62,27 @@ class EarlyWriteback:
         """The file is now ``size`` bytes long: wake the thread if it passed the next step."""
         if 0 <= self.next_at <= size and not self._stopped:
             self.next_at = size + self._step
-            if self._thread is None:
-                thread = threading.Thread(
-                    target=self._run, args=(os.dup(self._fd),), name="fastsim-output-writeback", daemon=True
-                )
-                thread.start()
-                self._thread = thread
+            if self._thread is None and not self._start():
+                return
             self._wake.set()
+
+    def _start(self) -> bool:
+        """Start the thread on its own ``dup`` of the fd; when no fd or thread can be had,
+        no early writeback at all (``seal``'s fsync writes everything, as without it)."""
+        try:
+            fd = os.dup(self._fd)
+        except OSError:
+            self.next_at = -1
+            return False
+        thread = threading.Thread(target=self._run, args=(fd,), name="fastsim-output-writeback", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # no new thread (thread limit; Python 3.12+ at interpreter exit)
+            os.close(fd)
+            self.next_at = -1
+            return False
+        self._thread = thread
+        return True
 
     def _run(self, fd: int) -> None:
         try:
