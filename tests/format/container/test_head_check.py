@@ -81,15 +81,17 @@ def test_the_head_bytes_are_canonical_json_of_the_whole_metadata(run: RunMetadat
         assert data[FILE_HEADER.size:FILE_HEADER.size + len(blob)] == blob
 
 
+#: a mapping with integer keys: canonical JSON sorts them as integers, a reader gets text keys back
+INT_KEYS: dict[Any, Any] = {10: 1, 9: 2}
 BAD_STREAMS = [
     [StreamSpec(1, "a", "k", {}, {}), StreamSpec(2, "a", "k", {}, {})],  # duplicate name
-    [StreamSpec(1, "a", "k", {}, {10: 1, 9: 2})],  # int keys: sorted as ints, read back as text
+    [StreamSpec(1, "a", "k", {}, INT_KEYS)],  # int keys: sorted as ints, read back as text
     [StreamSpec(1, "a", "", {}, {})],  # empty kind
     [StreamSpec(True, "a", "k", {}, {})],  # a boolean id
     [StreamSpec(1, "a", "k", {"nan": float("nan")}, {})],  # not JSON-able
 ]
 BAD_RUNS = [
-    RunMetadata("r", "c", attributes={10: 1, 9: 2}),
+    RunMetadata("r", "c", attributes=INT_KEYS),
     RunMetadata("", "c"),
     RunMetadata("r", "c", source_sha256="ABC"),
     RunMetadata("r", "c", mode="nope"),
