@@ -1,29 +1,22 @@
-"""The file's head (header + run metadata) and tail (index, projections, footer, trailer)."""
+"""The file's tail (index, projections, footer, trailer); the head (header + run metadata)
+is ``_head``'s, re-exported here."""
 
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import attrs
 import numpy as np
 
+from fastsim_recording_format._head import Head, encode_head, metadata_json, read_head
 from fastsim_recording_format._json import decode_object
 from fastsim_recording_format._layout import (
-    FILE_FLAG_PAYLOAD_CRC32C,
-    FILE_HEADER,
-    FILE_MAGIC,
-    FLAG_PAYLOAD_CRC32C,
-    FLAG_PAYLOAD_SHA256,
     INDEX_DTYPE,
     MAX_FOOTER_BYTES,
-    MAX_METADATA_BYTES,
-    MAX_STREAMS,
     PROJECTION_DTYPE,
     TRAILER,
     TRAILER_MAGIC,
-    VERSION,
     canonical_json,
     crc,
     pad8,
@@ -31,162 +24,14 @@ from fastsim_recording_format._layout import (
 from fastsim_recording_format._source import Source
 from fastsim_recording_format.encoding import Array
 from fastsim_recording_format.errors import FormatError
-from fastsim_recording_format.model import INTEGRITY_PROFILES, MODES, RunMetadata, StreamSpec
 
-__all__ = ["Head", "Tail", "encode_head", "encode_tail", "read_head", "read_tail"]
+__all__ = ["Head", "Tail", "encode_head", "encode_tail", "metadata_json", "read_head", "read_tail"]
 
-_SHA = re.compile(r"[0-9a-f]{64}\Z")
-_META_KEYS = frozenset(
-    {"format", "version", "producer", "run_id", "completion_id", "mode", "source_sha256",
-     "integrity", "attributes", "streams"}
-)
-_STREAM_KEYS = frozenset({"stream_id", "name", "kind", "codec", "attributes"})
 FOOTER_KEYS = frozenset(
     {"batches", "records", "records_by_kind", "payload_bytes", "global_sequence", "streams",
      "integrity", "mode", "source_sha256", "completion_id", "degraded", "recovered",
      "terminal_fence"}
 )
-
-
-def metadata_json(run: RunMetadata, streams: tuple[StreamSpec, ...], integrity: str) -> dict[str, Any]:
-    """The run metadata object of a file."""
-    return {
-        "format": "fsr",
-        "version": f"{VERSION[0]}.{VERSION[1]}",
-        "producer": run.producer,
-        "run_id": run.run_id,
-        "completion_id": run.completion_id,
-        "mode": run.mode,
-        "source_sha256": run.source_sha256,
-        "integrity": integrity,
-        "attributes": run.attributes,
-        "streams": [s.to_json() for s in streams],
-    }
-
-
-@attrs.frozen
-class Head:
-    """The checked file header and run metadata."""
-
-    metadata: dict[str, Any]
-    run: RunMetadata
-    streams: tuple[StreamSpec, ...]
-    integrity: str
-    stream_ids: Array = attrs.field(eq=False)
-    data_start: int
-    raw: bytes  # header + metadata + padding, exactly as stored
-    payload_crc: bool = False  # file header flag bit 0: every batch has a payload CRC-32C
-
-    @property
-    def batch_flags(self) -> int:
-        """The flags every batch of this file must carry."""
-        return (FLAG_PAYLOAD_SHA256 if self.integrity == "strong" else 0) | (
-            FLAG_PAYLOAD_CRC32C if self.payload_crc else 0
-        )
-
-
-def _check_metadata(meta: dict[str, Any], at: int) -> Head:
-    def bad(reason: str) -> FormatError:
-        return FormatError(at, f"run metadata: {reason}")
-
-    if set(meta) != _META_KEYS:
-        raise bad(f"keys must be exactly {sorted(_META_KEYS)}")
-    if meta["format"] != "fsr" or meta["version"] != "1.2":
-        raise bad("format must be 'fsr' version '1.2'")
-    for key in ("run_id", "completion_id"):
-        if not isinstance(meta[key], str) or not meta[key]:
-            raise bad(f"{key} must be a non-empty string")
-    for key in ("producer", "attributes"):
-        if not isinstance(meta[key], dict):
-            raise bad(f"{key} must be an object")
-    if meta["mode"] not in MODES:
-        raise bad(f"mode must be one of {list(MODES)}")
-    if meta["integrity"] not in INTEGRITY_PROFILES:
-        raise bad(f"integrity must be one of {list(INTEGRITY_PROFILES)}")
-    src = meta["source_sha256"]
-    if src is not None and not (isinstance(src, str) and _SHA.match(src)):
-        raise bad("source_sha256 must be null or 64 lowercase hex digits")
-    if not isinstance(meta["streams"], list):
-        raise bad("streams must be an array")
-    if len(meta["streams"]) > MAX_STREAMS:
-        raise bad(f"{len(meta['streams'])} streams, more than the {MAX_STREAMS} allowed")
-    streams = []
-    names: set[str] = set()
-    last_id = -1
-    for entry in meta["streams"]:
-        if not isinstance(entry, dict) or set(entry) != _STREAM_KEYS:
-            raise bad(f"a stream entry must have exactly the keys {sorted(_STREAM_KEYS)}")
-        sid = entry["stream_id"]
-        if type(sid) is not int or not last_id < sid < 2**32:
-            raise bad("stream ids must be integers in [0, 2**32), strictly increasing")
-        last_id = sid
-        for key in ("name", "kind"):
-            if not isinstance(entry[key], str) or not entry[key]:
-                raise bad(f"stream {sid}: {key} must be a non-empty string")
-        if entry["name"] in names:
-            raise bad(f"duplicate stream name {entry['name']!r}")
-        names.add(entry["name"])
-        for key in ("codec", "attributes"):
-            if not isinstance(entry[key], dict):
-                raise bad(f"stream {sid}: {key} must be an object")
-        streams.append(StreamSpec(sid, entry["name"], entry["kind"], entry["codec"], entry["attributes"]))
-    run = RunMetadata(
-        meta["run_id"], meta["completion_id"], meta["producer"], meta["mode"],
-        meta["source_sha256"], meta["attributes"],
-    )
-    ids = np.array([s.stream_id for s in streams], np.uint32)
-    return Head(meta, run, tuple(streams), meta["integrity"], ids, 0, b"")
-
-
-def encode_head(
-    run: RunMetadata, streams: tuple[StreamSpec, ...], integrity: str, payload_crc: bool = True
-) -> tuple[bytes, Head]:
-    """The bytes of a file header plus metadata; raises ``ValueError`` on invalid input."""
-    meta = metadata_json(run, streams, integrity)
-    try:
-        blob = canonical_json(meta)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"run metadata is not JSON-able: {exc}") from None
-    if len(blob) > MAX_METADATA_BYTES:
-        raise ValueError(f"run metadata of {len(blob)} bytes exceeds the {MAX_METADATA_BYTES}-byte bound")
-    try:
-        head = _check_metadata(decode_object(blob, FILE_HEADER.size, "run metadata"), 0)
-    except FormatError as exc:
-        raise ValueError(exc.reason) from None
-    flags = FILE_FLAG_PAYLOAD_CRC32C if payload_crc else 0
-    hdr = FILE_HEADER.pack(FILE_MAGIC, VERSION[0], VERSION[1], flags, len(blob), crc(blob), 0)
-    hdr = hdr[:28] + crc(hdr[:28]).to_bytes(4, "little")
-    raw = hdr + blob + bytes(pad8(len(blob)) - len(blob))
-    return raw, attrs.evolve(head, data_start=len(raw), raw=raw, payload_crc=payload_crc)
-
-
-def read_head(src: Source) -> Head:
-    """Read and check the file header and the run metadata."""
-    raw = src.read_at(0, FILE_HEADER.size, "file header")
-    magic, major, minor, flags, meta_len, meta_crc, header_crc = FILE_HEADER.unpack(raw)
-    if magic != FILE_MAGIC:
-        raise FormatError(0, "bad file magic: not an FSR file")
-    if crc(raw[:28]) != header_crc:
-        raise FormatError(28, "file header CRC mismatch")
-    if (major, minor) != VERSION:
-        raise FormatError(8, f"unsupported FSR version {major}.{minor}")
-    if flags & ~FILE_FLAG_PAYLOAD_CRC32C:
-        raise FormatError(12, f"unknown file header flags {flags:#x}")
-    if meta_len == 0:
-        raise FormatError(16, "empty run metadata")
-    if meta_len > MAX_METADATA_BYTES:
-        raise FormatError(16, f"run metadata of {meta_len} bytes exceeds the {MAX_METADATA_BYTES}-byte bound")
-    padded = src.read_at(FILE_HEADER.size, pad8(meta_len), "run metadata")
-    blob = padded[:meta_len]
-    if crc(blob) != meta_crc:
-        raise FormatError(24, "run metadata CRC mismatch")
-    if any(padded[meta_len:]):
-        raise FormatError(FILE_HEADER.size + meta_len, "non-zero padding after run metadata")
-    head = _check_metadata(decode_object(blob, FILE_HEADER.size, "run metadata"), FILE_HEADER.size)
-    return attrs.evolve(
-        head, data_start=FILE_HEADER.size + len(padded), raw=raw + padded,
-        payload_crc=bool(flags & FILE_FLAG_PAYLOAD_CRC32C),
-    )
 
 
 @attrs.frozen
@@ -263,7 +108,22 @@ def read_tail(src: Source, head: Head) -> Tail:
     return Tail(i_off, index, proj, pb, footer, f_off, footer_identity(fb, raw))
 
 
+#: up to this many index entries or projections are checked row by row: numpy's
+#: per-call cost is more than the rows' (a Gymnasium episode's file: 1 batch, a few streams)
+_FEW = 16
+_U64 = (1 << 64) - 1
+
+
 def _check_index(index: Array, data_start: int, index_offset: int) -> None:
+    if len(index) <= _FEW:  # the same rule row by row: ends wrap at 2**64 as numpy's do
+        end = data_start
+        for k, (offset, length) in enumerate(zip(index["offset"].tolist(), index["length"].tolist())):
+            if offset != end:
+                raise FormatError(index_offset + 64 * k, "index entry offset is not the end of the previous batch")
+            end = (end + length) & _U64
+        if end != index_offset:
+            raise FormatError(index_offset, "batches do not end where the index begins")
+        return
     ends = np.cumsum(index["length"], dtype=np.uint64) + np.uint64(data_start)
     starts = np.concatenate(([data_start], ends[:-1])).astype(np.uint64)
     bad = np.flatnonzero(index["offset"] != starts)
@@ -276,6 +136,9 @@ def _check_index(index: Array, data_start: int, index_offset: int) -> None:
 def _check_projections(proj: Array, stream_ids: Array, batches: int, at: int) -> None:
     if not len(proj):
         return
+    if len(proj) <= _FEW:
+        _check_few_projections(proj, stream_ids, batches, at)
+        return
     key = (proj["stream_id"].astype(np.uint64) << np.uint64(32)) | proj["batch_ordinal"].astype(np.uint64)
     bad = np.flatnonzero(
         (key[1:] < key[:-1]) | ((key[1:] == key[:-1]) & (proj["generation"][1:] <= proj["generation"][:-1]))
@@ -285,6 +148,19 @@ def _check_projections(proj: Array, stream_ids: Array, batches: int, at: int) ->
     bad = np.flatnonzero(~np.isin(proj["stream_id"], stream_ids) | (proj["batch_ordinal"] >= batches))
     if bad.size:
         raise FormatError(at + 48 * int(bad[0]), "stream projection names an unknown stream or batch")
+
+
+def _check_few_projections(proj: Array, stream_ids: Array, batches: int, at: int) -> None:
+    """``_check_projections`` row by row: the same rules, the same first offending row."""
+    sids, gens, ordinals = (proj[f].tolist() for f in ("stream_id", "generation", "batch_ordinal"))
+    for k in range(1, len(sids)):
+        before, now = (sids[k - 1], ordinals[k - 1]), (sids[k], ordinals[k])
+        if now < before or (now == before and gens[k] <= gens[k - 1]):
+            raise FormatError(at + 48 * k, "stream projections are not strictly ordered")
+    known = set(stream_ids.tolist())
+    for k, (sid, ordinal) in enumerate(zip(sids, ordinals)):
+        if sid not in known or ordinal >= batches:
+            raise FormatError(at + 48 * k, "stream projection names an unknown stream or batch")
 
 
 _KIND_KEYS = frozenset({"data", "gap", "barrier"})
