@@ -182,6 +182,20 @@ def worker_round(ticks: int, k: int, blocks: bool, vectored: bool = False) -> di
         fsr_writer._FEW_PARTS = few_parts
 
 
+def _stamp_block(host: Any, handle: Any, times: Any, block: Any, record_bytes: int) -> object:
+    """Core's block stamp, played here: k global and capture sequences at once, then one
+    admission of the block into the numeric lane; the lane's answer."""
+    bus, n = host.bus, len(times)
+    with bus._lock:
+        g0 = bus._global + 1
+        bus._global += n
+        c0 = bus._source_seq.get("observations", 0) + 1
+        bus._source_seq["observations"] = c0 + n - 1
+    host.observations._observed += n
+    with handle.lock:
+        return handle.lane.try_admit(BlockCarrier(g0, c0, 0, times, block), n * record_bytes)
+
+
 def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
     run = RecordRun.build(record=True, channels=90)
     host, backend = run.host, run.prepared.backend
@@ -194,7 +208,6 @@ def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
     handle = plugin.lanes[LaneName.NUMERIC]
     worker = plugin.worker
     worker._runs.split = _block_split(worker._runs.split, "observations", record_bytes)
-    bus = host.bus
     dt = 1e9 / host.context.sensor_hz
     _settle(plugin)
     cpu0 = _worker_cpu(plugin)
@@ -214,14 +227,7 @@ def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
                     block[i] = sample().view(np.uint8)
                 block.flags.writeable = False
                 times = np.array([round(t * dt) for t in range(first, last + 1)], np.int64)
-                with bus._lock:  # Core's block stamp: k global and capture sequences at once
-                    g0 = bus._global + 1
-                    bus._global += n
-                    c0 = bus._source_seq.get("observations", 0) + 1
-                    bus._source_seq["observations"] = c0 + n - 1
-                host.observations._observed += n
-                with handle.lock:
-                    handle.lane.try_admit(BlockCarrier(g0, c0, 0, times, block), n * record_bytes)
+                _stamp_block(host, handle, times, block, record_bytes)
         _settle(plugin)
     cpu = _worker_cpu(plugin) - cpu0
     records = worker._records.encoded - records0
@@ -259,7 +265,6 @@ def unpaced_round(ticks: int, k: int, mode: str) -> dict[str, float]:
         observe = observation_publisher(host.observations, backend)
         assert observe is not None
         sample = backend_any.sample_numeric_packed
-        bus = host.bus
         block = np.empty((k, record_bytes // 8))
         times: list[int] = []
 
@@ -268,15 +273,7 @@ def unpaced_round(ticks: int, k: int, mode: str) -> dict[str, float]:
             n = len(times)
             frozen = block[:n]
             frozen.flags.writeable = False
-            with bus._lock:
-                g0 = bus._global + 1
-                bus._global += n
-                c0 = bus._source_seq.get("observations", 0) + 1
-                bus._source_seq["observations"] = c0 + n - 1
-            host.observations._observed += n
-            with handle.lock:
-                admission = handle.lane.try_admit(
-                    BlockCarrier(g0, c0, 0, np.array(times, np.int64), frozen.view(np.uint8)), n * record_bytes)
+            admission = _stamp_block(host, handle, np.array(times, np.int64), frozen.view(np.uint8), record_bytes)
             if admission is not ACCEPTED:
                 handle.wake.set()
                 gauge.press()

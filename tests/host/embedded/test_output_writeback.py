@@ -150,8 +150,8 @@ def test_a_failed_background_sync_fails_seal(tmp_path: Path, monkeypatch: pytest
     assert (tmp_path / "out" / ".quarantine" / CID / "episode.fsr.incomplete").exists()
 
 
-def test_abort_and_revocation_never_wait_for_a_stalled_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A background sync stuck on the disk holds up neither abort nor revocation; its thread ends once it returns."""
+def _stall_syncs(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Background syncs every STEP bytes, each stuck until ``release`` is set: (``stuck``, ``release``)."""
     stuck, release = threading.Event(), threading.Event()
 
     def stalled(fd: int) -> None:
@@ -160,6 +160,12 @@ def test_abort_and_revocation_never_wait_for_a_stalled_sync(tmp_path: Path, monk
 
     monkeypatch.setattr(writeback, "WRITEBACK_STEP", STEP)
     monkeypatch.setattr(writeback, "_sync", stalled)
+    return stuck, release
+
+
+def test_abort_and_revocation_never_wait_for_a_stalled_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A background sync stuck on the disk holds up neither abort nor revocation; its thread ends once it returns."""
+    stuck, release = _stall_syncs(monkeypatch)
     service = _service(tmp_path)
     first = service.open_write("a.fsr")
     second = service.open_write("b.fsr")
@@ -261,14 +267,7 @@ def test_a_revocation_while_seal_waits_for_the_sync_fails_seal_as_revoked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Revoked (deadline overrun) while seal waits for a stalled background sync: seal then says so, touching no fd."""
-    stuck, release = threading.Event(), threading.Event()
-
-    def stalled(fd: int) -> None:
-        stuck.set()
-        release.wait(10)
-
-    monkeypatch.setattr(writeback, "WRITEBACK_STEP", STEP)
-    monkeypatch.setattr(writeback, "_sync", stalled)
+    stuck, release = _stall_syncs(monkeypatch)
     service = _service(tmp_path)
     lease = service.open_write("episode.fsr")
     _write(lease, 10)
