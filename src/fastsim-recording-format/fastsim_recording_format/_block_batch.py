@@ -17,7 +17,8 @@ accepts, with the same table bytes, metadata blob and facts; anything else answe
     | 3 | payload parts: C-contiguous numpy arrays of ``n * record_bytes``| None   |
     |   | bytes in all                                                    |        |
     | 4 | metadata: none, or one map for record 0 whose canonical JSON is | None   |
-    |   | within the record bound and the unchecked JSON-items size       |        |
+    |   | an object within the record bound and the unchecked JSON-items  |        |
+    |   | size                                                            |        |
     | 5 | global and stream sequences step by one, times do not go down   | None   |
 """
 
@@ -116,7 +117,7 @@ def block_batch(
                 meta = canonical_json(metadata[0])
             except (TypeError, ValueError):
                 return None
-            if len(meta) > max_metadata or len(meta) > MAX_JSON_ITEMS:
+            if len(meta) > max_metadata or len(meta) > MAX_JSON_ITEMS or meta[:1] != b"{":
                 return None
     g0, g1, s0, s1, t0, t1 = g.item(0), g.item(-1), s.item(0), s.item(-1), t.item(0), t.item(-1)
     if g1 - g0 != n - 1 or s1 - s0 != n - 1:

@@ -23,8 +23,8 @@ path, which refuses or accepts it rule by rule:
     | 4 | every record of one generation, of a declared stream              | None |
     | 5 | the global sequence steps by one across segments; each stream's    | None |
     |   | sequence steps by one and its time never goes down                |      |
-    | 6 | metadata: canonical JSON within the record bound and the           | None |
-    |   | unchecked JSON-items size                                         |      |
+    | 6 | metadata: canonical JSON of an object, within the record bound and | None |
+    |   | the unchecked JSON-items size                                     |      |
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def _blob(meta: Any, max_metadata: int) -> bytes | None:
         blob = canonical_json(meta)
     except (TypeError, ValueError):
         return None
-    if len(blob) > max_metadata or len(blob) > MAX_JSON_ITEMS:
+    if len(blob) > max_metadata or len(blob) > MAX_JSON_ITEMS or blob[:1] != b"{":
         return None
     return blob
 

@@ -93,6 +93,8 @@ def _metadata(table: Any, metas: Sequence[tuple[int, Any]]) -> bytes:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"record metadata is not JSON-able: {exc}") from None
     for blob in blobs:
+        if blob[:1] != b"{":  # what a reader decodes (``decode_record_metadata``) is an object
+            raise ValueError("record metadata is not a JSON object")
         if len(blob) > MAX_JSON_ITEMS and json_items(blob) > MAX_JSON_ITEMS:
             raise ValueError(f"record metadata has more than {MAX_JSON_ITEMS} JSON items")
     if len(metas) == 1:  # one record's metadata (a column block's first): no cumulative sum

@@ -40,6 +40,7 @@ def _outcome(batches: list[RecordBlock], fast: bool, monkeypatch: pytest.MonkeyP
 
 
 CASES: dict[str, Callable[[], list[RecordBlock]]] = {
+    "metadata not an object": lambda: [_block(1, metadata={0: [1]}), _block(7)],
     "steady": lambda: [_block(1), _block(7), _block(13, 40, split=1)],
     "no metadata, empty metadata": lambda: [_block(1, metadata={}), _block(7, metadata={0: {}}), _block(13)],
     "one joined part": lambda: [_block(1, 8, split=8)],

@@ -103,6 +103,8 @@ CASES: dict[str, Callable[[], list[list[Any]]]] = {
     "negative stream sequence": _one(lambda q: [q.block(2), q.row(stream_sequence=-1, stream_last=-1)]),
     "sequence past 2**64": _one(lambda q: [q.block(2), q.row(7, stream_sequence=2**64, stream_last=2**64)]),
     "row metadata not JSON-able": _one(lambda q: [q.block(2), q.row(metadata={"x": object()})]),
+    "row metadata not an object": _one(lambda q: [q.block(2), q.row(metadata=[1])]),
+    "block metadata not an object": _one(lambda q: [q.block(2, meta={0: "x"}), q.row()]),
     "row metadata NaN": _one(lambda q: [q.block(2), q.row(metadata={"x": float("nan")})]),
     "row metadata above the bound": _one(lambda q: [q.block(2), q.row(metadata={"x": "a" * MAX_RECORD_METADATA_BYTES})]),
     "block metadata of another record": _one(lambda q: [q.block(3, meta={1: {"n": 1}}), q.row()]),
