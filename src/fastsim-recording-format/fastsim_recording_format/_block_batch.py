@@ -43,7 +43,7 @@ from fastsim_recording_format._table_rules import BatchFacts
 from fastsim_recording_format.encoding import Array, readonly
 from fastsim_recording_format.model import Payload
 
-__all__ = ["BlockBatch", "block_batch", "block_parts"]
+__all__ = ["BlockBatch", "block_batch", "block_metadata", "block_parts", "record_metadata"]
 
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _WORDS = RECORD_DTYPE.itemsize // 8
@@ -107,18 +107,9 @@ def block_batch(
     parts = block_parts(block, n * size)
     if parts is None:
         return None  # row 3
-    meta = b""
-    metadata = block.metadata
-    if metadata:
-        if len(metadata) != 1 or 0 not in metadata:
-            return None  # row 4
-        if metadata[0]:
-            try:
-                meta = canonical_json(metadata[0])
-            except (TypeError, ValueError):
-                return None
-            if len(meta) > max_metadata or len(meta) > MAX_JSON_ITEMS or meta[:1] != b"{":
-                return None
+    meta = block_metadata(block.metadata, max_metadata)
+    if meta is None:
+        return None  # row 4
     g0, g1, s0, s1, t0, t1 = g.item(0), g.item(-1), s.item(0), s.item(-1), t.item(0), t.item(-1)
     if g1 - g0 != n - 1 or s1 - s0 != n - 1:
         return None  # row 5: the end points (Python integers: no wrap past 2**64 - 1)
@@ -144,3 +135,25 @@ def block_batch(
         ((sid, s0, generation, t0), (sid, s1, generation, t1)),
     )
     return BlockBatch(np.frombuffer(raw, RECORD_DTYPE), raw, tuple(parts), n * size, meta, facts)
+
+
+def block_metadata(metadata: Mapping[int, Any], max_metadata: int) -> bytes | None:
+    """A block's metadata: none, or one map for its record 0 (``b""`` when empty)."""
+    if not metadata:
+        return b""
+    if len(metadata) != 1 or 0 not in metadata:
+        return None
+    return record_metadata(metadata[0], max_metadata)
+
+
+def record_metadata(meta: Any, max_metadata: int) -> bytes | None:
+    """Row 4 (``_segment_batch``: row 6): a record's canonical metadata JSON (``b""`` when empty), or ``None``."""
+    if not meta:
+        return b""
+    try:
+        blob = canonical_json(meta)
+    except (TypeError, ValueError):
+        return None
+    if len(blob) > max_metadata or len(blob) > MAX_JSON_ITEMS or blob[:1] != b"{":
+        return None
+    return blob

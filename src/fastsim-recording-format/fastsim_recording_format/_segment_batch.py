@@ -36,12 +36,15 @@ from typing import Any
 import numpy as np
 
 from fastsim_recording_format._assemble import RecordBlock, template_bytes
-from fastsim_recording_format._block_batch import BlockBatch, block_parts
+from fastsim_recording_format._block_batch import (
+    BlockBatch,
+    block_metadata,
+    block_parts,
+    record_metadata,
+)
 from fastsim_recording_format._layout import (
-    MAX_JSON_ITEMS,
     PROJECTION_DTYPE,
     RECORD_DTYPE,
-    canonical_json,
 )
 from fastsim_recording_format._table_rules import BatchFacts
 from fastsim_recording_format.model import RecordIn, RecordKind, RecordRow
@@ -165,7 +168,7 @@ def _block(block: RecordBlock, max_metadata: int) -> tuple[Any, ...] | None:
     parts = block_parts(block, n * size)
     if parts is None:
         return None
-    meta = _block_metadata(block.metadata, max_metadata)
+    meta = block_metadata(block.metadata, max_metadata)
     if meta is None:
         return None
     g0, g1, s0, s1, t0, t1 = g.item(0), g.item(-1), s.item(0), s.item(-1), t.item(0), t.item(-1)
@@ -183,28 +186,6 @@ def _block(block: RecordBlock, max_metadata: int) -> tuple[Any, ...] | None:
     return raw, parts, sid, generation, n, g0, g1, s0, s1, t0, t1, n * size, meta
 
 
-def _block_metadata(metadata: Mapping[int, Any], max_metadata: int) -> bytes | None:
-    """A block's metadata: none, or one map for its record 0 (``b""`` when empty)."""
-    if not metadata:
-        return b""
-    if len(metadata) != 1 or 0 not in metadata:
-        return None
-    return _blob(metadata[0], max_metadata)
-
-
-def _blob(meta: Any, max_metadata: int) -> bytes | None:
-    """Row 6: a record's canonical metadata JSON (``b""`` when empty), or ``None``."""
-    if not meta:
-        return b""
-    try:
-        blob = canonical_json(meta)
-    except (TypeError, ValueError):
-        return None
-    if len(blob) > max_metadata or len(blob) > MAX_JSON_ITEMS or blob[:1] != b"{":
-        return None
-    return blob
-
-
 def _row(r: RecordRow, max_metadata: int) -> tuple[Any, ...] | None:
     """Row 3: a row's table bytes (payload offset 0, no metadata yet) and facts, or ``None``."""
     sid, kind, g, s, generation, t, payload, metadata, gl, sl = r
@@ -215,7 +196,7 @@ def _row(r: RecordRow, max_metadata: int) -> tuple[Any, ...] | None:
         return None
     if not (0 <= sid <= _U32 and 0 <= g <= _U64 and 0 <= s <= _U64 and 0 <= generation <= _U32 and -_I64 <= t < _I64):
         return None
-    meta = _blob(metadata, max_metadata)
+    meta = record_metadata(metadata, max_metadata)
     if meta is None:
         return None
     plen = len(payload)
