@@ -151,8 +151,15 @@ class CoreServices(Protocol):
         *,
         from_sequence: int = 1,
         channels: Sequence[str] = (),
+        max_block: int = 1,
     ) -> Subscription:
-        """Atomic history-plus-live subscription from ``from_sequence``."""
+        """Atomic history-plus-live subscription from ``from_sequence``.
+
+        ``max_block`` (``observations`` only; default 1) is the largest
+        :class:`~fastsim_contract.samples.ObservationBlock` the sink accepts.  A sink that
+        passes ``max_block > 1`` accepts blocks AND plain ticks (contract section 4, BK1-BK8).
+        A Core that predates blocks raises ``TypeError`` for the keyword.
+        """
         ...
 
     def request_grant(self, grant: str) -> None: ...

@@ -9,6 +9,8 @@
     | 4 | ``SampleBlock``      | one tick's samples column-wise (channel names, values, one|
     |   |                      | ``channel_sequence``), equal to the tuple of its samples  |
     | 5 | ``ObservationTick``  | what the ``observations`` source delivers per tick        |
+    | 6 | ``ObservationBlock`` | k consecutive packed ticks of one generation, row-wise in |
+    |   |                      | ONE read-only 2-D buffer (opt-in: ``max_block``, BK1-BK8) |
 
 The sequences are frozen: their slots are set once (``object.__setattr__`` or, on the
 host's hot path, the slot descriptors) and ``__setattr__`` refuses every change.
@@ -23,7 +25,14 @@ from typing import Any, Generic, TypeVar, overload
 import attrs
 import numpy as np
 
-__all__ = ["ChannelSample", "ObservationTick", "PackedLayout", "PackedValues", "RowViews", "SampleBlock"]
+__all__ = [
+    "ChannelSample",
+    "ObservationBlock",
+    "ObservationTick", "PackedLayout",
+    "PackedValues",
+    "RowViews",
+    "SampleBlock",
+]
 
 _T = TypeVar("_T")
 
@@ -223,3 +232,94 @@ class ObservationTick:
         if isinstance(self.samples, SampleBlock):
             return self.samples.values
         return tuple(s.value for s in self.samples)
+
+
+class ObservationBlock:
+    """``count`` consecutive packed ticks of ONE generation, delivered as one payload.
+
+    A subscriber that passes ``max_block > 1`` to ``subscribe("observations", ...)`` may
+    receive this instead of ``count`` :class:`ObservationTick` envelopes (contract section 4,
+    rules BK1-BK8).  The envelope carrying it holds the FIRST tick's global sequence,
+    source (capture) sequence, tick and simulation time; the block covers global sequences
+    ``global_sequence .. global_sequence + count - 1`` and capture sequences
+    ``capture_sequence .. capture_sequence + count - 1``.
+
+    * ``buffer``: read-only, C-contiguous ``uint8`` array of shape ``(count, layout.nbytes)``;
+      row ``i`` holds exactly the bytes tick ``i``'s ``PackedValues.buffer`` would hold.
+    * ``ticks``, ``sim_time_ns``: read-only ``int64`` arrays of length ``count``
+      (``sim_time_ns`` non-decreasing).
+    * ``channel_sequence``: the first tick's diagnostic channel sequence; tick ``i`` has
+      ``channel_sequence + i``.
+    * ``channels``/``layout``: the plan's channel tuple and the Run's one ``PackedLayout``
+      (shared by identity with the per-tick form).
+
+    Nobody mutates any of it afterwards.  ``tick(i)`` materializes tick ``i`` as the
+    :class:`ObservationTick` the per-tick form delivers (over a row view, no copy).
+    """
+
+    __slots__ = ("buffer", "capture_sequence", "channel_sequence", "channels", "layout", "sim_time_ns", "ticks")
+    capture_sequence: int
+    channels: tuple[str, ...]
+    layout: PackedLayout
+    buffer: Any
+    ticks: Any
+    sim_time_ns: Any
+    channel_sequence: int
+
+    def __init__(
+        self,
+        capture_sequence: int,
+        channels: tuple[str, ...],
+        layout: PackedLayout,
+        buffer: Any,
+        ticks: Any,
+        sim_time_ns: Any,
+        channel_sequence: int,
+    ) -> None:
+        count = len(ticks)
+        if count < 1:
+            raise ValueError("ObservationBlock: a block holds at least one tick")
+        if len(sim_time_ns) != count:
+            raise ValueError(f"ObservationBlock: {count} ticks but {len(sim_time_ns)} times")
+        if buffer.ndim != 2 or buffer.shape[0] != count or buffer.nbytes != count * layout.nbytes:
+            raise ValueError(
+                f"ObservationBlock: buffer shape {buffer.shape} is not ({count}, {layout.nbytes} bytes)"
+            )
+        if len(channels) != len(layout.fields):
+            raise ValueError(f"ObservationBlock: {len(channels)} channels but {len(layout.fields)} layout fields")
+        for name, value in (
+            ("capture_sequence", capture_sequence),
+            ("channels", channels),
+            ("layout", layout),
+            ("buffer", buffer),
+            ("ticks", ticks),
+            ("sim_time_ns", sim_time_ns),
+            ("channel_sequence", channel_sequence),
+        ):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    @property
+    def count(self) -> int:
+        """The number of ticks (``k``)."""
+        return len(self.ticks)
+
+    def __len__(self) -> int:
+        return len(self.ticks)
+
+    def tick(self, i: int) -> ObservationTick:
+        """Tick ``i`` as the per-tick form delivers it (a row view, no copy)."""
+        if not 0 <= i < len(self.ticks):
+            raise IndexError(f"ObservationBlock: tick {i} of {len(self.ticks)}")
+        values = PackedValues(self.buffer[i], self.layout)
+        return ObservationTick(
+            self.capture_sequence + i, SampleBlock(self.channels, values, self.channel_sequence + i)
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ObservationBlock({len(self.ticks)} ticks from capture_sequence={self.capture_sequence}, "
+            f"{self.layout.nbytes} bytes each)"
+        )

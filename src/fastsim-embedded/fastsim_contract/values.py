@@ -23,6 +23,7 @@ import attrs
 
 from fastsim_contract.samples import (
     ChannelSample,
+    ObservationBlock,
     ObservationTick,
     PackedLayout,
     PackedValues,
@@ -38,6 +39,7 @@ __all__ = [
     "CapturePlan",
     "ChannelDescriptor",
     "ChannelSample",
+    "ObservationBlock",
     "CompletionKind",
     "CompletionRequest",
     "Envelope",

@@ -60,7 +60,13 @@ class EmbeddedCore:
         return self._outputs
 
     def subscribe(
-        self, source: str, sink: EnvelopeSink, *, from_sequence: int = 1, channels: Sequence[str] = ()
+        self,
+        source: str,
+        sink: EnvelopeSink,
+        *,
+        from_sequence: int = 1,
+        channels: Sequence[str] = (),
+        max_block: int = 1,
     ) -> Subscription:
         """Atomic history-plus-live subscription (the module table)."""
         plan = self.host.context.capture

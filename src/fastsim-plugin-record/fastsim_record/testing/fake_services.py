@@ -63,7 +63,13 @@ class FakeServices:
         return self.core.outputs.view(self.component)
 
     def subscribe(
-        self, source: str, sink: Any, *, from_sequence: int = 1, channels: Sequence[str] = ()
+        self,
+        source: str,
+        sink: Any,
+        *,
+        from_sequence: int = 1,
+        channels: Sequence[str] = (),
+        max_block: int = 1,
     ) -> Subscription:
         """Atomic history-plus-live subscription (rule 3)."""
         return self.core.bus.subscribe(self.grants, source, sink, from_sequence, tuple(channels))
