@@ -11,7 +11,7 @@ other import).  Keyword arguments:
 
     | # | kwarg        | default   | meaning                                                     |
     |---|--------------|-----------|-------------------------------------------------------------|
-    | 1 | run          | required  | a Run file, or a loaded ``RunDocument``                     |
+    | 1 | run          | required  | a Run file, a loaded ``RunDocument`` or a ``CompiledRun``   |
     | 2 | output_dir   | "."       | where Record commits each episode                           |
     | 3 | cameras      | False     | observations also carry each camera's RGB image             |
     | 4 | record       | True      | False: the Run without its Record plugin (nothing written)  |
@@ -19,6 +19,8 @@ other import).  Keyword arguments:
     | 6 | env_index    | auto      | the sub-env index in file names (auto: ``env_slot``)        |
     | 7 | overwrite    | False     | replace existing episode files instead of skipping numbers  |
     | 8 | backend_options | none   | the backend's knobs (as ``fsr record --backend-option``)    |
+    | 9 | render_mode  | None      | ``"rgb_array"``: ``render()`` returns the latest frame of   |
+    |   |              |           | the scene's first camera (the Run's recorded camera first)  |
 
 Episodes (one ``fastsim_embedded.session.session.Session`` each, one committed file each):
 
@@ -79,9 +81,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import WrapperSpec
 
-from fastsim_contract.run import RunDocument, load_run
+from fastsim_contract.run import RunDocument
+from fastsim_contract.run_compiler import CompiledRun
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ControlSpec
+from fastsim_embedded.gym.document import run_document, without_plugins
+from fastsim_embedded.gym.render import RenderView
 from fastsim_embedded.gym.slots import EnvSlot, claim_slot
 from fastsim_embedded.gym.spaces import (
     REWARD_CHANNEL,
@@ -131,11 +136,11 @@ def _abandon(open_: _Open, slot: EnvSlot) -> None:
 class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
     """A Run driven step by step; see the module docstring."""
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - Gymnasium's class attribute
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"]}  # noqa: RUF012 - Gymnasium's class attribute
 
     def __init__(
         self,
-        run: str | os.PathLike[str] | RunDocument,
+        run: str | os.PathLike[str] | RunDocument | CompiledRun,
         output_dir: str | os.PathLike[str] = ".",
         cameras: bool = False,
         *,
@@ -144,11 +149,15 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         env_index: int | None = None,
         overwrite: bool = False,
         backend_options: dict[str, object] | None = None,
+        render_mode: str | None = None,
     ) -> None:
-        document = run if isinstance(run, RunDocument) else load_run(run)
-        self._document = document if record else _without_plugins(document)
+        document = run_document(run)
+        self._document = document if record else without_plugins(document)
         self.output_dir = Path(output_dir)
         self.cameras = cameras
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"FastSimRun-v0: render_mode must be None or 'rgb_array' (got {render_mode!r})")
+        self.render_mode = render_mode
         self.max_steps = max_steps
         self.overwrite = overwrite
         self._options = dict(backend_options or {})
@@ -168,6 +177,7 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._closed = False
         self._steps = 0
         self._reader: ObservationReader | None = None
+        self._view = RenderView(self._render_channel, self._render_shape) if render_mode else None
         #: the ``max_episode_steps`` of the ``TimeLimit`` that ``gym.make`` put around this
         #: env (``notice_time_limit``); ``None``: no such ``TimeLimit``
         self.time_limit: int | None = None
@@ -198,7 +208,12 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._observed = ([c.name for c in numeric], [c.name for c in images])
         self._shapes = {c.name: tuple(c.shape) for c in images}
         self._ticks = tick_count(probe.duration_s, probe.sensor_hz)
-        self.metadata = {"render_modes": [], "render_fps": probe.sensor_hz}
+        rgb = [c for c in probe.channels if c.kind == "rgb"]
+        rgb.sort(key=lambda c: c.name not in planned)  # the Run's recorded camera first
+        if self.render_mode and not rgb:
+            raise ValueError(f"render_mode='rgb_array', but the Run's scene ({probe.backend_name}) declares no camera")
+        self._render_channel, self._render_shape = (rgb[0].name, tuple(rgb[0].shape)) if rgb else ("", ())
+        self.metadata = {"render_modes": ["rgb_array"] if rgb else [], "render_fps": probe.sensor_hz}
 
     # -- Gymnasium API ---------------------------------------------------------------
 
@@ -226,6 +241,8 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
         self._steps = 0
         self._reader = ObservationReader(episode.backend, *self._observed)
         result = self._tick(episode, [])
+        if self._view is not None:
+            self._view.start(episode, result)
         return self._observation(result), self._info(episode, result, [])
 
     def _open_episode(self, seed: int) -> Session:
@@ -263,12 +280,16 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             or (self.time_limit is not None and self._steps >= self.time_limit)
         )
         info = self._info(episode, result, commands)
+        if self._view is not None:
+            self._view.result = result
         if terminated or truncated:
             why = ("the task succeeded" if task is not None and task.success else "the task failed") if terminated \
                 else "the Run's duration" if episode.ticks >= self._ticks \
                 else "max_steps" if self.max_steps is not None and self._steps >= self.max_steps \
                 else "max_episode_steps"
             self._done = True
+            if self._view is not None:  # its frame, while the scene is still open
+                self._view.keep()
             info["committed"] = self._open.commit(CompletionKind.NORMAL, f"{why} after {self._steps} steps")
             self.committed += info["committed"]
         return self._observation(result), reward, terminated, truncated, info
@@ -310,6 +331,15 @@ class FastSimRunEnv(gym.Env[dict[str, np.ndarray], Any]):
             "return": float(task.total) if task is not None else 0.0,
         }
 
+    def render(self) -> np.ndarray | None:
+        """``render_mode="rgb_array"``: a copy of the latest frame of the render camera (``None``
+        without a render mode).  After the episode ended, its last frame."""
+        if self._view is None:
+            return None
+        if self._closed:
+            raise RuntimeError("FastSimRun-v0: render() after close(); make a new environment")
+        return self._view.frame()
+
     def close(self) -> None:
         """Commit the open episode ``stopped`` and free the sub-env slot."""
         if self._closed:
@@ -350,13 +380,6 @@ class _HeldInterrupt:
 
 def _names(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list | tuple) else []
-
-
-def _without_plugins(document: RunDocument) -> RunDocument:
-    """The Run without any plugin: nothing is recorded (``record=False``)."""
-    import attrs
-
-    return attrs.evolve(document, plugins=())
 
 
 def notice_time_limit(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
