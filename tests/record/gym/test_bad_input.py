@@ -53,6 +53,7 @@ def test_a_directory_with_this_runs_names_is_refused_unless_resumed(tmp_path: Pa
     ({"prefix": "a/b"}, "prefix: must be"),
     ({"fps": -1}, "fps: must be a positive number"),
     ({"info_keys": "distance"}, "info_keys: must be a list"),
+    ({"durable": "yes"}, "durable: must be True or False"),
 ])
 def test_bad_options_are_one_line(tmp_path: Path, options: dict[str, object], message: str) -> None:
     """Each bad option is refused with one line naming it."""
@@ -76,6 +77,30 @@ def test_frame_stacked_images_are_numeric_channels(tmp_path: Path) -> None:
     episode = read_episode(recorded.files[0].path)
     assert episode.observations["observation"].shape == (len(played[0].observations), 3, 12, 16)
     np.testing.assert_array_equal(episode.observations["observation"], np.stack(played[0].observations))
+
+
+@pytest.mark.parametrize("layout", ["k,H,W,3", "H,W,3k"])
+def test_stacked_rgb_frames_are_numeric_channels_never_cameras(tmp_path: Path, layout: str) -> None:
+    """RGB frames stacked as (k, H, W, 3) (FrameStackObservation) or along the channels (H, W, 3k): exact numeric channels, no camera."""
+    from tests.record.gym.envs import ImageEnv
+
+    image = ImageEnv.H, ImageEnv.W, 3
+    rgb = gym.wrappers.TransformObservation(ImageEnv(), lambda o: o["image"], spaces.Box(0, 255, image, np.uint8))
+    env: gym.Env[Any, Any] = gym.wrappers.FrameStackObservation(rgb, stack_size=3)
+    if layout == "H,W,3k":
+        env = gym.wrappers.TransformObservation(
+            env, lambda o: np.concatenate(list(o), axis=-1), spaces.Box(0, 255, (*image[:2], 9), np.uint8),
+        )
+    recorded = RecordEpisodes(env, tmp_path)  # images=True (the default): still not a camera
+    played = play(recorded, [2])
+    recorded.close()
+    episode = read_episode(recorded.files[0].path)
+    assert recorded.files[0].completion == "normal"
+    assert episode.description["camera"] == "no camera recorded: render frames not asked for"
+    expected = np.stack(played[0].observations)
+    assert expected.shape == ((len(played[0].observations), 3, *image) if layout == "k,H,W,3"
+                              else (len(played[0].observations), *image[:2], 9))
+    np.testing.assert_array_equal(episode.observations["observation"], expected)
 
 
 class _Shrinking(gym.Wrapper[Any, Any, Any, Any]):

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from tests.distributions import source_path
 
 import fastsim_record as fr
@@ -61,3 +62,25 @@ def test_sigkill_mid_episode_leaves_earlier_episodes_committed_and_the_current_r
         assert rec.info.recovered
     assert 0 < len(actions) <= len(sent)
     np.testing.assert_array_equal(actions[:, 0], np.asarray(sent, np.float32)[: len(actions), 0])
+
+
+@pytest.mark.parametrize("mode", ["single", "vector"])
+def test_durable_episodes_are_committed_before_the_env_goes_on(tmp_path: Path, mode: str) -> None:
+    """durable=True, killed right after episodes ended (no close, no pause): every ended episode is committed and valid; every open one has its .incomplete."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": f"{source_path()}{os.pathsep}{ROOT}", "MUJOCO_GL": "egl"}
+    done = subprocess.run([sys.executable, str(HERE / "killed_fast_recorder.py"), str(out), mode],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    played = json.loads((tmp_path / "played.json").read_text())
+    committed = sorted(out.glob("*.fsr"))
+    assert len(committed) == len(played) >= (6 if mode == "single" else 3)
+    for path in committed:
+        assert validate(path).validated_bytes == path.stat().st_size
+    if mode == "single":
+        for path, episode in zip(committed, played, strict=True):
+            assert (read_episode(path).steps, read_episode(path).seed) == (episode["steps"], episode["seed"])
+    else:  # a writer slot per sub-env (writers=1 was raised to 3): each open episode streams into its file
+        ended = sorted(int(p.stem.rsplit("-env", 1)[1]) for p in committed)
+        assert ended == sorted(e["sub_env"] for e in played)
+        assert len(list(out.glob("*.fsr.incomplete"))) == 3

@@ -71,6 +71,21 @@ def test_dict_spaces_flatten_to_channels_named_by_path(tmp_path: Path) -> None:
         )
 
 
+def test_the_reset_options_used_are_recorded_with_the_seed(tmp_path: Path) -> None:
+    """reset(seed, options): both as the env used them, in the gym.reset event (CartPole takes low/high bounds)."""
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path)
+    observation, _ = env.reset(seed=4, options={"low": -0.01, "high": 0.01})
+    env.step(0)
+    env.reset(seed=5)
+    env.close()
+    first, second = (read_episode(f.path) for f in env.files)
+    assert first.reset["seed"] == 4
+    assert first.reset["options"] == {"low": -0.01, "high": 0.01}
+    assert np.abs(first.observations["observation"][0]).max() <= 0.01  # the options really reached the env
+    np.testing.assert_array_equal(first.observations["observation"][0], observation)
+    assert (second.reset["seed"], second.reset["options"]) == (5, None)
+
+
 def test_reset_or_close_mid_episode_commits_it_as_truncated(tmp_path: Path) -> None:
     """An episode still open at reset() or close() is committed, marked truncated."""
     env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path)

@@ -19,7 +19,8 @@ the Record plugin (``fastsim.plugins``): its lanes, worker, writer, transaction,
     | 5 | ``close``              | end every open episode, wait for every commit                 |
 
 Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their
-commit, then ``step`` waits (``flow_waits`` counts it).  With the lanes' bounds, the bounded
+commit, then ``step`` waits (``flow_waits`` counts it); with ``durable`` the call that ends an
+episode waits for its commit (so a ``kill -9`` finds every ended episode committed).  With the lanes' bounds, the bounded
 queued rows (``EpisodeWriter.hand``) and the open slots, memory grows neither with episode
 length nor with the number of sub-envs beyond one chunk each.  At interpreter exit (Python
 >= 3.12 starts no thread then) a commit runs on the calling thread.
@@ -326,7 +327,7 @@ class GymRecording:
                 future = run_here(self._commit, writer, index, kind, reason, trailing)
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))
-            self._collect(block=False)
+            self._collect(block=self.options.durable)  # durable: committed before the env goes on
 
     def end(self, index: int, kind: CompletionKind, reason: str) -> None:
         """Row 4: end sub-env ``index``'s open episode as truncated (by reset or close)."""

@@ -24,6 +24,11 @@
     | 12| max_episode_bytes | none         | raw bytes (rows + frames, before JPEG/PNG) one episode may     |
     |   |                 |                | record; the step that would pass it ends the episode's file    |
     |   |                 |                | (truncated, completion ``stopped``, the reason says so)        |
+    | 13| durable         | ``False``      | ``kill -9`` safe: the ``step``/``reset``/``close`` that ends an |
+    |   |                 |                | episode returns once its file is committed, and every sub-env  |
+    |   |                 |                | holds a writer slot (``writers`` is raised to the sub-envs), so |
+    |   |                 |                | every open episode streams into its ``.incomplete``.  Costs the |
+    |   |                 |                | commit (~20 ms) per episode on the env thread               |
 
 Every refusal is a ``GymWrapError`` with one line.
 """
@@ -43,7 +48,7 @@ __all__ = ["OPTIONS", "check_directory", "describe", "host_options"]
 
 OPTIONS = (
     "prefix", "resume", "fps", "cameras", "images", "camera_envs", "encoding", "quality", "render_state", "geometry",
-    "info_keys", "integrity", "writers", "max_episode_bytes",
+    "info_keys", "integrity", "writers", "max_episode_bytes", "durable",
 )
 _PREFIX = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}$")
 
@@ -80,6 +85,11 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
     workers = options.get("writers", 4)
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64:
         raise GymWrapError(f"writers: must be an integer from 1 to 64 (got {workers!r})")
+    durable = options.get("durable", False)
+    if not isinstance(durable, bool):
+        raise GymWrapError(f"durable: must be True or False (got {durable!r})")
+    if durable:
+        workers = max(workers, num_envs)  # a slot per sub-env: every open episode streams into its file
     integrity = options.get("integrity", "structural")
     limit = options.get("max_episode_bytes")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -90,7 +100,7 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
         camera_envs=camera_envs, encoding=encoding, quality=quality,
         render_state=bool(options.get("render_state", False)), geometry=bool(options.get("geometry", False)),
         info_keys=tuple(info_keys),  # type: ignore[arg-type]
-        integrity=integrity, writers=workers, max_episode_bytes=limit,
+        integrity=integrity, writers=workers, max_episode_bytes=limit, durable=durable,
     )
 
 
