@@ -1,4 +1,4 @@
-"""A real process that records short episodes back to back with ``durable=True`` and is killed
+"""A real process that records short episodes back to back with ``durable=True`` (the default) and is killed
 (SIGKILL, by itself) right after an episode ended: no ``close()``, no pause (test_kill.py).
 
 argv: DIRECTORY MODE.  ``single``: CartPole episodes, ``reset()`` at once after each end, until
@@ -24,7 +24,7 @@ from fastsim_record.gym import RecordEpisodes, RecordVectorEpisodes
 directory, mode = Path(sys.argv[1]), sys.argv[2]
 played: list[dict[str, object]] = []
 if mode == "single":
-    env = RecordEpisodes(gym.make("CartPole-v1"), directory, durable=True)
+    env = RecordEpisodes(gym.make("CartPole-v1"), directory)  # durable by default
     env.action_space.seed(0)
     env.reset(seed=0)
     steps = 0

@@ -31,7 +31,7 @@ class RecordingOptions:
     media_queue_items: int = 16
     writers: int = 4
     max_episode_bytes: int | None = None  # raw bytes (rows + frames) one episode may record, then it ends
-    durable: bool = False  # the call that ends an episode returns once its file is committed (kill -9 safe)
+    durable: bool = True  # the call that ends an episode returns once its file is committed (kill -9 safe)
 
 
 @attrs.frozen
