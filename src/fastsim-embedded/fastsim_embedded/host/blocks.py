@@ -145,7 +145,6 @@ def pieces(envelope: Envelope, from_sequence: int, max_block: int) -> Iterator[E
 class BlockCapture:
     """The block half of ``CaptureBus`` (the module table), on the bus's own state."""
 
-    __slots__ = ()
     on_sink_error: Callable[[str, BaseException], None]
     _lock: threading.Lock
     _global: int

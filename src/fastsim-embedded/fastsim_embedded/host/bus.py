@@ -36,7 +36,6 @@ import attrs
 
 from fastsim_contract.errors import SubscriptionRefused, TerminalError
 from fastsim_contract.protocols import SinkSubscription as _Subscription
-from fastsim_embedded.host.blocks import BlockCapture, PendingBlock
 from fastsim_contract.values import (
     CapturePlan,
     Envelope,
@@ -47,6 +46,7 @@ from fastsim_contract.values import (
     SampleBlock,
     SourceKind,
 )
+from fastsim_embedded.host.blocks import BlockCapture, PendingBlock
 
 __all__ = ["SUBSCRIBABLE", "CaptureBus", "PackedStamp", "SinkError", "Stamp"]
 

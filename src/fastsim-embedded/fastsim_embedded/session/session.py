@@ -53,11 +53,11 @@ from fastsim_embedded.render.capture import RenderCapture
 from fastsim_embedded.session.compile import PreparedRun, prepare_run
 from fastsim_embedded.session.gc_policy import gc_policy_enabled, run_gc_policy
 from fastsim_embedded.session.loop import (
+    SCRIPTED_MAX_BLOCK,
     HostWork,
     Progress,
     TickResult,
     TickStepper,
-    SCRIPTED_MAX_BLOCK,
     run_loop,
     tick_count,
 )
