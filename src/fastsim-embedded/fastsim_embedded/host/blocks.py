@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from fastsim_contract.errors import TerminalError
 from fastsim_contract.protocols import SinkSubscription
 from fastsim_contract.values import Envelope, ObservationBlock, PackedLayout, SourceKind
 
@@ -60,13 +59,15 @@ _monotonic = time.monotonic
 class PendingBlock:
     """The block being filled: ``size`` preallocated rows of one Run's packed layout.
 
-    ``raw`` is the ``(size, nbytes)`` ``uint8`` buffer; ``typed`` the same memory as
-    ``(size, width)`` of the layout's one dtype (``raw`` when the channels mix dtypes),
-    so a backend buffer of that dtype is copied by one slice assignment."""
+    ``raw`` is the ``(size, nbytes)`` ``uint8`` buffer; ``flat`` a flat ``memoryview`` of
+    the same memory in items of the layout's one dtype (bytes when the channels mix
+    dtypes), ``width`` items a row: a backend buffer of that dtype and length is copied by
+    one memoryview slice assignment, which refuses any other format or shape (then the
+    buffer's bytes are copied, ``row_bytes``)."""
 
     __slots__ = (
-        "channel_sequence", "channels", "dtype", "first_capture", "first_global", "generation", "layout", "n",
-        "raw", "since", "size", "ticks", "times", "typed",
+        "channel_sequence", "channels", "dtype", "first_capture", "first_global", "flat", "generation", "layout",
+        "n", "raw", "since", "size", "tick_items", "ticks", "time_items", "times", "width",
     )
 
     def __init__(self, channels: tuple[str, ...], layout: PackedLayout, size: int) -> None:
@@ -74,15 +75,17 @@ class PendingBlock:
         dtypes = {np.dtype(dtype) for dtype, _ in layout.fields}
         one = dtypes.pop() if len(dtypes) == 1 else None
         self.dtype = one if one is not None and one.itemsize and layout.nbytes % one.itemsize == 0 else np.dtype(np.uint8)
+        self.width = layout.nbytes // self.dtype.itemsize
         self.n = self.first_global = self.first_capture = self.generation = self.channel_sequence = 0
         self.since = 0.0
         self._fresh()
 
     def _fresh(self) -> None:
         self.raw = np.empty((self.size, self.layout.nbytes), np.uint8)
-        self.typed = self.raw.view(self.dtype)
+        self.flat = memoryview(self.raw.view(self.dtype).reshape(-1))
         self.ticks = np.empty(self.size, np.int64)
         self.times = np.empty(self.size, np.int64)
+        self.tick_items, self.time_items = memoryview(self.ticks), memoryview(self.times)  # item stores
         self.n = 0
 
     def row_bytes(self, buffer: Any) -> Any:
@@ -95,6 +98,8 @@ class PendingBlock:
     def take(self) -> Envelope:
         """The pending rows as ONE read-only envelope; the next block is allocated afresh."""
         n = self.n
+        for view in (self.flat, self.tick_items, self.time_items):
+            view.release()
         for array in (self.raw, self.ticks, self.times):
             array.flags.writeable = False
         ticks, times = self.ticks[:n], self.times[:n]
@@ -178,17 +183,13 @@ class BlockCapture:
             acquire()
             try:
                 block = self._blocks
-                if block is None:  # a subscriber that did not opt in arrived: per tick again
-                    return False
-                if self._sealed:
-                    raise TerminalError("publish on 'observations' after the terminal cut")
+                if block is None:  # per tick again (a subscriber that did not opt in), or sealed:
+                    return False  # the observer's per-tick stamp raises TerminalError
                 n = block.n
-                if buffer.dtype is block.dtype:
-                    try:
-                        block.typed[n] = buffer  # one copy of the tick's bytes
-                    except ValueError:  # another shape: its bytes, checked
-                        block.raw[n] = block.row_bytes(buffer)
-                else:
+                width = block.width
+                try:
+                    block.flat[n * width:(n + 1) * width] = buffer  # one copy of the tick's bytes
+                except (ValueError, TypeError):  # another dtype or shape: its bytes, checked
                     block.raw[n] = block.row_bytes(buffer)
                 if n == 0:  # once per block
                     block.first_global = self._global + 1
@@ -197,8 +198,8 @@ class BlockCapture:
                     self._pending = block
                 self._global += 1
                 sequences[_OBSERVATIONS] = sequences.get(_OBSERVATIONS, 0) + 1
-                block.ticks[n] = tick
-                block.times[n] = sim_time_ns
+                block.tick_items[n] = tick
+                block.time_items[n] = sim_time_ns
                 block.n = n = n + 1
                 if n == block.size:
                     self._flush_locked()
