@@ -255,8 +255,8 @@ def test_max_block_is_validated(tmp_path: Path, bad: object) -> None:
 # -- whole Runs -------------------------------------------------------------------------
 
 
-def _run_file(tmp_path: Path, name: str) -> Path:
-    synthetic = {"numeric_channels": 30, "command_every_s": 0.25, "event_every_s": 0.3, "reset_every_s": 0.7}
+def _run_file(tmp_path: Path, name: str, **knobs: object) -> Path:
+    synthetic = {"numeric_channels": 30, "command_every_s": 0.25, "event_every_s": 0.3, "reset_every_s": 0.7, **knobs}
     document = {
         "schema": "fastsim/2", "name": name, "backend": "synthetic",
         "scenario": {"scene": {"robots": {"robot": {"use": "robot://example/robot"}}, "synthetic": synthetic}},
@@ -385,7 +385,8 @@ def test_a_paced_run_delivers_blocks_by_age(tmp_path: Path) -> None:
         tiny.append(_Tiny(context, 120))
         return tiny[-1]
 
-    prepared = prepare_run(_run_file(tmp_path, "paced"), duration_s=0.8)
+    quiet = {"command_every_s": None, "event_every_s": None, "reset_every_s": None}  # nothing else cuts a block
+    prepared = prepare_run(_run_file(tmp_path, "paced", **quiet), duration_s=0.8)
     session = Session.open(prepared, tmp_path / "paced", factories={RECORD: factory})
     stepper = TickStepper(session.host, session.backend, max_block=120)
     run_loop(session.host, session.backend, ticks=96, realtime_factor=1.0, stepper=stepper)
