@@ -54,6 +54,14 @@ _OBSERVATION = SourceKind.OBSERVATION
 _OBSERVATIONS: str = SourceKind.OBSERVATION.value
 _envelope: Callable[[type[Envelope], tuple[object, ...]], Envelope] = tuple.__new__
 _monotonic = time.monotonic
+_read_only = np.ndarray.setflags
+# the flushed block is built through its slots, as the bus builds the per-tick values
+# (``bus.py``): every field is the bus's own, so the constructor's checks are not repeated
+_new = object.__new__
+_set_capture, _set_channels, _set_layout, _set_buffer, _set_ticks, _set_times, _set_channel = (
+    vars(ObservationBlock)[name].__set__
+    for name in ("capture_sequence", "channels", "layout", "buffer", "ticks", "sim_time_ns", "channel_sequence")
+)
 
 
 class PendingBlock:
@@ -66,8 +74,8 @@ class PendingBlock:
     buffer's bytes are copied, ``row_bytes``)."""
 
     __slots__ = (
-        "channel_sequence", "channels", "dtype", "first_capture", "first_global", "flat", "generation", "layout",
-        "n", "raw", "since", "size", "tick_items", "ticks", "time_items", "times", "width",
+        "channel_sequence", "channels", "dtype", "first_capture", "first_global", "first_tick", "first_time", "flat",
+        "generation", "layout", "n", "raw", "since", "size", "tick_items", "ticks", "time_items", "times", "width",
     )
 
     def __init__(self, channels: tuple[str, ...], layout: PackedLayout, size: int) -> None:
@@ -77,6 +85,7 @@ class PendingBlock:
         self.dtype = one if one is not None and one.itemsize and layout.nbytes % one.itemsize == 0 else np.dtype(np.uint8)
         self.width = layout.nbytes // self.dtype.itemsize
         self.n = self.first_global = self.first_capture = self.generation = self.channel_sequence = 0
+        self.first_tick = self.first_time = 0
         self.since = 0.0
         self._fresh()
 
@@ -100,14 +109,21 @@ class PendingBlock:
         n = self.n
         for view in (self.flat, self.tick_items, self.time_items):
             view.release()
-        for array in (self.raw, self.ticks, self.times):
-            array.flags.writeable = False
-        ticks, times = self.ticks[:n], self.times[:n]
-        block = ObservationBlock(
-            self.first_capture, self.channels, self.layout, self.raw[:n], ticks, times, self.channel_sequence
-        )
+        raw, ticks, times = self.raw, self.ticks, self.times
+        for array in (raw, ticks, times):
+            _read_only(array, write=False)
+        if n < self.size:  # row views: read-only too
+            raw, ticks, times = raw[:n], ticks[:n], times[:n]
+        block = _new(ObservationBlock)
+        _set_capture(block, self.first_capture)
+        _set_channels(block, self.channels)
+        _set_layout(block, self.layout)
+        _set_buffer(block, raw)
+        _set_ticks(block, ticks)
+        _set_times(block, times)
+        _set_channel(block, self.channel_sequence)
         envelope = _envelope(Envelope, (
-            self.first_global, _OBSERVATION, self.generation, int(ticks[0]), int(times[0]), block, None,
+            self.first_global, _OBSERVATION, self.generation, self.first_tick, self.first_time, block, None,
             self.first_capture,
         ))
         self._fresh()
@@ -195,6 +211,7 @@ class BlockCapture:
                     block.first_global = self._global + 1
                     block.first_capture = sequences.get(_OBSERVATIONS, 0) + 1
                     block.generation, block.channel_sequence, block.since = generation, channel_sequence, _monotonic()
+                    block.first_tick, block.first_time = tick, sim_time_ns
                     self._pending = block
                 self._global += 1
                 sequences[_OBSERVATIONS] = sequences.get(_OBSERVATIONS, 0) + 1
@@ -215,11 +232,18 @@ class BlockCapture:
         if block is None:
             return
         self._pending = None
+        count = block.n
         envelope = block.take()
         if self._history_open:
             self._history.setdefault(_OBSERVATIONS, []).append(envelope)
         for sub in self._subscribers[_OBSERVATIONS]:
-            self._deliver_block(sub, envelope, 0)
+            if self._max_block.get(sub, 1) < count:  # not in block mode: expanded or split
+                self._deliver_block(sub, envelope, 0)
+                continue
+            try:
+                sub.sink(envelope)
+            except Exception as exc:  # BK8: a broken sink must not break the simulation thread
+                self.on_sink_error(sub.stream, exc)
 
     def _deliver_block(self, sub: SinkSubscription, envelope: Envelope, from_sequence: int) -> None:
         for piece in pieces(envelope, from_sequence, self._max_block.get(sub, 1)):
