@@ -90,11 +90,12 @@ class PendingBlock:
         self._fresh()
 
     def _fresh(self) -> None:
-        self.raw = np.empty((self.size, self.layout.nbytes), np.uint8)
-        self.flat = memoryview(self.raw.view(self.dtype).reshape(-1))
-        self.ticks = np.empty(self.size, np.int64)
-        self.times = np.empty(self.size, np.int64)
-        self.tick_items, self.time_items = memoryview(self.ticks), memoryview(self.times)  # item stores
+        raw: Any = np.empty((self.size, self.layout.nbytes), np.uint8)
+        ticks: Any = np.empty(self.size, np.int64)
+        times: Any = np.empty(self.size, np.int64)
+        self.raw, self.ticks, self.times = raw, ticks, times
+        self.flat = memoryview(raw.view(self.dtype).reshape(-1))
+        self.tick_items, self.time_items = memoryview(ticks), memoryview(times)  # item stores
         self.n = 0
 
     def row_bytes(self, buffer: Any) -> Any:
