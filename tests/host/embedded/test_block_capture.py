@@ -338,8 +338,7 @@ def test_a_scripted_run_delivers_blocks_with_the_per_tick_envelopes(tmp_path: Pa
 
 
 def test_record_writes_the_same_records_whether_or_not_blocks_flow(tmp_path: Path) -> None:
-    """With Record in the Run, a tiny subscriber that opts in and one that does not see the same envelopes, and
-    Record's files hold the same records (the Run stamps blocks once Record opts in too)."""
+    """Record plus a tiny subscriber with max_block=8 or 1: same envelopes, same FSR records (blocks once Record opts in)."""
     _, opted, opted_file = _session(tmp_path, "opted", 8, record=True)
     _, plain, plain_file = _session(tmp_path, "plain", 1, record=True)
     assert max(_blocks(plain.items)) == 1
