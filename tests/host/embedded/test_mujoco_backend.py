@@ -107,7 +107,7 @@ def test_host_publishes_mujoco_ticks_packed() -> None:
             self.bound = packing
             return True
 
-        def packed_observer(self, sample: Callable[[], object]) -> Callable[[], object]:
+        def packed_observer(self, sample: Callable[[], object], max_block: int = 1) -> Callable[[], object]:
             return sample
 
     b = _backend(reset_every_s=None)

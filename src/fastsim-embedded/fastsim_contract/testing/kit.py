@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 import attrs
@@ -20,6 +20,9 @@ from fastsim_contract.values import (
     Envelope,
     FinalizerRegistrationRequest,
     FinalizerResult,
+    GenerationBarrier,
+    ObservationBlock,
+    ObservationTick,
     TerminalSemanticCut,
 )
 
@@ -41,6 +44,8 @@ __all__ = [
     "receipt",
     "watch",
     "write_sealed",
+    "fingerprint",
+    "per_tick",
 ]
 
 #: Builds one driver of the Core under test from ``HarnessSpec`` keyword arguments.
@@ -112,6 +117,44 @@ class Recorder:
 
 
 ALL_SOURCES = ("lifecycle", "events", "control.audit", "control.result", "observations")
+
+
+def per_tick(items: Iterable[Envelope]) -> list[Envelope]:
+    """``items`` in delivery order, each observation block (BK1-BK8) expanded to the
+    per-tick envelopes it stands for: tick ``i`` of a block at global sequence ``g`` and
+    capture sequence ``c`` is ``block.tick(i)`` at ``g + i`` / ``c + i``, with its own tick
+    and simulation time."""
+    out: list[Envelope] = []
+    for envelope in items:
+        block = envelope.payload
+        if not isinstance(block, ObservationBlock):
+            out.append(envelope)
+            continue
+        for i in range(len(block)):
+            out.append(envelope._replace(
+                global_sequence=envelope.global_sequence + i, tick=int(block.ticks[i]),
+                sim_time_ns=int(block.sim_time_ns[i]), payload=block.tick(i),
+                source_sequence=envelope.source_sequence + i,
+            ))
+    return out
+
+
+def fingerprint(envelope: Envelope) -> tuple[object, ...]:
+    """What a per-tick consumer can tell of ``envelope``: its stamp, and for an observation
+    tick its capture and channel sequence, channels and the values' bytes (a barrier: its
+    generations; anything else: its payload's text)."""
+    stamp = (envelope.global_sequence, envelope.source.value, envelope.generation, envelope.tick,
+             envelope.sim_time_ns, envelope.source_sequence, envelope.portable_size)
+    payload = envelope.payload
+    if isinstance(payload, ObservationTick):
+        values = b"".join(np.ascontiguousarray(v).tobytes() for v in payload.values)
+        sequence = tuple(sample.channel_sequence for sample in payload.samples)
+        return (*stamp, payload.capture_sequence, sequence, payload.channels, values)
+    if isinstance(payload, GenerationBarrier):
+        return (*stamp, payload.generation, payload.previous, payload.reason)
+    if isinstance(payload, Mapping) and any("wall_time" in str(key) for key in payload):  # differs per Run
+        return (*stamp[:-1], repr({k: v for k, v in payload.items() if "wall_time" not in str(k)}))
+    return (*stamp, repr(payload))
 
 
 def watch(driver: CoreDriver, *sources: str, channels: tuple[str, ...] = ()) -> tuple[CoreServices, Recorder]:

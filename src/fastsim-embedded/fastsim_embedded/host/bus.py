@@ -21,6 +21,9 @@ Rules:
     | 6 | after ``close_history`` a subscription from an already-published sequence is  |
     |   | refused (history is bounded by the prepare boundary)                          |
     | 7 | after ``seal`` (the terminal cut) publishing raises TerminalError             |
+    | 8 | observation blocks (opt-in ``max_block``): every other stamp, ``subscribe``,  |
+    |   | ``unsubscribe`` and ``seal`` first deliver the pending block (``blocks``,     |
+    |   | BK1-BK8)                                                                      |
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ from fastsim_contract.protocols import SinkSubscription as _Subscription
 from fastsim_contract.values import (
     CapturePlan,
     Envelope,
+    ObservationBlock,
     ObservationTick,
     PackedLayout,
     PackedValues,
     SampleBlock,
     SourceKind,
 )
+from fastsim_embedded.host.blocks import BlockCapture, PendingBlock
 
 __all__ = ["SUBSCRIBABLE", "CaptureBus", "PackedStamp", "SinkError", "Stamp"]
 
@@ -100,8 +105,8 @@ def _stream_of(source: SourceKind) -> str:
 
 
 @attrs.define(eq=False)
-class CaptureBus:
-    """Sequencing and delivery for one Run."""
+class CaptureBus(BlockCapture):
+    """Sequencing and delivery for one Run (observation blocks: ``BlockCapture``)."""
 
     plan: CapturePlan
     on_sink_error: Callable[[str, BaseException], None] = attrs.field(default=lambda _s, _e: None)
@@ -115,6 +120,9 @@ class CaptureBus:
     _sealed: bool = attrs.field(init=False, default=False)
     _captured: dict[SourceKind, bool] = attrs.field(init=False, factory=dict)
     _streams: dict[SourceKind, str] = attrs.field(init=False, factory=dict)
+    _pending: PendingBlock | None = attrs.field(init=False, default=None)
+    _blocks: PendingBlock | None = attrs.field(init=False, default=None)
+    _max_block: dict[_Subscription, int] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         for kind in SourceKind:  # precomputed: the hot path never touches Enum.value
@@ -152,6 +160,8 @@ class CaptureBus:
         with self._lock:
             if self._sealed:
                 raise TerminalError(f"publish on {key!r} after the terminal cut")
+            if self._pending is not None:  # rule 8: the pending block first
+                self._flush_locked()
             self._global += 1
             seq = self._source_seq.get(key, 0) + 1
             self._source_seq[key] = seq
@@ -177,6 +187,8 @@ class CaptureBus:
             try:  # ``_emit``, inlined: one Python frame per item
                 if self._sealed:
                     raise TerminalError(f"publish on {stream!r} after the terminal cut")
+                if self._pending is not None:  # rule 8: the pending block first
+                    self._flush_locked()
                 self._global = number = self._global + 1
                 seq = sequences[stream] = sequences.get(stream, 0) + 1
                 envelope = _envelope(Envelope, (number, source, generation, tick, sim_time_ns, payload, size, seq))
@@ -226,6 +238,8 @@ class CaptureBus:
             try:
                 if self._sealed:
                     raise TerminalError("publish on 'observations' after the terminal cut")
+                if self._pending is not None:  # rule 8: the pending block first
+                    self._flush_locked()
                 self._global = number = self._global + 1
                 seq = sequences[_OBSERVATIONS] = sequences.get(_OBSERVATIONS, 0) + 1
                 observation = _new(ObservationTick)
@@ -291,7 +305,9 @@ class CaptureBus:
     def seal(self) -> tuple[int, dict[str, int]]:
         """Take the terminal cut: the last global sequence and every source's last sequence."""
         with self._lock:
+            self._flush_locked()  # rule 8 (BK6): the cut counts every stamped tick, all delivered
             self._sealed = True
+            self._blocks = None
             return self._global, dict(self._source_seq)
 
     @property
@@ -301,8 +317,9 @@ class CaptureBus:
             return self._global
 
     # -- consumers ---------------------------------------------------------------
-    def subscribe(self, stream: str, sink: Sink, *, from_sequence: int = 1) -> _Subscription:
-        """Atomic history-plus-live subscription to one stream."""
+    def subscribe(self, stream: str, sink: Sink, *, from_sequence: int = 1, max_block: int = 1) -> _Subscription:
+        """Atomic history-plus-live subscription to one stream; ``max_block > 1``
+        (``observations``): the sink accepts observation blocks of up to that many ticks."""
         if stream not in SUBSCRIBABLE:
             raise SubscriptionRefused(f"subscribe: unknown source {stream!r}")
         if not self.plan.captures(stream):
@@ -320,19 +337,28 @@ class CaptureBus:
                 raise SubscriptionRefused(
                     f"subscribe: history of {stream!r} is closed; sequence {from_sequence} is gone"
                 )
+            self._flush_locked()  # rule 8: the replay/live boundary falls between envelopes
             sub = _Subscription(self._unsubscribe, stream, sink)
+            if max_block > 1:
+                self._max_block[sub] = max_block
             for envelope in self._history.get(stream, ()):
-                if envelope.global_sequence >= from_sequence:
+                if envelope.payload.__class__ is ObservationBlock:
+                    self._deliver_block(sub, envelope, from_sequence)
+                elif envelope.global_sequence >= from_sequence:
                     self._deliver(sub, envelope)
             self._subscribers.setdefault(stream, []).append(sub)
+            if stream == _OBSERVATIONS:
+                self._block_subscribed(max_block)
         return sub
 
     def _unsubscribe(self, sub: _Subscription) -> None:
         with self._lock:
             if sub.closed:
                 return
+            self._flush_locked()  # rule 8: it receives every tick stamped while it listened
             sub.closed = True
             self._subscribers[sub.stream].remove(sub)
+            self._max_block.pop(sub, None)
 
     def history(self, stream: str) -> Sequence[Envelope]:
         """A copy of the retained history of ``stream`` (tests, diagnostics)."""

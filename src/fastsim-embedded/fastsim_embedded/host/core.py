@@ -86,7 +86,7 @@ class EmbeddedHost:
         self.outputs = FileOutputService(
             self.output_dir, self.context.output_policy, self.context.completion_id
         )
-        self.flow = FlowControl(self.flow_stall_s)
+        self.flow = FlowControl(self.flow_stall_s, flush=self.bus.flush)
         self.events = EventPublisher(self.context, self.bus, self.portable_sizes)
         self.observations = ObservationPublisher(self.context, self.bus, self.events.publish_now)
 

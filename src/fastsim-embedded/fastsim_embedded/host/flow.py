@@ -19,6 +19,9 @@ Rules (``FlowControl.settle``, run on the loop thread after each tick):
     |     | consumer's own overload policy decides (a ``fail_run`` lane fails the Run)  |
     | FC5 | a gauge that raises is released too (the error is kept, never propagated)   |
     | FC6 | registration closes at the terminal cut (``TerminalError``)                 |
+    | FC7 | before waiting on a pressed gauge the host delivers its pending observation  |
+    |     | block (``flush``, BK5), so the consumer can relieve it; reading a gauge that |
+    |     | is not pressed (FC2) delivers nothing                                        |
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ class FlowControl:
     released: list[tuple[str, str]] = attrs.field(factory=list)
     waited_s: float = 0.0  # total time the loop waited on consumers
     waits: int = 0  # ticks after which it waited
+    #: FC7: the bus's ``flush`` (delivers a pending observation block, ``host.blocks``)
+    flush: Callable[[], None] = attrs.field(default=lambda: None, kw_only=True)
     _active: tuple[GaugeRegistration, ...] = attrs.field(init=False, default=())
     _closed: bool = attrs.field(init=False, default=False)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
@@ -101,6 +106,7 @@ class FlowControl:
             try:
                 if not gauge.pressed:  # FC2
                     continue
+                self.flush()  # FC7
                 waited += self._wait(registration, stop)
             except Exception as exc:  # FC5: a broken gauge never breaks the Run loop
                 self._release(registration, f"gauge failed: {exc!r}")

@@ -152,16 +152,50 @@ class ObservationPublisher:
         ctx = self.context
         return stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, buffer, self._observed)
 
-    def packed_observer(self, sample: Callable[[], Any]) -> Callable[[], object]:
+    def packed_observer(self, sample: Callable[[], Any], max_block: int = 1) -> Callable[[], object]:
         """The per-tick observation of a bound packing (``bind_numeric_packing``) as one
         closure: take ``sample()`` (the backend's buffer), publish it as
         ``publish_observation_packed`` does, return it.  The plan's channels, the layout and
-        the bus's ``packed_stamper`` are bound once (``bind_numeric_packing``); a gathering plan goes through
-        ``publish_observation_packed``."""
+        the bus's ``packed_stamper`` are bound once (``bind_numeric_packing``); a gathering
+        plan goes through ``publish_observation_packed``.
+
+        ``max_block`` is the host's own bound on an observation block (1: per tick).  Above
+        1, and when the bus grants block mode (every ``observations`` subscriber opted in,
+        ``host.blocks``), each tick is a row of the pending block instead: no freeze copy,
+        no per-tick envelope; should the bus turn back to per-tick stamping mid-Run, the
+        tick is stamped here as above."""
         stamp = self._stamp
-        if stamp is None:
+        packed = self._packed
+        if stamp is None or packed is None:
             raise ValueError("packed_observer: no numeric packing is bound")
-        if self._gather is not None:
+        names = self.context.capture.observation_channels
+        append = self.bus.block_stamper(names, packed, max_block) if max_block > 1 else None
+        gather = self._gather
+        ctx = self.context
+        if append is not None:
+            if gather is not None:
+                raw = np.ascontiguousarray  # the plan order differs: one gather copy
+
+                def gathered_rows() -> object:
+                    value = sample()
+                    buffer = raw(value).reshape(-1).view(np.uint8).take(gather)
+                    self._observed += 1
+                    if not append(ctx.generation, ctx.tick, ctx.sim_time_ns, buffer, self._observed):
+                        stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, readonly(buffer), self._observed)
+                    return value
+
+                return gathered_rows
+
+            def observe_rows() -> object:
+                value = sample()
+                self._observed += 1
+                if not append(ctx.generation, ctx.tick, ctx.sim_time_ns, value, self._observed):
+                    buffer = readonly(np.array(value, order="C")) if value.flags.writeable else value
+                    stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, buffer, self._observed)
+                return value
+
+            return observe_rows
+        if gather is not None:
             publish = self.publish_observation_packed
 
             def gathered() -> object:
@@ -170,7 +204,6 @@ class ObservationPublisher:
                 return value
 
             return gathered
-        ctx = self.context
 
         def observe() -> object:
             value = buffer = sample()

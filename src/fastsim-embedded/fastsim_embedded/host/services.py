@@ -13,6 +13,10 @@ Subscriptions a plugin may make (``EmbeddedCore.subscribe``):
     | 6 | cameras         | the ``camera`` grant                  | empty or planned channels    |
     | 7 | render.state, geometry, fluid.emissions | in the plan   | must be empty                |
 
+``max_block`` is an ``int >= 1``; above 1 only for ``observations`` (the sink accepts
+``ObservationBlock`` envelopes of up to that many ticks, ``fastsim_embedded.host.blocks``).
+Anything else is refused with one line.
+
 Grants (``request_grant``): ``CapturePlan.justified_grants`` (contract section 5).
 """
 
@@ -70,6 +74,10 @@ class EmbeddedCore:
     ) -> Subscription:
         """Atomic history-plus-live subscription (the module table)."""
         plan = self.host.context.capture
+        if type(max_block) is not int or max_block < 1:
+            raise SubscriptionRefused(f"subscribe: max_block must be an int >= 1 (got {max_block!r})")
+        if max_block != 1 and source != SourceKind.OBSERVATION.value:
+            raise SubscriptionRefused(f"subscribe: max_block applies to 'observations' only (got {max_block} for {source!r})")
         if source == SourceKind.OBSERVATION.value:
             if "observation" not in self.grants:
                 raise SubscriptionRefused("subscribe: observations need the 'observation' grant")
@@ -87,7 +95,7 @@ class EmbeddedCore:
                 raise SubscriptionRefused(f"subscribe: camera channels not in the capture plan: {unknown}")
         elif channels:
             raise SubscriptionRefused(f"subscribe: {source!r} takes no channel selection")
-        return self.host.bus.subscribe(source, sink, from_sequence=from_sequence)
+        return self.host.bus.subscribe(source, sink, from_sequence=from_sequence, max_block=max_block)
 
     def request_grant(self, grant: str) -> None:
         """Grant only what the capture plan justifies (the module's grant table)."""

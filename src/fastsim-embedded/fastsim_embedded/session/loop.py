@@ -26,7 +26,15 @@ The scripted driver (``run_loop``) adds, per tick:
     | 3 | pacing, only with ``realtime_factor``: sleep until wall time catches up with |
     |   | sim time / factor (default: as fast as possible)                             |
     | 4 | flow control, only without ``realtime_factor``: while a consumer's gauge is  |
-    |   | pressed, wait for it, bounded (``fastsim_embedded.host.flow``, FC1-FC6)      |
+    |   | pressed, wait for it, bounded (``fastsim_embedded.host.flow``, FC1-FC7)      |
+
+Observation blocks (``fastsim_embedded.host.blocks``, BK1-BK8) are for the scripted
+driver only: ``run_loop`` (and ``Session.play_script``: ``fsr record``) binds the packed
+observer with the host's own bound ``SCRIPTED_MAX_BLOCK``; the bus then stamps blocks
+when every ``observations`` subscriber opted in.  A paced Run delivers a pending block
+once its oldest tick is ``BLOCK_AGE_S`` of wall time old (BK4), and the loop delivers
+what is pending when it ends (BK6).  Every other driver (``Session.step``: the Gymnasium
+paths, tests) builds its ``TickStepper`` with ``max_block=1``: per-tick stamping.
 
 After the last tick the host requests a normal completion (it loses if anything else
 already won).  A backend exception becomes a failed completion; KeyboardInterrupt a
@@ -45,13 +53,20 @@ import attrs
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import Backend, CameraReading, ControlOutcome, TickScript
+from fastsim_embedded.host.blocks import BLOCK_AGE_S
 from fastsim_embedded.host.core import EmbeddedHost
 from fastsim_embedded.host.observations import ObservationPublisher
 from fastsim_embedded.render.capture import RenderCapture
 
 __all__ = [
-    "HostWork", "Progress", "TickResult", "TickStepper", "observation_publisher", "run_loop", "tick_count",
+    "SCRIPTED_MAX_BLOCK", "HostWork", "Progress", "TickResult", "TickStepper", "observation_publisher", "run_loop",
+    "tick_count",
 ]
+
+#: The host's own bound on an observation block in the scripted driver's Runs (one
+#: second at 120 Hz; the subscribers' ``max_block`` may lower it).  The one setting that
+#: decides whether a Run may stamp blocks: driven steppers keep 1 (per tick).
+SCRIPTED_MAX_BLOCK = 120
 
 HostWork = Callable[[int], None]
 Progress = Callable[[int, int], None]
@@ -82,17 +97,20 @@ def _sample_and_publish(sample: Callable[[], object], publish: Callable[[Any], o
     return observe
 
 
-def observation_publisher(observations: ObservationPublisher, backend: Backend) -> Callable[[], object] | None:
+def observation_publisher(
+    observations: ObservationPublisher, backend: Backend, max_block: int = 1
+) -> Callable[[], object] | None:
     """What publishes one observation tick: ``None`` when the plan selects no numeric
     channel (no polling at all); else the cheapest capability the backend has --
-    ``PackedSampling`` (one buffer), then ``BlockSampling`` (row views), then the
-    per-channel ``sample_numeric`` mapping.  The callable returns the sample it published."""
+    ``PackedSampling`` (one buffer; observation blocks of up to ``max_block`` ticks when
+    the bus grants them), then ``BlockSampling`` (row views), then the per-channel
+    ``sample_numeric`` mapping.  The callable returns the sample it published."""
     if not observations.wants_observations():
         return None
     packed = getattr(backend, "sample_numeric_packed", None)
     packing = getattr(backend, "numeric_packing", None)
     if callable(packed) and callable(packing) and observations.bind_numeric_packing(packing()):
-        return observations.packed_observer(packed)
+        return observations.packed_observer(packed, max_block)
     blocks = getattr(backend, "sample_numeric_blocks", None)
     layout = getattr(backend, "numeric_layout", None)
     if callable(blocks) and callable(layout) and observations.bind_numeric_layout(layout()):
@@ -109,16 +127,17 @@ class TickStepper:
     """Steps one Run's backend one tick at a time and publishes what the tick produced.
 
     Built once per Run (after the plugins started): it binds the cheapest observation
-    path and the render side.  ``tick`` is the whole per-tick table above; it raises
+    path (``max_block``: the host's bound on an observation block, 1 = per tick) and the
+    render side.  ``tick`` is the whole per-tick table above; it raises
     whatever the backend or a publisher raised (the driver decides the completion).
     """
 
-    def __init__(self, host: EmbeddedHost, backend: Backend, *, substeps: int = 1) -> None:
+    def __init__(self, host: EmbeddedHost, backend: Backend, *, substeps: int = 1, max_block: int = 1) -> None:
         self.host = host
         self.backend = backend
         self.substeps = substeps
         self._dt_ns = 1e9 / host.context.sensor_hz
-        self._observe = observation_publisher(host.observations, backend)
+        self._observe = observation_publisher(host.observations, backend, max_block)
         self._cameras = bool(host.context.capture.cameras)
         self._events = host.events
         self._publish_cameras = host.observations.publish_cameras
@@ -166,17 +185,19 @@ def run_loop(
     """Play the scene's own script for up to ``ticks`` ticks; returns the ticks completed.
 
     ``stepper`` continues a Run that an earlier driver already stepped (its tick count
-    carries on); by default a new one is built.
+    carries on); by default a new one is built, with observation blocks of up to
+    ``SCRIPTED_MAX_BLOCK`` ticks.
     """
     wall_per_tick = None if not realtime_factor else 1.0 / (host.context.sensor_hz * realtime_factor)
     wall_start = time.monotonic()
     terminal = host.terminal
     settle = None if wall_per_tick is not None else host.flow.settle  # FC1: never when paced
+    aged = host.bus.flush_aged  # BK4 (paced): a pending block's oldest tick waits at most BLOCK_AGE_S
     stop = terminal.completion_requested
     done = 0
     try:
         if stepper is None:
-            stepper = TickStepper(host, backend, substeps=substeps)
+            stepper = TickStepper(host, backend, substeps=substeps, max_block=SCRIPTED_MAX_BLOCK)
         first = stepper.ticks
         for n in range(1, ticks + 1):
             if stop():
@@ -188,7 +209,9 @@ def run_loop(
             if progress is not None:
                 progress(n, ticks)
             if wall_per_tick is not None:
-                ahead = wall_start + n * wall_per_tick - time.monotonic()
+                now = time.monotonic()
+                aged(now, BLOCK_AGE_S)
+                ahead = wall_start + n * wall_per_tick - now
                 if ahead > 0:
                     time.sleep(ahead)
             elif settle is not None:
@@ -197,5 +220,7 @@ def run_loop(
         host.request_completion(CompletionKind.STOPPED, "interrupted by the operator")
     except Exception as exc:  # the backend or a publisher broke: fail the Run, never hang
         host.request_completion(CompletionKind.FAILED, f"simulation failed at tick {done + 1}: {exc}")
+    finally:
+        host.bus.flush()  # BK6: every stamped tick is delivered when the loop returns
     host.request_completion(CompletionKind.NORMAL, f"duration reached after {done} ticks")
     return done

@@ -53,6 +53,7 @@ from fastsim_embedded.render.capture import RenderCapture
 from fastsim_embedded.session.compile import PreparedRun, prepare_run
 from fastsim_embedded.session.gc_policy import gc_policy_enabled, run_gc_policy
 from fastsim_embedded.session.loop import (
+    SCRIPTED_MAX_BLOCK,
     HostWork,
     Progress,
     TickResult,
@@ -288,6 +289,10 @@ class Session:
         if self.failure is not None:
             return 0
         try:
+            if self._stepper is None and self.result is None:  # the scripted driver: blocks allowed
+                self._stepper = TickStepper(
+                    self.host, self.backend, substeps=self.prepared.substeps, max_block=SCRIPTED_MAX_BLOCK
+                )
             stepper = self.stepper
         except Exception as exc:  # the render side could not bind: fail the Run, never hang
             self.host.request_completion(CompletionKind.FAILED, f"simulation failed at tick 1: {exc}")
