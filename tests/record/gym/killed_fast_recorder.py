@@ -2,7 +2,7 @@
 (SIGKILL, by itself) right after an episode ended: no ``close()``, no pause (test_kill.py).
 
 argv: DIRECTORY MODE.  ``single``: CartPole episodes, ``reset()`` at once after each end, until
-6 have ended; ``vector``: 3 CartPole sub-envs (``SAME_STEP``, ``writers=1``) for 60 steps.
+6 have ended; ``vector``: 3 CartPole sub-envs (``SAME_STEP``, ``writers=3``) for 60 steps.
 What the env returned (the ended episodes' lengths and seeds) goes to DIRECTORY/../played.json.
 """
 
@@ -39,7 +39,7 @@ else:
     envs = RecordVectorEpisodes(
         gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync",
                      vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}),
-        directory, durable=True, writers=1,
+        directory, writers=3,  # durable by default; a slot per sub-env
     )
     envs.action_space.seed(0)
     envs.reset(seed=0)

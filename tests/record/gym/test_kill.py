@@ -66,7 +66,7 @@ def test_sigkill_mid_episode_leaves_earlier_episodes_committed_and_the_current_r
 
 @pytest.mark.parametrize("mode", ["single", "vector"])
 def test_durable_episodes_are_committed_before_the_env_goes_on(tmp_path: Path, mode: str) -> None:
-    """durable=True, killed right after episodes ended (no close, no pause): every ended episode is committed and valid; every open one has its .incomplete."""
+    """durable (the default), killed right after episodes ended (no close, no pause): every ended episode is committed and valid; every open one with a slot has its .incomplete."""
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": f"{source_path()}{os.pathsep}{ROOT}", "MUJOCO_GL": "egl"}
     done = subprocess.run([sys.executable, str(HERE / "killed_fast_recorder.py"), str(out), mode],
@@ -80,7 +80,7 @@ def test_durable_episodes_are_committed_before_the_env_goes_on(tmp_path: Path, m
     if mode == "single":
         for path, episode in zip(committed, played, strict=True):
             assert (read_episode(path).steps, read_episode(path).seed) == (episode["steps"], episode["seed"])
-    else:  # a writer slot per sub-env (writers=1 was raised to 3): each open episode streams into its file
+    else:  # a writer slot per sub-env (writers=3): each open episode streams into its file
         ended = sorted(int(p.stem.rsplit("-env", 1)[1]) for p in committed)
         assert ended == sorted(e["sub_env"] for e in played)
         assert len(list(out.glob("*.fsr.incomplete"))) == 3

@@ -39,7 +39,7 @@ def test_the_env_thread_never_waits_for_a_commit_while_the_pool_has_room(
 ) -> None:
     """Five episodes end with every commit held back (writers=4): no step waits; then all commit."""
     gate, done = _gated_finish(monkeypatch)
-    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=4)
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=4, durable=False)
     played = play(env, [0, 1, 2, 3, 4])
     recording = env._recording
     assert (done, recording.flow_waits) == ([], 0)  # every episode ended; none has been committed yet
@@ -55,7 +55,7 @@ def test_when_the_pool_is_full_the_env_thread_waits_and_counts_it_never_drops(
 ) -> None:
     """writers=1: the third finished episode waits for a commit (counted); every episode commits."""
     gate, _ = _gated_finish(monkeypatch)
-    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=1)
+    env = RecordEpisodes(gym.make("CartPole-v1"), tmp_path, writers=1, durable=False)
     recording = env._recording
 
     def open_when_waiting() -> None:

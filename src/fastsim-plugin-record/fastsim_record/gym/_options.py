@@ -25,9 +25,9 @@
     |   |                 |                | record; the step that would pass it ends the episode's file    |
     |   |                 |                | (truncated, completion ``stopped``, the reason says so)        |
     | 13| durable         | ``True``       | ``kill -9`` safe: the ``step``/``reset``/``close`` that ends an |
-    |   |                 |                | episode returns once its file is committed, and every sub-env  |
-    |   |                 |                | holds a writer slot (``writers`` is raised to the sub-envs), so |
-    |   |                 |                | every open episode streams into its ``.incomplete``.  Costs the |
+    |   |                 |                | episode returns once its file is committed (an open episode    |
+    |   |                 |                | that holds a writer slot streams into its ``.incomplete``; the |
+    |   |                 |                | slots stay ``writers``, so open files stay bounded).  Costs the |
     |   |                 |                | commit per episode on the env thread; ``False`` commits in the |
     |   |                 |                | pool while the env goes on (faster; a ``kill -9`` may then lose |
     |   |                 |                | the episodes that ended just before it)                        |
@@ -90,8 +90,6 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
     durable = options.get("durable", True)
     if not isinstance(durable, bool):
         raise GymWrapError(f"durable: must be True or False (got {durable!r})")
-    if durable:
-        workers = max(workers, num_envs)  # a slot per sub-env: every open episode streams into its file
     integrity = options.get("integrity", "structural")
     limit = options.get("max_episode_bytes")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
