@@ -197,14 +197,14 @@ class Lane:
         pressure mark itself and the room above it, in items and in bytes / ``record_bytes``."""
         if self._policy is not _FAIL_RUN or not record_bytes or record_bytes <= 0:
             return 1
-        mark_items = self.pressure_items or self._max_items
-        mark_bytes = self.pressure_bytes or self._max_bytes
-        limit = min(
-            BLOCK_CAP,
-            mark_items, self._max_items - mark_items + 1,
-            mark_bytes // record_bytes, (self._max_bytes - mark_bytes + 1) // record_bytes,
-        )
-        return max(1, limit)
+        items, nbytes = self._max_items, self._max_bytes  # no mark: the budget itself
+        mark = self.pressure_items
+        if mark is not None:
+            items = min(mark, items - mark + 1)
+        mark = self.pressure_bytes
+        if mark is not None:
+            nbytes = min(mark, nbytes - mark + 1)
+        return max(1, min(BLOCK_CAP, items, nbytes // record_bytes))
 
     def _envelope(self, item: Any) -> CapturedItem:
         return item if self.materialize is None else self.materialize(item)

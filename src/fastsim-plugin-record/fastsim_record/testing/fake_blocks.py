@@ -22,7 +22,7 @@ from fastsim_contract.values import (
 )
 from fastsim_recording_format.encoding import readonly
 
-__all__ = ["PendingBlock", "packed_layout"]
+__all__ = ["PendingBlock", "pack_row", "packed_layout"]
 
 
 def packed_layout(channels: Sequence[ChannelDescriptor], names: Sequence[str]) -> PackedLayout | None:
@@ -33,6 +33,18 @@ def packed_layout(channels: Sequence[ChannelDescriptor], names: Sequence[str]) -
     return PackedLayout(tuple(
         (np.dtype(declared[n].dtype).newbyteorder("<").str, tuple(declared[n].shape)) for n in names
     ))
+
+
+def pack_row(names: Sequence[str], layout: PackedLayout, values: Mapping[str, object]) -> bytes | None:
+    """One tick's values as one packed row, or ``None`` when a value lacks its exact dtype
+    and shape (such a tick goes out per channel, as without packing)."""
+    parts = []
+    for name, (dtype, shape) in zip(names, layout.fields, strict=True):
+        value = np.asarray(values.get(name))
+        if value.dtype != np.dtype(dtype) or value.shape != shape:
+            return None
+        parts.append(np.ascontiguousarray(value).tobytes())
+    return b"".join(parts)
 
 
 @attrs.define(eq=False)
@@ -48,14 +60,8 @@ class PendingBlock:
     _first: tuple[int, int, int] = (0, 0, 0)  # global sequence, capture sequence, generation
 
     def row(self, values: Mapping[str, object]) -> bytes | None:
-        """One tick's packed row, or ``None`` when a value lacks its exact dtype and shape."""
-        parts = []
-        for name, (dtype, shape) in zip(self.channels, self.layout.fields, strict=True):
-            value = np.asarray(values.get(name))
-            if value.dtype != np.dtype(dtype) or value.shape != shape:
-                return None
-            parts.append(np.ascontiguousarray(value).tobytes())
-        return b"".join(parts)
+        """One tick's packed row (``pack_row``)."""
+        return pack_row(self.channels, self.layout, values)
 
     def add(self, row: bytes, global_sequence: int, capture: int, generation: int, tick: int, sim_time_ns: int) -> bool:
         """BK1: one stamped tick's row; True when the block is full (BK4)."""

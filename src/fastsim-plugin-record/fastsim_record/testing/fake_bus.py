@@ -16,6 +16,8 @@ pending block is delivered first by any other stamp on any source, a reset's bar
 included (BK2, BK3), at ``k`` ticks (BK4), by ``flush`` -- which the flow calls before it
 waits on a pressed gauge (BK5) -- and by the seal (BK6).  A later live ``observations``
 subscription that does not opt in flushes and switches the Run back to per-tick stamping.
+With ``packed_ticks`` a per-tick tick that fits the layout carries ``PackedValues`` over its
+row, as a packing backend's does (so a Run's per-tick and block forms take one encoding path).
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ from fastsim_contract.values import (
     Envelope,
     GenerationBarrier,
     ObservationTick,
+    PackedLayout,
+    PackedValues,
+    SampleBlock,
     SourceKind,
     TerminalSemanticCut,
 )
-from fastsim_record.testing.fake_blocks import PendingBlock, packed_layout
+from fastsim_record.testing.fake_blocks import PendingBlock, pack_row, packed_layout
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["KINDS", "MANDATORY_SOURCES", "FakeBus", "InjectedFault", "Subscription", "check_fault"]
@@ -91,11 +96,13 @@ class FakeBus:
     subscribe_calls: list[tuple[str, int, tuple[str, ...]]] = attrs.field(factory=list)
     held: dict[str, list[Envelope]] = attrs.field(factory=dict)
     max_block: int = 1  # the fake's own bound on a block (1: it never stamps one)
+    packed_ticks: bool = False  # per-tick ticks as PackedValues after the boundary (module doc)
     #: (source, max_block) of every accepted subscription
     subscribe_blocks: list[tuple[str, int]] = attrs.field(factory=list)
     blocks_stamped: int = 0  # block envelopes stamped so far
     _accepts: dict[int, int] = attrs.field(factory=dict)  # id(subscription) -> its max_block
     _block: PendingBlock | None = None  # while the Run stamps blocks (module doc)
+    _packing: PackedLayout | None = None  # per-tick ticks' packed layout (``packed_ticks``)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
     _source_locks: dict[str, threading.RLock] = attrs.field(factory=dict)
 
@@ -247,6 +254,11 @@ class FakeBus:
         row = pending.row(values) if pending is not None else None
         if row is not None and self._pend(row):
             return None
+        layout = self._packing
+        row = pack_row(names, layout, values) if layout is not None else None
+        if layout is not None and row is not None:
+            packed = SampleBlock(names, PackedValues(np.frombuffer(row, np.uint8), layout), self.tick)
+            return self._publish("observations", SourceKind.OBSERVATION, ObservationTick(0, packed), None)
         samples = tuple(ChannelSample(n, _frozen(values[n]), self.tick) for n in names)
         return self._publish("observations", SourceKind.OBSERVATION, ObservationTick(0, samples), None)
 
@@ -303,8 +315,9 @@ class FakeBus:
                 items.clear()
             live = [self._accepts.get(id(sub), 1) for sub in self.subscribers["observations"] if not sub.closed]
             k = min([self.max_block, *live]) if live else 1
-            layout = packed_layout(self.channels, self.plan.observation_channels) if k > 1 else None
-            if layout is not None:
+            layout = packed_layout(self.channels, self.plan.observation_channels)
+            self._packing = layout if self.packed_ticks else None
+            if layout is not None and k > 1:
                 self._block = PendingBlock(self.plan.observation_channels, layout, k)
 
     @property

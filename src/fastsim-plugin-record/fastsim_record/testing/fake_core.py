@@ -33,7 +33,8 @@ Semantics (``contracts/core-contract.md``; this fake passes the contract suite):
     |   | then releases it; ``end_tick(paced=True)`` never reads a gauge              |
     | 9 | blocks (contract section 4, BK1-BK8): with ``max_block`` > 1 and every      |
     |   | observations subscription opted in at the boundary, ticks travel as        |
-    |   | ``ObservationBlock`` values of at most that many ticks (``fake_bus`` doc)   |
+    |   | ``ObservationBlock`` values of at most that many ticks (``fake_bus`` doc);  |
+    |   | ``packed_ticks``: per-tick ticks carry ``PackedValues`` (a packing backend) |
 
 Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
 (``subscribe:<source>``, ``request_grant``, ``register_finalizer``);
@@ -168,6 +169,7 @@ class FakeCore:
     max_finalizer_timeout_s: float = 300.0
     flow_stall_s: float = 5.0
     max_block: int = 1  # the fake's own bound on a block of ticks (1: never; rule 9)
+    packed_ticks: bool = False  # per-tick ticks as PackedValues, as a packing backend's (rule 9)
     run_id: str = "run-1"
     completion_id: str = "completion-1"
     # the parts (built from the fields above)
@@ -183,7 +185,8 @@ class FakeCore:
             self.capture = default_plan(self.channels)
         faults = self.prepare_faults
         self.bus = FakeBus(
-            self.capture, self.channels, self.sensor_hz, self.portable_sizes, faults, max_block=self.max_block
+            self.capture, self.channels, self.sensor_hz, self.portable_sizes, faults,
+            max_block=self.max_block, packed_ticks=self.packed_ticks,
         )
         self.granting = Grants(self.capture, faults)
         self.terminal = Terminal(self.bus)
