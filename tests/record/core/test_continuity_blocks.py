@@ -31,7 +31,8 @@ def test_a_block_whose_first_capture_skips_is_refused_like_a_skipped_tick() -> N
         assert by_tick.check(_tick(i, i)) is None
     block_problem = by_block.advance_block(6, 6, 4, 0)
     tick_problem = by_tick.check(_tick(6, 6))
-    assert block_problem is not None and tick_problem is not None
+    assert block_problem is not None
+    assert tick_problem is not None
     assert block_problem.rule is tick_problem.rule is ContinuityRule.CAPTURE_SEQUENCE
     assert block_problem.reason == tick_problem.reason
     assert "capture_sequence 6 does not continue 4" in block_problem.reason
@@ -43,6 +44,8 @@ def test_a_block_out_of_global_order_or_generation_is_refused() -> None:
     tracker = SourceContinuity("observations")
     assert tracker.advance_block(10, 1, 5, 0) is None  # globals 10..14
     problem = tracker.advance_block(14, 6, 2, 0)
-    assert problem is not None and problem.rule is ContinuityRule.GLOBAL_ORDER
+    assert problem is not None
+    assert problem.rule is ContinuityRule.GLOBAL_ORDER
     problem = tracker.advance_block(20, 8, 2, 1)  # a record of generation 1 before its barrier
-    assert problem is not None and problem.rule is ContinuityRule.GENERATION
+    assert problem is not None
+    assert problem.rule is ContinuityRule.GENERATION

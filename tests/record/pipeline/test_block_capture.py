@@ -44,7 +44,8 @@ def test_blocks_write_the_same_file_as_ticks(k: int) -> None:
     ticks = _seeded_run(1)
     assert blocks.core.blocks_stamped > 312 // k  # every tick went out in a block
     assert ticks.core.blocks_stamped == 0
-    assert blocks.wiring.worker is not None and blocks.wiring.worker._runs.runs >= blocks.core.blocks_stamped
+    assert blocks.wiring.worker is not None
+    assert blocks.wiring.worker._runs.runs >= blocks.core.blocks_stamped
     assert len(blocks.data()) > 50_000
     assert blocks.data() == ticks.data()
 
@@ -81,7 +82,8 @@ def test_a_block_that_does_not_fit_latches_fatal_with_exact_accounting() -> None
     assert h.core.outputs.stalled.wait(_WAIT)
     h.run_ticks(200, control=False)
     winner = h.core.wait_completion(_WAIT)
-    assert winner is not None and winner.kind is CompletionKind.FAILED
+    assert winner is not None
+    assert winner.kind is CompletionKind.FAILED
     assert "numeric lane overflow under fail_run" in winner.reason
     assert "block of 8 ticks" in winner.reason
     h.core.outputs.release_stall()
@@ -90,7 +92,8 @@ def test_a_block_that_does_not_fit_latches_fatal_with_exact_accounting() -> None
     numeric = summary_of(result)["lanes"]["numeric"]
     assert numeric["enqueued"] == numeric["dequeued"] + numeric["depth"] + numeric["lost"]
     assert numeric["lost"] == 0
-    assert numeric["enqueued"] % 8 == 0 and 64 - 8 < numeric["enqueued"] <= 64 + 8  # whole blocks, in ticks
+    assert numeric["enqueued"] % 8 == 0
+    assert 64 - 8 < numeric["enqueued"] <= 64 + 8
     assert numeric["failures"] == 200 + 8 - numeric["enqueued"]  # every refused tick, once
     assert "commit" not in h.core.outputs.steps()
 
@@ -120,7 +123,8 @@ def test_a_core_without_the_keyword_gets_the_plain_subscription() -> None:
     plugin.start()
     core.start_producers()
     observed = [call["sink"] for call in services.calls if call["source"] == "observations"]
-    assert len(observed) == 1 and isinstance(observed[0], Pump)
+    assert len(observed) == 1
+    assert isinstance(observed[0], Pump)
     assert observed[0].max_block == 1
     assert ("observations", 1) in core.subscribe_blocks
     for _ in range(50):

@@ -101,7 +101,8 @@ def test_malformed_blocks_are_refused_with_one_line_each() -> None:
     other = PackedLayout((("<f8", (3,)), ("<f8", (3,))))  # equal, but not the Run's object
     assert "layout at global sequence 3 is not the Run's" in _refusal(convert, _block(3, 3, 2, layout=other))
     writable = _block(3, 3, 2)
-    buffer = np.array(writable.payload.buffer)  # a writable copy
+    payload: Any = writable.payload
+    buffer = np.array(payload.buffer)  # a writable copy
     assert "read-only, C-contiguous" in _refusal(convert, _forged(writable, buffer=buffer))
     strided = np.zeros((2, 2 * RECORD), np.uint8)[:, ::2]
     strided.flags.writeable = False
@@ -159,7 +160,8 @@ def test_a_block_whose_first_capture_skips_is_refused_like_a_skipped_tick() -> N
         ticks.blocks(_tick(i, i))
     ticks.blocks(_tick(5, 6))
     by_tick = tick_monitor.error
-    assert isinstance(by_block, ContractError) and isinstance(by_tick, ContractError)
+    assert isinstance(by_block, ContractError)
+    assert isinstance(by_tick, ContractError)
     assert by_block.fields["rule"] is by_tick.fields["rule"] is ContinuityRule.CAPTURE_SEQUENCE
     assert str(by_block) == str(by_tick)
     assert handle.lane.depth == 4
@@ -182,15 +184,18 @@ def test_the_run_builder_makes_one_run_of_a_block_and_keeps_the_order() -> None:
     builder = RunBuilder({"observations": encoder})
     block = _block(1, 1, 5)
     foreign = _block(7, 7, 2, layout=PackedLayout((("<f4", (6,)), ("<f4", (6,)))))  # 48 bytes, not float64[3] x 2
-    out = builder.split([block, _tick(6, 6), foreign], converters.materialize)
+    out: list[Any] = builder.split([block, _tick(6, 6), foreign], converters.materialize)
     run = out[0]
     assert isinstance(run, CapturedRun)
     assert (run.first_global, run.last_global, run.first_capture, run.last_capture) == (1, 5, 1, 5)
     columns: Any = run.payload
+    first: Any = block.payload
     assert columns.global_sequence.tolist() == [1, 2, 3, 4, 5]
-    assert columns.sim_time_ns is block.payload.sim_time_ns
-    assert columns.channel_sequence.tolist() == [1, 2, 3, 4, 5] and columns.channel_steady
-    assert bytes(columns.payload) == block.payload.buffer.tobytes()
+    assert columns.sim_time_ns is first.sim_time_ns
+    assert columns.channel_sequence.tolist() == [1, 2, 3, 4, 5]
+    assert columns.channel_steady
+    assert bytes(columns.payload) == first.buffer.tobytes()
     assert [x.global_sequence for x in out[1:]] == [6, 7, 8]  # the tick, then the foreign block's two ticks
-    assert out[2].payload.values.buffer.tobytes() == foreign.payload.buffer[0].tobytes()  # type: ignore[union-attr]
+    other: Any = foreign.payload
+    assert out[2].payload.values.buffer.tobytes() == other.buffer[0].tobytes()
     assert builder.runs == 1
