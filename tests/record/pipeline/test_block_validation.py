@@ -174,8 +174,7 @@ def test_a_lossy_lane_pump_does_not_opt_in() -> None:
 
 
 def test_the_run_builder_makes_one_run_of_a_block_and_keeps_the_order() -> None:
-    """A block carrier becomes ONE CapturedRun of its ticks (numpy columns); a block in
-    another layout, and the ticks around them, take the per-record path in order."""
+    """A block becomes ONE CapturedRun; a tick and a block in another layout go per record, in order."""
     convert = _converter()
     converters = LaneHandle(Lane(LaneSpec(name=LaneName.NUMERIC, max_items=64, max_bytes=1 << 30), [True]),
                             threading.Event()).converters
