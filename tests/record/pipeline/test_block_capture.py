@@ -11,30 +11,57 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import attrs
 import pytest
 import yaml
 
-from fastsim_contract.values import ChannelDescriptor, CompletionKind, ObservationBlock
+from fastsim_contract.values import (
+    CameraCapture,
+    CapturePlan,
+    ChannelDescriptor,
+    CompletionKind,
+    ObservationBlock,
+)
 from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.session import run_session
 from fastsim_record.bootstrap import create_plugin
+from fastsim_record.config.model import CameraConfig, RecordConfig
 from fastsim_record.core.lane import Lane
 from fastsim_record.pipeline.pumps import Pump
+from fastsim_record.testing.cameras import camera_tick
 from fastsim_record.testing.fake_core import FakeCore, FakePluginContext, numeric_channels
 from fastsim_record.testing.harness import Harness, make_config, plan_for, summary_of
 
 _WAIT = 30.0  # a hang guard, never a timing assertion
+_CAM = "sensors.cam.camera"
+CAMERA = CameraCapture(alias="cam", rgb=f"{_CAM}.rgb", intrinsics=f"{_CAM}.intrinsics",
+                       translation=f"{_CAM}.extrinsics.translation",
+                       quaternion_xyzw=f"{_CAM}.extrinsics.quaternion_xyzw")
 CHANNELS = (
     *numeric_channels(3),
     ChannelDescriptor("robot.f32", "numeric", "float32", (3,), ("m",) * 3, "robot"),
     ChannelDescriptor("robot.count", "numeric", "int32", (), ("1",), "robot"),
+    ChannelDescriptor(CAMERA.rgb, "rgb", "uint8", (48, 64, 3), (), "cam"),
+    ChannelDescriptor(CAMERA.intrinsics, "numeric", "float64", (3, 3), (), "cam"),
+    ChannelDescriptor(CAMERA.translation, "numeric", "float64", (3,), (), "cam"),
+    ChannelDescriptor(CAMERA.quaternion_xyzw, "numeric", "float64", (4,), (), "cam"),
 )
 
 
 def _seeded_run(max_block: int) -> Harness:
-    """Ticks alone, with commands and events, an event between blocks, a reset, an unpaced stretch."""
-    h = Harness.started(channels=CHANNELS, max_block=max_block, packed_ticks=True)
+    """Ticks alone, with commands and events, camera frames, an event between blocks, a reset, an unpaced stretch."""
+    base = RecordConfig()
+    config = attrs.evolve(base, streams=attrs.evolve(base.streams, cameras={"cam": CameraConfig(
+        CAMERA.rgb, CAMERA.intrinsics, CAMERA.translation, CAMERA.quaternion_xyzw,
+    )}))
+    plan = plan_for(config, CHANNELS)
+    plan = CapturePlan(plan.sources | {"cameras"}, plan.observation_channels, cameras=(CAMERA,))
+    h = Harness.started(config, channels=CHANNELS, capture=plan, max_block=max_block, packed_ticks=True)
     h.run_ticks(130, control=False)
+    for _ in range(4):  # a camera frame every 5 ticks: each flushes the pending block
+        h.run_ticks(5, control=False)
+        for sample in camera_tick("cam", tick=h.core.tick):
+            h.core.publish_camera(sample.channel, sample.value, sample.calibration_digest, sample.profile)
     h.run_ticks(20, events_every=7)
     h.core.publish("events", {"event": "marker"})
     h.run_ticks(57, control=False)
@@ -51,7 +78,7 @@ def test_blocks_write_the_same_file_as_ticks(k: int) -> None:
     """The same seeded Run, delivered in blocks and per tick, is one file byte for byte."""
     blocks = _seeded_run(k)
     ticks = _seeded_run(1)
-    assert blocks.core.blocks_stamped > 312 // k  # every tick went out in a block
+    assert blocks.core.blocks_stamped > 332 // k  # every tick went out in a block
     assert ticks.core.blocks_stamped == 0
     assert blocks.wiring.worker is not None
     assert blocks.wiring.worker._runs.runs >= blocks.core.blocks_stamped

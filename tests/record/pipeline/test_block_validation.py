@@ -174,7 +174,7 @@ def test_a_lossy_lane_pump_does_not_opt_in() -> None:
 
 
 def test_the_run_builder_makes_one_run_of_a_block_and_keeps_the_order() -> None:
-    """A block becomes ONE CapturedRun; a tick and a block in another layout go per record, in order."""
+    """A block becomes ONE CapturedRun, a lone tick a run of one; a block in another layout goes per record."""
     convert = _converter()
     converters = LaneHandle(Lane(LaneSpec(name=LaneName.NUMERIC, max_items=64, max_bytes=1 << 30), [True]),
                             threading.Event()).converters
@@ -194,7 +194,9 @@ def test_the_run_builder_makes_one_run_of_a_block_and_keeps_the_order() -> None:
     assert columns.channel_sequence.tolist() == [1, 2, 3, 4, 5]
     assert columns.channel_steady
     assert bytes(columns.payload) == first.buffer.tobytes()
-    assert [x.global_sequence for x in out[1:]] == [6, 7, 8]  # the tick, then the foreign block's two ticks
+    assert isinstance(out[1], CapturedRun)  # the lone tick: a run of one
+    assert (out[1].first_global, out[1].last_global) == (6, 6)
+    assert [x.global_sequence for x in out[2:]] == [7, 8]  # the foreign block's two ticks, per record
     other: Any = foreign.payload
     assert out[2].payload.values.buffer.tobytes() == other.buffer[0].tobytes()
-    assert builder.runs == 1
+    assert builder.runs == 2

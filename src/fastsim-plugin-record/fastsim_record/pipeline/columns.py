@@ -10,9 +10,9 @@ built into its ``CapturedItem`` as before.
     |---|--------------------------------------------------|----------------------------|
     | 1 | no stream has a column encoder                   | each built (``materialize``)|
     | 2 | a run of carriers of one converter whose stream   | ``encode_columns``; cut at |
-    |   | has a column encoder                              | every break of the global  |
-    |   |                                                   | or capture sequence into   |
-    |   |                                                   | ``CapturedRun`` values     |
+    |   | has a column encoder (one carrier too: a lone     | every break of the global  |
+    |   | tick's record metadata then does not depend on    | or capture sequence into   |
+    |   | when the worker drained, issue 26)                | ``CapturedRun`` values     |
     | 3 | ... the encoder answers ``None`` (drift, another  | each built: the per-record |
     |   | payload form)                                     | path names the problem     |
     | 4 | anything else (a barrier, a camera item, a        | built                      |
@@ -95,7 +95,7 @@ class RunBuilder:
             return self._with_blocks(carriers, materialize)
         first = materialize(carriers[0])
         encoder = self._encoders.get(first.stream)
-        columns = encoder.encode_columns(carriers) if encoder is not None and len(carriers) > 1 else None
+        columns = encoder.encode_columns(carriers) if encoder is not None else None
         if columns is None:  # rows 1 and 3 (a block later in the run: rows 5-6)
             if len(carriers) > 1 and list(map(_PAYLOAD_CLASS, carriers)).count(_BLOCK):
                 return self._with_blocks(carriers, materialize)
