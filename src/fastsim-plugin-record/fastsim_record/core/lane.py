@@ -34,10 +34,10 @@ high-water mark and every counter stay in ticks and bytes (the lane keeps a held
 count, ``depth``, instead of the number of carriers).  Only a ``fail_run`` lane takes
 blocks: rule A1 as above with ``count`` items; a block that does not fit is rule A4 (FATAL,
 latched, ``failures + count``), and after the latch rule A2 refuses it.  ``block_limit``
-is the largest block a lane takes: 1 (no blocks) for a lossy policy, else
-``min(BLOCK_CAP, ...)`` of its pressure headroom in items and in bytes (``block_limit``), so
-a pending block is never what overruns the lane.  Block carriers leave only through
-``drain_held`` (``pop``/``drain`` refuse a lane that holds one).
+is the largest block a lane takes: 1 (no blocks) for a lossy policy, else ``BLOCK_CAP``
+bounded by its pressure headroom in items and in bytes / record bytes, so a pending block
+is never what overruns the lane.  Block carriers leave only through ``drain_held``
+(``pop``/``drain`` refuse a lane that holds one).
 
 A1 (the simulation thread's path) stores only the item and its bytes: ``enqueued`` is
 derived, and the high-water mark is taken before each removal and in ``counters``.
