@@ -23,6 +23,30 @@ they differ).  It is never used for continuity.
 Size charged by lane admission: the producer-computed portable size when present, the
 fixed record size for numeric ticks (known from the channel descriptors), otherwise
 ``None`` (the core charges the 1 MiB service ceiling).
+
+Blocks of ticks (issue 26, ``docs/design/columnar-capture.md``).  Record opts into Core's
+``ObservationBlock`` only when its numeric lane's overload policy is ``fail_run`` (the
+default; lossy policies are legal only for optional streams): the ``observations``
+subscription then passes ``max_block = min(120, the lane's pressure headroom in items and
+in bytes / record_bytes)`` (``Lane.block_limit``), so a pending block is never what
+overruns the lane.  With a lossy numeric lane (drop_newest, drop_oldest,
+degrade_recording) Record subscribes exactly as without blocks (``max_block`` 1), and the
+per-tick loss paths are unchanged.  A Core that raises ``TypeError`` for the keyword gets
+the plain subscription (one probe, no version table).  ``validate_block`` checks a block
+as rules 1-3 above plus, each refusal one line:
+
+    | # | a block (``ObservationBlock`` payload) ...                               |
+    |---|-------------------------------------------------------------------------|
+    | 5 | arrives on an ``observations`` subscription that opted in, with at most  |
+    |   | ``max_block`` ticks, and names the envelope's capture sequence           |
+    | 6 | carries the Run's ``PackedLayout`` (the first block's, then by identity) |
+    |   | of ``record_bytes`` bytes a tick                                          |
+    | 7 | has a read-only, C-contiguous numpy buffer of ``k * record_bytes`` bytes |
+    | 8 | has ``k`` int64 simulation times, non-decreasing                          |
+
+A block that does not fit the ``fail_run`` lane is FATAL and latched, as the first tick
+that would not have fitted; admission charges it ``k`` items and ``k * record_bytes``
+bytes (``Lane.try_admit_block``).
 """
 
 from __future__ import annotations
@@ -30,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import attrs
+import numpy as np
 
 from fastsim_contract.protocols import CoreServices, Finalizer, FinalizerRegistration, FlowGauge
 from fastsim_contract.values import (
@@ -38,13 +63,15 @@ from fastsim_contract.values import (
     Envelope,
     FinalizerRegistrationRequest,
     GenerationBarrier,
+    ObservationBlock,
     ObservationTick,
+    PackedLayout,
     SampleBlock,
     SourceKind,
 )
 from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
 from fastsim_record.errors import ContractError, translate
-from fastsim_record.ports.sources import Closeable, EnvelopeSink, SourceSpec
+from fastsim_record.ports.sources import BlockSink, Closeable, EnvelopeSink, SourceSpec
 
 __all__ = ["CoreBinding", "EnvelopeConverter"]
 
@@ -68,6 +95,7 @@ def _slot_setters(*names: str) -> tuple[Callable[[object, object], None], ...]:
 
 _BARRIER = SourceKind.GENERATION_BARRIER
 _OBSERVATION = SourceKind.OBSERVATION
+_INT64 = np.dtype(np.int64)
 
 
 @attrs.define(eq=False, slots=True)
@@ -80,7 +108,10 @@ class EnvelopeConverter:
     required: bool
     kinds: frozenset[SourceKind]
     fixed_size: int | None = None
+    #: the largest block it takes (1: none; the pump sets it from its lane, module doc)
+    max_block: int = 1
     _kinds: tuple[SourceKind, ...] = attrs.field(init=False)
+    _layout: PackedLayout | None = attrs.field(init=False, default=None)  # the Run's (rule 6)
 
     def __attrs_post_init__(self) -> None:
         self._kinds = tuple(self.kinds)
@@ -114,11 +145,53 @@ class EnvelopeConverter:
             return 0
         if kind is _OBSERVATION:
             if payload.__class__ is not ObservationTick:
-                raise ContractError(f"{self.source}: observation payload must be an ObservationTick")
+                raise ContractError(f"{self.source}: observation payload must be an ObservationTick" + (
+                    " (an ObservationBlock on a subscription that did not opt in)"
+                    if payload.__class__ is ObservationBlock else ""
+                ))
             return self.fixed_size
         if not isinstance(payload, dict) and not isinstance(payload, Mapping):  # dict: C check
             raise ContractError(f"{self.source}: payload must be a mapping")
         return envelope.portable_size
+
+    def validate_block(self, item: object) -> int:
+        """Rules 1-3 and 5-8 (module doc) of a block envelope: its admission size in bytes."""
+        name = self.source
+        if item.__class__ is not Envelope:
+            raise ContractError(f"{name}: expected a stamped contract Envelope, got {type(item).__name__}")
+        envelope: Envelope = item
+        seq, cap, block = envelope.global_sequence, envelope.source_sequence, envelope.payload
+        if envelope.source is not _OBSERVATION or block.__class__ is not ObservationBlock:
+            raise ContractError(f"{name}: an ObservationBlock travels only as an observation payload")
+        if seq.__class__ is not int or seq < 1 or cap.__class__ is not int or cap < 1:
+            raise ContractError(
+                f"{name}: global_sequence/source_sequence must be integers >= 1 (got {seq!r}/{cap!r})"
+            )
+        count = len(block.ticks)
+        if count > self.max_block:
+            raise ContractError(f"{name}: block of {count} ticks at global sequence {seq} exceeds max_block {self.max_block}")
+        if block.capture_sequence != cap:
+            raise ContractError(f"{name}: block capture_sequence {block.capture_sequence} is not the envelope's {cap}")
+        layout, size = block.layout, self.fixed_size or 0
+        if layout is not self._layout:
+            if self._layout is not None or layout.__class__ is not PackedLayout or layout.nbytes != size:
+                raise ContractError(
+                    f"{name}: block layout at global sequence {seq} is not the Run's packed layout of {size} bytes a tick"
+                )
+            self._layout = layout  # the first block's layout is the Run's
+        buffer = block.buffer
+        if buffer.__class__ is not np.ndarray or buffer.flags.writeable or not buffer.flags.c_contiguous:
+            raise ContractError(f"{name}: block buffer at global sequence {seq} must be a read-only, C-contiguous array")
+        if buffer.nbytes != count * size:
+            raise ContractError(
+                f"{name}: block buffer at global sequence {seq} holds {buffer.nbytes} bytes, not {count} x {size}"
+            )
+        times = block.sim_time_ns
+        if times.__class__ is not np.ndarray or times.dtype != _INT64 or len(times) != count:
+            raise ContractError(f"{name}: block sim_time_ns at global sequence {seq} must be {count} int64 values")
+        if count > 1 and bool((times[1:] < times[:-1]).any()):
+            raise ContractError(f"{name}: block sim_time_ns at global sequence {seq} decreases")
+        return count * size
 
     def build(self, envelope: Envelope) -> CapturedItem:
         """The core envelope of a ``validate``d contract envelope (no checks).
@@ -167,7 +240,19 @@ class CoreBinding:
     component: str
 
     def subscribe(self, spec: SourceSpec, sink: EnvelopeSink) -> Closeable:
-        """Atomic history-plus-live subscription for ``spec``."""
+        """Atomic history-plus-live subscription for ``spec``; a ``BlockSink`` whose
+        ``max_block`` exceeds 1 subscribes its ``blocks`` with it (module doc), and a Core
+        that refuses the keyword (``TypeError``) gets the plain subscription."""
+        if isinstance(sink, BlockSink) and sink.max_block > 1:
+            try:
+                return self.core.subscribe(
+                    spec.name, sink.blocks, from_sequence=spec.from_sequence, channels=spec.channels,
+                    max_block=sink.max_block,
+                )
+            except TypeError:  # a Core that predates blocks: the one probe
+                sink.max_block = 1
+            except Exception as exc:
+                raise translate(exc, f"subscribe {spec.name}") from exc
         try:
             return self.core.subscribe(
                 spec.name, sink, from_sequence=spec.from_sequence, channels=spec.channels

@@ -20,6 +20,13 @@ still one atomic record, with the same bytes as ``NumericTickEncoder.encode``.
     |   | tuple of buffers; otherwise one joined copy taken now                 | copy)  |
 
 ``None`` sends the run through the per-record path, which names any drift exactly.
+
+A block carrier (issue 26: one envelope of a Core's ``ObservationBlock``, ``k`` ticks) needs
+none of the passes above: ``block_columns`` builds its ``RecordColumns`` with numpy at once
+-- the global and stream sequences by ``arange`` from the envelope's first ones, the block's
+``sim_time_ns``, the block's buffer as one 1-D byte view (read-only, checked at the pump),
+the channel sequences stepping by one -- when its layout is the record layout (rule 3);
+``None`` otherwise, and the block's ticks then take the per-record path.
 The diagnostic ``channel_sequence`` of each tick travels as a column (issue 27); whether it
 steps by one over the whole run is found here, once (``RecordColumns.channel_steady``).
 """
@@ -35,7 +42,7 @@ import numpy as np
 from fastsim_contract.values import PackedLayout, PackedValues
 from fastsim_record.ports.sinks import RecordColumns
 
-__all__ = ["numeric_columns"]
+__all__ = ["block_columns", "numeric_columns"]
 
 _BLOCK = operator.attrgetter("payload.samples")
 _CHANNELS = operator.attrgetter("channels")
@@ -105,4 +112,23 @@ def numeric_columns(
         np.fromiter(map(_SOURCE_SEQ, envelopes), np.uint64, n),
         np.fromiter(map(_SIM_TIME, envelopes), np.int64, n),
         record_bytes, payload, chan, steady,
+    )
+
+
+def block_columns(
+    stream: str, record_bytes: int, layout_ok: Callable[[PackedLayout], bool], carrier: Any
+) -> RecordColumns | None:
+    """A block carrier's ``k`` records column-wise (module doc), or ``None`` (rule 3 fails)."""
+    block = carrier.payload
+    layout = block.layout
+    if layout.nbytes != record_bytes or not layout_ok(layout):
+        return None
+    k = len(block.ticks)
+    first, capture, chan = carrier.global_sequence, carrier.source_sequence, block.channel_sequence
+    return RecordColumns(
+        stream, int(carrier.generation),
+        np.arange(first, first + k, dtype=np.uint64),
+        np.arange(capture, capture + k, dtype=np.uint64),
+        block.sim_time_ns, record_bytes, block.buffer.reshape(-1).view(np.uint8),
+        np.arange(chan, chan + k, dtype=np.int64), True,
     )

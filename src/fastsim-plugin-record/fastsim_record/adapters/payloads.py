@@ -24,7 +24,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 import numpy as np
 
 from fastsim_contract.values import ChannelDescriptor, ObservationTick, PackedLayout, PackedValues
-from fastsim_record.adapters.numeric_columns import numeric_columns
+from fastsim_record.adapters.numeric_columns import block_columns, numeric_columns
 from fastsim_record.errors import DescriptorDriftError, RecordingFailed
 from fastsim_record.ports.sinks import RecordColumns
 from fastsim_recording_format.codecs import numeric
@@ -151,6 +151,13 @@ class NumericTickEncoder:
         return numeric_columns(
             self._stream, self._order, self.record_bytes,
             lambda layout: layout is self._packed_ok or self._packed_matches(layout), carriers,
+        )
+
+    def encode_block(self, carrier: Any) -> RecordColumns | None:
+        """A block carrier's ticks column-wise (``block_columns``, issue 26), or ``None``."""
+        return block_columns(
+            self._stream, self.record_bytes,
+            lambda layout: layout is self._packed_ok or self._packed_matches(layout), carrier,
         )
 
     def _packed_matches(self, layout: PackedLayout) -> bool:

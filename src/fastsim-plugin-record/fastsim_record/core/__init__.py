@@ -8,7 +8,8 @@ out as frozen values.  Each module's header holds its numbered rules table.
 |---------------|--------------------------------------------------------------------|
 | captured      | ``CapturedItem``: the core's view of one stamped capture item      |
 |               | (the contract's ``Envelope`` after the Core binding); ``LaneName``  |
-| lane          | bounded lanes, non-waiting ``try_publish``, overload policies      |
+| admission     | lane specs, overload policies, counters and admission answers      |
+| lane          | bounded lanes, non-waiting ``try_publish``, blocks of ticks        |
 | merge         | ordered merge by global sequence; holes are held                   |
 | gaps          | exact ordered ``GapRecord`` values, ``GapLedger``                  |
 | generations   | pump validation (source continuity), per-generation stream index   |
@@ -27,6 +28,7 @@ writer thread drains lanes (``drain``/``take_gaps``) under the same lock and dri
 
 # Every name each module lists in its ``__all__`` is re-exported here, so the package
 # surface and the modules' own lists can never disagree.
+from fastsim_record.core.admission import *  # noqa: F403
 from fastsim_record.core.batching import *  # noqa: F403
 from fastsim_record.core.captured import *  # noqa: F403
 from fastsim_record.core.descriptors import *  # noqa: F403

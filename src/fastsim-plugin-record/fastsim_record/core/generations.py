@@ -18,6 +18,11 @@ Pump validation rules (``SourceContinuity.check``):
 A violation is returned as a ``Discontinuity`` value (the pump latches it as fatal);
 the tracker then resynchronises on the offending envelope so one fault is one report.
 
+A block of ``k`` ticks (issue 26, ``advance_block``) is checked as its first tick --
+S2 and S3 on its first capture and global sequences, S4 on its one generation -- and
+then advances the tracker by ``k``: its last capture sequence is ``c + k - 1`` and its last
+global sequence ``g + k - 1`` (Core gives a block ``k`` consecutive ones of each).
+
 Per-stream index rules (``StreamIndexer``, worker side, after the merge):
 
 | #  | rule                                                                              |
@@ -103,24 +108,47 @@ class SourceContinuity:
             return True
         return False
 
+    def advance_block(
+        self, global_sequence: int, capture_sequence: int, count: int, generation: int
+    ) -> Discontinuity | None:
+        """A block of ``count`` ticks of this source (module doc): ``None`` and the tracker
+        advanced by ``count``, or the first tick's violation (the tracker resynchronised
+        past the block, so one fault is one report)."""
+        if (
+            capture_sequence == self._next_capture
+            and global_sequence > self._last_global
+            and generation == self.generation
+        ):
+            self._next_capture = capture_sequence + count
+            self._last_global = global_sequence + count - 1
+            return None
+        problem = self._problem(self.source, global_sequence, capture_sequence, generation, _RECORD)
+        self._next_capture = capture_sequence + count
+        self._last_global = max(self._last_global, global_sequence + count - 1)
+        self.generation = max(self.generation, generation)
+        return problem
+
     def _check_slow(self, envelope: CapturedItem) -> Discontinuity | None:
-        problem = self._problem(envelope)
+        problem = self._problem(
+            envelope.source, envelope.global_sequence, envelope.capture_sequence, envelope.generation, envelope.kind
+        )
         self._next_capture = envelope.capture_sequence + 1
         self._last_global = max(self._last_global, envelope.global_sequence)
         self.generation = max(self.generation, envelope.generation)
         return problem
 
-    def _problem(self, envelope: CapturedItem) -> Discontinuity | None:
-        seq = envelope.global_sequence
-        if envelope.source != self.source:
+    def _problem(
+        self, source: str, seq: int, capture: int, gen: int, kind: EnvelopeKind
+    ) -> Discontinuity | None:
+        if source != self.source:
             return Discontinuity(
                 ContinuityRule.SOURCE, self.source, seq, 0, 0,
-                f"source {self.source!r} received an envelope of source {envelope.source!r}",
+                f"source {self.source!r} received an envelope of source {source!r}",
             )
-        if envelope.capture_sequence != self._next_capture:
+        if capture != self._next_capture:
             return Discontinuity(
-                ContinuityRule.CAPTURE_SEQUENCE, self.source, seq, self._next_capture, envelope.capture_sequence,
-                f"source {self.source!r}: capture_sequence {envelope.capture_sequence} "
+                ContinuityRule.CAPTURE_SEQUENCE, self.source, seq, self._next_capture, capture,
+                f"source {self.source!r}: capture_sequence {capture} "
                 f"does not continue {self._next_capture - 1} (global sequence {seq})",
             )
         if seq <= self._last_global:
@@ -129,15 +157,14 @@ class SourceContinuity:
                 f"source {self.source!r}: global sequence {seq} does not follow "
                 f"{self._last_global}",
             )
-        gen = envelope.generation
         if self.carries_barriers:
-            want = self.generation + 1 if envelope.kind is EnvelopeKind.BARRIER else self.generation
+            want = self.generation + 1 if kind is EnvelopeKind.BARRIER else self.generation
             ok = gen == want
         else:
             want = self.generation
             ok = gen >= want
         if not ok:
-            what = "barrier" if envelope.kind is EnvelopeKind.BARRIER else "record"
+            what = "barrier" if kind is EnvelopeKind.BARRIER else "record"
             return Discontinuity(
                 ContinuityRule.GENERATION, self.source, seq, want, gen,
                 f"source {self.source!r}: {what} at global sequence {seq} carries generation "

@@ -2,16 +2,8 @@
 
 A lane holds admitted envelopes until the writer worker drains them.  ``try_publish``
 answers at once with an ``Admission`` value and never waits.  The pipeline wraps a lane
-in a lock; the lane itself is single-threaded state.
-
-Configuration rules (``overload_problem``; ``Lane`` raises ``LanePolicyError``):
-
-| #  | rule                                                                           |
-|----|--------------------------------------------------------------------------------|
-| L1 | the critical lane is always ``fail_run``                                       |
-| L2 | a lossy policy (drop_oldest, drop_newest, degrade_recording) is legal only     |
-|    | when every stream in the lane is optional                                      |
-| L3 | ``max_items`` and ``max_bytes`` are positive integers                          |
+in a lock; the lane itself is single-threaded state.  Its configuration rules L1-L3 and
+the admission values live in ``admission`` (re-exported here).
 
 Admission rules (``Lane.try_publish``), ``size`` = producer size or 1 MiB ceiling:
 
@@ -35,6 +27,18 @@ item is built only on the overload paths (A2-A9, every eviction victim included)
 the worker's drain (``drain_held`` hands them over unbuilt).  ``materialize`` passes a
 ``CapturedItem`` through unchanged, and decisions and accounting are the same for both.
 
+Blocks (``try_admit_block``, issue 26): ONE carrier that stands for ``count`` consecutive
+ticks of one stream and generation (a Core's ``ObservationBlock``) is charged ``count``
+items and ``count * record_bytes`` bytes, so the budgets, the pressure marks, the
+high-water mark and every counter stay in ticks and bytes (the lane keeps a held-item
+count, ``depth``, instead of the number of carriers).  Only a ``fail_run`` lane takes
+blocks: rule A1 as above with ``count`` items; a block that does not fit is rule A4 (FATAL,
+latched, ``failures + count``), and after the latch rule A2 refuses it.  ``block_limit``
+is the largest block a lane takes: 1 (no blocks) for a lossy policy, else ``BLOCK_CAP``
+bounded by its pressure headroom in items and in bytes / record bytes, so a pending block
+is never what overruns the lane.  Block carriers leave only through ``drain_held``
+(``pop``/``drain`` refuse a lane that holds one).
+
 A1 (the simulation thread's path) stores only the item and its bytes: ``enqueued`` is
 derived, and the high-water mark is taken before each removal and in ``counters``.
 
@@ -46,135 +50,37 @@ so the lane's ``lost`` counter equals the sum of the gaps' counts.
 
 from __future__ import annotations
 
-import enum
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
 
-from fastsim_record.core.captured import SIZE_CEILING, CapturedItem, LaneName
-from fastsim_record.core.errors import InvalidLimits, LanePolicyError, RuleId
+from fastsim_record.core.admission import (
+    ACCEPTED,
+    PRESSED,
+    Admission,
+    AdmissionOutcome,
+    AdmissionRule,
+    LaneCounters,
+    LaneSpec,
+    OverloadPolicy,
+    overload_problem,
+)
+from fastsim_record.core.captured import SIZE_CEILING, CapturedItem
+from fastsim_record.core.errors import InvalidLimits, LanePolicyError
 from fastsim_record.core.gaps import GapReason, GapRecord, append_gap
 
 __all__ = [
-    "ACCEPTED", "PRESSED", "Admission", "AdmissionOutcome", "AdmissionRule", "Lane", "LaneCounters",
+    "ACCEPTED", "BLOCK_CAP", "PRESSED", "Admission", "AdmissionOutcome", "AdmissionRule", "Lane", "LaneCounters",
     "LaneSpec", "OverloadPolicy", "overload_problem",
 ]
 
+#: The largest block of ticks any lane takes (``Lane.block_limit``): 120 ticks, one
+#: second at 120 Hz; the worker's per-block bookkeeping wants >= 40 (the design's figures).
+BLOCK_CAP = 120
 
-class OverloadPolicy(enum.Enum):
-    """What a full lane does with the next envelope."""
-
-    FAIL_RUN = "fail_run"
-    DROP_OLDEST = "drop_oldest"
-    DROP_NEWEST = "drop_newest"
-    DEGRADE_RECORDING = "degrade_recording"
-
-    @property
-    def lossy(self) -> bool:
-        """True for the policies that lose data instead of failing the run."""
-        return self is not OverloadPolicy.FAIL_RUN
-
-
-class AdmissionOutcome(enum.Enum):
-    """The answer of ``try_publish``."""
-
-    ACCEPTED = "accepted"  # admitted, nothing lost
-    EVICTED = "evicted"  # admitted after dropping the oldest envelope(s)
-    DROPPED = "dropped"  # not admitted; lost as an exact gap
-    FATAL = "fatal"  # not admitted; a fatal error is latched
-
-
-class AdmissionRule(RuleId):
-    """The admission rules of the module table."""
-
-    OPEN = "A1"
-    FATAL_LATCHED = "A2"
-    DEGRADED = "A3"
-    FULL_FAIL_RUN = "A4"
-    FULL_DROP_NEWEST = "A5"
-    FULL_EVICT_OLDEST = "A6"
-    NEVER_FITS = "A7"
-    FULL_DEGRADE = "A8"
-    REQUIRED_LOSS = "A9"
-
-
-@attrs.frozen
-class Admission:
-    """Decision for one ``try_publish``: outcome, gaps it created, a reason and the rule."""
-
-    outcome: AdmissionOutcome
-    gaps: tuple[GapRecord, ...] = ()
-    reason: str = ""
-    rule: AdmissionRule = AdmissionRule.OPEN  # the admission rule that decided (A1-A9)
-
-    @property
-    def admitted(self) -> bool:
-        """True when the envelope entered the lane."""
-        return self.outcome is AdmissionOutcome.ACCEPTED or self.outcome is AdmissionOutcome.EVICTED
-
-    @property
-    def fatal(self) -> bool:
-        """True when the lane has latched a fatal error."""
-        return self.outcome is AdmissionOutcome.FATAL
-
-    @property
-    def required_loss(self) -> bool:
-        """True when the refusal is rule A9: a lossy rule would have lost a required envelope."""
-        return self.rule is AdmissionRule.REQUIRED_LOSS
-
-
-#: The one pre-allocated answer for the common case (rule A1).
-ACCEPTED = Admission(AdmissionOutcome.ACCEPTED)
-#: Rule A1 when the lane then holds at least ``pressure_items`` items or ``pressure_bytes``
-#: bytes: admitted, drain soon.
-PRESSED = Admission(AdmissionOutcome.ACCEPTED, (), "lane under pressure", AdmissionRule.OPEN)
-
-
-@attrs.frozen(kw_only=True)
-class LaneSpec:
-    """A lane's configured limits and overload policy."""
-
-    name: LaneName
-    max_items: int
-    max_bytes: int
-    overload: OverloadPolicy = OverloadPolicy.FAIL_RUN
-
-
-def overload_problem(spec: LaneSpec, stream_required: Iterable[bool]) -> str | None:
-    """Rules L1-L3: a one-line problem with ``spec`` for its streams, or ``None``."""
-    if spec.max_items <= 0 or spec.max_bytes <= 0:
-        return f"queues.{spec.name.value}: max_items and max_bytes must be positive"
-    if not spec.overload.lossy:
-        return None
-    if spec.name is LaneName.CRITICAL:
-        return f"queues.critical.overload: the critical lane is always fail_run, not {spec.overload.value}"
-    if any(stream_required):
-        return (
-            f"queues.{spec.name.value}.overload: {spec.overload.value} is legal only when every "
-            f"stream in the {spec.name.value} lane is optional; use fail_run"
-        )
-    return None
-
-
-@attrs.frozen
-class LaneCounters:
-    """A snapshot of one lane's counters for the finalizer summary."""
-
-    lane: LaneName
-    capacity_items: int
-    capacity_bytes: int
-    depth: int
-    depth_bytes: int
-    high_water: int
-    enqueued: int
-    dequeued: int
-    lost: int
-    failures: int
-    degradations: int
-    degraded: bool
-    fatal: str | None
+_FAIL_RUN = OverloadPolicy.FAIL_RUN
 
 
 def _flags(value: Iterable[bool]) -> tuple[bool, ...]:
@@ -199,6 +105,7 @@ class Lane:
     _max_bytes: int = attrs.field(init=False)
     _policy: OverloadPolicy = attrs.field(init=False)
     _items: deque[Any] = attrs.field(init=False, factory=deque)  # envelopes or carriers
+    _held: int = attrs.field(init=False, default=0)  # items held: a block carrier counts its ticks
     _bytes: int = attrs.field(init=False, default=0)
     _admit_items: int = attrs.field(init=False, default=0)  # max_items while open, else 0
     _high_water: int = attrs.field(init=False, default=0)  # as of the last removal (module doc)
@@ -238,17 +145,66 @@ class Lane:
         whose envelope's producer size is ``size``; the envelope is built only on overload."""
         if size is None:
             size = SIZE_CEILING
-        items = self._items
         held = self._bytes + size
-        if len(items) < self._admit_items and held <= self._max_bytes:  # A1
-            items.append(carrier)
+        count = self._held + 1
+        if count <= self._admit_items and held <= self._max_bytes:  # A1
+            self._items.append(carrier)
+            self._held = count
             self._bytes = held
             pressure = self.pressure_items
-            if pressure is not None and len(items) >= pressure:
+            if pressure is not None and count >= pressure:
                 return PRESSED
             pressure = self.pressure_bytes
             return ACCEPTED if pressure is None or held < pressure else PRESSED
         return self._overload(carrier, self._envelope(carrier), size)
+
+    def try_admit_block(self, carrier: object, count: int, size: int) -> Admission:
+        """Admit ONE carrier standing for ``count`` ticks of ``size`` bytes in all (module
+        doc, Blocks): rule A1 charged ``count`` items, else A4 (or A2 once latched)."""
+        held = self._bytes + size
+        items = self._held + count
+        if items <= self._admit_items and held <= self._max_bytes and self._policy is _FAIL_RUN:  # A1
+            self._items.append(carrier)
+            self._held = items
+            self._bytes = held
+            pressure = self.pressure_items
+            if pressure is not None and items >= pressure:
+                return PRESSED
+            pressure = self.pressure_bytes
+            return ACCEPTED if pressure is None or held < pressure else PRESSED
+        self._failures += count - 1  # every tick of a refused block is one refusal, as per tick
+        if self._fatal is not None:  # A2
+            self._failures += 1
+            return Admission(AdmissionOutcome.FATAL, (), self._fatal, AdmissionRule.FATAL_LATCHED)
+        envelope = self._envelope(carrier)
+        name = self.spec.name.value
+        if self._policy is not _FAIL_RUN:  # never admitted: a lossy lane does not take blocks
+            return self._latch(
+                f"{name} lane: a block of {count} ticks under {self._policy.value} (stream "
+                f"{envelope.stream!r}, global sequence {envelope.global_sequence}); only fail_run takes blocks",
+                AdmissionRule.FULL_FAIL_RUN,
+            )
+        return self._latch(  # A4
+            f"{name} lane overflow under fail_run: {self._held}/{self._max_items} items, "
+            f"{self._bytes}+{size}/{self._max_bytes} bytes (stream {envelope.stream!r}, block of "
+            f"{count} ticks at global sequence {envelope.global_sequence})",
+            AdmissionRule.FULL_FAIL_RUN,
+        )
+
+    def block_limit(self, record_bytes: int | None) -> int:
+        """The largest block this lane takes (module doc, Blocks): 1 for a lossy policy or
+        an unknown record size, else ``BLOCK_CAP`` bounded by the pressure headroom -- the
+        pressure mark itself and the room above it, in items and in bytes / ``record_bytes``."""
+        if self._policy is not _FAIL_RUN or not record_bytes or record_bytes <= 0:
+            return 1
+        items, nbytes = self._max_items, self._max_bytes  # no mark: the budget itself
+        mark = self.pressure_items
+        if mark is not None:
+            items = min(mark, items - mark + 1)
+        mark = self.pressure_bytes
+        if mark is not None:
+            nbytes = min(mark, nbytes - mark + 1)
+        return max(1, min(BLOCK_CAP, items, nbytes // record_bytes))
 
     def _envelope(self, item: Any) -> CapturedItem:
         return item if self.materialize is None else self.materialize(item)
@@ -263,7 +219,7 @@ class Lane:
         name = self.spec.name.value
         if policy is OverloadPolicy.FAIL_RUN:  # A4
             return self._latch(
-                f"{name} lane overflow under fail_run: {len(self._items)}/{self._max_items} items, "
+                f"{name} lane overflow under fail_run: {self._held}/{self._max_items} items, "
                 f"{self._bytes}+{size}/{self._max_bytes} bytes (stream {envelope.stream!r}, "
                 f"global sequence {envelope.global_sequence})",
                 AdmissionRule.FULL_FAIL_RUN,
@@ -280,7 +236,7 @@ class Lane:
         items = self._items
         evict = 0
         freed = 0
-        while len(items) - evict >= self._max_items or self._bytes - freed + size > self._max_bytes:
+        while self._held - evict >= self._max_items or self._bytes - freed + size > self._max_bytes:
             victim = self._envelope(items[evict])
             if victim.required:  # A9
                 return self._required_loss(victim)
@@ -296,6 +252,7 @@ class Lane:
         for gap in gaps:
             append_gap(self._gaps, gap)
         items.append(item)
+        self._held += 1 - evict  # a lossy lane holds no block: one carrier, one item
         self._bytes += size
         return Admission(AdmissionOutcome.EVICTED, tuple(gaps), f"{name} lane dropped {evict} oldest", AdmissionRule.FULL_EVICT_OLDEST)
 
@@ -326,36 +283,46 @@ class Lane:
 
     def _mark_high_water(self) -> None:
         """The depth is about to fall: keep its peak (module doc)."""
-        if len(self._items) > self._high_water:
-            self._high_water = len(self._items)
+        if self._held > self._high_water:
+            self._high_water = self._held
+
+    def _no_blocks(self) -> None:
+        if self._held != len(self._items):  # the worker's path is drain_held
+            raise RuntimeError(f"{self.spec.name.value} lane holds block carriers: drain it with drain_held")
 
     def pop(self) -> CapturedItem | None:
         """Remove and return the oldest admitted envelope, or ``None`` when empty."""
         if not self._items:
             return None
+        self._no_blocks()
         self._mark_high_water()
         envelope = self._envelope(self._items.popleft())
         self._bytes -= envelope.admission_size
+        self._held -= 1
         self._dequeued += 1
         return envelope
 
     def drain(self, limit: int | None = None) -> list[CapturedItem]:
         """Remove and return up to ``limit`` (default: all) oldest envelopes in order."""
+        self._no_blocks()
         items = self._items
         n = len(items) if limit is None else min(limit, len(items))
         self._mark_high_water()
         out = [self._envelope(items.popleft()) for _ in range(n)]
         self._bytes -= sum(envelope.admission_size for envelope in out)
+        self._held -= n
         self._dequeued += n
         return out
 
     def drain_held(self) -> list[Any]:
-        """Remove and return everything held, carriers unbuilt (accounting as ``drain()``)."""
+        """Remove and return everything held, carriers unbuilt (accounting as ``drain()``,
+        in items: a block carrier counts its ticks)."""
         self._mark_high_water()
         out = list(self._items)
         self._items.clear()
         self._bytes = 0
-        self._dequeued += len(out)
+        self._dequeued += self._held
+        self._held = 0
         return out
 
     def take_gaps(self) -> list[GapRecord]:
@@ -368,8 +335,8 @@ class Lane:
 
     @property
     def depth(self) -> int:
-        """Envelopes currently held."""
-        return len(self._items)
+        """Items currently held (a block carrier counts its ticks)."""
+        return self._held
 
     @property
     def fatal(self) -> str | None:
@@ -386,7 +353,7 @@ class Lane:
     def counters(self) -> LaneCounters:
         """A consistent snapshot of the counters."""
         self._mark_high_water()
-        depth = len(self._items)
+        depth = self._held
         return LaneCounters(
             lane=self.spec.name, capacity_items=self._max_items, capacity_bytes=self._max_bytes,
             depth=depth, depth_bytes=self._bytes, high_water=self._high_water,

@@ -10,15 +10,22 @@ built into its ``CapturedItem`` as before.
     |---|--------------------------------------------------|----------------------------|
     | 1 | no stream has a column encoder                   | each built (``materialize``)|
     | 2 | a run of carriers of one converter whose stream   | ``encode_columns``; cut at |
-    |   | has a column encoder                              | every break of the global  |
-    |   |                                                   | or capture sequence into   |
-    |   |                                                   | ``CapturedRun`` values     |
+    |   | has a column encoder (one carrier too: a lone     | every break of the global  |
+    |   | tick's record metadata then does not depend on    | or capture sequence into   |
+    |   | when the worker drained, issue 26)                | ``CapturedRun`` values     |
     | 3 | ... the encoder answers ``None`` (drift, another  | each built: the per-record |
     |   | payload form)                                     | path names the problem     |
     | 4 | anything else (a barrier, a camera item, a        | built                      |
     |   | carrier of another stream)                        |                            |
+    | 5 | a block carrier (an ``ObservationBlock`` envelope, | ONE ``CapturedRun`` of its |
+    |   | issue 26) of a stream whose encoder has           | ``k`` ticks: the encoder's |
+    |   | ``encode_block``                                   | ``encode_block``           |
+    | 6 | ... no such encoder, or it answers ``None``       | its ``k`` ticks, each built|
+    |   | (another layout)                                  | (``block.tick(i)``)        |
 
-The order of the drained list is kept.
+The order of the drained list is kept.  Finding blocks costs nothing on the columnar
+path: a run that starts with one is checked by one ``is``, and a block later in a run makes
+``encode_columns`` answer ``None``, whose per-record path looks for blocks first.
 """
 
 from __future__ import annotations
@@ -28,15 +35,18 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 import numpy as np
 
-from fastsim_contract.values import Envelope
+from fastsim_contract.values import Envelope, ObservationBlock
 from fastsim_record.core.captured import CapturedItem, CapturedRun
-from fastsim_record.ports.sinks import ColumnEncoder
+from fastsim_record.ports.sinks import ColumnEncoder, RecordColumns
 
 __all__ = ["RunBuilder"]
 
 _KIND = operator.attrgetter("source")  # a carrier's contract kind: one converter per kind and lane
+_PAYLOAD_CLASS = operator.attrgetter("payload.__class__")  # a lane item's payload class (rows 5-6)
+_BLOCK = ObservationBlock
 
 
 class RunBuilder:
@@ -46,13 +56,18 @@ class RunBuilder:
         self._encoders: dict[str, ColumnEncoder] = {
             stream: encoder for stream, encoder in encoders.items() if hasattr(encoder, "encode_columns")
         }
+        self._blocks: dict[str, Callable[[Any], RecordColumns | None]] = {
+            stream: encoder.encode_block for stream, encoder in self._encoders.items() if hasattr(encoder, "encode_block")
+        }
         self.runs = 0  # runs formed (the columnar path's reach, for tests and benchmarks)
 
     def split(self, items: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         """The drained ``items`` of a lane whose ``materialize`` is given, as captured items and runs, in order."""
         if not items:
             return []
-        if not self._encoders:  # row 1
+        if not self._encoders:  # row 1 (and 6)
+            if list(map(_PAYLOAD_CLASS, items)).count(_BLOCK):
+                return self._with_blocks(items, materialize)
             return list(map(materialize, items))
         if list(map(type, items)).count(Envelope) == len(items) and (
             (kinds := list(map(_KIND, items))).count(kinds[0]) == len(items)
@@ -76,10 +91,14 @@ class RunBuilder:
         return out
 
     def _run(self, carriers: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
+        if carriers[0].payload.__class__ is _BLOCK:  # rows 5-6 (a block path drains blocks)
+            return self._with_blocks(carriers, materialize)
         first = materialize(carriers[0])
         encoder = self._encoders.get(first.stream)
-        columns = encoder.encode_columns(carriers) if encoder is not None and len(carriers) > 1 else None
-        if columns is None:  # rows 1 and 3
+        columns = encoder.encode_columns(carriers) if encoder is not None else None
+        if columns is None:  # rows 1 and 3 (a block later in the run: rows 5-6)
+            if len(carriers) > 1 and list(map(_PAYLOAD_CLASS, carriers)).count(_BLOCK):
+                return self._with_blocks(carriers, materialize)
             return [first, *map(materialize, carriers[1:])]
         g, c = columns.global_sequence, columns.stream_sequence
         n = len(g)
@@ -100,3 +119,38 @@ class RunBuilder:
             ))
         self.runs += len(out)
         return out
+
+    def _with_blocks(self, items: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
+        """Rows 5-6 for each block carrier in ``items``; the runs between them as above."""
+        out: list[CapturedItem | CapturedRun] = []
+        group: list[Any] = []
+        for item in items:
+            if item.payload.__class__ is not _BLOCK:
+                group.append(item)
+                continue
+            if group:
+                out.extend(self._run(group, materialize))
+                group = []
+            out.extend(self._block(item, materialize))
+        if group:
+            out.extend(self._run(group, materialize))
+        return out
+
+    def _block(self, carrier: Any, materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
+        """Row 5 (one run of the block's ticks), or row 6 (each tick built)."""
+        first = materialize(carrier)  # the block's first tick: its source, stream and lane
+        block: ObservationBlock = carrier.payload
+        encode = self._blocks.get(first.stream)
+        columns = encode(carrier) if encode is not None else None
+        g, c, k = first.global_sequence, first.capture_sequence, len(block.ticks)
+        if columns is None:  # row 6: the per-record path names any drift
+            ticks, times, chan = block.ticks.tolist(), block.sim_time_ns.tolist(), block.channel_sequence
+            return [attrs.evolve(
+                first, global_sequence=g + i, capture_sequence=c + i, tick=ticks[i], sim_time_ns=times[i],
+                channel_sequence=chan + i, payload=block.tick(i),
+            ) for i in range(k)]
+        self.runs += 1
+        return [CapturedRun(
+            source=first.source, stream=first.stream, lane=first.lane, generation=first.generation,
+            first_global=g, last_global=g + k - 1, first_capture=c, last_capture=c + k - 1, payload=columns,
+        )]

@@ -30,6 +30,14 @@ Per envelope (``Pump.__call__``):
     |   | press the ``PressureGauge`` (an unpaced host      |                         |
     |   | waits for the worker at the end of the tick)      |                         |
 
+Blocks (issue 26): a pump whose converter is a ``BlockConverter`` of the observation kind
+is a ``BlockSink``: ``max_block`` is its lane's ``block_limit`` (1, so no opting in, unless the
+lane is ``fail_run``).  When the Core binding subscribes ``blocks`` (it opted in), each
+envelope costs one class check more: a block runs rules 1-5 ONCE for its ``k`` ticks
+(``validate_block``, ``SourceContinuity.advance_block``, ``Lane.try_admit_block`` charged
+``k`` items), and anything else goes to ``__call__``.  A pump that did not opt in is
+subscribed itself, so its per-tick path is exactly the one above.
+
 Which contract source kinds a pump accepts and whether its source carries generation
 barriers are columns of the source registry (``fastsim_record.sources``); every row
 there is wired today: lifecycle, events, control, observations, cameras, render state,
@@ -42,12 +50,18 @@ import threading
 
 import attrs
 
-from fastsim_contract.values import Envelope, SourceKind
+from fastsim_contract.values import Envelope, ObservationBlock, SourceKind
 from fastsim_record.core.generations import SourceContinuity
 from fastsim_record.core.lane import ACCEPTED, Admission, Lane
 from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossError
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.ports.sources import CarrierConverter, Closeable, ItemConverter, LaneConverters
+from fastsim_record.ports.sources import (
+    BlockConverter,
+    CarrierConverter,
+    Closeable,
+    ItemConverter,
+    LaneConverters,
+)
 
 __all__ = ["PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
 
@@ -57,6 +71,7 @@ __all__ = ["PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
 PRESSURE_SHARE = 8
 
 _BARRIER = SourceKind.GENERATION_BARRIER
+_BLOCK = ObservationBlock
 
 
 class PressureGauge:
@@ -128,7 +143,7 @@ class Pump:
     """The sink Core calls for one selected source (rules 1-5)."""
 
     __slots__ = (
-        "_acquire", "_advance", "_cancelled", "_carrier", "_continuity", "_convert", "_gauge", "_lane",
+        "_acquire", "_advance", "_block", "_cancelled", "_carrier", "_continuity", "_convert", "_gauge", "_lane",
         "_lock", "_monitor", "_release", "_try_admit", "_validate", "_wake",
         "delivered", "name", "subscription",
     )
@@ -151,6 +166,11 @@ class Pump:
             convert, convert.kinds
         ) else None
         self._validate = None if self._carrier is None else self._carrier.validate
+        self._block = convert if self._carrier is not None and isinstance(convert, BlockConverter) and (
+            SourceKind.OBSERVATION in convert.kinds
+        ) else None
+        if self._block is not None:  # module doc, Blocks: the lane decides how large
+            self._block.max_block = handle.lane.block_limit(self._block.fixed_size)
         self._continuity = SourceContinuity(name, carries_barriers=carries_barriers)
         self._advance = self._continuity.advance
         self._lane = handle.lane
@@ -192,6 +212,45 @@ class Pump:
         if admission is ACCEPTED:
             self.delivered += 1
             return
+        self._admitted(admission)
+
+    @property
+    def max_block(self) -> int:
+        """The largest block this pump takes (``BlockSink``; 1: it does not opt in)."""
+        return 1 if self._block is None else self._block.max_block
+
+    @max_block.setter
+    def max_block(self, value: int) -> None:
+        if self._block is not None:  # the binding's probe found a Core without blocks: 1
+            self._block.max_block = value
+
+    def blocks(self, item: object) -> None:
+        """The sink of a subscription that opted into blocks (module doc, Blocks)."""
+        block = self._block
+        if item.__class__ is not Envelope or item.payload.__class__ is not _BLOCK or block is None:
+            self(item)
+            return
+        if self._cancelled:
+            return
+        try:
+            size = block.validate_block(item)
+        except Exception as exc:
+            self._capture_failed(exc)
+            return
+        contract: Envelope = item
+        count = len(contract.payload.ticks)  # type: ignore[attr-defined]  # validated: a block
+        problem = self._continuity.advance_block(
+            contract.global_sequence, contract.source_sequence, count, contract.generation
+        )
+        if problem is not None:
+            self._monitor.latch(ContractError(problem.reason, rule=problem.rule))
+            return
+        self._acquire()
+        try:  # ONE carrier charged its ticks; the worker makes it one run
+            admission = self._lane.try_admit_block(contract, count, size)
+        finally:
+            self._release()
+        self.delivered += count - 1
         self._admitted(admission)
 
     def _admit_envelope(self, item: object) -> None:

@@ -13,6 +13,9 @@ Converter ports (a pump holds one; the Core binding implements both):
     |   |                    | into a core ``CapturedItem`` on the publishing thread       |
     | 2 | ``CarrierConverter``| (also rule 1) ``validate``s each envelope and admits it     |
     |   |                    | as a carrier; the worker builds it (``LaneConverters``)     |
+    | 3 | ``BlockConverter`` | (also rule 2) ``validate_block``s an ``ObservationBlock``   |
+    |   |                    | envelope of at most ``max_block`` ticks, admitted as ONE    |
+    |   |                    | carrier charged its ticks (issue 26)                        |
 
 The carrier fast path: a carrier is the validated contract ``Envelope`` itself, held in
 its lane as Core stamped it, so the simulation thread allocates nothing per envelope.
@@ -20,6 +23,11 @@ Its converter lives with the lane: :class:`LaneConverters` (its ``materialize`` 
 lane's) maps each contract source kind to the one carrier converter that feeds the lane with it
 (a pump registers its converter when it is built), builds the captured item of a held
 envelope and passes a captured item (the full path: barriers, cameras) through.
+
+A pump that takes blocks is a ``BlockSink``: the Core binding subscribes its ``blocks``
+callable with ``max_block`` when that exceeds 1, and the pump itself (ticks only)
+otherwise.  The worker's run builder (``pipeline.columns``) turns a held block carrier into
+one ``CapturedRun``; ``LaneConverters.materialize`` of one gives its first tick's item.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ from fastsim_contract.values import ChannelDescriptor, Envelope, SourceKind
 from fastsim_record.core.captured import CapturedItem, LaneName
 
 __all__ = [
+    "BlockConverter",
+    "BlockSink",
     "CarrierConverter",
     "Closeable",
     "EnvelopeSink",
@@ -88,6 +98,30 @@ class CarrierConverter(Protocol):
     def build(self, envelope: Envelope) -> CapturedItem:
         """The captured item of a validated envelope (no checks)."""
         ...
+
+
+@runtime_checkable
+class BlockConverter(CarrierConverter, Protocol):
+    """A carrier converter that also validates blocks of ticks (row 3)."""
+
+    #: the largest block it accepts (1: none)
+    max_block: int
+    #: the bytes of one tick's record (``None``: unknown, so no blocks)
+    fixed_size: int | None
+
+    def validate_block(self, item: object) -> int:
+        """The block checks (Core binding rules 1-3, 5-8): its admission size in bytes."""
+        ...
+
+
+@runtime_checkable
+class BlockSink(Protocol):
+    """An envelope sink that can also take blocks (module doc): ``max_block`` > 1 means it
+    opts in, and ``blocks`` is then the sink to subscribe (it takes blocks and ticks)."""
+
+    max_block: int
+
+    def blocks(self, item: object) -> None: ...
 
 
 class LaneConverters:

@@ -107,5 +107,6 @@ def make_driver(spec: HarnessSpec, workdir: Path) -> FakeDriver:
         portable_sizes=spec.portable_sizes,
         max_finalizer_timeout_s=spec.max_finalizer_timeout_s,
         flow_stall_s=spec.flow_stall_s,
+        max_block=120,  # blocks whenever every observations subscriber opts in (fake_bus doc)
     )
     return FakeDriver(fake)

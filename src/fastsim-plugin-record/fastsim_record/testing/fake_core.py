@@ -31,6 +31,10 @@ Semantics (``contracts/core-contract.md``; this fake passes the contract suite):
     | 8 | flow control (contract section 10): ``end_tick()`` of an unpaced tick waits |
     |   | while a registered gauge is pressed, at most ``flow_stall_s`` per gauge,   |
     |   | then releases it; ``end_tick(paced=True)`` never reads a gauge              |
+    | 9 | blocks (contract section 4, BK1-BK8): with ``max_block`` > 1 and every      |
+    |   | observations subscription opted in at the boundary, ticks travel as        |
+    |   | ``ObservationBlock`` values of at most that many ticks (``fake_bus`` doc);  |
+    |   | ``packed_ticks``: per-tick ticks carry ``PackedValues`` (a packing backend) |
 
 Faults: ``prepare_faults`` names steps that raise ``InjectedFault``
 (``subscribe:<source>``, ``request_grant``, ``register_finalizer``);
@@ -164,6 +168,8 @@ class FakeCore:
     portable_sizes: bool = True
     max_finalizer_timeout_s: float = 300.0
     flow_stall_s: float = 5.0
+    max_block: int = 1  # the fake's own bound on a block of ticks (1: never; rule 9)
+    packed_ticks: bool = False  # per-tick ticks as PackedValues, as a packing backend's (rule 9)
     run_id: str = "run-1"
     completion_id: str = "completion-1"
     # the parts (built from the fields above)
@@ -178,7 +184,10 @@ class FakeCore:
         if self.capture is None:
             self.capture = default_plan(self.channels)
         faults = self.prepare_faults
-        self.bus = FakeBus(self.capture, self.channels, self.sensor_hz, self.portable_sizes, faults)
+        self.bus = FakeBus(
+            self.capture, self.channels, self.sensor_hz, self.portable_sizes, faults,
+            max_block=self.max_block, packed_ticks=self.packed_ticks,
+        )
         self.granting = Grants(self.capture, faults)
         self.terminal = Terminal(self.bus)
         self.finalizers = Finalizers(self.bus, self.outputs, faults, self.max_finalizer_timeout_s)
@@ -263,6 +272,10 @@ class FakeCore:
         """Deterministic values for every numeric channel at the current tick."""
         return self.bus.sample_values()
 
+    def flush(self) -> None:
+        """Deliver the pending block of ticks now (rule 9)."""
+        self.bus.flush()
+
     def end_tick(self, *, paced: bool = False) -> float:
         """Rule 8 (the flow): the seconds this tick's end waited on pressed gauges."""
         return self.flow.end_tick(paced=paced)
@@ -314,6 +327,9 @@ class FakeCore:
     subscribers = _Read[dict[str, list[Subscription]]](lambda core: core.bus.subscribers)
     #: (source, from_sequence, channels) of every accepted subscription
     subscribe_calls = _Read[list[tuple[str, int, tuple[str, ...]]]](lambda core: core.bus.subscribe_calls)
+    #: (source, max_block) of every accepted subscription; blocks stamped so far (rule 9)
+    subscribe_blocks = _Read[list[tuple[str, int]]](lambda core: core.bus.subscribe_blocks)
+    blocks_stamped = _Read[int](lambda core: core.bus.blocks_stamped)
     grants = _Read[list[str]](lambda core: core.granting.granted)  # every grant given, in order
     registrations = _Read[list[Registration]](lambda core: core.finalizers.registrations)
     results = _Read[list[FinalizerResult]](lambda core: core.finalizers.results)

@@ -61,6 +61,7 @@ class Flow:
             deadline = time.monotonic() + self.stall_s
             if registration.gauge.pressed:
                 self.waits += 1
+                self.bus.flush()  # BK5: a pending block first, so the consumer can relieve it
             while registration.gauge.pressed and not self.done():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -71,8 +71,8 @@ class FakeServices:
         channels: Sequence[str] = (),
         max_block: int = 1,
     ) -> Subscription:
-        """Atomic history-plus-live subscription (rule 3)."""
-        return self.core.bus.subscribe(self.grants, source, sink, from_sequence, tuple(channels))
+        """Atomic history-plus-live subscription (rule 3); ``max_block`` > 1 accepts blocks."""
+        return self.core.bus.subscribe(self.grants, source, sink, from_sequence, tuple(channels), max_block)
 
     def request_grant(self, grant: str) -> None:
         """A capability grant justified by the plan."""
