@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from fastsim_embedded.host.core import EmbeddedHost
+from fastsim_embedded.session import loop
 from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.session import SessionResult, run_session
 from fastsim_record.core.captured import CapturedRun
@@ -64,6 +65,8 @@ def test_columnar_and_per_record_paths_write_the_same_records(
     _, columnar, _ = _record(tmp_path, "columnar")
     assert formed, "the worker split nothing"
     assert max(formed) > 0, "the columnar path formed no run"
+    # the per-record path takes per-tick envelopes: no observation blocks (the host's bound 1)
+    monkeypatch.setattr(loop, "SCRIPTED_MAX_BLOCK", 1)
     monkeypatch.setattr(RunBuilder, "split", lambda self, items, materialize: list(map(materialize, items)))
     _, per_record, _ = _record(tmp_path, "per-record")
     a, b = _records(columnar), _records(per_record)

@@ -67,7 +67,9 @@ def test_numeric_ticks_keep_their_channel_sequence(tmp_path: Path) -> None:
 
 def test_channel_sequence_on_the_per_record_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ticks that take the per-record path (no run formed) keep it too."""
+    from fastsim_embedded.session import loop
     from fastsim_record.pipeline.columns import RunBuilder
+    monkeypatch.setattr(loop, "SCRIPTED_MAX_BLOCK", 1)  # per-tick envelopes (no observation blocks)
     monkeypatch.setattr(RunBuilder, "split", lambda self, items, materialize: list(map(materialize, items)))
     path = _record(tmp_path, "chan1")
     recording = fr.open(path)

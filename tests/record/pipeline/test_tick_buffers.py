@@ -18,6 +18,7 @@ import yaml
 import fastsim_record.adapters.numeric_columns as numeric_columns
 from fastsim_contract.samples import PackedLayout, PackedValues
 from fastsim_embedded.output.leases import FileWriteLease
+from fastsim_embedded.session import loop
 from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.session import run_session
 from fastsim_record.adapters.fsr_sink import LeaseWriter
@@ -73,6 +74,7 @@ def test_tick_buffers_write_the_same_file_as_the_joined_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: dict[str, Any]
 ) -> None:
     """The same seeded Run written from unjoined tick buffers and from joined copies is one file."""
+    monkeypatch.setattr(loop, "SCRIPTED_MAX_BLOCK", 1)  # per-tick envelopes: the tick-buffer path
     parts = _counting(monkeypatch)
     ours = _record(tmp_path, "buffers", **case)
     assert parts, "no vectored write"

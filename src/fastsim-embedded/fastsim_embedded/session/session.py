@@ -52,8 +52,8 @@ from fastsim_embedded.output.transaction import OutputRefused
 from fastsim_embedded.render.capture import RenderCapture
 from fastsim_embedded.session.compile import PreparedRun, prepare_run
 from fastsim_embedded.session.gc_policy import gc_policy_enabled, run_gc_policy
+from fastsim_embedded.session import loop as _loop
 from fastsim_embedded.session.loop import (
-    SCRIPTED_MAX_BLOCK,
     HostWork,
     Progress,
     TickResult,
@@ -291,7 +291,7 @@ class Session:
         try:
             if self._stepper is None and self.result is None:  # the scripted driver: blocks allowed
                 self._stepper = TickStepper(
-                    self.host, self.backend, substeps=self.prepared.substeps, max_block=SCRIPTED_MAX_BLOCK
+                    self.host, self.backend, substeps=self.prepared.substeps, max_block=_loop.SCRIPTED_MAX_BLOCK  # read when the Run starts (tests set it)
                 )
             stepper = self.stepper
         except Exception as exc:  # the render side could not bind: fail the Run, never hang
