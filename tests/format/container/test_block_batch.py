@@ -109,7 +109,9 @@ def test_block_counts_are_shared_and_read_only() -> None:
     rows = {1: 0, 7: 1, 9: 2}
     a = block_batch(_block(1, 6), rows, 0, MAX_RECORD_METADATA_BYTES)
     b = block_batch(_block(7, 6), rows, 1, MAX_RECORD_METADATA_BYTES)
-    assert a is not None and b is not None
+    assert a is not None
+    assert b is not None
     assert a.facts.kind_counts is b.facts.kind_counts
-    assert not a.facts.kind_counts.flags.writeable and not a.facts.payload_by_stream.flags.writeable
+    assert not a.facts.kind_counts.flags.writeable
+    assert not a.facts.payload_by_stream.flags.writeable
     assert a.facts.group_last.tolist() == [5]

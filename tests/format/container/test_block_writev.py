@@ -5,6 +5,7 @@ a CRC or a digest is taken), and the file is the one a plain target and rows giv
 from __future__ import annotations
 
 import io
+
 import numpy as np
 import pytest
 
