@@ -16,7 +16,7 @@ from .helpers import RUN, STREAMS
 from .test_vectored_write import VectoredTarget, _file
 
 SIZE = 56  # 7 float64, the helpers' obs.joints
-K = 400  # ticks per block: 22,400 bytes, above the writer's big-part size
+K = 1000  # ticks per block: 56,000 bytes, above the writer's big-part size (16 KiB)
 
 
 def _blocks(first: int, blocks: int, k: int = K) -> RecordBlock:
@@ -37,8 +37,8 @@ def _rows(block: RecordBlock) -> list[RecordIn]:
     """The same records one row each."""
     area = b"".join(np.asarray(p).tobytes() for p in (block.payload, *block.more))
     return [
-        RecordIn.data(1, int(g), int(g), 0, int(t), area[k * SIZE:(k + 1) * SIZE], dict(block.metadata.get(k, {})))
-        for k, (g, t) in enumerate(zip(block.global_sequence, block.sim_time_ns, strict=True))
+        RecordIn.data(1, int(g), int(s), 0, int(t), area[k * SIZE:(k + 1) * SIZE], dict(block.metadata.get(k, {})))
+        for k, (g, s, t) in enumerate(zip(block.global_sequence, block.stream_sequence, block.sim_time_ns, strict=True))
     ]
 
 
@@ -70,3 +70,21 @@ def test_a_failed_vectored_block_write_fails_the_writer() -> None:
         writer.write_batch([_blocks(1, 2)])
     with pytest.raises(ValueError, match="failed"):
         writer.write_batch([_blocks(1 + 2 * K, 1)])
+
+
+@pytest.mark.parametrize("payload_crc", [False, True])
+def test_a_mixed_batch_of_large_blocks_and_a_few_rows_is_the_plain_file(payload_crc: bool) -> None:
+    """The segment path (a row between two large blocks) through a ``writev`` target: one call, the same bytes."""
+    from fastsim_recording_format.model import RecordKind, RecordRow
+
+    first, second = _blocks(1, 1), _blocks(2 + K, 1)
+    row = RecordRow(9, RecordKind.DATA, 1 + K, 1, 0, int(first.sim_time_ns[-1]) + 5, b'{"event": 1}', {"tick": 1},
+                    1 + K, 1)
+    second = RecordBlock(1, 0, second.global_sequence, second.global_sequence - np.uint64(1),
+                         second.sim_time_ns, SIZE, second.payload, second.metadata, ())
+    batch = [first, row, second]
+    target = VectoredTarget()
+    vectored = _file(target, [batch], "strong", payload_crc)
+    assert target.calls == [1 + 1 + 3 + 1]  # header, table+metadata, block, row payload, block, padding
+    assert vectored == _file(io.BytesIO(), [batch], "strong", payload_crc)
+    assert vectored == _file(io.BytesIO(), [[*_rows(first), row, *_rows(second)]], "strong", payload_crc)
