@@ -210,12 +210,13 @@ class _WriteClock:
 @contextmanager
 def _write_clock() -> Iterator[_WriteClock]:
     clock = _WriteClock()
-    real = leases.os
-    leases.os = clock  # type: ignore[assignment]
+    names = vars(leases)  # the lease module's own ``os`` (not exported)
+    real = names["os"]
+    names["os"] = clock
     try:
         yield clock
     finally:
-        leases.os = real
+        names["os"] = real
 
 
 def worker_round(ticks: int, k: int, blocks: bool, vectored: bool = False) -> dict[str, float]:
