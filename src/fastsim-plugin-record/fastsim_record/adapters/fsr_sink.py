@@ -86,8 +86,8 @@ class LeaseWriter(io.RawIOBase):
         vectored = getattr(self._lease, "writev", None)
         if vectored is not None:
             return int(vectored(parts, nbytes))
-        if nbytes >= _BIG_WRITE * len(parts):
-            return sum(self.write(p) for p in parts if memoryview(p).nbytes)
+        if nbytes >= _BIG_WRITE * len(parts):  # as bytes: a lease counts what it took in bytes
+            return sum(self.write(view) for view in (memoryview(p).cast("B") for p in parts) if view.nbytes)
         return self.write(b"".join(parts))
 
     def flush(self) -> None:
