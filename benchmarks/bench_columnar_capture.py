@@ -20,11 +20,8 @@ envelope-per-tick path, measured in this one process with interleaved rounds:
    ``RecordColumns`` are two ``arange`` s, the sim-time column and the block itself, with no
    per-tick object.  Everything downstream (merge, record tables, file writes,
    finalization with its read-back validation) is today's code; the Run must succeed.
-   Beside each worker figure, its GIL-held part: the worker's CPU minus its CPU inside the
-   write lease's ``os.write``/``os.writev`` (the kernel's copy into the page cache, which
-   runs without the GIL).  ``block_vectored`` forces the vectored write of a block batch's
-   few large parts (``writer._FEW_PARTS = 0``); since the writer does that by itself
-   (wkblk), it takes the same path as ``block`` and is kept for comparison with old results.
+   Each with its GIL-held part (minus its CPU in the lease's ``os.write``/``writev``).  The
+   writer now sends few large parts in one ``writev`` itself: ``block_vectored`` is ``block``.
 
 ``--unpaced`` measures instead the wall time per tick of an unpaced loop (``backend.step``,
 ``host.advance``, the capture, the host's flow-control wait) with the worker running
@@ -37,20 +34,16 @@ a quiet machine only.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from _record_host import RecordRun
 from _report import Figures, add_json_flag, load_average
+from _write_clock import WriteClock, write_clock
 from bench_worker import _settle, _worker_cpu
 
-import fastsim_embedded.output.leases as leases
 import fastsim_recording_format.writer as fsr_writer
 from fastsim_embedded.session.loop import observation_publisher
 from fastsim_record.core.captured import CapturedRun, LaneName
@@ -179,55 +172,13 @@ def _block_split(original: Any, stream: str, record_bytes: int) -> Any:
     return split
 
 
-class _WriteClock:
-    """``os`` for the write lease, counting the worker thread's CPU inside ``os.write`` and
-    ``os.writev`` (the kernel's copy into the page cache; both release the GIL)."""
-
-    def __init__(self) -> None:
-        self.cpu = 0.0
-        self.worker: int | None = None  # the thread counted (the writer worker's ident)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(os, name)
-
-    def write(self, fd: int, data: Any) -> int:
-        t0 = time.thread_time()
-        try:
-            return os.write(fd, data)
-        finally:
-            if threading.get_ident() == self.worker:
-                self.cpu += time.thread_time() - t0
-
-    def writev(self, fd: int, parts: Any) -> int:
-        t0 = time.thread_time()
-        try:
-            return os.writev(fd, parts)
-        finally:
-            if threading.get_ident() == self.worker:
-                self.cpu += time.thread_time() - t0
-
-
-@contextmanager
-def _write_clock() -> Iterator[_WriteClock]:
-    clock = _WriteClock()
-    names = vars(leases)  # the lease module's own ``os`` (not exported)
-    real = names["os"]
-    names["os"] = clock
-    try:
-        yield clock
-    finally:
-        names["os"] = real
-
-
 def worker_round(ticks: int, k: int, blocks: bool, vectored: bool = False) -> dict[str, float]:
-    """Worker CPU µs per numeric record, today's envelopes or the prototype's blocks;
-    ``vectored``: the writer sends a batch's few large block parts in one vectored write
-    instead of joining them (``writer._FEW_PARTS = 0``: the one-line writer change the
-    design proposes; today's batches have one part per tick, so it does not touch them)."""
+    """Worker CPU µs per numeric record (all, GIL-held, in the writes), today's envelopes or
+    the prototype's blocks; ``vectored``: ``writer._FEW_PARTS = 0`` (see the module header)."""
     few_parts = fsr_writer._FEW_PARTS
     fsr_writer._FEW_PARTS = 0 if vectored else few_parts
     try:
-        with _write_clock() as clock:
+        with write_clock() as clock:
             return _worker_round(ticks, k, blocks, clock)
     finally:
         fsr_writer._FEW_PARTS = few_parts
@@ -247,7 +198,7 @@ def _stamp_block(host: Any, handle: Any, times: Any, block: Any, record_bytes: i
         return handle.lane.try_admit(BlockCarrier(g0, c0, 0, times, block), n * record_bytes)
 
 
-def _worker_round(ticks: int, k: int, blocks: bool, clock: _WriteClock) -> dict[str, float]:
+def _worker_round(ticks: int, k: int, blocks: bool, clock: WriteClock) -> dict[str, float]:
     run = RecordRun.build(record=True, channels=90)
     host, backend = run.host, run.prepared.backend
     plugin: Any = run.plugin.wiring  # type: ignore[union-attr]
@@ -287,8 +238,7 @@ def _worker_round(ticks: int, k: int, blocks: bool, clock: _WriteClock) -> dict[
     if outcome.status != "succeeded":
         raise SystemExit(f"bench_columnar_capture: the Run did not succeed: {outcome.reason}")
     per = 1e6 / max(records, 1)
-    return {"us_per_record": per * cpu, "write_us_per_record": per * written,
-            "gil_us_per_record": per * (cpu - written), "records": float(records)}
+    return {"us_per_record": per * cpu, "write_us_per_record": per * written, "gil_us_per_record": per * (cpu - written)}
 
 
 def unpaced_round(ticks: int, k: int, mode: str) -> dict[str, float]:
@@ -411,9 +361,7 @@ def main() -> int:
         names = list(variants) if round_ % 2 == 0 else list(reversed(variants))
         for name in names:
             workers[name].append(worker_round(args.ticks, args.k, *variants[name]))
-        sim = "" if not sims else (
-            f"sim us/tick bare {sims[-1]['bare']:.2f} today {sims[-1]['today']:.2f} block {sims[-1]['block']:.2f} "
-            f"(generic {sims[-1]['block_generic']:.2f}; flush {sims[-1]['flush']:.1f}/block); ")
+        sim = "" if not sims else "sim us/tick " + " ".join(f"{n} {v:.2f}" for n, v in sims[-1].items()) + "; "
         print(f"  round {round_ + 1}: {sim}worker us/record (GIL-held) "
               + " ".join(f"{n} {v[-1]['us_per_record']:.2f} ({v[-1]['gil_us_per_record']:.2f})"
                          for n, v in workers.items()), flush=True)
@@ -432,20 +380,17 @@ def main() -> int:
         print(f"  sim thread, capture per tick (minus bare {bare:.2f} us):")
         for name, value in cap.items():
             print(f"    {name:24s}: {value:6.2f} us   ratio to today {value / cap['today']:5.2f}")
+            figures.add(f"sim_capture_{name}_us_per_tick", value)
         print(f"  block flush (one admission)   : {med('flush'):6.2f} us per block")
         figures.add("sim_bare_us_per_tick", bare)
-        for name, value in cap.items():
-            figures.add(f"sim_capture_{name}_us_per_tick", value)
         figures.add("block_flush_us", med("flush"))
     print("  writer worker CPU per numeric record (GIL-held: minus its CPU inside os.write/os.writev):")
     w = {name: wmed(name, "us_per_record") for name in workers}
     for name, value in w.items():
         gil = wmed(name, "gil_us_per_record")
         print(f"    {name:24s}: {value:6.2f} us   ratio to today {value / w['today']:5.2f}   GIL-held {gil:6.2f} us")
-    for name, value in w.items():
         figures.add(f"worker_{name}_us_per_record", value, 3.0, "<=")
-    for name in workers:
-        figures.add(f"worker_{name}_gil_us_per_record", wmed(name, "gil_us_per_record"))
+        figures.add(f"worker_{name}_gil_us_per_record", gil)
         figures.add(f"worker_{name}_write_us_per_record", wmed(name, "write_us_per_record"))
     figures.emit(args.json)
     return 0

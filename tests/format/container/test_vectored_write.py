@@ -129,8 +129,7 @@ def test_a_lease_without_writev_gets_one_joined_write() -> None:
 
 
 def test_a_lease_without_writev_gets_large_parts_one_write_each() -> None:
-    """``LeaseWriter.writev`` of a batch's few large blocks over a lease with only ``write``:
-    one call per non-empty part, in order, no joined copy."""
+    """``LeaseWriter.writev`` of a few large blocks over a lease with only ``write``: one byte call per part, unjoined."""
     from fastsim_record.adapters.fsr_sink import LeaseWriter
 
     class PlainLease:
