@@ -20,13 +20,15 @@ envelope-per-tick path, measured in this one process with interleaved rounds:
    ``RecordColumns`` are two ``arange`` s, the sim-time column and the block itself, with no
    per-tick object.  Everything downstream (merge, record tables, file writes,
    finalization with its read-back validation) is today's code; the Run must succeed.
+   Each with its GIL-held part (minus its CPU in the lease's ``os.write``/``writev``).  The
+   writer now sends few large parts in one ``writev`` itself: ``block_vectored`` is ``block``.
 
 ``--unpaced`` measures instead the wall time per tick of an unpaced loop (``backend.step``,
 ``host.advance``, the capture, the host's flow-control wait) with the worker running
 concurrently, Record off / today / blocks: a whole-loop on/off ratio.  Wall time: run it on
 a quiet machine only.
 
-    python benchmarks/bench_columnar_capture.py [--ticks 12000] [--rounds 3] [--k 40] [--unpaced] [--json]
+    python benchmarks/bench_columnar_capture.py [--ticks 12000] [--rounds 3] [--k 40] [--worker-only] [--unpaced] [--json]
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 from _record_host import RecordRun
 from _report import Figures, add_json_flag, load_average
+from _write_clock import WriteClock, write_clock
 from bench_worker import _settle, _worker_cpu
 
 import fastsim_recording_format.writer as fsr_writer
@@ -170,14 +173,13 @@ def _block_split(original: Any, stream: str, record_bytes: int) -> Any:
 
 
 def worker_round(ticks: int, k: int, blocks: bool, vectored: bool = False) -> dict[str, float]:
-    """Worker CPU µs per numeric record, today's envelopes or the prototype's blocks;
-    ``vectored``: the writer sends a batch's few large block parts in one vectored write
-    instead of joining them (``writer._FEW_PARTS = 0``: the one-line writer change the
-    design proposes; today's batches have one part per tick, so it does not touch them)."""
+    """Worker CPU µs per numeric record (all, GIL-held, in the writes), today's envelopes or
+    the prototype's blocks; ``vectored``: ``writer._FEW_PARTS = 0`` (see the module header)."""
     few_parts = fsr_writer._FEW_PARTS
     fsr_writer._FEW_PARTS = 0 if vectored else few_parts
     try:
-        return _worker_round(ticks, k, blocks)
+        with write_clock() as clock:
+            return _worker_round(ticks, k, blocks, clock)
     finally:
         fsr_writer._FEW_PARTS = few_parts
 
@@ -196,7 +198,7 @@ def _stamp_block(host: Any, handle: Any, times: Any, block: Any, record_bytes: i
         return handle.lane.try_admit(BlockCarrier(g0, c0, 0, times, block), n * record_bytes)
 
 
-def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
+def _worker_round(ticks: int, k: int, blocks: bool, clock: WriteClock) -> dict[str, float]:
     run = RecordRun.build(record=True, channels=90)
     host, backend = run.host, run.prepared.backend
     plugin: Any = run.plugin.wiring  # type: ignore[union-attr]
@@ -210,7 +212,8 @@ def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
     worker._runs.split = _block_split(worker._runs.split, "observations", record_bytes)
     dt = 1e9 / host.context.sensor_hz
     _settle(plugin)
-    cpu0 = _worker_cpu(plugin)
+    clock.worker = worker.thread.ident
+    cpu0, write0 = _worker_cpu(plugin), clock.cpu
     records0 = worker._records.encoded
     for start in range(1, ticks + 1, CHUNK * 2):
         stop = min(ticks, start + CHUNK * 2 - 1)
@@ -229,12 +232,13 @@ def _worker_round(ticks: int, k: int, blocks: bool) -> dict[str, float]:
                 times = np.array([round(t * dt) for t in range(first, last + 1)], np.int64)
                 _stamp_block(host, handle, times, block, record_bytes)
         _settle(plugin)
-    cpu = _worker_cpu(plugin) - cpu0
+    cpu, written = _worker_cpu(plugin) - cpu0, clock.cpu - write0
     records = worker._records.encoded - records0
     outcome, _ = run.finish()
     if outcome.status != "succeeded":
         raise SystemExit(f"bench_columnar_capture: the Run did not succeed: {outcome.reason}")
-    return {"us_per_record": 1e6 * cpu / max(records, 1), "records": float(records)}
+    per = 1e6 / max(records, 1)
+    return {"us_per_record": per * cpu, "write_us_per_record": per * written, "gil_us_per_record": per * (cpu - written)}
 
 
 def unpaced_round(ticks: int, k: int, mode: str) -> dict[str, float]:
@@ -339,6 +343,8 @@ def main() -> int:
     parser.add_argument("--ticks", type=int, default=12000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--k", type=int, default=40, help="ticks per block (k_max)")
+    parser.add_argument("--worker-only", action="store_true",
+                        help="only the writer worker's rounds (no simulation-thread figures)")
     parser.add_argument("--unpaced", action="store_true",
                         help="instead: wall us per tick of an unpaced loop, off / today / block (a quiet machine only)")
     add_json_flag(parser)
@@ -347,39 +353,45 @@ def main() -> int:
         return unpaced(args)
     load = load_average()
     sims: list[dict[str, float]] = []
-    workers: dict[str, list[float]] = {"today": [], "block": [], "block_vectored": []}
+    workers: dict[str, list[dict[str, float]]] = {"today": [], "block": [], "block_vectored": []}
     variants = {"today": (False, False), "block": (True, False), "block_vectored": (True, True)}
     for round_ in range(args.rounds):
-        sims.append(sim_round(args.ticks, args.k))
+        if not args.worker_only:
+            sims.append(sim_round(args.ticks, args.k))
         names = list(variants) if round_ % 2 == 0 else list(reversed(variants))
         for name in names:
-            workers[name].append(worker_round(args.ticks, args.k, *variants[name])["us_per_record"])
-        s = sims[-1]
-        print(f"  round {round_ + 1}: sim us/tick bare {s['bare']:.2f} today {s['today']:.2f} block {s['block']:.2f} "
-              f"(generic {s['block_generic']:.2f}; flush {s['flush']:.1f}/block); worker us/record "
-              + " ".join(f"{n} {v[-1]:.2f}" for n, v in workers.items()), flush=True)
+            workers[name].append(worker_round(args.ticks, args.k, *variants[name]))
+        sim = "" if not sims else "sim us/tick " + " ".join(f"{n} {v:.2f}" for n, v in sims[-1].items()) + "; "
+        print(f"  round {round_ + 1}: {sim}worker us/record (GIL-held) "
+              + " ".join(f"{n} {v[-1]['us_per_record']:.2f} ({v[-1]['gil_us_per_record']:.2f})"
+                         for n, v in workers.items()), flush=True)
 
     def med(key: str) -> float:
         return statistics.median(s[key] for s in sims)
 
-    bare = med("bare")
-    cap = {name: med(name) - bare for name in ("today", "block", "block_generic")}
-    w = {name: statistics.median(v) for name, v in workers.items()}
-    print(f"\ncolumnar capture, 90 channels, k = {args.k}, {args.ticks} ticks, {args.rounds} rounds (load {load})")
-    print(f"  sim thread, capture per tick (minus bare {bare:.2f} us):")
-    for name, value in cap.items():
-        print(f"    {name:24s}: {value:6.2f} us   ratio to today {value / cap['today']:5.2f}")
-    print(f"  block flush (one admission)   : {med('flush'):6.2f} us per block")
-    print("  writer worker CPU per numeric record:")
-    for name, value in w.items():
-        print(f"    {name:24s}: {value:6.2f} us   ratio to today {value / w['today']:5.2f}")
+    def wmed(name: str, key: str) -> float:
+        return statistics.median(r[key] for r in workers[name])
+
     figures = Figures("bench_columnar_capture")
-    figures.add("sim_bare_us_per_tick", bare)
-    for name, value in cap.items():
-        figures.add(f"sim_capture_{name}_us_per_tick", value)
-    figures.add("block_flush_us", med("flush"))
+    print(f"\ncolumnar capture, 90 channels, k = {args.k}, {args.ticks} ticks, {args.rounds} rounds (load {load})")
+    if sims:
+        bare = med("bare")
+        cap = {name: med(name) - bare for name in ("today", "block", "block_generic")}
+        print(f"  sim thread, capture per tick (minus bare {bare:.2f} us):")
+        for name, value in cap.items():
+            print(f"    {name:24s}: {value:6.2f} us   ratio to today {value / cap['today']:5.2f}")
+            figures.add(f"sim_capture_{name}_us_per_tick", value)
+        print(f"  block flush (one admission)   : {med('flush'):6.2f} us per block")
+        figures.add("sim_bare_us_per_tick", bare)
+        figures.add("block_flush_us", med("flush"))
+    print("  writer worker CPU per numeric record (GIL-held: minus its CPU inside os.write/os.writev):")
+    w = {name: wmed(name, "us_per_record") for name in workers}
     for name, value in w.items():
+        gil = wmed(name, "gil_us_per_record")
+        print(f"    {name:24s}: {value:6.2f} us   ratio to today {value / w['today']:5.2f}   GIL-held {gil:6.2f} us")
         figures.add(f"worker_{name}_us_per_record", value, 3.0, "<=")
+        figures.add(f"worker_{name}_gil_us_per_record", gil)
+        figures.add(f"worker_{name}_write_us_per_record", wmed(name, "write_us_per_record"))
     figures.emit(args.json)
     return 0
 

@@ -124,17 +124,32 @@ def block_batch(
     if meta:
         words[0, _GEN] = generation | len(meta) << 32
         words[1:, _MO] = len(meta)
-    streams = len(rows)
-    kinds = np.zeros((streams, 3), np.int64)
-    kinds[row, 0] = n
-    payload = np.zeros(streams, np.float64)
-    payload[row] = float(n * size)
+    kinds, payload, last_row = _counts(len(rows), row, n, size)
     proj = np.frombuffer(_PROJECTION.pack(sid, generation, ordinal, n, s0, s1, t0, t1), PROJECTION_DTYPE)
     facts = BatchFacts(
-        g0, g1, generation, generation, t0, t1, proj, kinds, payload, _FIRST_ROW, np.array((n - 1,), np.intp),
+        g0, g1, generation, generation, t0, t1, proj, kinds, payload, _FIRST_ROW, last_row,
         ((sid, s0, generation, t0), (sid, s1, generation, t1)),
     )
     return BlockBatch(np.frombuffer(raw, RECORD_DTYPE), raw, tuple(parts), n * size, meta, facts)
+
+
+_COUNTS: dict[tuple[int, int, int, int], tuple[Array, Array, Array]] = {}
+
+
+def _counts(streams: int, row: int, n: int, size: int) -> tuple[Array, Array, Array]:
+    """A one-block batch's per-stream kind counts, payload bytes and last-record row
+    (read-only, cached: a steady recording's batches share a handful)."""
+    key = (streams, row, n, size)
+    cached = _COUNTS.get(key)
+    if cached is None:
+        if len(_COUNTS) >= 64:
+            _COUNTS.clear()
+        kinds = np.zeros((streams, 3), np.int64)
+        kinds[row, 0] = n
+        payload = np.zeros(streams, np.float64)
+        payload[row] = float(n * size)
+        cached = _COUNTS[key] = (readonly(kinds), readonly(payload), readonly(np.array((n - 1,), np.intp)))
+    return cached
 
 
 def block_metadata(metadata: Mapping[int, Any], max_metadata: int) -> bytes | None:
@@ -151,9 +166,28 @@ def record_metadata(meta: Any, max_metadata: int) -> bytes | None:
     if not meta:
         return b""
     try:
-        blob = canonical_json(meta)
+        blob = _one_int(meta) or canonical_json(meta)
     except (TypeError, ValueError):
         return None
     if len(blob) > max_metadata or len(blob) > MAX_JSON_ITEMS or blob[:1] != b"{":
         return None
     return blob
+
+
+_KEY_PREFIX: dict[str, bytes] = {}
+
+
+def _one_int(meta: Any) -> bytes | None:
+    """``canonical_json`` of a map of one string key to an ``int`` (a block's
+    ``{"channel_sequence": n}``) from the key's cached prefix, or ``None`` for any other value."""
+    if meta.__class__ is not dict or len(meta) != 1:
+        return None
+    ((key, value),) = meta.items()
+    if key.__class__ is not str or value.__class__ is not int:
+        return None
+    prefix = _KEY_PREFIX.get(key)
+    if prefix is None:
+        if len(_KEY_PREFIX) >= 64:
+            _KEY_PREFIX.clear()
+        prefix = _KEY_PREFIX[key] = canonical_json({key: 0})[:-2]  # b'{"key":'
+    return b"%s%d}" % (prefix, value)

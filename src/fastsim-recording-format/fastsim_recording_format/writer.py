@@ -60,7 +60,8 @@ __all__ = ["FsrWriter", "RecordBlock"]
 
 _NO_SHA = bytes(32)
 #: a batch with at most this many payload parts writes them without joining them first
-#: (with more, a target with ``writev`` takes them in one vectored write, others a joined copy)
+#: (with more, a target with ``writev`` takes them in one vectored write, others a joined
+#: copy); a few parts of at least ``_BIG_PART`` bytes each also go out in one vectored write
 _FEW_PARTS = 4
 #: average payload size from which a batch's payloads are written without joining them
 _SPLIT_AVERAGE = 64 * 1024
@@ -216,7 +217,12 @@ class FsrWriter(Closing):
         pad = bytes(pad8(pay_len) - pay_len)
         payload_crc, sha = 0, _NO_SHA
         digests = self._crc or self._strong
-        vectored = self._vectored if len(payloads) > _FEW_PARTS and pay_len >= _VECTOR_PART * len(payloads) else None
+        parts_n = len(payloads)
+        # many parts (a batch of tick buffers), or a few large ones (a batch of column
+        # blocks): one vectored write, never a joined copy of the payload area
+        vectored = self._vectored if (
+            parts_n and (parts_n > _FEW_PARTS or pay_len >= _BIG_PART * parts_n) and pay_len >= _VECTOR_PART * parts_n
+        ) else None
         if pay_len >= _SPLIT_AVERAGE * n or vectored is not None:
             # Large payloads (frames), or many parts for a file that takes a vectored
             # write (a block's tick buffers): written as they are, no joined copy; the CRC

@@ -89,3 +89,29 @@ def test_one_block_path_takes_the_steady_state() -> None:
     assert built.table["metadata_length"].tolist() == [23, 0, 0, 0, 0, 0]
     assert built.table["metadata_offset"].tolist() == [0, 23, 23, 23, 23, 23]
     assert block_batch(_block(11, 6, g=np.arange(11, 17, dtype=np.int64)), rows, 4, MAX_RECORD_METADATA_BYTES) is None
+
+
+@pytest.mark.parametrize("meta", [
+    {"channel_sequence": 11}, {"channel_sequence": -3}, {"channel_sequence": 2**70}, {"é\"\\\n": 5},
+    {"channel_sequence": True}, {"channel_sequence": 1.0}, {1: 2}, {"a": 1, "b": 2}, {"note": "x"},
+])
+def test_one_int_metadata_is_canonical_json(meta: dict[Any, Any]) -> None:
+    """A block's one-key metadata blob (the cached-prefix form) is exactly canonical JSON, for any key and value."""
+    from fastsim_recording_format._block_batch import record_metadata
+    from fastsim_recording_format._layout import canonical_json
+
+    assert record_metadata(meta, MAX_RECORD_METADATA_BYTES) == canonical_json(meta)
+    assert record_metadata(dict(meta), MAX_RECORD_METADATA_BYTES) == canonical_json(meta)  # the prefix, cached
+
+
+def test_block_counts_are_shared_and_read_only() -> None:
+    """Two steady batches of one shape share their per-stream counts, which nothing may write."""
+    rows = {1: 0, 7: 1, 9: 2}
+    a = block_batch(_block(1, 6), rows, 0, MAX_RECORD_METADATA_BYTES)
+    b = block_batch(_block(7, 6), rows, 1, MAX_RECORD_METADATA_BYTES)
+    assert a is not None
+    assert b is not None
+    assert a.facts.kind_counts is b.facts.kind_counts
+    assert not a.facts.kind_counts.flags.writeable
+    assert not a.facts.payload_by_stream.flags.writeable
+    assert a.facts.group_last.tolist() == [5]

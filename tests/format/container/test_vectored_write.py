@@ -126,3 +126,25 @@ def test_a_lease_without_writev_gets_one_joined_write() -> None:
     parts = [b"head", np.arange(3.0), b"pad"]
     assert LeaseWriter(lease).writev(parts, 4 + 24 + 3) == 31  # type: ignore[arg-type]
     assert lease.calls == [b"head" + np.arange(3.0).tobytes() + b"pad"]
+
+
+def test_a_lease_without_writev_gets_large_parts_one_write_each() -> None:
+    """``LeaseWriter.writev`` of a few large blocks over a lease with only ``write``: one byte call per part, unjoined."""
+    from fastsim_record.adapters.fsr_sink import LeaseWriter
+
+    class PlainLease:
+        def __init__(self) -> None:
+            self.calls: list[bytes] = []
+
+        def write(self, data: Any) -> int:
+            self.calls.append(bytes(data))
+            return len(data)  # elements, not bytes, for a view of wider items: the writer must pass bytes
+
+        def flush(self) -> None:
+            """Nothing buffered."""
+
+    lease = PlainLease()
+    blocks = [np.full(5_000, k, np.float64) for k in range(3)]
+    parts = [b"header", *blocks, b""]
+    assert LeaseWriter(lease).writev(parts, 6 + 120_000) == 120_006  # type: ignore[arg-type]
+    assert lease.calls == [b"header", *(b.tobytes() for b in blocks)]

@@ -166,6 +166,17 @@ class Batcher:
         """B7: ``add(generation, t, payload_bytes)`` for each ``t`` of ``sim_times`` (which
         must not go down), in O(batches closed x log n) instead of per record."""
         n = len(sim_times)
+        held = self._items
+        if n and (not held or generation == self._generation):
+            # the steady state: the whole run stays below every limit (B2-B4), so no
+            # record of it closes the batch; its end points are its time bounds
+            first, last = int(sim_times[0]), int(sim_times[-1])
+            lo, hi = (min(self._min_t, first), max(self._max_t, last)) if held else (first, last)
+            items, nbytes = held + n, self._bytes + n * payload_bytes
+            if items < self._max_items and nbytes < self._max_bytes and hi - lo < self._max_span:
+                self._generation = generation
+                self._items, self._bytes, self._min_t, self._max_t = items, nbytes, lo, hi
+                return _NOTHING
         out: list[BatchSummary] = []
         i = 0
         if n and self._items and generation != self._generation:  # B1
