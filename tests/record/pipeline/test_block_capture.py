@@ -213,3 +213,13 @@ def test_blocks_from_the_embedded_host_write_the_same_file(tmp_path: Path, monke
     per_tick = _host_record(tmp_path, "ticks")
     assert not received
     assert with_blocks == per_tick
+
+
+def test_the_worker_counts_a_blocks_ticks_for_its_hole_guard() -> None:
+    """Rule 7's count of pushed items counts a block's ticks, as the merge counts a run's: nothing is left 'held'."""
+    h = _seeded_run(40)
+    wiring = h.plugin.wiring
+    assert wiring is not None and wiring.worker is not None
+    worker = wiring.worker
+    assert worker._runs.runs > 0, "no block became a run"  # blocks really flowed
+    assert worker._pushed == worker._merge.released_items  # with the carrier count it was fewer

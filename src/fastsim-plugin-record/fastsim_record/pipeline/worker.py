@@ -233,12 +233,13 @@ class WriterWorker:
         merge = self._merge
         for handle in self._lanes.values():
             with handle.lock:
+                ticks = handle.lane.depth  # a block carrier counts its ticks
                 held = handle.lane.drain_held()
                 gaps = handle.lane.take_gaps()
             if not held and not gaps:
                 continue
             moved = True
-            self._pushed += len(held) + len(gaps)  # envelopes, as the merge counts runs (rule 7)
+            self._pushed += ticks + len(gaps)  # envelopes, as the merge counts runs (rule 7)
             for gap in gaps:
                 conflict = merge.explain(gap)
                 if conflict is not None:
