@@ -50,9 +50,9 @@ from fastsim_embedded.host.context import RunOutcome
 from fastsim_embedded.host.core import EmbeddedHost
 from fastsim_embedded.output.transaction import OutputRefused
 from fastsim_embedded.render.capture import RenderCapture
+from fastsim_embedded.session import loop as _loop
 from fastsim_embedded.session.compile import PreparedRun, prepare_run
 from fastsim_embedded.session.gc_policy import gc_policy_enabled, run_gc_policy
-from fastsim_embedded.session import loop as _loop
 from fastsim_embedded.session.loop import (
     HostWork,
     Progress,
