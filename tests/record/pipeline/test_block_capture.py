@@ -219,7 +219,8 @@ def test_the_worker_counts_a_blocks_ticks_for_its_hole_guard() -> None:
     """Rule 7's count of pushed items counts a block's ticks, as the merge counts a run's: nothing is left 'held'."""
     h = _seeded_run(40)
     wiring = h.plugin.wiring
-    assert wiring is not None and wiring.worker is not None
+    assert wiring is not None
+    assert wiring.worker is not None
     worker = wiring.worker
     assert worker._runs.runs > 0, "no block became a run"  # blocks really flowed
     assert worker._pushed == worker._merge.released_items  # with the carrier count it was fewer
