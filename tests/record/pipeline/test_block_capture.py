@@ -224,3 +224,24 @@ def test_the_worker_counts_a_blocks_ticks_for_its_hole_guard() -> None:
     worker = wiring.worker
     assert worker._runs.runs > 0, "no block became a run"  # blocks really flowed
     assert worker._pushed == worker._merge.released_items  # with the carrier count it was fewer
+
+
+def test_a_pressed_block_admission_yields_the_gil_once_and_a_plain_one_does_not() -> None:
+    """A block admitted past the lane's pressure mark yields the GIL once (a waiting worker runs); below it, never."""
+    from fastsim_record.pipeline import pumps
+
+    yields: list[float] = []
+    with mock.patch.object(pumps, "_yield_gil", yields.append):
+        h = Harness.started(make_config(numeric=(2048, 1 << 30, "fail_run"), batching=(2, 1 << 30, 1000.0)),
+                            max_block=120)
+        h.core.outputs.faults.stall = True
+        h.run_ticks(8, control=False)  # one block of 8, far below the pressure mark (2048 / 8 = 256 items)
+        h.core.publish("events", {"event": "marker"})  # any other stamp delivers the pending block (BK2)
+        assert h.core.outputs.stalled.wait(_WAIT)
+        assert yields == []
+        h.run_ticks(400, control=False)  # the writer is stalled: the lane fills past its mark
+        pressed = len(yields)
+        h.core.outputs.release_stall()
+        h.finish()
+    assert pressed >= 1
+    assert set(yields) == {0}

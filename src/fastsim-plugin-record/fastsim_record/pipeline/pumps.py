@@ -36,7 +36,12 @@ lane is ``fail_run``).  When the Core binding subscribes ``blocks`` (it opted in
 envelope costs one class check more: a block runs rules 1-5 ONCE for its ``k`` ticks
 (``validate_block``, ``SourceContinuity.advance_block``, ``Lane.try_admit_block`` charged
 ``k`` items), and anything else goes to ``__call__``.  A pump that did not opt in is
-subscribed itself, so its per-tick path is exactly the one above.
+subscribed itself, so its per-tick path is exactly the one above.  A block admitted as
+anything but a plain ACCEPTED (the lane is past its pressure mark) also yields the GIL once
+(``time.sleep(0)``) after waking the worker: the per-tick path hands the GIL over on its
+own (the lane lock it takes every tick), a block pump takes that lock once per ``k`` ticks,
+so without the yield a simulation thread that never waits (a Core without flow control)
+could starve the worker into a fail_run overflow.  It never waits on Record's state.
 
 Which contract source kinds a pump accepts and whether its source carries generation
 barriers are columns of the source registry (``fastsim_record.sources``); every row
@@ -47,6 +52,7 @@ geometry and fluid emissions.
 from __future__ import annotations
 
 import threading
+from time import sleep as _yield_gil
 
 import attrs
 
@@ -252,6 +258,8 @@ class Pump:
             self._release()
         self.delivered += count - 1
         self._admitted(admission)
+        if admission is not ACCEPTED:  # module doc, Blocks: let a waiting worker run
+            _yield_gil(0)
 
     def _admit_envelope(self, item: object) -> None:
         try:
