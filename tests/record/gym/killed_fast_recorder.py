@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -46,6 +45,5 @@ else:
     for _ in range(60):
         _, _, terminated, truncated, _ = envs.step(envs.action_space.sample())
         played += [{"sub_env": int(i)} for i in np.flatnonzero(terminated | truncated)]
-    time.sleep(0.5)  # the open episodes' files are opened in the pool meanwhile; none is committed
 (directory.parent / "played.json").write_text(json.dumps(played))
 os.kill(os.getpid(), signal.SIGKILL)

@@ -162,6 +162,13 @@ class EpisodeWriter:
                     self._room.wait()
 
     # -- opening pool ---------------------------------------------------------------------
+    def wait_opened(self) -> None:
+        """Return once the open that ``start`` began has ended (at once when not started:
+        an episode waiting for a slot).  A failed open is kept in ``failure``, not raised."""
+        future = self._future
+        if future is not None:
+            concurrent.futures.wait((future,))
+
     def start(self, *, slot: bool) -> None:
         """Open the Session in the opening pool (``slot``: it holds one of the pool's slots)."""
         self._slot = slot

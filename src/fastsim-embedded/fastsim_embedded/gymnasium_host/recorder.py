@@ -20,7 +20,9 @@ the Record plugin (``fastsim.plugins``): its lanes, worker, writer, transaction,
 
 Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their
 commit, then ``step`` waits (``flow_waits`` counts it); with ``durable`` the call that ends an
-episode waits for its commit (so a ``kill -9`` finds every ended episode committed).  With the lanes' bounds, the bounded
+episode waits for its commit (so a ``kill -9`` finds every ended episode committed), and the
+call that starts one waits for its file to open when it has a slot (so the open episode is
+recoverable from its first step, and no open runs beside its steps).  With the lanes' bounds, the bounded
 queued rows (``EpisodeWriter.hand``) and the open slots, memory grows neither with episode
 length nor with the number of sub-envs beyond one chunk each.  At interpreter exit (Python
 >= 3.12 starts no thread then) a commit runs on the calling thread.
@@ -180,6 +182,8 @@ class GymRecording:
         self._due[index] = time.monotonic() + CHUNK_SECONDS
         self._open[index] = writer
         self.pool.admit(writer)
+        if o.durable:  # its file exists before the env goes on: recoverable from the first step
+            writer.wait_opened()
 
     def _observe(self, index: int, writer: EpisodeWriter, observation: Any, frames: Mapping[str, Any]) -> None:
         """Observation t (already checked and copied) and what is read with it: its row's start."""

@@ -25,8 +25,9 @@
     |   |                 |                | record; the step that would pass it ends the episode's file    |
     |   |                 |                | (truncated, completion ``stopped``, the reason says so)        |
     | 13| durable         | ``True``       | ``kill -9`` safe: the ``step``/``reset``/``close`` that ends an |
-    |   |                 |                | episode returns once its file is committed (an open episode    |
-    |   |                 |                | that holds a writer slot streams into its ``.incomplete``; the |
+    |   |                 |                | episode returns once its file is committed, and the one that   |
+    |   |                 |                | starts one once its file is open (with a writer slot: it then  |
+    |   |                 |                | streams into its ``.incomplete`` from its first step; the      |
     |   |                 |                | slots stay ``writers``, so open files stay bounded).  Costs the |
     |   |                 |                | commit per episode on the env thread; ``False`` commits in the |
     |   |                 |                | pool while the env goes on (faster; a ``kill -9`` may then lose |
