@@ -5,15 +5,13 @@ and on the embedded host, once it stamps blocks, the same file with and without 
 
 from __future__ import annotations
 
-import itertools
-import uuid
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import attrs
 import pytest
-import yaml
+from tests.record.pipeline.test_tick_buffers import _record
 
 from fastsim_contract.values import (
     CameraCapture,
@@ -22,8 +20,6 @@ from fastsim_contract.values import (
     CompletionKind,
     ObservationBlock,
 )
-from fastsim_embedded.session.compile import prepare_run
-from fastsim_embedded.session.session import run_session
 from fastsim_record.bootstrap import create_plugin
 from fastsim_record.config.model import CameraConfig, RecordConfig
 from fastsim_record.core.lane import Lane
@@ -172,28 +168,8 @@ def test_a_core_without_the_keyword_gets_the_plain_subscription() -> None:
     assert results[0].ok, results[0].reason
 
 
-def _host_record(tmp_path: Path, name: str) -> bytes:
-    """A seeded 90-channel synthetic Run on the embedded host (commands, events, resets)."""
-    synthetic = {"numeric_channels": 90, "command_every_s": 0.5, "event_every_s": 0.7, "reset_every_s": 1.0}
-    document = {
-        "schema": "fastsim/2", "name": "blocks", "backend": "synthetic",
-        "scenario": {"scene": {"robots": {"robot": {"use": "robot://example/robot"}}, "synthetic": synthetic}},
-        "runtime": {"sensor_hz": 120.0}, "plugins": {"record": {"use": "plugin://fastsim/record"}},
-    }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(document))
-    ids = (uuid.UUID(int=k) for k in itertools.count(1))  # the same run id for every Run
-    clock = itertools.count(1_800_000_000_000_000_000, 1_000_000)  # and the same wall clock
-    with mock.patch("uuid.uuid4", side_effect=lambda: next(ids)), \
-            mock.patch("fastsim_embedded.host.core.time.time_ns", side_effect=lambda: next(clock)), \
-            mock.patch("fastsim_embedded.session.session.time.time_ns", side_effect=lambda: next(clock)):
-        result = run_session(prepare_run(path, duration_s=3.0), tmp_path / name)
-    assert result.outcome.status == "succeeded", result.outcome.reason
-    return (tmp_path / name / "episode.fsr").read_bytes()
-
-
 def test_blocks_from_the_embedded_host_write_the_same_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On the embedded host (once it stamps blocks), a Run with and without blocks is one file."""
+    """On the embedded host, a seeded Run (commands, events, resets) with and without blocks is one file."""
     received: list[int] = []
     blocks = Pump.blocks
 
@@ -204,13 +180,12 @@ def test_blocks_from_the_embedded_host_write_the_same_file(tmp_path: Path, monke
         blocks(self, item)
 
     monkeypatch.setattr(Pump, "blocks", counting)
-    with_blocks = _host_record(tmp_path, "blocks")
-    if not received:
-        pytest.skip("this embedded host delivers no ObservationBlock (it predates blocks)")
+    with_blocks = _record(tmp_path, "blocks", reset_every_s=1.0)
+    assert received, "the embedded host delivered no ObservationBlock"
     assert max(received) > 1
     monkeypatch.setattr(Lane, "block_limit", lambda self, record_bytes: 1)  # Record does not opt in
     received.clear()
-    per_tick = _host_record(tmp_path, "ticks")
+    per_tick = _record(tmp_path, "ticks", reset_every_s=1.0)
     assert not received
     assert with_blocks == per_tick
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.record.pipeline.test_tick_buffers import _counting
 
 import fastsim_recording_format.writer as writer_module
 from fastsim_contract.output_policy import RunOutputPolicy
-from fastsim_embedded.output.leases import FileWriteLease
 from fastsim_embedded.output.transaction import FileOutputService
 from fastsim_record.adapters.fsr_sink import FsrSink
 from fastsim_record.core.batching import BatchLimits, FlushReason
@@ -91,14 +91,7 @@ def test_block_runs_write_the_file_of_tick_buffers_and_of_the_general_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, payload_crc: bool
 ) -> None:
     """The same seeded ticks as block runs, as tick-buffer runs, and through the writer's general path: one file."""
-    parts: list[int] = []
-    writev = FileWriteLease.writev
-
-    def counting(self: FileWriteLease, chunk: Any, nbytes: int) -> int:
-        parts.append(len(chunk))
-        return writev(self, chunk, nbytes)
-
-    monkeypatch.setattr(FileWriteLease, "writev", counting)
+    parts = _counting(monkeypatch)
     plan = _plan(seed, 24)
     blocks = _write(tmp_path, "blocks", plan, "blocks", payload_crc)
     # every batch is one vectored write of its few blocks (and rows), also those of at most
