@@ -4,18 +4,21 @@ pending block past ``BLOCK_AGE_S``."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 import yaml
 
 from fastsim_contract.protocols import PluginContext
 from fastsim_contract.values import CapturePlan, Envelope, ObservationBlock, PackedLayout, SourceKind
+from fastsim_embedded.host import blocks
 from fastsim_embedded.host.blocks import BLOCK_AGE_S
 from fastsim_embedded.host.bus import CaptureBus
 from fastsim_embedded.session.compile import prepare_run
+from fastsim_embedded.session import loop
 from fastsim_embedded.session.loop import TickStepper, run_loop
 from fastsim_embedded.session.session import Session
 
@@ -67,11 +70,26 @@ def test_a_block_cut_early_holds_only_its_own_rows() -> None:
     assert not any(np.shares_memory(a.payload.buffer, b.payload.buffer) for a in got for b in got if a is not b)  # type: ignore[attr-defined]
 
 
-class _Timed:
-    """A consumer that notes when each observation tick reaches it (wall time)."""
+class _Clock:
+    """A virtual wall clock for the paced loop and the bus: ``sleep`` advances it."""
 
-    def __init__(self, context: PluginContext) -> None:
-        self.core = context.core
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        """The virtual time."""
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        """Advance the virtual time (no real wait)."""
+        self.now += seconds
+
+
+class _Timed:
+    """A consumer that notes when each observation tick reaches it (virtual wall time)."""
+
+    def __init__(self, context: PluginContext, clock: _Clock) -> None:
+        self.core, self.clock = context.core, clock
         self.delivered: dict[int, float] = {}
 
     def prepare(self) -> None:
@@ -81,10 +99,9 @@ class _Timed:
 
     def sink(self, envelope: Envelope) -> None:
         """Each tick of a block: delivered now."""
-        now = time.monotonic()
         payload = envelope.payload
         for tick in payload.ticks.tolist() if isinstance(payload, ObservationBlock) else [envelope.tick]:
-            self.delivered[tick] = now
+            self.delivered[tick] = self.clock.now
 
     def start(self) -> None:
         """Nothing to start."""
@@ -96,7 +113,9 @@ class _Timed:
         """Nothing to close."""
 
 
-def test_a_paced_tick_longer_than_the_block_age_is_not_held_through_the_sleep(tmp_path: Path) -> None:
+def test_a_paced_tick_longer_than_the_block_age_is_not_held_through_the_sleep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """BK4: with a tick period above BLOCK_AGE_S, a pending tick is delivered before the loop sleeps, not a period later."""
     synthetic = {"numeric_channels": 4, "command_every_s": None, "event_every_s": None, "reset_every_s": None}
     document = {
@@ -106,21 +125,24 @@ def test_a_paced_tick_longer_than_the_block_age_is_not_held_through_the_sleep(tm
     }
     path = tmp_path / "slow.yaml"
     path.write_text(yaml.safe_dump(document))
+    clock = _Clock()
     consumers: list[_Timed] = []
 
     def factory(context: PluginContext) -> _Timed:
-        consumers.append(_Timed(context))
+        consumers.append(_Timed(context, clock))
         return consumers[-1]
 
     session = Session.open(prepare_run(path, duration_s=1.0), tmp_path / "slow", factories={RECORD: factory})
     stepped: dict[int, float] = {}
     stepper = TickStepper(session.host, session.backend, max_block=120)
     assert session.host.bus.block_size == 120
-    factor = 1.0 / (120 * (BLOCK_AGE_S + 0.1))  # one tick: 0.35 s of wall time
+    monkeypatch.setattr(loop, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep))
+    monkeypatch.setattr(blocks, "_monotonic", clock.monotonic)
+    factor = 1.0 / (120 * (BLOCK_AGE_S + 0.1))  # one tick: 0.35 s of (virtual) wall time
     run_loop(session.host, session.backend, ticks=3, realtime_factor=factor, stepper=stepper,
-             host_work=lambda tick: stepped.__setitem__(tick, time.monotonic()))
+             host_work=lambda tick: stepped.__setitem__(tick, clock.now))
+    monkeypatch.undo()
     session.close()
     delivered = consumers[0].delivered
     assert sorted(delivered) == [1, 2, 3]
-    lags = [delivered[tick] - stepped[tick] for tick in (1, 2, 3)]
-    assert max(lags) < BLOCK_AGE_S, lags
+    assert [delivered[tick] - stepped[tick] for tick in (1, 2, 3)] == [0.0, 0.0, 0.0]
