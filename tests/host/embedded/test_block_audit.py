@@ -13,12 +13,18 @@ import pytest
 import yaml
 
 from fastsim_contract.protocols import PluginContext
-from fastsim_contract.values import CapturePlan, Envelope, ObservationBlock, PackedLayout, SourceKind
+from fastsim_contract.values import (
+    CapturePlan,
+    Envelope,
+    ObservationBlock,
+    PackedLayout,
+    SourceKind,
+)
 from fastsim_embedded.host import blocks
 from fastsim_embedded.host.blocks import BLOCK_AGE_S
 from fastsim_embedded.host.bus import CaptureBus
-from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session import loop
+from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.loop import TickStepper, run_loop
 from fastsim_embedded.session.session import Session
 
