@@ -118,8 +118,7 @@ def test_malformed_blocks_are_refused_with_one_line_each() -> None:
 
 
 def test_an_empty_block_or_one_without_int64_ticks_is_refused() -> None:
-    """A forged block of 0 ticks (the tracker would not move and the lane would hold a carrier of nothing) or
-    whose ticks are not k int64 values is refused with one line, and the pump latches it."""
+    """A forged block of 0 ticks or without k int64 ticks is refused with one line; the pump latches, admits nothing."""
     convert = _converter()
     convert.validate_block(_block(1, 1, 2))
     valid = _block(3, 3, 2)
