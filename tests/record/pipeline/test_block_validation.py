@@ -117,6 +117,23 @@ def test_malformed_blocks_are_refused_with_one_line_each() -> None:
     assert "travels only as an observation payload" in _refusal(convert, _tick(3, 3))
 
 
+def test_an_empty_block_or_one_without_int64_ticks_is_refused() -> None:
+    """A forged block of 0 ticks or without k int64 ticks is refused with one line; the pump latches, admits nothing."""
+    convert = _converter()
+    convert.validate_block(_block(1, 1, 2))
+    valid = _block(3, 3, 2)
+    empty = _forged(valid, buffer=_frozen(np.zeros((0, RECORD), np.uint8)), ticks=_frozen(np.zeros(0, np.int64)),
+                    sim_time_ns=_frozen(np.zeros(0, np.int64)))
+    assert "block of 0 ticks at global sequence 3" in _refusal(convert, empty)
+    assert "ticks at global sequence 3 must be 2 int64 values" in _refusal(
+        convert, _forged(valid, ticks=_frozen(np.arange(2, dtype=np.float64))))
+    assert "ticks at global sequence 3 must be 2 int64 values" in _refusal(convert, _forged(valid, ticks=[3, 4]))
+    pump, handle, monitor = _pump()
+    pump.blocks(empty)
+    assert handle.lane.counters().enqueued == 0
+    assert isinstance(monitor.error, ContractError)
+
+
 def test_a_first_block_of_another_size_is_refused() -> None:
     """The Run's layout must hold record_bytes a tick."""
     wide = PackedLayout((("<f8", (3,)), ("<f8", (4,))))

@@ -18,14 +18,13 @@ the Record plugin (``fastsim.plugins``): its lanes, worker, writer, transaction,
     |   |                        | reset/close, or the env raised (its one line in the reason)   |
     | 5 | ``close``              | end every open episode, wait for every commit                 |
 
-Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their
-commit, then ``step`` waits (``flow_waits`` counts it); with ``durable`` the call that ends an
-episode waits for its commit (so a ``kill -9`` finds every ended episode committed), and the
-call that starts one waits for its file to open when it has a slot (so the open episode is
-recoverable from its first step, and no open runs beside its steps).  With the lanes' bounds, the bounded
-queued rows (``EpisodeWriter.hand``) and the open slots, memory grows neither with episode
-length nor with the number of sub-envs beyond one chunk each.  At interpreter exit (Python
->= 3.12 starts no thread then) a commit runs on the calling thread.
+Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their commit, then
+``step`` waits (``flow_waits`` counts it); with ``durable`` the call that ends an episode waits for its commit
+(so a ``kill -9`` finds every ended episode committed), and the call that starts one waits for its file to
+open when it has a slot (so the open episode is recoverable from its first step, and no open runs beside its
+steps).  With the lanes' bounds, the bounded queued rows (``EpisodeWriter.hand``) and the open slots, memory
+grows neither with episode length nor with the number of sub-envs beyond one chunk each.  At interpreter exit
+(Python >= 3.12 starts no thread then) a commit runs on the calling thread.
 """
 
 from __future__ import annotations
@@ -294,8 +293,7 @@ class GymRecording:
         the transition that would pass it is not recorded and the file ends on observation t."""
         added = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
         if writer.bytes + added > (limit := self._limit or 0):
-            self._finish(index, False, True, CompletionKind.STOPPED,
-                         f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
+            self._finish(index, False, True, CompletionKind.STOPPED, f"truncated: max_episode_bytes {limit} reached after {writer.steps} steps")
             return True
         writer.bytes += added
         return False
@@ -339,9 +337,8 @@ class GymRecording:
             self._finish(index, False, True, kind, reason)
 
     def fail(self, exc: BaseException) -> None:
-        """Row 4: the env raised.  Every open episode commits what it recorded: completion
-        ``stopped`` (a ``failed`` Run is never published under its final name), the reason
-        and the ``gym.episode_end`` event's ``error`` carry the exception's one line."""
+        """Row 4: the env raised.  Every open episode commits what it recorded: completion ``stopped`` (a ``failed``
+        Run is never published under its final name); the reason and ``gym.episode_end``'s ``error``: its one line."""
         line = one_line(exc)
         for index in list(self._open):
             self._finish(index, False, False, CompletionKind.STOPPED, f"failed: the env raised {line}", line)
@@ -355,8 +352,7 @@ class GymRecording:
             result = writer.finish(kind, reason, trailing)
         except Exception as exc:  # the commit itself broke: reported, never raised into the env
             result, writer.failure = None, writer.failure or one_line(exc)
-        completion = result.outcome.completion if result is not None else None
-        committed = result.outcome.committed if result is not None else ()
+        completion, committed = (result.outcome.completion, result.outcome.committed) if result is not None else (None, ())
         return EpisodeFile(
             Path(committed[0]) if committed else None, index if self.vector else None, writer.number,
             writer.steps, writer.seed, completion.kind.value if completion else "failed",

@@ -27,7 +27,8 @@ preallocated ``int64`` arrays and releases the lock: no Python object per tick.
 A later subscriber that did not opt in flushes and turns the Run back to per-tick
 stamping (``append`` answers ``False``; the observer stamps the tick itself); one with
 a smaller ``max_block`` shrinks k.  A delivered block's arrays are read-only and never
-written again: every flush allocates the next block afresh.
+written again: a full block hands its arrays over and the next one is allocated afresh; a
+block cut early hands over a copy of its rows (``PendingBlock.take``).
 """
 
 from __future__ import annotations
@@ -106,15 +107,23 @@ class PendingBlock:
         return raw
 
     def take(self) -> Envelope:
-        """The pending rows as ONE read-only envelope; the next block is allocated afresh."""
+        """The pending rows as ONE read-only envelope.  A full block hands over its arrays
+        and the next one is allocated afresh; a block cut early (BK2, BK4) hands over a
+        copy of its rows, so a held block never keeps ``size`` rows alive for ``n`` ticks
+        (the lanes charge ``n``), and its preallocated rows are filled again."""
         n = self.n
-        for view in (self.flat, self.tick_items, self.time_items):
-            view.release()
-        raw, ticks, times = self.raw, self.ticks, self.times
-        for array in (raw, ticks, times):
-            _read_only(array, write=False)
-        if n < self.size:  # row views: read-only too
-            raw, ticks, times = raw[:n], ticks[:n], times[:n]
+        if n < self.size:
+            raw, ticks, times = self.raw[:n].copy(), self.ticks[:n].copy(), self.times[:n].copy()
+            for array in (raw, ticks, times):
+                _read_only(array, write=False)
+            self.n = 0
+        else:
+            for view in (self.flat, self.tick_items, self.time_items):
+                view.release()
+            raw, ticks, times = self.raw, self.ticks, self.times
+            for array in (raw, ticks, times):
+                _read_only(array, write=False)
+            self._fresh()
         block = _new(ObservationBlock)
         _set_capture(block, self.first_capture)
         _set_channels(block, self.channels)
@@ -127,7 +136,6 @@ class PendingBlock:
             self.first_global, _OBSERVATION, self.generation, self.first_tick, self.first_time, block, None,
             self.first_capture,
         ))
-        self._fresh()
         return envelope
 
 

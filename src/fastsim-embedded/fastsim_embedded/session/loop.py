@@ -32,7 +32,8 @@ Observation blocks (``fastsim_embedded.host.blocks``, BK1-BK8) are for the scrip
 driver only: ``run_loop`` (and ``Session.play_script``: ``fsr record``) binds the packed
 observer with the host's own bound ``SCRIPTED_MAX_BLOCK``; the bus then stamps blocks
 when every ``observations`` subscriber opted in.  A paced Run delivers a pending block
-once its oldest tick is ``BLOCK_AGE_S`` of wall time old (BK4), and the loop delivers
+once its oldest tick is ``BLOCK_AGE_S`` of wall time old (BK4: before a pacing sleep that
+would carry it past that, so a tick period above it delivers each tick), and the loop delivers
 what is pending when it ends (BK6).  Every other driver (``Session.step``: the Gymnasium
 paths, tests) builds its ``TickStepper`` with ``max_block=1``: per-tick stamping.
 
@@ -210,8 +211,8 @@ def run_loop(
                 progress(n, ticks)
             if wall_per_tick is not None:
                 now = time.monotonic()
-                aged(now, BLOCK_AGE_S)
                 ahead = wall_start + n * wall_per_tick - now
+                aged(now + ahead if ahead > 0 else now, BLOCK_AGE_S)  # as old as it will be after the sleep
                 if ahead > 0:
                     time.sleep(ahead)
             elif settle is not None:

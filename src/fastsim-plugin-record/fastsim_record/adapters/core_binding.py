@@ -42,7 +42,8 @@ as rules 1-3 above plus, each refusal one line:
     | 6 | carries the Run's ``PackedLayout`` (the first block's, then by identity) |
     |   | of ``record_bytes`` bytes a tick                                          |
     | 7 | has a read-only, C-contiguous numpy buffer of ``k * record_bytes`` bytes |
-    | 8 | has ``k`` int64 simulation times, non-decreasing                          |
+    | 8 | has ``k >= 1`` int64 ticks and ``k`` int64 simulation times, the times  |
+    |   | non-decreasing                                                          |
 
 A block that does not fit the ``fail_run`` lane is FATAL and latched, as the first tick
 that would not have fitted; admission charges it ``k`` items and ``k * record_bytes``
@@ -167,7 +168,10 @@ class EnvelopeConverter:
             raise ContractError(
                 f"{name}: global_sequence/source_sequence must be integers >= 1 (got {seq!r}/{cap!r})"
             )
-        count = len(block.ticks)
+        ticks = block.ticks
+        count = len(ticks)
+        if count < 1:  # the contract's block holds at least one tick
+            raise ContractError(f"{name}: block of {count} ticks at global sequence {seq}")
         if count > self.max_block:
             raise ContractError(f"{name}: block of {count} ticks at global sequence {seq} exceeds max_block {self.max_block}")
         if block.capture_sequence != cap:
@@ -186,6 +190,8 @@ class EnvelopeConverter:
             raise ContractError(
                 f"{name}: block buffer at global sequence {seq} holds {buffer.nbytes} bytes, not {count} x {size}"
             )
+        if ticks.__class__ is not np.ndarray or ticks.dtype != _INT64:
+            raise ContractError(f"{name}: block ticks at global sequence {seq} must be {count} int64 values")
         times = block.sim_time_ns
         if times.__class__ is not np.ndarray or times.dtype != _INT64 or len(times) != count:
             raise ContractError(f"{name}: block sim_time_ns at global sequence {seq} must be {count} int64 values")

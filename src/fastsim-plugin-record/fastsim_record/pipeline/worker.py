@@ -233,8 +233,7 @@ class WriterWorker:
         merge = self._merge
         for handle in self._lanes.values():
             with handle.lock:
-                ticks = handle.lane.depth  # a block carrier counts its ticks
-                held = handle.lane.drain_held()
+                ticks, held = handle.lane.depth, handle.lane.drain_held()  # depth: a block carrier counts its ticks
                 gaps = handle.lane.take_gaps()
             if not held and not gaps:
                 continue
