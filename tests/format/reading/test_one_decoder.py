@@ -30,6 +30,11 @@ ALLOWED: dict[tuple[str, str], int] = {
     # the Gymnasium capture's kept values (the env's own leaves, copied on step) joined into one
     # column of the rows it packs in bulk, not records
     ("fastsim_embedded/gymnasium_host/capture.py", "frombuffer"): 1,
+    # the contract drivers and the fake Core build a tick's packed observation buffer (and a
+    # block of them) in memory from the values they publish, not records
+    ("fastsim_embedded/testing/contract_driver.py", "frombuffer"): 1,
+    ("fastsim_record/testing/fake_blocks.py", "frombuffer"): 1,
+    ("fastsim_record/testing/fake_bus.py", "frombuffer"): 1,
 }
 
 
