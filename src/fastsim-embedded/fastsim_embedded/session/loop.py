@@ -31,9 +31,10 @@ The scripted driver (``run_loop``) adds, per tick:
 Observation blocks (``fastsim_embedded.host.blocks``, BK1-BK8) are for the scripted
 driver only: ``run_loop`` (and ``Session.play_script``: ``fsr record``) binds the packed
 observer with the host's own bound ``SCRIPTED_MAX_BLOCK``; the bus then stamps blocks
-when every ``observations`` subscriber opted in.  A paced Run delivers a pending block
-once its oldest tick is ``BLOCK_AGE_S`` of wall time old (BK4: before a pacing sleep that
-would carry it past that, so a tick period above it delivers each tick), and the loop delivers
+when every ``observations`` subscriber opted in.  A Run delivers a pending block once its
+oldest tick is ``BLOCK_AGE_S`` of wall time old (BK4; paced: before a pacing sleep that
+would carry it past that, so a tick period above it delivers each tick; unpaced: checked
+after each tick, so a slow unpaced Run holds no block longer), and the loop delivers
 what is pending when it ends (BK6).  Every other driver (``Session.step``: the Gymnasium
 paths, tests) builds its ``TickStepper`` with ``max_block=1``: per-tick stamping.
 
@@ -193,7 +194,7 @@ def run_loop(
     wall_start = time.monotonic()
     terminal = host.terminal
     settle = None if wall_per_tick is not None else host.flow.settle  # FC1: never when paced
-    aged = host.bus.flush_aged  # BK4 (paced): a pending block's oldest tick waits at most BLOCK_AGE_S
+    aged = host.bus.flush_aged  # BK4: a pending block's oldest tick waits at most BLOCK_AGE_S (about)
     stop = terminal.completion_requested
     done = 0
     try:
@@ -216,6 +217,7 @@ def run_loop(
                 if ahead > 0:
                     time.sleep(ahead)
             elif settle is not None:
+                aged(time.monotonic(), BLOCK_AGE_S)  # BK4 unpaced too: a slow tick never holds a block long
                 settle(stop)
     except KeyboardInterrupt:
         host.request_completion(CompletionKind.STOPPED, "interrupted by the operator")
