@@ -119,10 +119,9 @@ class _Timed:
         """Nothing to close."""
 
 
-def test_a_paced_tick_longer_than_the_block_age_is_not_held_through_the_sleep(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """BK4: with a tick period above BLOCK_AGE_S, a pending tick is delivered before the loop sleeps, not a period later."""
+def _slow_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Session, TickStepper, _Timed, _Clock]:
+    """A 4-channel synthetic Run whose one consumer opts into blocks of 120, on a virtual clock
+    (the loop's and the bus's ``monotonic``): the session, its block stepper, the consumer, the clock."""
     synthetic = {"numeric_channels": 4, "command_every_s": None, "event_every_s": None, "reset_every_s": None}
     document = {
         "schema": "fastsim/2", "name": "slow", "backend": "synthetic",
@@ -139,17 +138,25 @@ def test_a_paced_tick_longer_than_the_block_age_is_not_held_through_the_sleep(
         return consumers[-1]
 
     session = Session.open(prepare_run(path, duration_s=1.0), tmp_path / "slow", factories={RECORD: factory})
-    stepped: dict[int, float] = {}
     stepper = TickStepper(session.host, session.backend, max_block=120)
     assert session.host.bus.block_size == 120
     monkeypatch.setattr(loop, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep))
     monkeypatch.setattr(blocks, "_monotonic", clock.monotonic)
+    return session, stepper, consumers[0], clock
+
+
+def test_a_paced_tick_longer_than_the_block_age_is_not_held_through_the_sleep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """BK4: with a tick period above BLOCK_AGE_S, a pending tick is delivered before the loop sleeps, not a period later."""
+    session, stepper, consumer, clock = _slow_run(tmp_path, monkeypatch)
+    stepped: dict[int, float] = {}
     factor = 1.0 / (120 * (BLOCK_AGE_S + 0.1))  # one tick: 0.35 s of (virtual) wall time
     run_loop(session.host, session.backend, ticks=3, realtime_factor=factor, stepper=stepper,
              host_work=lambda tick: stepped.__setitem__(tick, clock.now))
     monkeypatch.undo()
     session.close()
-    delivered = consumers[0].delivered
+    delivered = consumer.delivered
     assert sorted(delivered) == [1, 2, 3]
     assert [delivered[tick] - stepped[tick] for tick in (1, 2, 3)] == [0.0, 0.0, 0.0]
 
@@ -158,35 +165,17 @@ def test_a_slow_unpaced_run_delivers_a_block_once_it_is_block_age_old(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """BK4 unpaced: ticks of 0.1 s (virtual) are delivered within BLOCK_AGE_S of their step, not at the end of the Run."""
-    synthetic = {"numeric_channels": 4, "command_every_s": None, "event_every_s": None, "reset_every_s": None}
-    document = {
-        "schema": "fastsim/2", "name": "slow", "backend": "synthetic",
-        "scenario": {"scene": {"robots": {"robot": {"use": "robot://example/robot"}}, "synthetic": synthetic}},
-        "runtime": {"sensor_hz": 120.0, "seed": 7}, "plugins": {"record": {"use": RECORD}},
-    }
-    path = tmp_path / "slow.yaml"
-    path.write_text(yaml.safe_dump(document))
-    clock = _Clock()
-    consumers: list[_Timed] = []
-
-    def factory(context: PluginContext) -> _Timed:
-        consumers.append(_Timed(context, clock))
-        return consumers[-1]
+    session, stepper, consumer, clock = _slow_run(tmp_path, monkeypatch)
+    stepped: dict[int, float] = {}
 
     def slow_tick(tick: int) -> None:  # the host's work: 0.1 s of (virtual) wall time a tick
         clock.now += 0.1
         stepped[tick] = clock.now
 
-    session = Session.open(prepare_run(path, duration_s=1.0), tmp_path / "slow", factories={RECORD: factory})
-    stepped: dict[int, float] = {}
-    stepper = TickStepper(session.host, session.backend, max_block=120)
-    assert session.host.bus.block_size == 120
-    monkeypatch.setattr(loop, "time", SimpleNamespace(monotonic=clock.monotonic, sleep=clock.sleep))
-    monkeypatch.setattr(blocks, "_monotonic", clock.monotonic)
     run_loop(session.host, session.backend, ticks=8, stepper=stepper, host_work=slow_tick)
     monkeypatch.undo()
     session.close()
-    delivered = consumers[0].delivered
+    delivered = consumer.delivered
     assert sorted(delivered) == list(range(1, 9))
     assert delivered[1] < stepped[8]  # the first block went out during the Run, not at its end
     assert max(delivered[tick] - stepped[tick] for tick in delivered) <= BLOCK_AGE_S

@@ -175,7 +175,6 @@ def pieces(envelope: Envelope, from_sequence: int, max_block: int) -> Iterator[E
 class BlockCapture:
     """The block half of ``CaptureBus`` (the module table), on the bus's own state."""
 
-    on_sink_error: Callable[[str, BaseException], None]
     _lock: threading.Lock
     _global: int
     _source_seq: dict[str, int]
@@ -189,6 +188,8 @@ class BlockCapture:
     _blocks: PendingBlock | None
     #: each opted-in subscription's ``max_block`` (absent: 1)
     _max_block: dict[SinkSubscription, int]
+    #: the bus's one delivery to a sink (a raising sink goes to ``on_sink_error``)
+    _deliver: Callable[[SinkSubscription, Envelope], None]
 
     def block_stamper(self, channels: tuple[str, ...], layout: PackedLayout, bound: int) -> BlockAppend | None:
         """The per-tick block append for the Run, or ``None`` (stamp per tick): blocks
@@ -248,18 +249,12 @@ class BlockCapture:
         for sub in self._subscribers[_OBSERVATIONS]:
             if self._max_block.get(sub, 1) < count:  # not in block mode: expanded or split
                 self._deliver_block(sub, envelope, 0)
-                continue
-            try:
-                sub.sink(envelope)
-            except Exception as exc:  # BK8: a broken sink must not break the simulation thread
-                self.on_sink_error(sub.stream, exc)
+            else:  # BK8: ``_deliver`` reports a raising sink once, for the whole block
+                self._deliver(sub, envelope)
 
     def _deliver_block(self, sub: SinkSubscription, envelope: Envelope, from_sequence: int) -> None:
         for piece in pieces(envelope, from_sequence, self._max_block.get(sub, 1)):
-            try:
-                sub.sink(piece)
-            except Exception as exc:  # BK8: a broken sink must not break the simulation thread
-                self.on_sink_error(sub.stream, exc)
+            self._deliver(sub, piece)
 
     def _block_subscribed(self, max_block: int) -> None:
         """Under the lock, after the pending block was flushed: a new ``observations``

@@ -163,7 +163,7 @@ class ObservationPublisher:
         1, and when the bus grants block mode (every ``observations`` subscriber opted in,
         ``host.blocks``), each tick is a row of the pending block instead: no freeze copy,
         no per-tick envelope; should the bus turn back to per-tick stamping mid-Run, the
-        tick is stamped here as above."""
+        tick goes through ``publish_observation_packed``."""
         stamp = self._stamp
         packed = self._packed
         if stamp is None or packed is None:
@@ -172,31 +172,21 @@ class ObservationPublisher:
         append = self.bus.block_stamper(names, packed, max_block) if max_block > 1 else None
         gather = self._gather
         ctx = self.context
+        publish = self.publish_observation_packed
         if append is not None:
-            if gather is not None:
-                raw = np.ascontiguousarray  # the plan order differs: one gather copy
-
-                def gathered_rows() -> object:
-                    value = sample()
-                    buffer = raw(value).reshape(-1).view(np.uint8).take(gather)
-                    self._observed += 1
-                    if not append(ctx.generation, ctx.tick, ctx.sim_time_ns, buffer, self._observed):
-                        stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, readonly(buffer), self._observed)
-                    return value
-
-                return gathered_rows
+            raw = np.ascontiguousarray
 
             def observe_rows() -> object:
                 value = sample()
-                self._observed += 1
-                if not append(ctx.generation, ctx.tick, ctx.sim_time_ns, value, self._observed):
-                    buffer = readonly(np.array(value, order="C")) if value.flags.writeable else value
-                    stamp(ctx.generation, ctx.tick, ctx.sim_time_ns, buffer, self._observed)
+                row = value if gather is None else raw(value).reshape(-1).view(np.uint8).take(gather)
+                if append(ctx.generation, ctx.tick, ctx.sim_time_ns, row, self._observed + 1):
+                    self._observed += 1
+                else:  # the bus turned back to per-tick stamping
+                    publish(value)
                 return value
 
             return observe_rows
         if gather is not None:
-            publish = self.publish_observation_packed
 
             def gathered() -> object:
                 value = sample()
