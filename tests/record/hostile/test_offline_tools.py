@@ -67,7 +67,11 @@ def descendants(pid: int) -> set[int]:
     todo = [pid]
     while todo:
         p = todo.pop()
-        for task in Path(f"/proc/{p}/task").glob("*"):
+        try:
+            tasks = list(Path(f"/proc/{p}/task").glob("*"))
+        except OSError:  # the process ended while it was listed: it has no children left
+            continue
+        for task in tasks:
             with contextlib.suppress(OSError):
                 for child in (task / "children").read_text().split():
                     if int(child) not in found:
