@@ -26,7 +26,7 @@ Figures, each measured in this run against a baseline of the same run:
     DROID-like pick scene without cameras (target: <= 1.1x), and with its wrist camera.
   * host counters of the recorded CartPole/render runs: flow-control waits per episode (the
     env thread waited for a commit slot), the peak number of episode files open at once and
-    the episodes that had to open beyond the writer slots (``overflows``); and the CPU the
+    the episodes that spilled their kept rows to disk while they waited for a slot (``spills``); and the CPU the
     other threads spent per episode file (``*_background_cpu_ms_per_episode``: opening,
     publishing, Record's worker, validation and commit; process CPU minus the env thread's),
     and the committed files per wall second (``*_files_per_s``, the last commits included).
@@ -107,7 +107,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
     from fastsim_record.gym import RecordEpisodes
 
     bare_all, bare_in, bare_cpu, rec_all, rec_in, rec_cpu = [], [], [], [], [], []
-    waits, peak, overflows, background, files_per_s = [], [], [], [], []
+    waits, peak, spills, background, files_per_s = [], [], [], [], []
     render = kind == "render"
     for r in range(rounds):
         bare = _make(kind)
@@ -131,7 +131,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         pool = getattr(recording, "pool", None)  # absent before the writer pool (a "before" run)
         waits.append(getattr(recording, "flow_waits", float("nan")) / max(1, len(recorded.files)))
         peak.append(pool.open_peak if pool is not None else float("nan"))
-        overflows.append(pool.overflows if pool is not None else float("nan"))
+        spills.append(getattr(pool, "spills", float("nan")) if pool is not None else float("nan"))
     med = statistics.median
     return {
         f"{kind}_bare_us": med(bare_all) * 1e6,
@@ -141,7 +141,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         f"{kind}_env_thread_cpu_ratio_all": med(rec_cpu) / med(bare_cpu),
         f"{kind}_flow_waits_per_episode": med(waits),
         f"{kind}_open_files_peak": float(max(peak)),
-        f"{kind}_overflows": float(max(overflows)),
+        f"{kind}_spills": float(max(spills)),
         f"{kind}_background_cpu_ms_per_episode": med(background) * 1e3,
         f"{kind}_files_per_s": med(files_per_s),
     }

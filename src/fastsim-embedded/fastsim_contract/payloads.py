@@ -37,6 +37,11 @@ class FrozenDict(dict[str, Any]):
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
 
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, Any]]]:
+        """Pickled as a plain dict rebuilt by the constructor (unpickling a dict subclass
+        item by item would call the refused ``__setitem__``)."""
+        return FrozenDict, (dict(self),)
+
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,6 +50,18 @@ def test_freeze_copies_sequences_of_scalars_and_nested_values() -> None:
     assert type(frozen["b"][1]) is FrozenDict
     items.append(3)
     assert frozen["a"] == (1, 2.5, "x", None)
+
+
+def test_a_frozen_payload_survives_pickling_frozen() -> None:
+    """A Gymnasium episode that waits for a writer slot spills its chunks (events included) with
+    pickle: a FrozenDict comes back equal, nested FrozenDicts included, and still immutable."""
+    payload = freeze({"a": [1.5, 2.5], "b": {"c": "d"}, "e": []})
+    back = pickle.loads(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == payload
+    assert type(back) is FrozenDict
+    assert type(back["b"]) is FrozenDict
+    with pytest.raises(TypeError):
+        back["x"] = 1
 
 
 def test_control_payloads_equal_the_frozen_dicts(tmp_path: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import pytest
 from gymnasium.vector import AutoresetMode
-from tests.record.gym.play import assert_recorded, play
+from tests.record.gym.play import Played, assert_recorded, play
 
 from fastsim_embedded.gymnasium_host import episode as episode_module
 from fastsim_embedded.session import session
@@ -109,10 +109,77 @@ def test_open_episode_files_stay_bounded_with_16_sub_envs(tmp_path: Path, monkey
     envs.close()
     assert len(envs.files) > 60
     assert all(f.path is not None for f in envs.files)
-    assert pool.overflows == 0
+    assert pool.spills == 0
     assert count["peak"] <= 2 * 2, count  # before the pool: one open file per sub-env (16 and more)
     assert count["now"] == 0
     assert threads <= 40  # not one Record worker per sub-env
+
+
+def _count_open_sessions(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """``now`` and ``peak``: Sessions (episode files) open at once."""
+    real_open, real_close = session.Session.open.__func__, session.Session.close  # type: ignore[attr-defined]
+    lock, count = threading.Lock(), {"now": 0, "peak": 0}
+
+    def counted_open(cls: Any, /, *args: Any, **kwargs: Any) -> Any:
+        opened = real_open(cls, *args, **kwargs)
+        with lock:
+            count["now"] += 1
+            count["peak"] = max(count["peak"], count["now"])
+        return opened
+
+    def counted_close(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return real_close(self, *args, **kwargs)
+        finally:
+            with lock:
+                count["now"] -= 1
+
+    monkeypatch.setattr(session.Session, "open", classmethod(counted_open))
+    monkeypatch.setattr(session.Session, "close", counted_close)
+    return count
+
+
+@pytest.mark.parametrize("camera", [False, True], ids=["numeric", "frames"])
+def test_long_episodes_without_a_slot_spill_to_disk_and_never_open_beyond_the_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, camera: bool,
+) -> None:
+    """8 sub-envs, writers=2, episodes longer than an episode may keep queued: the 6 without a
+    slot spill their rows (off the env thread) instead of each opening a file; at most 4
+    files are open at once, queued rows stay bounded, every episode is exact and the spill
+    folder is gone after ``close()``.  Before: 6 overflows, 8 files open at once."""
+    monkeypatch.setattr(episode_module, "MAX_PENDING_ROWS", 256)
+    count = _count_open_sessions(monkeypatch)
+    steps, n = (60 if camera else 700), 8
+    kwargs: dict[str, Any] = {"max_episode_steps": steps}
+    if camera:  # frames of the last sub-env only: its episode keeps 16 rows (media_queue_items), not 256
+        kwargs.update(render_mode="rgb_array")
+    vector = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1", **kwargs)] * n,
+                                      autoreset_mode=AutoresetMode.NEXT_STEP)
+    envs = RecordVectorEpisodes(vector, tmp_path, writers=2, **({"camera_envs": (7,)} if camera else {}))
+    envs.action_space.seed(0)
+    observation, _ = envs.reset(seed=list(range(n)))
+    played = [Played(i, [observation[i]]) for i in range(n)]
+    queued_peak = 0
+    for _ in range(steps):
+        action = envs.action_space.sample()
+        observation, reward, terminated, truncated, _ = envs.step(action)
+        for i in range(n):
+            played[i].step(action[i], observation[i], reward[i], terminated[i], truncated[i])
+        queued_peak = max([queued_peak, *(w._queued for w in envs._recording._open.values())])
+    pool = envs._recording.pool
+    spill_folder = pool.spill.path
+    envs.close()
+    assert pool.spills == (1 if camera else n - 2)  # frames: only the camera episode outlives its 16 rows
+    assert spill_folder is not None
+    assert not spill_folder.exists()
+    assert not list(tmp_path.glob(".fsr-spill-*"))
+    assert count["peak"] <= 2 * 2, count  # before: one open file per sub-env
+    assert queued_peak <= 256 + 128, queued_peak  # the bound, plus at most one handed chunk
+    files = sorted(envs.files, key=lambda f: f.sub_env)
+    assert [f.sub_env for f in files] == list(range(n))
+    for file, episode in zip(files, played, strict=True):
+        assert file.completion == "normal", file
+        assert_recorded(file.path, episode)
 
 
 def test_close_reports_a_commit_that_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,19 +11,25 @@ the env thread only captures (``gymnasium_host.capture``: checked copies appende
     |---|-----------------------|------------------------------------------------------------------|
     | 1 | env thread: ``hand``  | a full chunk (or the episode's last) joins the queue; once the   |
     |   |                       | Session is open a publisher task is scheduled for it.  Queued    |
-    |   |                       | rows reach ``max_pending`` before a slot: start now without one  |
-    |   |                       | (``overflows``, counted); reach it after: the env thread waits   |
-    |   |                       | for the publisher (``waits``, counted): RAM stays bounded        |
-    | 2 | opening pool          | open the Session, then publish what was queued meanwhile         |
+    |   |                       | rows reach ``max_pending`` before a slot: a spill task is        |
+    |   |                       | scheduled (``spills`` counts such episodes).  Either way the env |
+    |   |                       | thread then waits for that task (``waits``, counted): RAM stays  |
+    |   |                       | bounded                                                          |
+    | 2 | opening pool          | open the Session, then publish what was spilled and queued       |
     | 3 | opening pool: publish | one chunk at a time, in order: packed in bulk                    |
-    |   |                       | (``RowLayout.pack``), then one ``Session.step`` per row           |
+    |   |                       | (``RowLayout.pack``), then one ``Session.step`` per row; the     |
+    |   |                       | spilled chunks first, read back one at a time                    |
+    |   | ... spill (no Session | each queued chunk to the episode's spill file, then freed        |
+    |   | open yet)             | (``gymnasium_host.spill``)                                       |
     | 4 | commit pool:          | open (if never started), publish what is left, then              |
     |   | ``finish``            | ``Session.close``; the slot goes to the next episode waiting     |
 
 At most ``writers`` Sessions stream while their episode runs (the slots), and at most
 ``writers`` more open inside the commit pool's threads: an episode that ends before it got
-a slot (short episodes, many sub-envs) is written whole at its commit.  Only an episode
-with ``max_pending`` queued rows and no slot opens beyond that bound (``overflows``).
+a slot (short episodes, many sub-envs) is written whole at its commit.  An episode that
+outlives ``max_pending`` queued rows without a slot spills them to disk instead of opening
+beyond that bound, so open Sessions never exceed ``2 * writers`` and each waiting episode
+keeps at most ``max_pending`` rows (and its current chunk) in RAM.
 Nothing is encoded, hashed or written on the env thread.  A Session that could not open
 (or whose Run stopped) drops its rows and reports why in its ``SessionResult``/``failure``.
 """
@@ -34,26 +40,33 @@ import collections
 import concurrent.futures
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ControlCommand, ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import ACTION_COMMAND, GymnasiumBackend
 from fastsim_embedded.gymnasium_host.capture import Chunk, RowLayout
+from fastsim_embedded.gymnasium_host.spill import SpillFile, SpillFolder
 from fastsim_embedded.session.plugins import one_line
 from fastsim_embedded.session.session import Session, SessionClosed, SessionResult
 
-__all__ = ["EpisodeWriter", "WriterPool", "run_here"]
+__all__ = ["MAX_PENDING_ROWS", "EpisodeWriter", "WriterPool", "run_here"]
+
+#: Numeric rows an episode keeps queued (in RAM) while it has no Session: beyond them they
+#: spill to disk (row 1).  An episode with cameras keeps ``media_queue_items`` rows instead.
+MAX_PENDING_ROWS = 4096
 
 class WriterPool:
     """The opening threads and the ``writers`` open slots shared by every episode of a recording."""
 
-    def __init__(self, writers: int) -> None:
+    def __init__(self, writers: int, directory: Path) -> None:
         self.executor = concurrent.futures.ThreadPoolExecutor(writers, "fsr-gym-open")
         self._free = writers
         self._waiting: collections.deque[EpisodeWriter] = collections.deque()
         self._lock = threading.Lock()
-        self.overflows = 0  # episodes opened without a slot (their kept ticks were full)
+        self.spill = SpillFolder(directory)  # where episodes without a slot keep their rows
+        self.spills = 0  # episodes that spilled rows (their kept rows were full before a slot)
         self.open_now = 0  # Sessions open at this moment
         self.open_peak = 0
 
@@ -70,7 +83,7 @@ class WriterPool:
                 self._waiting.popleft().start(slot=True)
 
     def withdraw(self, writer: EpisodeWriter) -> bool:
-        """Take ``writer`` off the queue (it starts without a slot); ``False`` when it had left it."""
+        """Take ``writer`` off the queue (its commit opens it); ``False`` when it had left it."""
         with self._lock:
             try:
                 self._waiting.remove(writer)
@@ -91,6 +104,7 @@ class WriterPool:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=True)
+        self.spill.remove()
 
 
 class EpisodeWriter:
@@ -98,7 +112,7 @@ class EpisodeWriter:
 
     def __init__(
         self, pool: WriterPool, opener: Callable[[], Session], layout: RowLayout,
-        *, number: int, seed: int | None, max_pending: int = 4096,
+        *, number: int, seed: int | None, max_pending: int | None = None,
     ) -> None:
         self.layout = layout
         self.number = number
@@ -112,7 +126,7 @@ class EpisodeWriter:
         self.waits = 0  # times the env thread waited for the publisher (queued rows at ``max_pending``)
         self._pool = pool
         self._opener = opener
-        self._max_pending = max_pending
+        self._max_pending = MAX_PENDING_ROWS if max_pending is None else max_pending
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
         self._queue: collections.deque[Chunk] = collections.deque()
@@ -122,6 +136,7 @@ class EpisodeWriter:
         self._session: Session | None = None
         self._opened = False  # the open was tried: ``_session`` or ``failure``
         self._slot = False  # this episode holds one of the pool's open slots
+        self._spill = SpillFile(pool.spill)  # rows kept on disk while no Session is open
 
     # -- env thread -----------------------------------------------------------------------
     @property
@@ -146,16 +161,16 @@ class EpisodeWriter:
         with self._lock:
             self._queue.append(chunk)
             self._queued += len(chunk)
-            publish = self._opened and not self._scheduled
+            full = self._queued >= self._max_pending
+            spill = full and not self._opened and not self._scheduled
+            publish = (self._opened or spill) and not self._scheduled
             if publish:
                 self._scheduled = True
-            overflow = self._future is None and self._queued >= self._max_pending
+        if spill and not self._spill.chunks:
+            self._pool.spills += 1
         if publish:
             self._pool.executor.submit(self._publish_queue)
-        if overflow and self._pool.withdraw(self):
-            self._pool.overflows += 1  # RAM first: this episode streams without a slot
-            self.start(slot=False)
-        if self._future is not None:
+        if full:  # RAM: wait for the publisher or the spill task (both free queued rows)
             with self._lock:
                 while self._queued >= self._max_pending and not (self._opened and self._session is None):
                     self.waits += 1
@@ -189,7 +204,7 @@ class EpisodeWriter:
     def _open_and_publish(self) -> Session:
         session = self._open()
         with self._lock:
-            publish = bool(self._queue) and not self._scheduled
+            publish = (bool(self._queue) or bool(self._spill.chunks)) and not self._scheduled
             if publish:
                 self._scheduled = True
             else:
@@ -201,23 +216,38 @@ class EpisodeWriter:
         return session
 
     def _publish_queue(self) -> None:
-        """Publish every queued chunk in order (the one task that owns the queue)."""
+        """Publish (rows 2-3), or spill while no Session is open, every queued chunk in
+        order, the spilled ones first (the one task that owns the queue)."""
         while True:
             with self._lock:
-                if not self._queue:
+                opened = self._opened
+                replay = opened and self._spill.chunks > 0
+                if not replay and not self._queue:
                     self._scheduled = False
                     self._room.notify_all()
                     return
-                chunk = self._queue.popleft()
+                chunk = None if replay else self._queue.popleft()
             try:
-                if self._session is not None and self.failure is None:
-                    self._publish(self._session, chunk)
-            except Exception as exc:  # packing or the host broke: keep nothing more, say why
-                self.failure = self.failure or f"publishing failed: {one_line(exc)}"
+                if replay:
+                    for spilled in self._spill.replay():
+                        self._publish_chunk(spilled)
+                elif self.failure is not None:
+                    pass  # rows are dropped once one could not be kept (``finish`` says why)
+                elif not opened:
+                    self._spill.append(chunk)
+                else:
+                    self._publish_chunk(chunk)  # type: ignore[arg-type]
+            except Exception as exc:  # packing, the host or the disk broke: keep nothing more, say why
+                self.failure = self.failure or f"{'publishing' if opened else 'spilling'} failed: {one_line(exc)}"
+                self._spill.discard()
             finally:
                 with self._lock:
-                    self._queued -= len(chunk)
+                    self._queued -= 0 if chunk is None else len(chunk)
                     self._room.notify_all()
+
+    def _publish_chunk(self, chunk: Chunk) -> None:
+        if self._session is not None and self.failure is None:
+            self._publish(self._session, chunk)
 
     def _publish(self, episode: Session, chunk: Chunk) -> None:
         rows = self.layout.pack(chunk)
@@ -260,6 +290,7 @@ class EpisodeWriter:
         try:
             episode = self._publish_rest()
             if episode is None:
+                self._spill.discard()
                 return None
             if self.failure is not None:  # rows were dropped: never committed as a whole episode
                 kind, reason = CompletionKind.STOPPED, f"failed: {self.failure}"

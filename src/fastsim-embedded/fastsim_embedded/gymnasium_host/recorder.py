@@ -119,7 +119,7 @@ class GymRecording:
         self._open: dict[int, EpisodeWriter] = {}
         self._next = options.first_episode
         workers = max(1, options.writers)
-        self.pool = WriterPool(workers)
+        self.pool = WriterPool(workers, self.directory)
         self._closers = concurrent.futures.ThreadPoolExecutor(workers, "fsr-gym-commit")
         self._waiting: list[tuple[EpisodeWriter, int, concurrent.futures.Future[EpisodeFile]]] = []
         self._slots = threading.BoundedSemaphore(2 * workers)
@@ -172,7 +172,7 @@ class GymRecording:
                 raise RuntimeError(episode.failure)
             return episode
 
-        pending = o.media_queue_items if shapes else 4096  # rows queued while the file opens: frames are big
+        pending = o.media_queue_items if shapes else None  # rows queued while no file is open: frames are big
         writer = EpisodeWriter(self.pool, opener, self.layout, number=number, seed=seed, max_pending=pending)
         writer.cameras = tuple(shapes)
         writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
