@@ -53,8 +53,7 @@ def test_freeze_copies_sequences_of_scalars_and_nested_values() -> None:
 
 
 def test_a_frozen_payload_survives_pickling_frozen() -> None:
-    """A Gymnasium episode that waits for a writer slot spills its chunks (events included) with
-    pickle: a FrozenDict comes back equal, nested FrozenDicts included, and still immutable."""
+    """A spilled Gymnasium chunk's events are pickled: a FrozenDict comes back equal, nested, immutable."""
     payload = freeze({"a": [1.5, 2.5], "b": {"c": "d"}, "e": []})
     back = pickle.loads(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
     assert back == payload

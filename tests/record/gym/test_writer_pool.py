@@ -143,10 +143,9 @@ def _count_open_sessions(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 def test_long_episodes_without_a_slot_spill_to_disk_and_never_open_beyond_the_slots(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, camera: bool,
 ) -> None:
-    """8 sub-envs, writers=2, episodes longer than an episode may keep queued: the 6 without a
-    slot spill their rows (off the env thread) instead of each opening a file; at most 4
-    files are open at once, queued rows stay bounded, every episode is exact and the spill
-    folder is gone after ``close()``.  Before: 6 overflows, 8 files open at once."""
+    """8 sub-envs, writers=2, long episodes: those without a slot spill, at most 4 files open, all exact."""
+    # Before: each episode past its kept rows opened its file anyway (6 overflows, 8 files
+    # open at once).  Queued rows stay bounded and the spill folder is gone after close().
     monkeypatch.setattr(episode_module, "MAX_PENDING_ROWS", 256)
     count = _count_open_sessions(monkeypatch)
     steps, n = (60 if camera else 700), 8
