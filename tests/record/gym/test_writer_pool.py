@@ -77,25 +77,7 @@ def test_when_the_pool_is_full_the_env_thread_waits_and_counts_it_never_drops(
 
 def test_open_episode_files_stay_bounded_with_16_sub_envs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """16 CartPole sub-envs, writers=2: at most 4 episode files are open at once; all commit."""
-    real_open, real_close = session.Session.open.__func__, session.Session.close  # type: ignore[attr-defined]
-    lock, count = threading.Lock(), {"now": 0, "peak": 0}
-
-    def counted_open(cls: Any, /, *args: Any, **kwargs: Any) -> Any:
-        opened = real_open(cls, *args, **kwargs)
-        with lock:
-            count["now"] += 1
-            count["peak"] = max(count["peak"], count["now"])
-        return opened
-
-    def counted_close(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return real_close(self, *args, **kwargs)
-        finally:
-            with lock:
-                count["now"] -= 1
-
-    monkeypatch.setattr(session.Session, "open", classmethod(counted_open))
-    monkeypatch.setattr(session.Session, "close", counted_close)
+    count = _count_open_sessions(monkeypatch)
     vector = gym.make_vec("CartPole-v1", num_envs=16, vectorization_mode="sync",
                           vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
     envs = RecordVectorEpisodes(vector, tmp_path, writers=2)
