@@ -169,8 +169,7 @@ def test_scripted_command_is_a_pure_function_of_tick(scene: MujocoDroidScene) ->
 
 
 def test_commands_are_the_driven_joints_targets_in_rad_within_their_model_ranges(scene: MujocoDroidScene) -> None:
-    """Actuator i drives COMMAND_NAMES[i] (arm joints, then finger_joint); the command range is those
-    joints' ranges in the model; ctrl is the target itself (gear 1), the scripted gripper spans the range."""
+    """Actuator i drives COMMAND_NAMES[i]; the range is those joints' model ranges; ctrl = target; the script spans it."""
     m = scene.model
     joints = [int(j) for j in m.actuator_trnid[:, 0]]
     assert tuple(m.joint(j).name for j in joints) == scene_mod.COMMAND_NAMES

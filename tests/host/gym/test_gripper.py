@@ -4,10 +4,12 @@ in rad (the joint channel's element name and unit), its bounds the joint's range
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -15,10 +17,11 @@ import fastsim_record as fr
 from fastsim_embedded.gym import FastSimRunEnv
 from fastsim_record.cli import main
 
-from .conftest import PICK
+from .conftest import PICK, ROOT
 
 mujoco = pytest.importorskip("mujoco")
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+README = ROOT / "README.md"
 
 
 def _model() -> Any:
@@ -27,7 +30,7 @@ def _model() -> Any:
     return mujoco.MjModel.from_xml_string(xml)
 
 
-def _issued(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _issued(path: str) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     with fr.open(path) as rec:
         control = [(e.stream, e.data) for e in rec.control()]
     issued = [d for stream, d in control if stream == "control.audit"]
@@ -38,11 +41,11 @@ def _issued(path: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 def test_the_gripper_element_is_finger_joint_in_rad_with_the_models_joint_range(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Element names and units are robot.joint_position's (as fsr channels shows them); every bound,
-    the gripper's included, is the driven joint's range read from the MuJoCo model."""
+    """Names and units are robot.joint_position's (as fsr channels shows them); every bound is the joint's model range."""
     env = FastSimRunEnv(PICK, tmp_path / "out")
     control = env.controls[0]
     space = env.action_space
+    assert isinstance(space, gym.spaces.Box)
     env.close()
     model = _model()
     assert control.element_names[7] == "finger_joint"
@@ -107,13 +110,17 @@ def test_a_pick_policy_sending_finger_joint_targets_succeeds(tmp_path: Path) -> 
     env = FastSimRunEnv(PICK, tmp_path / "out")
     env.reset(seed=7)
     assert env.episode is not None
-    scene = env.episode.backend.scene  # the policy plans from the episode's (seeded) scene
-    sent, done, info, terminated, k = [], False, {}, False, 0
+    scene = env.episode.backend.scene  # type: ignore[attr-defined]  # the policy plans from the episode's scene
+    space = env.action_space
+    assert isinstance(space, gym.spaces.Box)
+    sent: list[float] = []
+    info: dict[str, Any] = {}
+    done, terminated, k = False, False, 0
     while not done:
         action = scene.scripted_command(k, 1 / 15)
-        assert env.action_space.contains(action)
+        assert space.contains(action)
         _, _, terminated, truncated, info = env.step(action)
-        sent.append(action[7])
+        sent.append(float(action[7]))
         done, k = terminated or truncated, k + 1
     env.close()
     assert terminated
@@ -121,3 +128,8 @@ def test_a_pick_policy_sending_finger_joint_targets_succeeds(tmp_path: Path) -> 
     assert (min(sent), max(sent)) == (0.0, 0.8)  # the gripper closed fully, in rad
     with fr.open(env.committed[0]) as rec:
         assert rec.actions().values[: len(sent), 7].tolist() == sent
+    lo, hi = space.low[7], space.high[7]  # the README's conversion to DROID's [0, 1]
+    assert "`(a[7] - lo) / (hi - lo)`" in " ".join(README.read_text().split())
+    droid = (np.array(sent) - lo) / (hi - lo)
+    assert (droid.min(), droid.max()) == (0.0, 1.0)
+    assert lo + droid[-1] * (hi - lo) == sent[-1]
