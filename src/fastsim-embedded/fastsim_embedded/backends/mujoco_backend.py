@@ -109,12 +109,14 @@ class MujocoBackend(RenderedCameras):
     _generation_tick: int = attrs.field(init=False, default=0)
     _commands: int = attrs.field(init=False, default=0)
     _render_source: MujocoRenderSource | None = attrs.field(init=False, default=None)
+    _actuators: list[str] = attrs.field(init=False, factory=list)  # the MJCF's actuator names
     task: TaskTracker | None = None
 
     def __attrs_post_init__(self) -> None:
         substep_s = 1.0 / self.spec.physics_hz
         self._mj_steps_per_substep = max(1, math.ceil(substep_s / _MAX_PHYSICS_STEP_S - 1e-9))
         self.scene.model.opt.timestep = substep_s / self._mj_steps_per_substep
+        self._actuators = [self.scene.model.actuator(i).name for i in range(self.scene.model.nu)]
         w, h = self.scene.width, self.scene.height
         declared = [
             ChannelDescriptor(
@@ -202,8 +204,8 @@ class MujocoBackend(RenderedCameras):
             self.scene.apply_command(values)
         except (TypeError, ValueError) as exc:
             return ControlOutcome(False, {"error": str(exc)})
-        model, ctrl = self.scene.model, [float(v) for v in self.scene.data.ctrl]
-        return ControlOutcome(True, {"actuators": [model.actuator(i).name for i in range(model.nu)], "ctrl": ctrl})
+        ctrl = [float(v) for v in self.scene.data.ctrl]
+        return ControlOutcome(True, {"actuators": list(self._actuators), "ctrl": ctrl})
 
     def step(self, substeps: int) -> None:
         """Advance physics by ``substeps`` host substeps of ``1 / physics_hz`` each."""

@@ -8,13 +8,11 @@ Joint vector (``JOINT_NAMES``, 13 entries, float64, every unit ``rad``): the arm
 ``joint1..joint7`` then the gripper's six linkage joints.  ``finger_joint`` is driven; the
 other five follow it through MJCF equality constraints (0 open, 0.8 closed).
 
-Command vector (``COMMAND_NAMES``, 8 entries, float64, every unit ``rad``): the position
-targets of the joints the model's 8 position actuators drive, ``joint1..joint7`` then
-``finger_joint`` (the gripper: 0 open, 0.8 closed), named and in the units of the joint
-vector, within :meth:`MujocoDroidScene.command_range` (the driven joints' ranges from the
-model).  :meth:`MujocoDroidScene.apply_command` maps each target to its actuator's ctrl
-(``gear * target``).  The scripted pick is :meth:`MujocoDroidScene.scripted_command`, a
-pure function of the tick in the same units, applied by the host's control path.
+Command vector (``COMMAND_NAMES``, 8 float64, every unit ``rad``): the targets of the joints
+the 8 position actuators drive, ``joint1..joint7`` then ``finger_joint`` (the gripper: 0 open,
+0.8 closed), named as in the joint vector, within ``command_range()`` (the joints' model
+ranges); ``apply_command`` sets ctrl = gear * target.  The scripted pick, ``scripted_command``
+(a pure function of the tick, same units), is applied by the host's control path.
 
 Cameras (``CAMERA_NAMES``): ``exterior_left``, ``exterior_right`` (fixed, aimed at the
 workspace) and ``wrist`` (mounted on the gripper, moving with it).
@@ -173,6 +171,7 @@ class MujocoDroidScene:
     _dofadr: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
     _arm_dofs: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
     _gear: F64 = attrs.field(init=False, repr=False)  # ctrl = gear * target, per actuator
+    _range: tuple[F64, F64] = attrs.field(init=False, repr=False)  # command_range()
     _home_key: int = attrs.field(init=False, repr=False)
     _waypoints: dict[str, F64] = attrs.field(init=False, factory=dict, repr=False)
     #: called with the renderer's ``MjvScene`` after ``update_scene`` (e.g. fluid particles)
@@ -191,12 +190,16 @@ class MujocoDroidScene:
         self._qposadr = np.array([int(j.qposadr[0]) for j in joints], dtype=np.intp)
         self._dofadr = np.array([int(j.dofadr[0]) for j in joints], dtype=np.intp)
         self._arm_dofs = self._dofadr[:7]
-        self._gear = self.model.actuator_gear[:, 0].astype(np.float64)
         self._home_key = int(self.model.key("home").id)
         lift = mujoco_pick.lift_offset()
         if self.randomization is not None:
             self.randomized = apply_randomization(self.model, self._home_key, self.randomization, self.seed)
             lift = np.array(self.randomized["target_offset_m"], dtype=np.float64)
+        m, driven = self.model, self.model.actuator_trnid[:, 0]
+        self._gear = m.actuator_gear[:, 0].astype(np.float64)
+        reach = np.sort(m.actuator_ctrlrange / self._gear[:, None], axis=1)  # what ctrl can ask, in rad
+        self._range = (readonly(np.maximum(m.jnt_range[driven, 0], reach[:, 0])),
+                       readonly(np.minimum(m.jnt_range[driven, 1], reach[:, 1])))
         self.reset()
         self._waypoints = mujoco_pick.plan_pick(
             self.model, self._home_key, self._qposadr, self._arm_dofs, "cube", lift
@@ -260,15 +263,12 @@ class MujocoDroidScene:
     # -- control --------------------------------------------------------------------
 
     def command_range(self) -> tuple[F64, F64]:
-        """Each command entry's (low, high) in rad: its joint's range from the model, within
-        what its actuator's ctrl range reaches (``ctrlrange / gear``)."""
-        m, joints = self.model, self.model.actuator_trnid[:, 0]
-        reach = np.sort(m.actuator_ctrlrange / self._gear[:, None], axis=1)
-        return np.maximum(m.jnt_range[joints, 0], reach[:, 0]), np.minimum(m.jnt_range[joints, 1], reach[:, 1])
+        """Each command entry's (low, high) in rad, read-only: its joint's range in the model,
+        within what its actuator's ctrl range reaches (``ctrlrange / gear``)."""
+        return self._range
 
     def apply_command(self, command: Sequence[float] | F64) -> None:
-        """Set the actuators from an 8-entry command of joint targets in rad (see
-        ``COMMAND_NAMES``): ctrl = gear * target, clipped to the ctrl ranges."""
+        """Set the actuators from 8 joint targets in rad: ctrl = gear * target, clipped to range."""
         cmd = np.asarray(command, dtype=np.float64)
         if cmd.shape != (len(COMMAND_NAMES),) or not np.all(np.isfinite(cmd)):
             raise ValueError(
@@ -280,8 +280,8 @@ class MujocoDroidScene:
 
     def scripted_command(self, tick: int, tick_dt: float) -> F64:
         """The scripted pick's command at ``tick`` (0-based; tick ``k`` is at ``k * tick_dt`` s)."""
-        low, high = self.command_range()
-        return mujoco_pick.scripted_command(self._waypoints, (float(low[7]), float(high[7])), tick, tick_dt)
+        gripper = (float(self._range[0][7]), float(self._range[1][7]))
+        return mujoco_pick.scripted_command(self._waypoints, gripper, tick, tick_dt)
 
     phase_starting_at = staticmethod(mujoco_pick.phase_starting_at)
 
@@ -392,8 +392,8 @@ class MujocoDroidScene:
 
     def gripper_closure(self) -> float:
         """The measured ``finger_joint`` as a fraction of its range (0 open, ~1 closed)."""
-        lo, hi = (float(v) for v in self.model.jnt_range[self.model.joint("finger_joint").id])
-        return (float(self.data.qpos[self._qposadr[7]]) - lo) / (hi - lo)
+        lo, hi = self._range[0][7], self._range[1][7]
+        return float((self.data.qpos[self._qposadr[7]] - lo) / (hi - lo))
 
     def close(self) -> None:
         """Release the renderers' GL resources."""
