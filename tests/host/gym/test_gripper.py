@@ -133,3 +133,27 @@ def test_a_pick_policy_sending_finger_joint_targets_succeeds(tmp_path: Path) -> 
     droid = (np.array(sent) - lo) / (hi - lo)
     assert (droid.min(), droid.max()) == (0.0, 1.0)
     assert lo + droid[-1] * (hi - lo) == sent[-1]
+
+
+def test_a_lerobot_export_refuses_to_mix_old_closure_files_with_finger_joint_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose gripper element is the old 'gripper' beside a finger_joint file: one line naming both, no dataset."""
+    pytest.importorskip("av")
+    from fastsim_embedded.backends import mujoco_backend
+    from fastsim_embedded.session.compile import prepare_run
+    from fastsim_embedded.session.session import run_session
+
+    (new,) = run_session(prepare_run(PICK, duration_s=0.5), tmp_path / "new").outcome.committed
+    monkeypatch.setattr(mujoco_backend, "COMMAND_NAMES", (*mujoco_backend.COMMAND_NAMES[:7], "gripper"))
+    (old,) = run_session(prepare_run(PICK, duration_s=0.5), tmp_path / "old").outcome.committed
+    with fr.open(old) as rec:
+        assert rec.actions().names[7] == "gripper"
+    capsys.readouterr()
+    code = main(["export", str(new), str(old), "--to", "lerobot", "-o", str(tmp_path / "ds"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "'gripper']" in err
+    assert "'finger_joint']" in err
+    assert "differ" in err
+    assert not (tmp_path / "ds").exists()
