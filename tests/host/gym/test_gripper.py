@@ -141,11 +141,12 @@ def test_a_lerobot_export_refuses_to_mix_old_closure_files_with_finger_joint_fil
     """A file whose gripper element is the old 'gripper' beside a finger_joint file: one line naming both, no dataset."""
     pytest.importorskip("av")
     from fastsim_embedded.backends import mujoco_backend
+    from fastsim_embedded.backends.mujoco_scene import COMMAND_NAMES
     from fastsim_embedded.session.compile import prepare_run
     from fastsim_embedded.session.session import run_session
 
     (new,) = run_session(prepare_run(PICK, duration_s=0.5), tmp_path / "new").outcome.committed
-    monkeypatch.setattr(mujoco_backend, "COMMAND_NAMES", (*mujoco_backend.COMMAND_NAMES[:7], "gripper"))
+    monkeypatch.setattr(mujoco_backend, "COMMAND_NAMES", (*COMMAND_NAMES[:7], "gripper"))  # as before grip40
     (old,) = run_session(prepare_run(PICK, duration_s=0.5), tmp_path / "old").outcome.committed
     with fr.open(old) as rec:
         assert rec.actions().names[7] == "gripper"
