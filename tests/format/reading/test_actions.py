@@ -26,8 +26,8 @@ def test_scripted_actions_are_the_commands_issued_after_each_observation(droid_f
         acts = rec.actions()
         ticks = rec.numeric(JOINTS)
         assert acts.command == "robot.set_joint_targets"
-        assert acts.names == (*(f"joint{k}" for k in range(1, 8)), "gripper")
-        assert acts.units == ("rad",) * 7 + ("1",)
+        assert acts.names == (*(f"joint{k}" for k in range(1, 8)), "finger_joint")
+        assert acts.units == ("rad",) * 8
         np.testing.assert_array_equal(acts.time_ns, ticks.time_ns)
         np.testing.assert_array_equal(acts.generation, ticks.generation)
         for seg in rec.segments():

@@ -165,7 +165,26 @@ def test_scripted_command_is_a_pure_function_of_tick(scene: MujocoDroidScene) ->
     assert a.shape == (8,)
     assert a.dtype == np.float64
     np.testing.assert_array_equal(a, b)
-    assert scene_mod.COMMAND_UNITS == ("rad",) * 7 + ("1",)
+    assert scene_mod.COMMAND_UNITS == ("rad",) * 8
+
+
+def test_commands_are_the_driven_joints_targets_in_rad_within_their_model_ranges(scene: MujocoDroidScene) -> None:
+    """Actuator i drives COMMAND_NAMES[i]; the range is those joints' model ranges; ctrl = target; the script spans it."""
+    m = scene.model
+    joints = [int(j) for j in m.actuator_trnid[:, 0]]
+    assert tuple(m.joint(j).name for j in joints) == scene_mod.COMMAND_NAMES
+    assert scene_mod.COMMAND_NAMES[7] == "finger_joint" == scene_mod.JOINT_NAMES[7]
+    low, high = scene.command_range()
+    np.testing.assert_array_equal(low, m.jnt_range[joints, 0])
+    np.testing.assert_array_equal(high, m.jnt_range[joints, 1])
+    assert (low[7], high[7]) == (0.0, pytest.approx(0.8))
+    target = np.array([*scene.waypoint("grasp"), 0.3125])
+    scene.apply_command(target)
+    np.testing.assert_array_equal(scene.data.ctrl, target)  # rad in, ctrl = gear (1) * target
+    scene.apply_command([*scene.waypoint("grasp"), 5.0])
+    assert scene.data.ctrl[7] == high[7]  # the scene itself clips to the actuator's ctrl range
+    grip = [scene.scripted_command(k, TICK_DT)[7] for k in range(round(scene_mod.PICK_DURATION_S / TICK_DT) + 1)]
+    assert (grip[0], grip[-1]) == (low[7], high[7])  # open at the start, fully closed for the lift
 
 
 def test_bad_command_is_rejected(scene: MujocoDroidScene) -> None:

@@ -31,16 +31,16 @@ def test_check_env_passes_on_the_synthetic_reach_scene(tmp_path: Path) -> None:
 
 
 def test_check_env_passes_on_the_mujoco_pick_scene_with_cameras(tmp_path: Path) -> None:
-    """The DROID-like scene: 7 arm joint targets + gripper from the model, images in the observation."""
+    """The DROID-like scene: 7 arm joint targets + finger_joint's (rad, ranges from the model), images observed."""
     env = FastSimRunEnv(PICK, tmp_path / "out", cameras=True)
     space = env.action_space
     assert isinstance(space, gym.spaces.Box)
     assert space.shape == (8,)
-    assert env.controls[0].element_names == (*(f"joint{k}" for k in range(1, 8)), "gripper")
-    assert env.controls[0].units == ("rad",) * 7 + ("1",)
+    assert env.controls[0].element_names == (*(f"joint{k}" for k in range(1, 8)), "finger_joint")
+    assert env.controls[0].units == ("rad",) * 8
     assert space.low[3] == pytest.approx(-3.0718)
     assert space.high[3] == pytest.approx(-0.0698)
-    assert (space.low[7], space.high[7]) == (0.0, 1.0)
+    assert (space.low[7], space.high[7]) == (0.0, 0.8)  # finger_joint's range in the MJCF
     observations = env.observation_space
     assert isinstance(observations, gym.spaces.Dict)
     assert observations["sensors.wrist.camera.rgb"].shape == (120, 160, 3)

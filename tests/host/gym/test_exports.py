@@ -16,7 +16,7 @@ from fastsim_record.cli import main
 
 from .conftest import PICK
 
-NAMES = [*(f"joint{k}" for k in range(1, 8)), "gripper"]
+NAMES = [*(f"joint{k}" for k in range(1, 8)), "finger_joint"]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_mcap_carries_the_commands_beside_the_joint_states(driven: tuple[Path, l
     commands = messages["/command/robot.set_joint_targets"]
     assert [m["values"] for m in commands] == actions
     assert commands[0]["names"] == NAMES
-    assert commands[0]["units"] == ["rad"] * 7 + ["1"]
+    assert commands[0]["units"] == ["rad"] * 8
     assert len(messages["/numeric/robot.joint_position"]) == 11
 
 

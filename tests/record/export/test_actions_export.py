@@ -86,7 +86,7 @@ def test_lerobot_action_of_a_scripted_run_is_the_control_audit(droid_fsr: Path, 
 
 
 def test_lerobot_action_of_a_driven_run_is_what_the_policy_sent(tmp_path: Path) -> None:
-    """FastSimRun-v0 on the MuJoCo pick: the exported actions are the actions sent, in [0, 1] for the gripper."""
+    """FastSimRun-v0 on the MuJoCo pick: the exported actions are the actions sent (finger_joint's target in rad)."""
     pytest.importorskip("av")
     pytest.importorskip("gymnasium")
     from fastsim_embedded.gym import FastSimRunEnv

@@ -84,7 +84,7 @@ def test_state_action_and_calibration_equal_the_recorded_values(two_files: tuple
     episodes = _expected(paths)
     feats = ds.info["features"]
     assert feats["action"]["dtype"] == feats["observation.state"]["dtype"] == "float32"
-    assert feats["action"]["names"] == ["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7", "gripper"]
+    assert feats["action"]["names"] == ["joint1", "joint2", "joint3", "joint4", "joint5", "joint6", "joint7", "finger_joint"]
     rec = fr.open(paths[0])
     assert feats["observation.state"]["names"] == [*rec.numeric("robot.joint_position").names,
                                                    *rec.numeric("robot.joint_velocity").names]

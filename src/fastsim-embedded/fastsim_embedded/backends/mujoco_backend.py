@@ -32,16 +32,18 @@ Options (``BackendSpec.options``, or ``scenario.scene.mujoco``):
 ``scenario.scene.task`` declares ``pick`` or ``reach`` (``fastsim_embedded.backends.tasks``):
 the scene then adds the ``task.*`` numeric channels after the joint state (end effector:
 the gripper's ``grasp_site``; a reach target without ``target`` is drawn from the seed).
-``controls()`` declares what a driver may command: ``set_joint_targets`` with the 7 arm
-joint targets (rad, the actuators' ranges from the model) and the gripper closure [0, 1].
+``controls()`` declares what a driver may command: ``set_joint_targets`` with the position
+targets of ``joint1..joint7`` and of the gripper's driven ``finger_joint``: named and in the
+units (rad) of ``<robot>.joint_position``, within the joints' ranges from the model
+(``MujocoDroidScene.command_range``); the scene maps them to the actuators' ctrl.
 
 ``scenario.scene.fluid`` adds a particle emitter (``fastsim_embedded.render.fluid``): the scene
 then exposes ``fluid.audit`` and its particles enter ``render.state``.
 
 Each generation replays the scripted pick from the initial state: a command
-``set_joint_targets`` (``args.targets``: 7 arm joint targets in rad and the gripper
-closure in [0, 1]) every ``1 / control_hz`` s, applied only through ``apply_control``
-after Core audits it, and a ``pick.phase`` plugin event when a phase starts.
+``set_joint_targets`` (``args.targets``: the same 8 joint targets in rad) every
+``1 / control_hz`` s, applied only through ``apply_control`` after Core audits it, and a
+``pick.phase`` plugin event when a phase starts.
 """
 
 from __future__ import annotations
@@ -107,12 +109,14 @@ class MujocoBackend(RenderedCameras):
     _generation_tick: int = attrs.field(init=False, default=0)
     _commands: int = attrs.field(init=False, default=0)
     _render_source: MujocoRenderSource | None = attrs.field(init=False, default=None)
+    _actuators: list[str] = attrs.field(init=False, factory=list)  # the MJCF's actuator names
     task: TaskTracker | None = None
 
     def __attrs_post_init__(self) -> None:
         substep_s = 1.0 / self.spec.physics_hz
         self._mj_steps_per_substep = max(1, math.ceil(substep_s / _MAX_PHYSICS_STEP_S - 1e-9))
         self.scene.model.opt.timestep = substep_s / self._mj_steps_per_substep
+        self._actuators = [self.scene.model.actuator(i).name for i in range(self.scene.model.nu)]
         w, h = self.scene.width, self.scene.height
         declared = [
             ChannelDescriptor(
@@ -143,13 +147,12 @@ class MujocoBackend(RenderedCameras):
         return self._declared
 
     def controls(self) -> tuple[ControlSpec, ...]:
-        """``set_joint_targets``: 7 arm joint targets within the actuators' ranges, then
-        the gripper closure in [0, 1]."""
-        ranges = self.scene.model.actuator_ctrlrange
+        """``set_joint_targets``: the targets of joint1..joint7 and finger_joint (rad), within
+        the joints' ranges from the model."""
+        low, high = self.scene.command_range()
         return (ControlSpec(
             command=COMMAND_NAME, target=self.entity, arg="targets", element_names=tuple(COMMAND_NAMES),
-            units=tuple(COMMAND_UNITS), low=(*(float(v) for v in ranges[:7, 0]), 0.0),
-            high=(*(float(v) for v in ranges[:7, 1]), 1.0),
+            units=tuple(COMMAND_UNITS), low=tuple(float(v) for v in low), high=tuple(float(v) for v in high),
         ),)
 
     def reset(self, generation: int) -> None:
@@ -202,7 +205,7 @@ class MujocoBackend(RenderedCameras):
         except (TypeError, ValueError) as exc:
             return ControlOutcome(False, {"error": str(exc)})
         ctrl = [float(v) for v in self.scene.data.ctrl]
-        return ControlOutcome(True, {"actuators": list(COMMAND_NAMES), "ctrl": ctrl})
+        return ControlOutcome(True, {"actuators": list(self._actuators), "ctrl": ctrl})
 
     def step(self, substeps: int) -> None:
         """Advance physics by ``substeps`` host substeps of ``1 / physics_hz`` each."""

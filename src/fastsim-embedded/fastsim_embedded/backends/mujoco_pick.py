@@ -2,15 +2,18 @@
 
 The arm moves between waypoints planned once per scene (``home``, ``pregrasp``,
 ``grasp``, ``lift``) with a smoothstep in each phase; the gripper closes in ``close``.
+The command is the scene's: 7 arm joint targets then the ``finger_joint`` target, all in
+rad; the gripper goes from its open end to its closed end of ``finger_joint``'s range
+(``gripper``: the (open, closed) pair in rad, 0 and 0.8 in the DROID-like model).
 
-    | phase    | start s | end s | from      | to        | gripper |
-    |----------|---------|-------|-----------|-----------|---------|
-    | approach | 0.0     | 1.0   | home      | pregrasp  | open    |
-    | descend  | 1.0     | 1.8   | pregrasp  | grasp     | open    |
-    | close    | 1.8     | 2.3   | grasp     | grasp     | 0 -> 1  |
-    | settle   | 2.3     | 2.5   | grasp     | grasp     | closed  |
-    | lift     | 2.5     | 3.4   | grasp     | lift      | closed  |
-    | hold     | 3.4     | -     | lift      | lift      | closed  |
+    | phase    | start s | end s | from      | to        | gripper         |
+    |----------|---------|-------|-----------|-----------|-----------------|
+    | approach | 0.0     | 1.0   | home      | pregrasp  | open            |
+    | descend  | 1.0     | 1.8   | pregrasp  | grasp     | open            |
+    | close    | 1.8     | 2.3   | grasp     | grasp     | open -> closed  |
+    | settle   | 2.3     | 2.5   | grasp     | grasp     | closed          |
+    | lift     | 2.5     | 3.4   | grasp     | lift      | closed          |
+    | hold     | 3.4     | -     | lift      | lift      | closed          |
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ __all__ = [
 
 F64 = npt.NDArray[np.float64]
 
-# The scripted pick: (name, start_s, end_s, from_waypoint, to_waypoint, gripper_from, gripper_to).
+# The scripted pick: (name, start_s, end_s, from_waypoint, to_waypoint, gripper_from, gripper_to);
+# the gripper as a fraction of the way from open (0) to closed (1).
 _PICK_PHASES: Final = (
     ("approach", 0.0, 1.0, "home", "pregrasp", 0.0, 0.0),
     ("descend", 1.0, 1.8, "pregrasp", "grasp", 0.0, 0.0),
@@ -60,8 +64,9 @@ def lift_offset() -> F64:
     return np.array([0.0, 0.0, _WAYPOINT_OFFSETS["lift"]])
 
 
-def scripted_command(waypoints: dict[str, F64], tick: int, tick_dt: float) -> F64:
-    """The scripted pick's command at ``tick`` (0-based; tick ``k`` is at ``k * tick_dt`` s)."""
+def scripted_command(waypoints: dict[str, F64], gripper: tuple[float, float], tick: int, tick_dt: float) -> F64:
+    """The scripted pick's command at ``tick`` (0-based; tick ``k`` is at ``k * tick_dt`` s):
+    the arm's 7 targets, then the gripper's between ``gripper`` = (open, closed), rad."""
     t = tick * tick_dt
     phase = _PICK_PHASES[-1]
     for candidate in _PICK_PHASES:
@@ -72,7 +77,8 @@ def scripted_command(waypoints: dict[str, F64], tick: int, tick_dt: float) -> F6
     s = _smoothstep((t - start) / (end - start))
     a, b = waypoints[q_from], waypoints[q_to]
     arm = a + (b - a) * s
-    grip = g_from + (g_to - g_from) * s
+    closure = g_from + (g_to - g_from) * s
+    grip = gripper[0] + (gripper[1] - gripper[0]) * closure
     return readonly(np.append(arm, grip).astype(np.float64))
 
 

@@ -8,10 +8,11 @@ Joint vector (``JOINT_NAMES``, 13 entries, float64, every unit ``rad``): the arm
 ``joint1..joint7`` then the gripper's six linkage joints.  ``finger_joint`` is driven; the
 other five follow it through MJCF equality constraints (0 open, 0.8 closed).
 
-Command vector (``COMMAND_NAMES``, 8 entries, float64): seven arm joint position targets
-in rad, then the gripper closure in [0, 1] (0 open, 1 closed; unit ``1``).  The scripted
-pick is :meth:`MujocoDroidScene.scripted_command`, a pure function of the tick, applied
-through :meth:`MujocoDroidScene.apply_command` by the host's control path.
+Command vector (``COMMAND_NAMES``, 8 float64, every unit ``rad``): the targets of the joints
+the 8 position actuators drive, ``joint1..joint7`` then ``finger_joint`` (the gripper: 0 open,
+0.8 closed), named as in the joint vector, within ``command_range()`` (the joints' model
+ranges); ``apply_command`` sets ctrl = gear * target.  The scripted pick, ``scripted_command``
+(a pure function of the tick, same units), is applied by the host's control path.
 
 Cameras (``CAMERA_NAMES``): ``exterior_left``, ``exterior_right`` (fixed, aimed at the
 workspace) and ``wrist`` (mounted on the gripper, moving with it).
@@ -31,10 +32,10 @@ Camera conventions:
 
 A world point ``p`` projects as ``K @ R_cv.T @ (p - t)`` (then divide by z).
 
-The GL setup is ``mujoco_gl``; the scripted pick and its inverse kinematics are
-``mujoco_pick``.  Rendering is off-screen through ``mujoco.Renderer``; one renderer per resolution is
-reused.  The MJCF keeps it cheap on software GL (no MSAA, shadows or skybox): about
-7-15 ms per 320x240 frame on llvmpipe here.  ``MUJOCO_GL`` defaults to ``egl`` when unset; if no GL context can be made,
+The GL setup is ``mujoco_gl``; the scripted pick and its inverse kinematics are ``mujoco_pick``.
+Rendering is off-screen through ``mujoco.Renderer``, one reused renderer per resolution; the MJCF
+keeps it cheap on software GL (no MSAA, shadows or skybox): about 7-15 ms per 320x240 frame on
+llvmpipe here.  ``MUJOCO_GL`` defaults to ``egl``; if no GL context can be made,
 :class:`RenderUnavailable` names the variable to set.
 """
 
@@ -96,16 +97,13 @@ GRIPPER_JOINT_NAMES: Final = (
 )
 JOINT_NAMES: Final = ARM_JOINT_NAMES + GRIPPER_JOINT_NAMES
 JOINT_UNITS: Final = ("rad",) * len(JOINT_NAMES)
-COMMAND_NAMES: Final = (*ARM_JOINT_NAMES, "gripper")
-COMMAND_UNITS: Final = ("rad",) * 7 + ("1",)
+COMMAND_NAMES: Final = (*ARM_JOINT_NAMES, "finger_joint")  # the joints actuators 0..7 drive
+COMMAND_UNITS: Final = ("rad",) * len(COMMAND_NAMES)
 CAMERA_NAMES: Final = ("exterior_left", "exterior_right", "wrist")
 OBJECT_NAMES: Final = ("cube", "can", "block")
-
-GRIPPER_CLOSED_RAD: Final = 0.8
 DEFAULT_WIDTH: Final = 320
 DEFAULT_HEIGHT: Final = 240
 ASSET: Final = "droid_like.xml"
-
 
 
 @attrs.frozen
@@ -172,6 +170,8 @@ class MujocoDroidScene:
     _qposadr: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
     _dofadr: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
     _arm_dofs: npt.NDArray[np.intp] = attrs.field(init=False, repr=False)
+    _gear: F64 = attrs.field(init=False, repr=False)  # ctrl = gear * target, per actuator
+    _range: tuple[F64, F64] = attrs.field(init=False, repr=False)  # command_range()
     _home_key: int = attrs.field(init=False, repr=False)
     _waypoints: dict[str, F64] = attrs.field(init=False, factory=dict, repr=False)
     #: called with the renderer's ``MjvScene`` after ``update_scene`` (e.g. fluid particles)
@@ -195,6 +195,11 @@ class MujocoDroidScene:
         if self.randomization is not None:
             self.randomized = apply_randomization(self.model, self._home_key, self.randomization, self.seed)
             lift = np.array(self.randomized["target_offset_m"], dtype=np.float64)
+        m, driven = self.model, self.model.actuator_trnid[:, 0]
+        self._gear = m.actuator_gear[:, 0].astype(np.float64)
+        reach = np.sort(m.actuator_ctrlrange / self._gear[:, None], axis=1)  # what ctrl can ask, in rad
+        self._range = (readonly(np.maximum(m.jnt_range[driven, 0], reach[:, 0])),
+                       readonly(np.minimum(m.jnt_range[driven, 1], reach[:, 1])))
         self.reset()
         self._waypoints = mujoco_pick.plan_pick(
             self.model, self._home_key, self._qposadr, self._arm_dofs, "cube", lift
@@ -257,22 +262,26 @@ class MujocoDroidScene:
 
     # -- control --------------------------------------------------------------------
 
+    def command_range(self) -> tuple[F64, F64]:
+        """Each command entry's (low, high) in rad, read-only: its joint's range in the model,
+        within what its actuator's ctrl range reaches (``ctrlrange / gear``)."""
+        return self._range
+
     def apply_command(self, command: Sequence[float] | F64) -> None:
-        """Set the actuator targets from an 8-entry command (see ``COMMAND_NAMES``)."""
+        """Set the actuators from 8 joint targets in rad: ctrl = gear * target, clipped to range."""
         cmd = np.asarray(command, dtype=np.float64)
         if cmd.shape != (len(COMMAND_NAMES),) or not np.all(np.isfinite(cmd)):
             raise ValueError(
                 f"command: expected {len(COMMAND_NAMES)} finite floats "
                 f"({', '.join(COMMAND_NAMES)}), got shape {cmd.shape}"
             )
-        ctrl = cmd.copy()
-        ctrl[7] = min(1.0, max(0.0, float(cmd[7]))) * GRIPPER_CLOSED_RAD
         lo, hi = self.model.actuator_ctrlrange[:, 0], self.model.actuator_ctrlrange[:, 1]
-        self.data.ctrl[:] = np.clip(ctrl, lo, hi)
+        self.data.ctrl[:] = np.clip(self._gear * cmd, lo, hi)
 
     def scripted_command(self, tick: int, tick_dt: float) -> F64:
         """The scripted pick's command at ``tick`` (0-based; tick ``k`` is at ``k * tick_dt`` s)."""
-        return mujoco_pick.scripted_command(self._waypoints, tick, tick_dt)
+        gripper = (float(self._range[0][7]), float(self._range[1][7]))
+        return mujoco_pick.scripted_command(self._waypoints, gripper, tick, tick_dt)
 
     phase_starting_at = staticmethod(mujoco_pick.phase_starting_at)
 
@@ -382,8 +391,9 @@ class MujocoDroidScene:
         return np.array(self.data.body(name).xpos, dtype=np.float64)
 
     def gripper_closure(self) -> float:
-        """``finger_joint`` as a fraction of its closed angle (0 open, ~1 closed)."""
-        return float(self.data.qpos[self._qposadr[7]]) / GRIPPER_CLOSED_RAD
+        """The measured ``finger_joint`` as a fraction of its range (0 open, ~1 closed)."""
+        lo, hi = self._range[0][7], self._range[1][7]
+        return float((self.data.qpos[self._qposadr[7]] - lo) / (hi - lo))
 
     def close(self) -> None:
         """Release the renderers' GL resources."""

@@ -15,7 +15,9 @@ Dense rewards, per tick, after the tick's physics step:
 
     reach: 1 - tanh(5 d)                                  (+1 on success), d = |ee - target|
     pick:  1 - tanh(5 d) + grasped * (1 + lift)           (+2 on success), d = |ee - object|,
-           grasped = gripper closure >= 0.5 and d < 0.04, lift = clip(rise / height_m, 0, 1)
+           grasped = gripper closure >= 0.5 and d < 0.04, lift = clip(rise / height_m, 0, 1);
+           the closure is measured: the gripper's driven joint as a fraction of its range
+           (0 open, 1 closed; not the commanded target)
 
 The scene declares the task's numeric channels (entity ``task``): ``task.reward`` (the
 tick's reward), ``task.end_effector`` (m) and ``task.target`` (reach) or
