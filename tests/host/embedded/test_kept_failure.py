@@ -40,8 +40,7 @@ def _steps(session: Session, n: int) -> list[float]:
 
 
 def test_a_driver_whose_source_failed_commits_what_was_recorded_as_failed(tmp_path: Path) -> None:
-    """FR2: status failed, the file committed, validated, completion failed with the reason,
-    every tick the driver stepped in it."""
+    """FR2: status failed; the file committed, valid, completion failed with the reason, every stepped tick in it."""
     session = _session(tmp_path)
     offsets = _steps(session, 4)
     outcome = session.close(CompletionKind.FAILED, REASON, keep_recorded=True).outcome
@@ -69,8 +68,7 @@ def test_a_failed_close_without_keep_publishes_nothing(tmp_path: Path) -> None:
 
 
 def test_a_backend_exception_in_step_stays_a_plain_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scripted/driven backend failure is FR1 even when close later asks to keep: the first
-    request (the host's plain failed) won."""
+    """A backend failure inside step is FR1 even when close later asks to keep: the host's plain failed won first."""
     session = _session(tmp_path)
     _steps(session, 2)
 

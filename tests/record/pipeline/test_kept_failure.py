@@ -48,8 +48,7 @@ def test_a_kept_failed_run_with_a_corrupt_readback_is_never_committed() -> None:
 
 
 def test_a_kept_failed_run_with_a_latched_record_error_is_never_committed() -> None:
-    """FR5: the data source's kept failure wins the completion, then Record latches a capture
-    error (its own failed request loses): the recording is aborted, never published."""
+    """FR5: the source's kept failure wins, then Record latches a capture error: aborted, never published."""
     h = Harness.started()
     h.run_ticks(5)
     kept = CompletionRequest(CompletionKind.FAILED, _REASON, "host", keep_recorded=True)
