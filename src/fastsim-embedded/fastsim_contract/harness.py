@@ -100,7 +100,8 @@ class CoreDriver(Protocol):
         ...
 
     def finish(self, completion: CompletionRequest | None = None) -> Finish:
-        """Request ``completion`` (if given), take the cut, run every finalizer."""
+        """Request ``completion`` (if given) as Core's own side, the Run's data source (its
+        ``keep_recorded`` is honoured: contract FR2), take the cut, run every finalizer."""
         ...
 
     def artifact(self, name: str) -> bytes | None:

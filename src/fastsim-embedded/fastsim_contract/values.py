@@ -183,13 +183,25 @@ class CompletionKind(enum.Enum):
     STOPPED = "stopped"
 
 
+def _keep_needs_failed(request: CompletionRequest, attribute: object, keep: bool) -> None:
+    if keep and request.kind is not CompletionKind.FAILED:
+        raise ValueError(f"keep_recorded applies to a failed completion only (got {request.kind.value})")
+
+
 @attrs.frozen
 class CompletionRequest:
-    """A request to complete the Run; ``requested_by`` names the component."""
+    """A request to complete the Run; ``requested_by`` names the component.
+
+    ``keep_recorded`` (``failed`` only; contract section 6, rows FR1-FR5): the Run's data
+    source failed (the simulation or the env raised), and what was recorded before it is
+    sound, so Core lets a consumer commit it (the artifact says ``failed``).  Core honours
+    it only from its own data source; a plugin's request is taken as a plain ``failed``.
+    """
 
     kind: CompletionKind
     reason: str
     requested_by: str
+    keep_recorded: bool = attrs.field(default=False, validator=_keep_needs_failed, kw_only=True)
 
 
 @attrs.frozen

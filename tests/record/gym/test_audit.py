@@ -102,14 +102,14 @@ class ArrayReward(gym.Wrapper[Any, Any, Any, Any]):
 
 
 def test_a_reward_that_is_not_one_number_is_one_line_and_keeps_the_steps_before(tmp_path: Path) -> None:
-    """A (1,) array reward raises GymWrapError naming 'reward' (no TypeError traceback); the file commits stopped."""
+    """A (1,) array reward raises GymWrapError naming 'reward' (no TypeError traceback); the file commits failed (kept)."""
     env = RecordEpisodes(ArrayReward(gym.make("CartPole-v1")), tmp_path)
     env.reset(seed=1)
     with pytest.raises(GymWrapError, match=r"^step\(\): reward: the env returned ndarray of shape \(1,\)"):
         env.step(0)
     env.close()
-    assert env.files[0].completion == "stopped"
-    assert "reward" in env.files[0].reason
+    assert env.files[0].completion == "failed"
+    assert env.files[0].reason.startswith("reward: the env returned ndarray of shape (1,)")
     assert read_episode(env.files[0].path).observations["observation"].shape[0] >= 1
 
 

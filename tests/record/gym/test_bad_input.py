@@ -135,7 +135,7 @@ def test_a_value_outside_the_envs_own_space_is_one_line_and_keeps_what_was_recor
     assert episode.observations["observation"].shape == (4, 4)
     assert np.isnan(episode.observations["observation"][-1]).all()  # the final observation is a NaN fill
     assert episode.end["error"] == "observation: the env returned shape (2,), its space declares (4,)"
-    assert env.files[0].completion == "stopped"
+    assert (env.files[0].completion, env.files[0].reason) == ("failed", episode.end["error"])  # kept: contract FR2
 
 
 def test_max_episode_bytes_ends_the_episode_file_and_keeps_every_step_before_it(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ def test_a_wrongly_shaped_action_still_raises_on_step_and_keeps_the_steps_before
     episode = read_episode(env.files[0].path)
     assert episode.steps == 2
     np.testing.assert_array_equal(episode.actions["action"][:, 0], np.array([0.5, -0.5], np.float32))
-    assert env.files[0].completion == "stopped"
+    assert env.files[0].completion == "failed"
 
 
 def test_no_tick_is_published_on_the_env_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

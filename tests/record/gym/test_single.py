@@ -106,7 +106,7 @@ def test_reset_or_close_mid_episode_commits_it_as_truncated(tmp_path: Path) -> N
 
 
 def test_an_exception_inside_the_env_commits_what_was_recorded_with_its_one_line(tmp_path: Path) -> None:
-    """The env raises in episode 2: episode 1 is whole; episode 2 is committed (completion stopped: a failed Run is never published under its final name) with the exception's one line as reason and error."""
+    """The env raises in episode 2: episode 1 is whole; episode 2 is committed, completion failed (the data source failed: contract FR2), with the exception's one line as reason and error."""
     env = RecordEpisodes(Failing(gym.make("CartPole-v1"), at=4), tmp_path)
     play(env, [5])
     env.reset(seed=6)
@@ -118,8 +118,9 @@ def test_an_exception_inside_the_env_commits_what_was_recorded_with_its_one_line
     assert len(env.files) == 2
     path = env.files[1].path
     with fr.open(path) as rec:
-        assert rec.info.completion == "stopped"
-        assert rec.info.completion_reason == "failed: the env raised RuntimeError: the physics blew up"
+        assert rec.info.completion == "failed"
+        assert rec.info.completion_reason == "the env raised RuntimeError: the physics blew up"
+    assert (env.files[1].completion, env.files[1].reason) == ("failed", "the env raised RuntimeError: the physics blew up")
     failed = read_episode(path)
     assert failed.steps == 3
     assert failed.end["error"] == "RuntimeError: the physics blew up"

@@ -22,7 +22,9 @@ the env thread only captures (``gymnasium_host.capture``: checked copies appende
     |   | ... spill (no Session | each queued chunk to the episode's spill file, then freed        |
     |   | open yet)             | (``gymnasium_host.spill``)                                       |
     | 4 | commit pool:          | open (if never started), publish what is left, then              |
-    |   | ``finish``            | ``Session.close``; the slot goes to the next episode waiting     |
+    |   | ``finish``            | ``Session.close``; the slot goes to the next episode waiting.   |
+    |   |                       | A ``failed`` end is the env's (it raised): what was recorded is  |
+    |   |                       | kept (``keep_recorded``, contract FR2), committed as ``failed``  |
 
 At most ``writers`` Sessions stream while their episode runs (the slots), and at most
 ``writers`` more open inside the commit pool's threads: an episode that ends before it got
@@ -298,7 +300,8 @@ class EpisodeWriter:
                 if not episode.stopping:
                     for event in events:
                         episode.host.events.publish_plugin_event(event.name, event.data, event.emitter)
-                return episode.close(kind, reason)
+                # the recorder's ``failed`` is always its env's (the data source's): keep what was recorded (FR2)
+                return episode.close(kind, reason, keep_recorded=kind is CompletionKind.FAILED)
             finally:
                 self._pool.opened(-1)
         finally:

@@ -14,8 +14,8 @@ the Record plugin (``fastsim.plugins``): its lanes, worker, writer, transaction,
     |   |                        | (``gymnasium_host.capture``); a full chunk is handed over     |
     | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
     |   |                        | to the commit pool                                            |
-    | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped: truncated by    |
-    |   |                        | reset/close, or the env raised (its one line in the reason)   |
+    | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped (reset/close) or |
+    |   |                        | failed, kept (the env raised or broke its space; FR2)         |
     | 5 | ``close``              | end every open episode, wait for every commit                 |
 
 Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes wait for their commit, then
@@ -300,7 +300,7 @@ class GymRecording:
 
     def _fail_one(self, index: int, exc: ValueError) -> None:
         line = str(exc).splitlines()[0]
-        self._finish(index, False, False, CompletionKind.STOPPED, f"failed: {line}", line)
+        self._finish(index, False, False, CompletionKind.FAILED, line, line)
 
     def _finish(
         self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
@@ -337,11 +337,11 @@ class GymRecording:
             self._finish(index, False, True, kind, reason)
 
     def fail(self, exc: BaseException) -> None:
-        """Row 4: the env raised.  Every open episode commits what it recorded: completion ``stopped`` (a ``failed``
-        Run is never published under its final name); the reason and ``gym.episode_end``'s ``error``: its one line."""
+        """Row 4: the env raised.  Every open episode commits what it recorded, completion ``failed`` (the data
+        source failed: contract FR2); the reason ``the env raised <its one line>``, ``gym.episode_end``'s ``error``."""
         line = one_line(exc)
         for index in list(self._open):
-            self._finish(index, False, False, CompletionKind.STOPPED, f"failed: the env raised {line}", line)
+            self._finish(index, False, False, CompletionKind.FAILED, f"the env raised {line}", line)
 
     def _commit(
         self, writer: EpisodeWriter, index: int, kind: CompletionKind, reason: str,

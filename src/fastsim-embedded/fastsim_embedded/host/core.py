@@ -18,8 +18,10 @@ on the simulation thread; each plugin gets its own :class:`EmbeddedCore` view
 ``fastsim_contract.protocols.CoreServices``.
 
 Terminal sequence (``terminate``): publish ``run.stopping`` -> seal the bus and take the
-:class:`TerminalSemanticCut` -> run finalizers to their absolute deadline -> revoke the
-late ones' leases (bounded) -> status by required-finalizer precedence.
+:class:`TerminalSemanticCut` (a ``failed`` completion refuses every commit from here on,
+unless the host's own data source asked to keep what was recorded: contract FR1-FR5) ->
+run finalizers to their absolute deadline -> revoke the late ones' leases (bounded) ->
+status by required-finalizer precedence.
 """
 
 from __future__ import annotations
@@ -140,9 +142,17 @@ class EmbeddedHost:
         self.bus.control_producers_started()
 
     # -- terminal ------------------------------------------------------------------------
-    def request_completion(self, kind: CompletionKind, reason: str, requested_by: str = "host") -> bool:
-        """The host's own completion request (duration reached, interrupt, failure)."""
-        return self.terminal.request_completion(CompletionRequest(kind, reason, requested_by))
+    def request_completion(
+        self, kind: CompletionKind, reason: str, requested_by: str = "host", *, keep_recorded: bool = False,
+    ) -> bool:
+        """The host's own completion request (duration reached, interrupt, failure).
+
+        ``keep_recorded`` (``failed`` only): the data source this host drives failed and what
+        was recorded before it is sound, so commits stay allowed (contract FR2).  Only the
+        host's driver may ask it; a plugin's request never keeps (``EmbeddedCore``, FR3)."""
+        return self.terminal.request_completion(
+            CompletionRequest(kind, reason, requested_by, keep_recorded=keep_recorded)
+        )
 
     def take_cut(self) -> TerminalSemanticCut:
         """Publish ``run.stopping``, seal the bus and return the exact cut."""
@@ -161,7 +171,7 @@ class EmbeddedHost:
         final, per_source = self.bus.seal()
         self.terminal.mark_cut()
         self.flow.close()
-        if completion.kind is CompletionKind.FAILED:
+        if completion.kind is CompletionKind.FAILED and not completion.keep_recorded:  # FR1; FR2 keeps
             self.outputs.refuse_commits(f"the Run failed ({completion.requested_by}: {completion.reason})")
         return TerminalSemanticCut(
             final_global_sequence=final,

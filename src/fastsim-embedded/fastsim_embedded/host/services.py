@@ -18,6 +18,9 @@ Subscriptions a plugin may make (``EmbeddedCore.subscribe``):
 Anything else is refused with one line.
 
 Grants (``request_grant``): ``CapturePlan.justified_grants`` (contract section 5).
+
+Completion (``request_completion``): the first request wins; a plugin's ``keep_recorded``
+is dropped, since only the host's data source may keep a failed Run's recording (FR3).
 """
 
 from __future__ import annotations
@@ -117,7 +120,10 @@ class EmbeddedCore:
         return registration
 
     def request_completion(self, request: CompletionRequest) -> bool:
-        """Ask to complete the Run; ``True`` when this request won."""
+        """Ask to complete the Run; ``True`` when this request won.  A plugin is not the
+        Run's data source: its ``keep_recorded`` is dropped (a plain ``failed``, contract FR3)."""
+        if request.keep_recorded:
+            request = attrs.evolve(request, keep_recorded=False)
         return self.host.terminal.request_completion(request)
 
     def register_flow_gauge(self, gauge: FlowGauge) -> GaugeRegistration:

@@ -27,7 +27,9 @@ Run status from the completion and the finalizer outcomes (first matching row wi
     | 5 | otherwise (normal)                         | succeeded  |
 
 Row 2 is required-finalizer precedence: it holds even when another source won
-completion with ``normal`` (row 1 comes first only to report the root cause).
+completion with ``normal`` (row 1 comes first only to report the root cause).  A
+``failed`` completion that keeps what was recorded (``keep_recorded``, contract FR2) is
+still row 1: the Run failed, even though its recording may be committed.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ Which call is accepted in which state is the one lease table of
 revoked); this service adds the storage checks above and these rules:
 
     * Once the Run's winning completion is ``failed`` Core refuses every commit
-      (``refuse_commits``): a failed Run never publishes under a final name.
+      (``refuse_commits``) unless its data source asked to keep what was recorded (FR1-FR2).
     * ``confirm_validation`` needs the exact readback lease and a receipt that matches
       (``fastsim_contract.output_service.receipt_problem``); a mismatch is refused and the
       write stays sealed.

@@ -309,10 +309,16 @@ class Session:
         reason: str = "",
         *,
         on_cut: Callable[[EmbeddedHost], None] | None = None,
+        keep_recorded: bool = False,
     ) -> SessionResult:
         """End the Run: request ``kind`` (it loses if a completion already won), cut,
         finalize (Record commits), stop and close every plugin, release the backend.
-        Idempotent: a second call returns the first result."""
+        Idempotent: a second call returns the first result.
+
+        ``keep_recorded`` (with ``kind`` ``failed``): the driver's data source (the env it
+        steps) failed and what was recorded before it is sound: Record commits it after
+        its full validation, completion ``failed`` (contract FR2).  A backend exception
+        inside ``step`` stays a plain ``failed`` (nothing published)."""
         if self.result is not None:
             return self.result
         host = self.host
@@ -323,7 +329,7 @@ class Session:
             self.backend.close()
             self.result = SessionResult(host.outcome(None, (), failure=self.failure), 0, errors)
             return self.result
-        host.request_completion(kind, reason or f"{kind.value} after {self.ticks} ticks")
+        host.request_completion(kind, reason or f"{kind.value} after {self.ticks} ticks", keep_recorded=keep_recorded)
         task = task_of(self.backend)
         if task is not None:  # the episode's result, before the cut seals the bus
             host.events.publish_plugin_event(TASK_RESULT_EVENT, task.result(), emitter="task")

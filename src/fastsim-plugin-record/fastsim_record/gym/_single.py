@@ -9,6 +9,7 @@
     |   |                       | (and commits, off the env thread) on ``terminated or truncated``  |
     | 3 | the env raises        | the open episode commits what it recorded, completion ``failed``  |
     |   |                       | with the exception's one line; the exception reaches the caller   |
+    |   |                       | (a value outside its own space: the same, as ``GymWrapError``)    |
     | 4 | ``render()``          | the frame already captured for this step (never rendered twice)   |
     | 5 | ``close()``           | an open episode ends as truncated; waits for every commit;        |
     |   |                       | ``files`` lists what was written                                  |

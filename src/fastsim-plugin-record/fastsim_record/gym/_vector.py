@@ -23,7 +23,9 @@ the sub-envs ``camera_envs`` picks are recorded: a ``SyncVectorEnv``'s through e
 sub-env (calibrated when MuJoCo); an ``AsyncVectorEnv``'s sub-envs live in other
 processes, so their frames come from one ``call("render")`` per step (every sub-env
 renders: Gymnasium has no call on a subset) and are ``uncalibrated``.  Image
-observations travel with the observation and are cameras of every sub-env.
+observations travel with the observation and are cameras of every sub-env.  When the
+vector env raises, every sub-env's open episode commits what it recorded, completion
+``failed`` with the exception's one line, and the exception reaches the caller.
 """
 
 from __future__ import annotations

@@ -24,9 +24,20 @@ Outcomes:
     | 4 | ``finalize`` called again           | the first result                          |
 
 Every completion kind is recorded in the terminal fence.  A recording consumed cleanly
-through the cut is committed after a normal, cancelled or stopped completion; after a
-failed completion it is consumed and decided the same way but aborted, because Core
-never publishes the artifact of a failed Run (the result names that reason).
+through the cut is committed, by completion:
+
+    | # | completion                               | a clean recording                       |
+    |---|------------------------------------------|-----------------------------------------|
+    | 1 | normal, cancelled, stopped               | committed                               |
+    | 2 | failed, ``keep_recorded`` (Core's data   | committed after the same fence and full |
+    |   | source failed; contract FR2)             | validation; the file says ``failed``    |
+    |   |                                          | with the completion's one-line reason   |
+    | 3 | failed (any other: Record's own failure, | consumed and decided the same way, then |
+    |   | a plugin's, the simulation's in a        | aborted: Core publishes no artifact of  |
+    |   | scripted Run)                            | such a Run (the result names why)       |
+
+Row 2 never overrides a recording failure: a latched error, a hole, a failed fence or
+readback aborts as in every other row.  A Core without ``keep_recorded`` is row 3.
 """
 
 from __future__ import annotations
@@ -98,7 +109,7 @@ class RecordFinalizer:
             "completion_by": completion.requested_by,
         }
         refuse = None
-        if completion.kind is CompletionKind.FAILED:
+        if completion.kind is CompletionKind.FAILED and not getattr(completion, "keep_recorded", False):
             refuse = (
                 f"the Run completed as failed ({completion.requested_by}: {completion.reason}); "
                 "Core publishes no artifact of a failed Run, so the recording was aborted"

@@ -156,7 +156,7 @@ class WriterWorker:
         """Ask the thread to consume through ``cut`` and run the output transaction.
 
         ``refuse_commit`` (a reason) consumes and decides as usual but aborts instead of
-        committing: Core never publishes the artifact of a Run that completed as failed.
+        committing: Core never publishes the artifact of a failed Run (``finalizer`` rows 2-3).
         """
         self._cut = (cut, fence_info, refuse_commit)
         self._wake.set()

@@ -25,7 +25,8 @@ Semantics (``contracts/core-contract.md``; this fake passes the contract suite):
     |   | observation ``capture_sequence``                                            |
     | 5 | payloads are deep read-only; lifecycle/events/control carry the canonical   |
     |   | JSON byte length as ``portable_size`` (unless ``portable_sizes=False``)     |
-    | 6 | the first completion request wins; the cut seals publishing                 |
+    | 6 | the first completion request wins; the cut seals publishing; a ``failed``   |
+    |   | one refuses commits unless the Core side asked ``keep_recorded`` (FR1-FR3)  |
     | 7 | finalizers run concurrently to an absolute deadline; late ones are         |
     |   | cancelled and their leases revoked; a required failure fails the Run        |
     | 8 | flow control (contract section 10): ``end_tick()`` of an unpaced tick waits |
@@ -282,7 +283,8 @@ class FakeCore:
 
     # -- terminal -----------------------------------------------------------------------
     def request_completion(self, request: CompletionRequest) -> bool:
-        """First completion request wins (rule 6)."""
+        """First completion request wins (rule 6); the Core side (the data source) may keep
+        what was recorded of a failed Run (``keep_recorded``, contract FR2)."""
         return self.terminal.request_completion(request)
 
     def wait_completion(self, timeout: float) -> CompletionRequest | None:
@@ -306,9 +308,11 @@ class FakeCore:
         reason: str = "done",
         *,
         timeout_s: float | None = None,
+        keep_recorded: bool = False,
     ) -> list[FinalizerResult]:
-        """Request completion (host side), cut, and run every finalizer (rule 7)."""
-        self.terminal.request_completion(CompletionRequest(kind, reason, "host"))
+        """Request completion (host side; ``keep_recorded``: its data source failed, FR2), cut,
+        and run every finalizer (rule 7)."""
+        self.terminal.request_completion(CompletionRequest(kind, reason, "host", keep_recorded=keep_recorded))
         return self.finalizers.run(self.take_cut(), timeout_s)
 
     def status(self) -> tuple[str, str | None]:

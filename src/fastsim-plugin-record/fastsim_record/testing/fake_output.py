@@ -24,7 +24,8 @@ Core does (``LeaseError`` otherwise):
     |   | staging bytes are kept as ``<name>.incomplete``, quarantined or deleted by |
     |   | the output policy                                                          |
     | 4 | a lease is bound to the component whose view opened it (``view``)         |
-    | 5 | once the winning completion is ``failed``, commit is refused               |
+    | 5 | once the winning completion is ``failed``, commit is refused, unless the   |
+    |   | Core side (not a plugin) asked to keep what was recorded (contract FR2)    |
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ class FakeOutputService:
     receipts: list[Mapping[str, object]] = attrs.field(factory=list)
     stalled: threading.Event = attrs.field(factory=threading.Event)
     unstall: threading.Event = attrs.field(factory=threading.Event)
-    run_failed: Callable[[], bool] = lambda: False  # rule 8 (set by the fake Core)
+    run_failed: Callable[[], bool] = lambda: False  # rule 5 (set by the fake Core)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
 
     def view(self, component: str) -> ComponentOutputs:

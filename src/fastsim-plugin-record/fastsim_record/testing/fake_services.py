@@ -85,7 +85,10 @@ class FakeServices:
         return self.core.finalizers.register(request, finalizer)
 
     def request_completion(self, request: CompletionRequest) -> bool:
-        """First completion request wins (rule 6)."""
+        """First completion request wins (rule 6); a plugin never keeps a failed Run's
+        recording: its ``keep_recorded`` is dropped (contract FR3)."""
+        if request.keep_recorded:
+            request = attrs.evolve(request, keep_recorded=False)
         return self.core.terminal.request_completion(request)
 
     def register_flow_gauge(self, gauge: FlowGauge) -> Gauge:

@@ -59,9 +59,9 @@ class Terminal:
         return self.winner
 
     def failed(self) -> bool:
-        """Whether a FAILED completion won."""
+        """Whether a FAILED completion won that refuses commits (not ``keep_recorded``: FR1-FR2)."""
         winner = self.winner
-        return winner is not None and winner.kind is CompletionKind.FAILED
+        return winner is not None and winner.kind is CompletionKind.FAILED and not winner.keep_recorded
 
     def take_cut(self) -> TerminalSemanticCut:
         """Seal publishing and return the exact cut (a NORMAL completion if none won)."""

@@ -141,10 +141,12 @@ class Harness:
         return n
 
     def finish(
-        self, kind: CompletionKind = CompletionKind.NORMAL, *, timeout_s: float | None = None
+        self, kind: CompletionKind = CompletionKind.NORMAL, *, timeout_s: float | None = None,
+        reason: str = "done", keep_recorded: bool = False,
     ) -> FinalizerResult:
-        """Complete, cut, finalize; then stop and close the plugin."""
-        self.results = self.core.terminate(kind, timeout_s=timeout_s)
+        """Complete (host side; ``keep_recorded``: the data source failed, contract FR2), cut,
+        finalize; then stop and close the plugin."""
+        self.results = self.core.terminate(kind, reason, timeout_s=timeout_s, keep_recorded=keep_recorded)
         self.plugin.stop()
         self.plugin.close()
         return self.results[0]

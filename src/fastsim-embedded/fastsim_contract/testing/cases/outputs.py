@@ -1,5 +1,6 @@
 """Contract cases, section 7: the output transaction, receipts, disposal by policy,
-component-bound leases, and a failed Run that never publishes."""
+component-bound leases, a failed Run that never publishes (FR1) unless Core's data source
+asked to keep what was recorded (FR2), which a plugin cannot ask (FR3)."""
 
 # ruff: noqa: S101 - a contract case states the contract as assertions (check_core refuses -O)
 from __future__ import annotations
@@ -225,6 +226,44 @@ def case_a_failed_run_never_publishes(make: MakeCore) -> None:
         assert (driver.artifact("final.fsr") is not None) is published, f"{kind.value}: published is not {published}"
         assert isinstance(finalizer.error, LeaseError) is (not published)
         assert finish.finalizers[0].ok is published
+
+
+def _committing(driver: CoreDriver) -> CommittingFinalizer:
+    core = driver.core("record")
+    finalizer = CommittingFinalizer("record", core.outputs, _completion_id(driver))
+    core.register_finalizer(FinalizerRegistrationRequest("record", True, 10.0, ("lifecycle",)), finalizer)
+    return finalizer
+
+
+@case
+def case_a_failed_data_source_may_keep_what_was_recorded(make: MakeCore) -> None:
+    """FR2: a failed completion from Core's own side with keep_recorded lets the commit through;
+    the cut carries the request unchanged and the Run's status stays failed."""
+    driver = make(capture=plan())
+    finalizer = _committing(driver)
+    request = CompletionRequest(CompletionKind.FAILED, "the env raised X", "host", keep_recorded=True)
+    finish = driver.finish(request)
+    assert finish.cut.completion == request
+    assert finalizer.error is None, f"commit refused: {finalizer.error}"
+    assert driver.artifact("final.fsr") == finalizer.data
+    assert finish.finalizers[0].ok
+    assert finish.status == "failed"
+
+
+@case
+def case_a_plugin_cannot_keep_a_failed_runs_recording(make: MakeCore) -> None:
+    """FR3: a plugin's failed request with keep_recorded still wins, as a plain failed: no commit."""
+    driver = make(capture=plan())
+    finalizer = _committing(driver)
+    asked = CompletionRequest(CompletionKind.FAILED, "lane overflow", "record", keep_recorded=True)
+    assert driver.core("record").request_completion(asked) is True
+    finish = driver.finish(CompletionRequest(CompletionKind.FAILED, "late", "host", keep_recorded=True))
+    assert finish.cut.completion.kind is CompletionKind.FAILED
+    assert finish.cut.completion.reason == "lane overflow"
+    assert not finish.cut.completion.keep_recorded
+    assert isinstance(finalizer.error, LeaseError)
+    assert driver.artifact("final.fsr") is None
+    assert finish.status == "failed"
 
 
 # -- cameras (optional driver capability) ---------------------------------------------------------
