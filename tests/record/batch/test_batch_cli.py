@@ -121,7 +121,7 @@ def test_info_folder_prints_one_line_per_file_and_a_summary(dataset: Path, capsy
     for path, line, seed in zip(files, lines, (1, 2, 3)):
         assert line.startswith(f"{path}  normal, seed {seed}, ")
         assert line.endswith(", 1 segment")
-    assert lines[-1] == "summarised 3 files: 3 valid, 0 failed (completion: 3 normal)"
+    assert lines[-1] == "summarised 3 files: 3 valid, 0 invalid (completion: 3 normal)"
     assert main(["info", str(dataset), "--jobs", "1", "--verbose"]) == 0
     verbose = capsys.readouterr().out.splitlines()
     assert [line for line in verbose if line.startswith("== ")] == [f"== {f}" for f in files]

@@ -203,7 +203,7 @@ def _batch(args: argparse.Namespace) -> int:
             kinds[kind] = kinds.get(kind, 0) + 1
     bad = sum(1 for o in outcomes if o.code)
     completions = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
-    print(f"summarised {files(len(outcomes))}: {len(outcomes) - bad} valid, {bad} failed"
+    print(f"summarised {files(len(outcomes))}: {len(outcomes) - bad} valid, {bad} invalid"
           + (f" (completion: {completions})" if completions else ""),
           file=sys.stderr if args.json else sys.stdout)
     return failures("fsr info", outcomes)
