@@ -37,6 +37,7 @@ def channels_fsr(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[t
 def _decoded(data: bytes) -> np.ndarray:
     """A PNG as any viewer decodes it: grey as (H, W, 1), BGRA turned into RGBA."""
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    assert image is not None
     return image[..., None] if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGRA2RGBA)
 
 

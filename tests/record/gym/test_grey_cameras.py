@@ -27,14 +27,14 @@ def _grey_cartpole(keep_dim: bool) -> gym.Env[Any, Any]:
     return gym.wrappers.GrayscaleObservation(pixels, keep_dim=keep_dim)
 
 
-class RgbaEnv(gym.Env[np.ndarray, int]):
+class RgbaEnv(gym.Env[np.ndarray, Any]):
     """A 16x20 RGBA observation whose alpha counts the steps; ends after 5 steps."""
 
     metadata = {"render_modes": [], "render_fps": 10}  # noqa: RUF012 (Gymnasium declares it per instance)
 
     def __init__(self) -> None:
         self.observation_space = spaces.Box(0, 255, (16, 20, 4), np.uint8)
-        self.action_space = spaces.Discrete(2)
+        self.action_space: spaces.Space[Any] = spaces.Discrete(2)
         self._t = 0
 
     def _obs(self) -> np.ndarray:
@@ -47,7 +47,7 @@ class RgbaEnv(gym.Env[np.ndarray, int]):
         self._t = 0
         return self._obs(), {}
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         self._t += 1
         return self._obs(), float(action), self._t >= 5, False, {}
 
@@ -75,7 +75,8 @@ def test_grayscale_observation_is_a_grey_png_camera_read_back_bit_exactly(
         assert rec.frame("render", -1).image.shape == (400, 600, 1)
     assert len(frames) == len(played.observations) == 7
     for frame, observation in zip(frames, played.observations, strict=True):
-        assert frame.shape == (400, 600, 1) and frame.dtype == np.uint8
+        assert frame.shape == (400, 600, 1)
+        assert frame.dtype == np.uint8
         np.testing.assert_array_equal(frame.reshape(observation.shape), observation)
     assert main(["validate", str(path)]) == 0
     capsys.readouterr()
@@ -105,6 +106,7 @@ def test_an_rgba_observation_is_an_rgba_png_camera_alpha_kept(tmp_path: Path, ca
     assert len(written) == len(frames) == 6
     for file, expected in zip(written, played.observations, strict=True):
         bgra = cv2.imread(str(file), cv2.IMREAD_UNCHANGED)
+        assert bgra is not None
         np.testing.assert_array_equal(cv2.cvtColor(bgra, cv2.COLOR_BGRA2RGBA), expected)
     assert main(["info", str(path)]) == 0
     assert ", 4 channels (RGBA)" in capsys.readouterr().out

@@ -50,7 +50,7 @@ class EpisodeRuns:
         self.options = options
         self.catalogs = discover_catalogs()
         self.factories = {RECORD: discover_plugin(RECORD)}
-        self._templates: dict[tuple[tuple[str, ...], bool], CompiledRun] = {}
+        self._templates: dict[tuple[tuple[tuple[str, int], ...], bool], CompiledRun] = {}
         self._lock = threading.Lock()  # episodes open in several threads
         self.compiled_templates = 0  # how many times a Run was compiled (counted by the tests)
 

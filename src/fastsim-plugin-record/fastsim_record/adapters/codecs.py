@@ -52,7 +52,6 @@ import simplejpeg
 
 from fastsim_contract.run_errors import RunIssue
 from fastsim_record.errors import ConfigError
-from fastsim_recording_format.codecs.image import CHANNELS
 from fastsim_record.ports.encoders import (
     CODEC_JPEG,
     CODEC_PNG,
@@ -65,6 +64,7 @@ from fastsim_record.ports.encoders import (
     RgbFrame,
     check_rgb_frame,
 )
+from fastsim_recording_format.codecs.image import CHANNELS
 
 __all__ = [
     "CameraCodecSettings",
