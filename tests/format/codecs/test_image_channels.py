@@ -122,13 +122,14 @@ def test_a_16_bit_grey_png_is_refused_on_a_grey_stream() -> None:
         decode_frame(bytes(png.data), ImageDescriptor.png(16, 8, channels=1))
 
 
-def test_a_3_channel_stream_keeps_fsr_1_2_rule_3() -> None:
-    """Backward compatibility: a grey PNG payload in an RGB (3-channel) stream decodes to RGB as an FSR 1.2 reader did."""
-    grey = _image(1, 8, 16)
-    payload = PngEncoder(16, 8, channels=1).encode(grey)
-    decoded = decode_frame(payload, ImageDescriptor.png(16, 8))
+def test_a_3_channel_stream_keeps_fsr_1_2_rule_3_which_is_what_an_older_reader_does() -> None:
+    """Backward compatibility: a grey or RGBA PNG payload in an RGB (3-channel) stream decodes to RGB as an FSR 1.2 reader did; this is also what a 1.2 reader, which ignores ``channels``, makes of a grey (value in R, G, B) or RGBA (alpha dropped) camera (docs/fsr-format.md 9.2)."""
+    grey, rgba = _image(1, 8, 16), _image(4, 8, 16, seed=1)
+    decoded = decode_frame(PngEncoder(16, 8, channels=1).encode(grey), ImageDescriptor.png(16, 8))
     assert decoded.shape == (8, 16, 3)
     np.testing.assert_array_equal(decoded, np.repeat(grey, 3, axis=2))
+    decoded = decode_frame(PngEncoder(16, 8, channels=4).encode(rgba), ImageDescriptor.png(16, 8))
+    np.testing.assert_array_equal(decoded, rgba[..., :3])
 
 
 @pytest.mark.parametrize("channels", [1, 4])
