@@ -78,6 +78,8 @@ def test_grayscale_observation_is_a_grey_png_camera_read_back_bit_exactly(
         assert frame.shape == (400, 600, 1)
         assert frame.dtype == np.uint8
         np.testing.assert_array_equal(frame.reshape(observation.shape), observation)
+    sample = fr.Dataset(path, channels=["reward"], cameras=["render"], include="stopped")[2]
+    np.testing.assert_array_equal(sample["render"], frames[sample["frame_index"]])  # a Dataset gives (H, W, 1) too
     assert main(["validate", str(path)]) == 0
     capsys.readouterr()
     assert main(["info", str(path), "--json"]) == 0
