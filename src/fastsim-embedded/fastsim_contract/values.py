@@ -79,8 +79,8 @@ class SourceKind(enum.Enum):
 class ChannelDescriptor:
     """A scene channel as the backend declares it before the run starts.
 
-    ``kind`` is ``numeric`` (joint vectors, poses, depth...), ``rgb`` (packed HxWx3
-    uint8), ``intrinsics`` (3x3 float64 K), ``translation`` (float64[3]) or
+    ``kind`` is ``numeric`` (joint vectors, poses, depth...), ``rgb`` (a camera's image:
+    packed HxWx3 uint8 RGB, or HxWx1 grey / HxWx4 RGBA, which Record writes as PNG), ``intrinsics`` (3x3 float64 K), ``translation`` (float64[3]) or
     ``quaternion_xyzw`` (float64[4]).  ``shape``/``dtype``/``units`` describe one sample;
     ``layout`` is the byte layout (``C``-contiguous little-endian).
     """

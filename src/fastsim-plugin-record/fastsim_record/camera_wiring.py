@@ -8,10 +8,13 @@ returns ``None``: no media lane, no camera pump, no camera grant, no camera stre
     |---|--------------------------------------------------------------------------------|
     | 1 | every channel an alias names (rgb, intrinsics, translation, quaternion_xyzw) is |
     |   | declared by the scene; otherwise a ConfigError naming the alias field           |
-    | 2 | the RGB channel is declared kind ``rgb``, uint8 ``(H, W, 3)``; its size fixes   |
-    |   | the encoder's (depth, segmentation and the like never reach the RGB encoder)    |
+    | 2 | the RGB channel is declared kind ``rgb``, uint8 ``(H, W, 3)`` (or ``(H, W, 1)`` |
+    |   | grey / ``(H, W, 4)`` RGBA); its shape fixes the encoder's (depth, segmentation  |
+    |   | and the like never reach the image encoder)                                     |
     | 2b| K / translation / quaternion channels are declared float64 (3,3) / (3,) / (4,)  |
-    | 3 | the encoder is the alias's codec (JPEG q92 4:4:4 by default, or PNG level 1)    |
+    | 3 | the encoder is the alias's codec (JPEG q92 4:4:4 by default, or PNG level 1); a |
+    |   | grey or RGBA image needs ``encoding: png``: ``jpeg`` (the default included) is a |
+    |   | ConfigError naming ``<alias>.encoding`` (JPEG is 3-channel)                      |
     | 4 | one ``cameras`` source on the media lane; it is required when any alias is      |
     | 5 | the finalizer consumes the per-channel keys ``cameras.<alias>.<role>``, which   |
     |   | are the keys of Core's terminal cut                                              |
@@ -65,7 +68,7 @@ def select_cameras(
                 raise DescriptorDriftError(
                     f"{rgb.name}: declared kind {rgb.kind!r}; only 'rgb' channels are camera RGB"
                 )
-            width, height = rgb_size(rgb)
+            width, height, depth = rgb_size(rgb)
         except DescriptorDriftError as exc:
             issues.append(RunIssue(f"{where}.rgb", str(exc)))
             continue
@@ -84,7 +87,11 @@ def select_cameras(
                 for role, d in bad
             ]
             continue
-        encoder = encoder_for_camera(cam, width=width, height=height, path=where)
+        try:
+            encoder = encoder_for_camera(cam, width=width, height=height, path=where, channels=depth)
+        except ConfigError as exc:
+            issues += exc.issues
+            continue
         setups.append(CameraSetup(alias, channels, cam.required, encoder))
     if issues:
         raise ConfigError(issues)

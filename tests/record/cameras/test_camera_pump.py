@@ -75,3 +75,17 @@ def test_channel_sequence_hole_is_a_contract_error() -> None:
     for envelope in _stamped(camera_tick("a", tick=3), 5, 3):
         pump(envelope)
     assert isinstance(monitor.error, ContractError)
+
+
+def test_grey_and_rgba_frames_are_admitted_at_their_own_byte_size() -> None:
+    """Byte admission charges a grey frame H*W bytes and an RGBA frame H*W*4 (its ``nbytes``), not an RGB frame's."""
+    from fastsim_record.testing.cameras import scene_image
+
+    pump, handle, monitor = _pump(grey=True, rgba=True)
+    for k, (alias, channels) in enumerate((("grey", 1), ("rgba", 4))):
+        samples = camera_tick(alias, tick=1, frame=scene_image(48, 64, 1, channels))
+        for envelope in _stamped(samples, 1 + 4 * k, 1):
+            pump(envelope)
+    assert monitor.error is None
+    sizes = {i.stream: i.size for i in handle.lane.drain() if i.stream.endswith(".rgb")}
+    assert sizes == {"cameras.grey.rgb": 48 * 64, "cameras.rgba.rgb": 48 * 64 * 4}

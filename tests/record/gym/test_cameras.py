@@ -59,7 +59,8 @@ def test_cartpole_render_frames_are_an_uncalibrated_camera(tmp_path: Path, capsy
         _uncalibrated(rec, "render", 7, (600, 400))
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["cameras"] == {"render": {"model": "uncalibrated", "width": 600, "height": 400, "renderer": None}}
+    assert info["cameras"] == {"render": {"model": "uncalibrated", "width": 600, "height": 400, "renderer": None,
+                                          "channels": 3}}
     assert main(["info", str(path)]) == 0
     assert "camera render: renderer not recorded, 600x400, uncalibrated (no K, no pose)" in capsys.readouterr().out
     code = main(["export", str(path), "--to", "mcap", "-o", str(tmp_path / "x.mcap"), "--include", "stopped"])
@@ -70,26 +71,36 @@ def test_cartpole_render_frames_are_an_uncalibrated_camera(tmp_path: Path, capsy
 
 
 def test_image_observations_become_cameras_png_exact_and_jpeg_by_default(tmp_path: Path) -> None:
-    """A Dict observation: the RGB ``image`` leaf is the camera ``image`` (JPEG by default, PNG exact when asked), ``state`` stays numeric, the 1- and 4-channel images stay numeric channels, exactly."""
+    """A Dict observation: the RGB ``image`` leaf is the camera ``image`` (JPEG by default, PNG exact when asked), ``state`` stays numeric, the 1- and 4-channel images are PNG cameras whatever ``encoding`` says, exact."""
     for encoding in ("png", "jpeg"):
         out = tmp_path / encoding
-        options = {"encoding": "png"} if encoding == "png" else {}
+        options = {"encoding": encoding} if encoding == "png" else {"encoding": "jpeg"}  # jpeg asked explicitly
         env = RecordEpisodes(ImageEnv(), out, **options)
         (played,) = play(env, [3])
         env.close()
         path = env.files[0].path
         assert validate(path).validated_bytes == path.stat().st_size
         with FsrReader(path) as reader:
-            codec = next(s.codec for s in reader.streams if s.name == "cameras.image.rgb")
-        assert codec["payload_codec"] == encoding
+            codecs = {s.name: s.codec for s in reader.streams if s.name.endswith(".rgb")}
+        assert codecs["cameras.image.rgb"]["payload_codec"] == encoding
+        assert "channels" not in codecs["cameras.image.rgb"]  # RGB: the FSR 1.2 descriptor
+        assert {k: (c["payload_codec"], c["channels"]) for k, c in codecs.items() if k != "cameras.image.rgb"} == {
+            "cameras.mask.rgb": ("png", 1), "cameras.rgba.rgb": ("png", 4)}
         episode = read_episode(path)
-        assert set(episode.observations) == {"observation.state", "observation.mask", "observation.rgba"}
-        for key in ("state", "mask", "rgba"):
-            expected = np.stack([o[key] for o in played.observations])
-            np.testing.assert_array_equal(episode.observations[f"observation.{key}"], expected)
+        assert set(episode.observations) == {"observation.state"}
+        np.testing.assert_array_equal(episode.observations["observation.state"],
+                                      np.stack([o["state"] for o in played.observations]))
         np.testing.assert_array_equal(episode.rewards, played.rewards)
+        assert "mask: uncalibrated" in episode.description["camera"]
+        assert "grey (1 channel): PNG, exact" in episode.description["camera"]
         with fr.open(path) as rec:
-            assert rec.cameras() == ("image",)
+            assert rec.cameras() == ("image", "mask", "rgba")
+            for key, shape in (("mask", (24, 32, 1)), ("rgba", (24, 32, 4))):  # bit-exact, HxWxC
+                frames = [f.image for f in rec.frames(key)]
+                assert [f.shape for f in frames] == [shape] * len(played.observations)
+                np.testing.assert_array_equal(np.stack(frames).reshape(-1, *played.observations[0][key].shape),
+                                              np.stack([o[key] for o in played.observations]))
+                _uncalibrated(rec, key, len(frames), (32, 24))
             images = [f.image for f in rec.frames("image")]
             assert len(images) == len(played.observations) == episode.steps + 1
             for image, observation in zip(images, played.observations, strict=True):

@@ -18,8 +18,8 @@ Channels (one recorded row per tick, in this order, packed in one buffer):
     | 4 | ``terminated``, ``truncated`` | uint8 ()                   | the flags that step returned         |
     | 5 | ``info.<key>``              | float64 ()                   | a whitelisted scalar ``info`` entry  |
     |   |                             |                              | (NaN when absent)                    |
-    | 6 | ``cameras.<cam>.rgb`` + K,  | uint8 (H, W, 3), ...         | each camera's frame of observation t |
-    |   | translation, quaternion     |                              | (``gymnasium_cameras``)              |
+    | 6 | ``cameras.<cam>.rgb`` + K,  | uint8 (H, W, C), ...         | each camera's frame of observation t |
+    |   | translation, quaternion     | (C 3 RGB, 1 grey, 4 RGBA)    | (``gymnasium_host.cameras``)         |
 
 The render side (``render.state``, ``scene.geometry@2`` transforms) of a MuJoCo env is a
 snapshot read with observation t and staged with its row (``gymnasium_mujoco.StagedRenderSource``):
@@ -104,7 +104,7 @@ class GymnasiumBackend:
         self,
         packer: RowPacker,
         *,
-        cameras: Sequence[tuple[str, tuple[int, int]]] = (),
+        cameras: Sequence[tuple[str, tuple[int, int, int]]] = (),
         render_source: Any = None,
         description: Mapping[str, object] | None = None,
         actuators: Sequence[str] = (),
@@ -122,10 +122,10 @@ class GymnasiumBackend:
                               attributes={"per_step": True} if name in steps else {})
             for name, dtype, shape in packer.fields
         ]
-        for camera, (h, w) in cameras:  # each recorded camera's four channels
+        for camera, (h, w, c) in cameras:  # each recorded camera's four channels
             rgb, k, t, q = camera_channels(camera)
             declared += [
-                ChannelDescriptor(rgb, "rgb", "uint8", (h, w, 3), entity=camera),
+                ChannelDescriptor(rgb, "rgb", "uint8", (h, w, c), entity=camera),
                 ChannelDescriptor(k, "intrinsics", "float64", (3, 3), ("px",), camera),
                 ChannelDescriptor(t, "translation", "float64", (3,), ("m", "m", "m"), camera,
                                   attributes={"element_names": ["x", "y", "z"]}),

@@ -9,7 +9,15 @@
     |   | leaf (``observation.image`` -> ``image``)  | ``observation.`` (any other   |                           |
     |   |                                           | character than ``[A-Za-z0-9_-]`` -> ``_``; |              |
     |   |                                           | the whole observation: ``observation``) |                 |
-    | 3 | 1- or 4-channel images, frame stacks      | none: numeric channels, exact | -                         |
+    | 3 | a ``Box(uint8, (H, W))``, ``(H, W, 1)`` or | as row 2: a PNG camera (1    | ``uncalibrated``          |
+    |   | ``(H, W, 4)`` leaf with the image bounds   | channel grey, 4 RGBA; format  |                           |
+    |   | 0..255 (``spaces``)                        | section 9.2), exact           |                           |
+    | 4 | frame stacks, other uint8 arrays           | none: numeric channels, exact | -                         |
+
+Frames are recorded as ``(H, W, C)`` uint8 (:func:`camera_frame`: a ``(H, W)`` grey frame is
+its ``(H, W, 1)`` view), and read back so.  The recording's ``encoding`` (JPEG by default)
+applies to its RGB cameras; a grey or RGBA camera is always PNG, lossless (JPEG has no alpha
+and FSR's JPEG streams are RGB), which the episode's camera note says.
 
 An ``uncalibrated`` camera (format rule 3u, ``fastsim_recording_format.codecs.calibration``)
 keeps the four camera streams, so Record's per-tick calibration rules hold unchanged:
@@ -23,7 +31,7 @@ selects the sub-envs whose ``render()`` frames (row 1) are recorded.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -39,7 +47,7 @@ from fastsim_embedded.gymnasium_host.mujoco import (
 from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
 from fastsim_recording_format.encoding import readonly
 
-__all__ = ["CameraSource", "UncalibratedCamera", "camera_note", "plan_cameras"]
+__all__ = ["CameraSource", "UncalibratedCamera", "camera_frame", "camera_note", "plan_cameras"]
 
 _NAN_K = readonly(np.full((3, 3), np.nan))
 _NAN_T = readonly(np.full(3, np.nan))
@@ -84,6 +92,16 @@ class CameraSource:
         return found if found is not None else UncalibratedCamera(self.alias)
 
 
+def camera_frame(frame: Any) -> Array | None:
+    """``frame`` as a camera records it, uint8 ``(H, W, C)`` with C 1, 3 or 4 (a ``(H, W)`` grey
+    frame: its ``(H, W, 1)`` view), else ``None`` (not recorded as a frame)."""
+    if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
+        return None
+    if frame.ndim == 2:
+        return frame.reshape(*frame.shape, 1)
+    return frame if frame.ndim == 3 and frame.shape[2] in (1, 3, 4) else None
+
+
 def _alias(leaf: Leaf) -> str:
     """The leaf's path as a camera alias (Record's: letters, digits, ``_`` and ``-``)."""
     rest = leaf.name.removeprefix("observation").removeprefix(".")
@@ -115,13 +133,21 @@ def plan_cameras(
     return tuple(cameras), tuple(numeric)
 
 
-def camera_note(calibrators: dict[str, Any], asked: bool) -> str:
-    """How this sub-env's cameras were recorded (in the episode's description)."""
+def camera_note(calibrators: dict[str, Any], asked: bool, shapes: Mapping[str, tuple[int, ...]] | None = None) -> str:
+    """How this sub-env's cameras were recorded (in the episode's description); ``shapes``:
+    alias -> its frames' ``(H, W, C)`` (a grey or RGBA camera is said to be PNG)."""
     if not calibrators:
         return "no camera recorded" + ("" if asked else ": render frames not asked for")
     return "; ".join(
-        f"{alias}: MuJoCo renderer, K and pose of every frame read from the scene's GL camera"
-        if getattr(cal, "calibrated", True) else
-        f"{alias}: uncalibrated (no calibration source: Record never invents a K; K and pose are NaN)"
+        (f"{alias}: MuJoCo renderer, K and pose of every frame read from the scene's GL camera"
+         if getattr(cal, "calibrated", True) else
+         f"{alias}: uncalibrated (no calibration source: Record never invents a K; K and pose are NaN)")
+        + _png_note((shapes or {}).get(alias, (3,))[-1])
         for alias, cal in calibrators.items()
     )
+
+
+def _png_note(channels: int) -> str:
+    if channels == 3:
+        return ""
+    return f", {'grey' if channels == 1 else 'RGBA'} ({channels} channel{'s' if channels > 1 else ''}): PNG, exact"

@@ -41,7 +41,7 @@ import numpy as np
 from fastsim_contract.values import CompletionKind
 from fastsim_embedded.backends.base import ScenePluginEvent
 from fastsim_embedded.backends.gymnasium_env import GymnasiumBackend, StepRow, camera_channels
-from fastsim_embedded.gymnasium_host.cameras import camera_note, plan_cameras
+from fastsim_embedded.gymnasium_host.cameras import camera_frame, camera_note, plan_cameras
 from fastsim_embedded.gymnasium_host.capture import RowLayout, step_type_error
 from fastsim_embedded.gymnasium_host.episode import EpisodeWriter, WriterPool, run_here
 from fastsim_embedded.gymnasium_host.mujoco import (
@@ -151,11 +151,11 @@ class GymRecording:
         first = self.layout.observation(observation)  # ValueError: nothing opened
         number = self._next
         self._next += 1
-        shapes = {alias: (int(f.shape[0]), int(f.shape[1])) for alias, f in frames.items()}
+        shapes = {alias: (int(f.shape[0]), int(f.shape[1]), int(f.shape[2])) for alias, f in frames.items()}
         reset = {"seed": seed, "options": plain_value(reset_options), "sub_env": index if self.vector else None,
                  "how": how}
         described = {**self.description, "sub_env": reset["sub_env"], "episode": number, "reset": reset,
-                     "camera": camera_note({a: c for a, c in self._cameras[index].items() if a in shapes}, o.cameras)}
+                     "camera": camera_note({a: c for a, c in self._cameras[index].items() if a in shapes}, o.cameras, shapes)}
         name, render = self.name(number, index), self._render[index]
 
         def opener() -> Session:  # in the opening pool: the backend's channel declarations are built there too
@@ -164,7 +164,7 @@ class GymRecording:
                 render_source=None if render is None else StagedRenderSource(render),
                 description=described, actuators=self._actuators, per_step=self.row.step_names,
             )
-            compiled = self.runs.compiled(name, cameras=tuple(shapes), render_state=render is not None)
+            compiled = self.runs.compiled(name, cameras=shapes, render_state=render is not None)
             episode = Session.open(prepare_built(compiled, backend, seed=seed, episode=number), self.directory,
                                    factories=self.runs.factories)
             if episode.failure is not None:
@@ -197,14 +197,14 @@ class GymRecording:
             chunk.snapshots.append(self._render[index].take())
 
     def _frames(self, index: int, observation: Any, rendered: Any) -> dict[str, Any]:
-        """This observation's frame of each camera of sub-env ``index`` (RGB uint8 frames only)."""
+        """This observation's frame of each camera of sub-env ``index`` (uint8 ``(H, W, C)``: ``camera_frame``)."""
         out: dict[str, Any] = {}
         if not self._cameras[index]:
             return out
         for src in self.sources:
             if src.alias in self._cameras[index]:
-                frame = src.frame(observation, rendered)
-                if isinstance(frame, np.ndarray) and frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3:
+                frame = camera_frame(src.frame(observation, rendered))
+                if frame is not None:
                     out[src.alias] = frame
         return out
 

@@ -27,7 +27,7 @@ before it is used.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from fastsim_contract.run import run_from_mapping
@@ -50,16 +50,17 @@ class EpisodeRuns:
         self.options = options
         self.catalogs = discover_catalogs()
         self.factories = {RECORD: discover_plugin(RECORD)}
-        self._templates: dict[tuple[tuple[str, ...], bool], CompiledRun] = {}
+        self._templates: dict[tuple[tuple[tuple[str, int], ...], bool], CompiledRun] = {}
         self._lock = threading.Lock()  # episodes open in several threads
         self.compiled_templates = 0  # how many times a Run was compiled (counted by the tests)
 
-    def compiled(self, name: str, *, cameras: Sequence[str], render_state: bool) -> CompiledRun:
-        """The episode's compiled Run (row 3; ``ValueError`` for a name the host refuses)."""
+    def compiled(self, name: str, *, cameras: Mapping[str, tuple[int, ...]], render_state: bool) -> CompiledRun:
+        """The episode's compiled Run (row 3; ``ValueError`` for a name the host refuses);
+        ``cameras``: alias -> its frames' ``(H, W, C)``."""
         problem = check_output_name(name)
         if problem is not None:
             raise ValueError(f"output name {name!r}: {problem}")
-        key = (tuple(cameras), render_state)
+        key = (tuple((alias, shape[-1]) for alias, shape in cameras.items()), render_state)
         with self._lock:
             template = self._templates.get(key)
             if template is None:
@@ -69,17 +70,19 @@ class EpisodeRuns:
                 self.compiled_templates += 1
         return with_output_name(template, ALIAS, name, self.catalogs)
 
-    def document(self, name: str, *, cameras: Sequence[str], render_state: bool) -> dict[str, object]:
-        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name."""
+    def document(self, name: str, *, cameras: Mapping[str, tuple[int, ...]], render_state: bool) -> dict[str, object]:
+        """The episode's Run: the ``gymnasium`` backend and Record with this episode's name.
+        A grey or RGBA camera (C of 1 or 4) is PNG whatever ``encoding`` says (JPEG is RGB only)."""
         o = self.options
         streams: dict[str, object] = {"observations": {"mode": "all_numeric"}}
         if cameras:
             streams["cameras"] = configured = {}
             for alias in cameras:
                 rgb, k, t, q = camera_channels(alias)
+                encoding = o.encoding if cameras[alias][-1] == 3 else "png"
                 cam: dict[str, object] = {"rgb": rgb, "intrinsics": k, "translation": t, "quaternion_xyzw": q,
-                                          "encoding": o.encoding}
-                if o.quality is not None and o.encoding == "jpeg":
+                                          "encoding": encoding}
+                if o.quality is not None and encoding == "jpeg":
                     cam["quality"] = o.quality
                 configured[alias] = cam
         if render_state and o.render_state:

@@ -11,8 +11,12 @@
     | 7 | anything else (``Graph``,    | refused with ``UnmappableSpace`` naming the  |                        |
     |   | ``Sequence``, ``Text``, ...) | path, before anything is recorded            |                        |
 
-A ``Box(uint8, (H, W, 3))`` leaf is an *image*: the recorder may present it as a camera.
-Frame-stacked images (``(k, H, W)``, ``(H, W, 3k)``) are ordinary numeric channels.
+A ``Box(uint8, (H, W, 3))`` leaf is an *image*: the recorder may present it as a camera; so
+are ``Box(uint8, (H, W))`` and ``(H, W, 1)`` (grey) and ``(H, W, 4)`` (RGBA) whose bounds are 0
+and 255 (Gymnasium's image space), H and W at least 8 (a uint8 board of other bounds stays numeric).
+Frame-stacked images (``(k, H, W)``, ``(k, H, W, 3)``, ``(H, W, 3k)``) are ordinary numeric
+channels (a stack of four grey frames along the last axis, ``(H, W, 4)``, cannot be told from
+RGBA: it is recorded as an RGBA PNG camera, each frame exact).
 Spaces are inspected by their class name, so this module does not import gymnasium.
 """
 
@@ -74,13 +78,23 @@ def space_leaves(space: Any, name: str, path: tuple[str | int, ...] = ()) -> tup
     shape = tuple(int(d) for d in (getattr(space, "shape", None) or ()))
     if kind == "Box":
         dtype = np.dtype(space.dtype)
-        image = dtype == np.uint8 and len(shape) == 3 and shape[2] == 3 and min(shape[:2]) >= 8
-        return (Leaf(name, path, dtype, shape, image),)
+        return (Leaf(name, path, dtype, shape, _image(space, dtype, shape)),)
     if kind in ("Discrete", "MultiDiscrete"):
         return (Leaf(name, path, np.dtype(np.int64), shape),)
     if kind == "MultiBinary":
         return (Leaf(name, path, np.dtype(np.int8), shape),)
     raise UnmappableSpace(f"{name}: a {kind} space cannot be recorded (only {_MAPPABLE} spaces map to channels)")
+
+
+def _image(space: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> bool:
+    """Whether a Box is an image (module text): RGB, or grey/RGBA with Gymnasium's image bounds."""
+    if dtype != np.uint8 or len(shape) not in (2, 3) or min(shape[:2]) < 8:
+        return False
+    if len(shape) == 3 and shape[2] == 3:
+        return True
+    if len(shape) == 2 or shape[2] in (1, 4):
+        return bool(np.all(np.asarray(space.low) == 0) and np.all(np.asarray(space.high) == 255))
+    return False
 
 
 def leaf_value(value: Any, leaf: Leaf) -> Any:

@@ -4,7 +4,8 @@ A camera alias ``A`` creates these streams (``camera_streams``):
 
     | # | stream                                 | kind                                 | payload                        |
     |---|----------------------------------------|--------------------------------------|--------------------------------|
-    | 1 | ``cameras.A.rgb``                      | ``camera.rgb``                       | JPEG / PNG image (descriptor)  |
+    | 1 | ``cameras.A.rgb``                      | ``camera.rgb``                       | JPEG / PNG image (descriptor;  |
+    |   |                                        |                                      | PNG also grey or RGBA)         |
     | 2 | ``cameras.A.intrinsics``               | ``camera.intrinsics``                | 3x3 K, float64 LE, row-major   |
     | 3 | ``cameras.A.extrinsics.translation``   | ``camera.extrinsics.translation``    | float64[3] LE, metres          |
     | 4 | ``cameras.A.extrinsics.quaternion_xyzw`` | ``camera.extrinsics.quaternion_xyzw`` | float64[4] LE, unit, x y z w |
@@ -24,7 +25,7 @@ Sample checks (each failure is a fatal recording error, so the run fails closed)
 
     | # | check                                                               | error             |
     |---|---------------------------------------------------------------------|-------------------|
-    | 1 | RGB is uint8 ``(H, W, 3)`` of the declared size                     | DescriptorDriftError   |
+    | 1 | the image is uint8 ``(H, W, C)`` of the declared size and channels  | DescriptorDriftError   |
     | 2 | K / translation / quaternion are float64 of shape (3,3) / (3,) / (4,) | DescriptorDriftError |
     | 3 | values are finite; the quaternion has unit norm (1e-6); a camera   | CalibrationError  |
     |   | whose profile is ``uncalibrated`` (format rule 3u) sends all NaN    |                   |

@@ -12,7 +12,9 @@ RGB array and nothing else touches it.
   the encoder allocates on its first call (so in the worker) and reuses.  The conversion
   runs in row strips of at most ``_STRIP_PIXELS`` pixels: a whole-frame ``cvtColor`` is
   dispatched to OpenCV's thread pool, whose workers then spin on the second core for
-  ~0.5 ms per frame; strips stay on the worker thread.
+  ~0.5 ms per frame; strips stay on the worker thread.  A 1-channel (grey) frame is
+  encoded as it is (PNG colour type 0); a 4-channel (RGBA) one is turned into BGRA the same
+  way (colour type 6, alpha kept): both exact (docs/fsr-format.md 9.2).
 
 * Legacy raw RGB (``RawRgbEncoder``) is what a Run locked to a 0.3.0-0.3.5 catalog
   version records (those versions compile cameras to ``encoding: raw``): the packed
@@ -34,6 +36,9 @@ Factory rules (:func:`encoder_for`):
     | 6 | raw      | None          | legacy raw RGB (0.3.0-0.3.5 locked Runs)   |
     | 7 | raw      | not None      | ConfigError: raw RGB has no quality        |
     | 8 | other    | -             | ConfigError naming ``encoding``            |
+    | 9 | jpeg/raw | -             | a 1- or 4-channel image (``channels``):    |
+    |   |          |               | ConfigError naming ``encoding`` (JPEG and  |
+    |   |          |               | raw RGB are 3-channel; ``png`` records it) |
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from fastsim_record.ports.encoders import (
     RgbFrame,
     check_rgb_frame,
 )
+from fastsim_recording_format.codecs.image import CHANNELS
 
 __all__ = [
     "CameraCodecSettings",
@@ -92,12 +98,14 @@ class _BgrScratch:
     _buffer: RgbFrame | None = attrs.field(default=None, repr=False)
 
     def to_bgr(self, frame: RgbFrame) -> RgbFrame:
+        """RGB -> BGR (RGBA -> BGRA for a 4-channel frame) into the scratch buffer."""
         if self._buffer is None:
             self._buffer = np.empty(self.shape, dtype=np.uint8)
         out = self._buffer
+        code = cv2.COLOR_RGBA2BGRA if self.shape[2] == 4 else cv2.COLOR_RGB2BGR
         rows = max(1, _STRIP_PIXELS // self.shape[1])
         for top in range(0, self.shape[0], rows):
-            cv2.cvtColor(frame[top : top + rows], cv2.COLOR_RGB2BGR, dst=out[top : top + rows])
+            cv2.cvtColor(frame[top : top + rows], code, dst=out[top : top + rows])
         return out
 
 
@@ -139,21 +147,25 @@ class JpegEncoder(_FrameEncoder):
 
 @attrs.define(eq=False)
 class PngEncoder(_FrameEncoder):
-    """Lossless PNG at a fixed zlib compression level (default 1, favouring throughput)."""
+    """Lossless PNG at a fixed zlib compression level (default 1, favouring throughput);
+    ``channels`` 3 (RGB), 1 (grey) or 4 (RGBA)."""
 
     compression_level: int = DEFAULT_PNG_COMPRESSION_LEVEL
+    channels: int = 3
     _scratch: _BgrScratch = attrs.field(init=False, repr=False)
     _params: list[int] = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        self.descriptor = ImageDescriptor.png(self.width, self.height, self.compression_level)
+        self.descriptor = ImageDescriptor.png(self.width, self.height, self.compression_level, self.channels)
         self._scratch = _BgrScratch(self.descriptor.shape)
         self._params = [cv2.IMWRITE_PNG_COMPRESSION, self.compression_level]
 
     def encode(self, frame: RgbFrame) -> bytes:
-        """Encode one immutable RGB frame of the descriptor's size, pixel-exact."""
-        rgb = check_rgb_frame(frame, self.descriptor)
-        return _imencode(".png", self._scratch.to_bgr(rgb), self._params)
+        """Encode one immutable frame of the descriptor's shape, pixel-exact."""
+        image = check_rgb_frame(frame, self.descriptor)
+        if self.channels == 1:  # grey: no colour order to turn
+            return _imencode(".png", np.ascontiguousarray(image), self._params)
+        return _imencode(".png", self._scratch.to_bgr(image), self._params)
 
 
 @attrs.define(eq=False)
@@ -175,11 +187,19 @@ def encoder_for(
     width: int,
     height: int,
     path: str = "camera",
+    channels: int = 3,
 ) -> FrameEncoder:
     """Build the encoder an authored camera alias selects (see the module's table).
 
-    ``path`` is the config path of the alias, used to name the field in a ConfigError.
+    ``path`` is the config path of the alias, used to name the field in a ConfigError;
+    ``channels`` is its image channel's (3 RGB, 1 grey, 4 RGBA: rule 9).
     """
+    if channels != 3 and encoding != CODEC_PNG:
+        raise ConfigError([RunIssue(
+            f"{path}.encoding",
+            f"must be 'png' for a {channels}-channel ({CHANNELS.get(channels, '?')}) image, got {encoding!r} "
+            "(JPEG and raw RGB are 3-channel)",
+        )])
     if encoding == CODEC_JPEG:
         if quality is None:
             return JpegEncoder(width, height)
@@ -193,7 +213,7 @@ def encoder_for(
             raise ConfigError(
                 [RunIssue(f"{path}.quality", "not allowed with encoding: png (always lossless)")]
             )
-        return PngEncoder(width, height)
+        return PngEncoder(width, height, channels=channels)
     if encoding in _LEGACY_RAW:
         if quality is not None:
             raise ConfigError(
@@ -206,7 +226,8 @@ def encoder_for(
 
 
 def encoder_for_camera(
-    settings: CameraCodecSettings, *, width: int, height: int, path: str = "camera"
+    settings: CameraCodecSettings, *, width: int, height: int, path: str = "camera", channels: int = 3
 ) -> FrameEncoder:
     """Build the encoder for a validated camera alias object (``.encoding``, ``.quality``)."""
-    return encoder_for(settings.encoding, settings.quality, width=width, height=height, path=path)
+    return encoder_for(settings.encoding, settings.quality, width=width, height=height, path=path,
+                       channels=channels)

@@ -2,7 +2,8 @@
 
 Frames are decoded exactly as the RGB stream's recorded descriptor says (JPEG, PNG or a
 legacy 0.3.0-era raw-RGB payload) and written losslessly as
-``DIR/<alias>-g<generation>-<stream sequence, 6 digits>.png``.
+``DIR/<alias>-g<generation>-<stream sequence, 6 digits>.png`` (a grey or RGBA camera,
+docs/fsr-format.md 9.2, as a grey or RGBA PNG: exactly as recorded).
 
     | # | outcome                                          | stderr / stdout              | exit |
     |---|--------------------------------------------------|------------------------------|------|
@@ -135,7 +136,8 @@ def _write_frames(reader: FsrReader, stream: str, alias: str, out: Path, every: 
             continue
         try:
             bgr = frame.rgb(strict=False)  # damaged entropy data: decoded as far as it goes, as OpenCV does
-            cv2.cvtColor(bgr, cv2.COLOR_RGB2BGR, dst=bgr)
+            if bgr.shape[2] != 1:  # a grey frame has no colour order; RGBA keeps its alpha
+                cv2.cvtColor(bgr, cv2.COLOR_RGBA2BGRA if bgr.shape[2] == 4 else cv2.COLOR_RGB2BGR, dst=bgr)
             ok, png = cv2.imencode(".png", bgr)
         except cv2.error:
             ok = False

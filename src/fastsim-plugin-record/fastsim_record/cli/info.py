@@ -29,7 +29,8 @@ the ``run.started`` to the ``run.stopping`` lifecycle record, else null), ``task
 event of a Run whose scene declares a task, else null), and ``cameras``:
 per camera alias, the ``renderer`` its first calibration profile names (``name``,
 ``version``, ``gl_backend``, ``msaa_samples``, ``shadow_map_size``), else null, and its
-``model`` (``pinhole``, or ``uncalibrated``: no K, no pose), ``width`` and ``height``.
+``model`` (``pinhole``, or ``uncalibrated``: no K, no pose), ``width``, ``height`` and
+``channels`` (its image stream's: 3 RGB, 1 grey or 4 RGBA; docs/fsr-format.md 9.2).
 The object is ``fastsim_recording_format.reading.summary.summary``: the episode index's
 row and the batch jobs are made from the same one.
 """
@@ -42,6 +43,7 @@ import sys
 from typing import Any
 
 from fastsim_recording_format import FormatError, FsrReader
+from fastsim_recording_format.codecs.image import CHANNELS
 from fastsim_recording_format.reading.summary import summary
 
 __all__ = ["add_arguments", "run", "table"]
@@ -154,6 +156,9 @@ def _text(info: dict[str, Any]) -> str:
     for alias, camera in info.get("cameras", {}).items():
         model = "uncalibrated (no K, no pose)" if camera.get("model") == "uncalibrated" else "pinhole K and pose"
         size = f", {camera['width']}x{camera['height']}, {model}" if camera.get("width") else ""
+        channels = camera.get("channels")
+        if channels in CHANNELS:
+            size += f", {channels} channel{'' if channels == 1 else 's'} ({CHANNELS[channels]})"
         lines.append(f"camera {_cell(alias)}: {_renderer(camera['renderer'])}{size}")
     return "\n".join(lines + table(info["streams"]))
 

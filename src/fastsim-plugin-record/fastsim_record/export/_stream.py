@@ -142,7 +142,7 @@ def stream_times(path: str, stream: str) -> Iterator[tuple[int, int]]:
 
 
 def decoded_frames(path: str, camera: str) -> Iterator[tuple[int, int, Array]]:
-    """``(time_ns, generation, RGB uint8 (H, W, 3))`` of a camera's frames, one at a time
+    """``(time_ns, generation, uint8 (H, W, C): RGB, or grey / RGBA as recorded)`` of a camera's frames, one at a time
     (the descriptor's pixel count and each header are checked before any pixel is decoded)."""
     for rec in iter_decoded(path, [names.rgb_stream(camera)]):
         if isinstance(rec, FrameRecord):  # the one stream is a frame stream

@@ -32,6 +32,10 @@ Rules:
     | 5 | ``observation.cameras.<alias>.intrinsics`` [9] = K row-major; ``.extrinsics``    |
     |   | [7] = camera-to-world translation and quaternion xyzw (OpenCV optical frame)    |
     | 6 | ``task`` = ``--task``, else the Run's name                                      |
+    | 7 | a grey camera (1 channel, docs/fsr-format.md 9.2) is exported with its grey     |
+    |   | value in R, G and B (a LeRobot video is 3-channel); an RGBA camera without its  |
+    |   | alpha channel (a yuv420p video has none): its R, G and B as recorded, alpha     |
+    |   | dropped                                                                         |
 
 Video: AV1 with LeRobot's defaults (libsvtav1, yuv420p, g 2, crf 30, preset 12), or
 H.264 (libx264, yuv420p, g 2, crf 23).  One mp4 per camera, one data parquet (one row
@@ -124,9 +128,10 @@ class LeRobotExporter:
                         buffer.flush()
                         generation, k = row.generation, 0
                     for cam in plan.cameras:
-                        videos[cam].add(row.images[cam], index)
+                        image = _rgb(row.images[cam])
+                        videos[cam].add(image, index)
                         if index % 5 == 0:  # image statistics: every 5th frame, every 4th pixel
-                            image_stats[cam].add(row.images[cam][::4, ::4].reshape(-1, 3) / 255.0)
+                            image_stats[cam].add(image[::4, ::4].reshape(-1, 3) / 255.0)
                     buffer.add(row.values, k, fps, len(episodes), index, task_index)
                     k += 1
                     index += 1
@@ -152,6 +157,16 @@ class LeRobotExporter:
         for rec in recs:
             rec.close()
         return ExportSummary(out, len(episodes), {"frames": index})
+
+
+def _rgb(image: Any) -> Any:
+    """Rule 7: a grey frame with its value in R, G and B; an RGBA frame without its alpha."""
+    channels = image.shape[2]
+    if channels == 1:
+        return np.repeat(image, 3, axis=2)
+    if channels == 4:
+        return np.ascontiguousarray(image[:, :, :3])
+    return image
 
 
 class _Video:

@@ -5,7 +5,9 @@ Topics (one message per FSR record of the stream it comes from):
     | topic                          | schema                      | from                              |
     |--------------------------------|-----------------------------|-----------------------------------|
     | ``/camera/<alias>/image``      | ``foxglove.CompressedImage``| ``cameras.<alias>.rgb``: the bytes |
-    |                                |                             | as recorded (JPEG or PNG)         |
+    |                                |                             | as recorded (JPEG or PNG; a grey  |
+    |                                |                             | or RGBA camera's PNG as it is:    |
+    |                                |                             | mono, or colour with its alpha)   |
     | ``/camera/<alias>/calibration``| ``foxglove.CameraCalibration`` | ``.intrinsics``: K, P = [K | 0] |
     | ``/camera/<alias>/tf``         | ``foxglove.FrameTransforms``| ``.extrinsics``: world -> optical  |
     | ``/numeric/<channel>``         | JSON schema ``fsr.numeric`` | numeric channel: names + values    |

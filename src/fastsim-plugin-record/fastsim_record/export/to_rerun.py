@@ -9,6 +9,9 @@ Entities (the recording id is the Run id, the application id ``fsr``):
     |                                     | child), ``Pinhole`` (K, size,  | ``.intrinsics``, per sample |
     |                                     | camera_xyz RDF)                |                             |
     | ``world/cameras/<alias>/image``     | ``EncodedImage``               | ``.rgb`` bytes as recorded  |
+    |                                     |                                | (a grey or RGBA camera's    |
+    |                                     |                                | PNG too: L8 / RGBA8, alpha  |
+    |                                     |                                | kept)                       |
     | ``numeric/<channel>``               | ``Scalars`` (``SeriesLines``   | numeric channel             |
     |                                     | names, static)                 |                             |
     | ``events``, ``lifecycle``, ``control`` | ``TextLog``                 | the JSON streams            |

@@ -10,10 +10,13 @@
     | 4 | cameras         | ``True``       | record ``render()`` frames (``render_mode="rgb_array"``) as the |
     |   |                 |                | camera ``render``: MuJoCo envs calibrated, any other env        |
     |   |                 |                | ``uncalibrated`` (no K, no pose: never invented)               |
-    | 4b| images          | ``True``       | ``Box(uint8, (H, W, 3))`` observation leaves as cameras (one per |
-    |   |                 |                | leaf, uncalibrated); ``False`` keeps them numeric (exact)      |
+    | 4b| images          | ``True``       | image observation leaves as cameras (one per leaf,             |
+    |   |                 |                | uncalibrated): ``Box(uint8, (H, W, 3))``, and grey ``(H, W)``, |
+    |   |                 |                | ``(H, W, 1)`` / RGBA ``(H, W, 4)`` with bounds 0..255 (always  |
+    |   |                 |                | PNG); ``False`` keeps them numeric (exact)                     |
     | 5 | camera_envs     | all            | vector envs: the sub-envs whose frames are recorded            |
-    | 6 | encoding        | ``"jpeg"``     | ``"jpeg"`` or ``"png"`` (encoded in the Record worker)          |
+    | 6 | encoding        | ``"jpeg"``     | ``"jpeg"`` or ``"png"`` (encoded in the Record worker) for RGB  |
+    |   |                 |                | cameras; grey and RGBA cameras are always PNG (JPEG is RGB)    |
     | 7 | quality         | Record's       | JPEG quality 1-100                                             |
     | 8 | render_state    | ``False``      | MuJoCo envs: record ``render.state`` (for ``fsr replay``)       |
     | 8b| geometry        | ``False``      | MuJoCo envs: record ``scene.geometry@2`` (meshes and transforms)|

@@ -12,7 +12,7 @@ The writer worker hands every released media envelope (in global order) to
     |   | per camera and generation, forward references only within  |                              |
     |   | the same tick, intrinsics before the next tick/barrier/cut |                              |
     | 3 | record checks and encoding (``CameraRecordEncoding``):       | DescriptorDriftError /            |
-    |   | JPEG/PNG for RGB (the only place a frame is converted),    | CalibrationError             |
+    |   | JPEG/PNG for images (the only place a frame is converted), | CalibrationError             |
     |   | exact float64 bytes for K, translation and quaternion      |                              |
     | 4 | missing required sample (rule C5, whole cameras): every    | CalibrationError             |
     |   | selected camera shares Core's capture cadence, so when a   |                              |
@@ -73,16 +73,17 @@ class CameraSetup:
     encoder: FrameEncoder = attrs.field(eq=False)
 
 
-def rgb_size(descriptor: ChannelDescriptor) -> tuple[int, int]:
-    """(width, height) of an RGB channel declared as ``(H, W, 3)`` uint8."""
+def rgb_size(descriptor: ChannelDescriptor) -> tuple[int, int, int]:
+    """(width, height, channels) of a camera image channel declared as ``(H, W, C)`` uint8:
+    C = 3 (RGB), or 1 (grey) / 4 (RGBA), which only PNG records (docs/fsr-format.md 9.2)."""
     shape = tuple(descriptor.shape)
-    if len(shape) != 3 or shape[2] != 3 or min(shape) < 1 or np.dtype(descriptor.dtype) != np.uint8:
+    if len(shape) != 3 or shape[2] not in (1, 3, 4) or min(shape) < 1 or np.dtype(descriptor.dtype) != np.uint8:
         raise DescriptorDriftError(
-            f"{descriptor.name}: an RGB channel must be uint8 (H, W, 3), declared "
-            f"{descriptor.dtype}{list(shape)}",
+            f"{descriptor.name}: a camera image channel must be uint8 (H, W, 3), or (H, W, 1) grey / "
+            f"(H, W, 4) RGBA, declared {descriptor.dtype}{list(shape)}",
             stream=descriptor.name,
         )
-    return int(shape[1]), int(shape[0])
+    return int(shape[1]), int(shape[0]), int(shape[2])
 
 
 def _declared(setup: CameraSetup, role: str) -> tuple[object, tuple[int, ...]]:

@@ -15,13 +15,18 @@ Descriptor rules (``ImageDescriptor.check``):
     | 3 | raw_rgb       | application/octet-stream | False | None    | None        | None                  |
 
 Row 3 is the 0.3.0-era legacy payload: packed RGB rows, ``width * height * 3`` bytes.
+
+``channels`` is 3 (RGB) for every row; a PNG descriptor may instead say 1 (grey) or 4 (RGBA)
+(docs/fsr-format.md 9.2): its frames are ``(height, width, 1)``/``(height, width, 4)`` uint8,
+and ``to_dict`` writes the key only then, so a 3-channel descriptor is the FSR 1.2 one byte for
+byte.  JPEG and raw RGB are 3-channel only (``ImageDescriptor.check``).
 Readers accept it; it is written only for Runs locked to catalog versions 0.3.0-0.3.5
 (whose cameras compile to ``encoding: raw``), never for a new compilation.  Every descriptor has
 ``color_space == "srgb"`` and channel order R, G, B after decoding.
 
-Only RGB goes through this port.  Depth, segmentation, normals and every other numeric
+Only camera images go through this port.  Depth, segmentation, normals and every other numeric
 sensor channel are numeric observations; an encoder rejects any array that is not
-``uint8`` with shape ``(height, width, 3)`` (:class:`~fastsim_record.errors.DescriptorDriftError`).
+``uint8`` with shape ``(height, width, channels)`` (:class:`~fastsim_record.errors.DescriptorDriftError`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fastsim_record.errors import DescriptorDriftError, RecordError
+from fastsim_recording_format.codecs.image import CHANNELS
 from fastsim_recording_format.errors import ImagePayloadError
 
 __all__ = [
@@ -88,6 +94,7 @@ class ImageDescriptor:
     quality: int | None
     jpeg_chroma: str | None
     png_compression_level: int | None
+    channels: int = 3  # 3 RGB; a PNG may be 1 (grey) or 4 (RGBA)
 
     @classmethod
     def jpeg(cls, width: int, height: int, quality: int = DEFAULT_JPEG_QUALITY) -> ImageDescriptor:
@@ -99,12 +106,13 @@ class ImageDescriptor:
 
     @classmethod
     def png(
-        cls, width: int, height: int, compression_level: int = DEFAULT_PNG_COMPRESSION_LEVEL
+        cls, width: int, height: int, compression_level: int = DEFAULT_PNG_COMPRESSION_LEVEL,
+        channels: int = 3,
     ) -> ImageDescriptor:
-        """A lossless PNG descriptor."""
+        """A lossless PNG descriptor (``channels`` 3 RGB, 1 grey or 4 RGBA)."""
         return cls(
             _MEDIA_TYPES[CODEC_PNG], CODEC_PNG, width, height, COLOR_SPACE_SRGB,
-            False, None, None, compression_level,
+            False, None, None, compression_level, channels,
         ).check()
 
     @classmethod
@@ -117,8 +125,8 @@ class ImageDescriptor:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        """The decoded frame's numpy shape ``(height, width, 3)``."""
-        return (self.height, self.width, 3)
+        """The decoded frame's numpy shape ``(height, width, channels)``."""
+        return (self.height, self.width, self.channels)
 
     def check(self) -> ImageDescriptor:
         """Return self if it satisfies the module's rule table, else raise PayloadError."""
@@ -143,6 +151,11 @@ class ImageDescriptor:
             _fail("quality", f"must be an integer 1..100, got {self.quality!r}")
         if jpeg != (self.jpeg_chroma is not None) or (jpeg and self.jpeg_chroma != JPEG_CHROMA_444):
             _fail("jpeg_chroma", f"must be {JPEG_CHROMA_444!r} for jpeg and absent otherwise")
+        if not _is_int(self.channels) or self.channels not in CHANNELS:
+            _fail("channels", f"must be 1, 3 or 4, got {self.channels!r}")
+        if self.channels != 3 and not png:
+            _fail("channels", f"a {self.channels}-channel ({CHANNELS[self.channels]}) image must be png, "
+                              f"not {self.payload_codec} (JPEG and raw RGB are 3-channel)")
         level = self.png_compression_level
         if png != (level is not None):
             _fail("png_compression_level", "required for png and absent otherwise")
@@ -151,8 +164,12 @@ class ImageDescriptor:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict with every field (absent ones as ``None``)."""
-        return attrs.asdict(self)
+        """A JSON-able dict with every field (absent ones as ``None``); ``channels`` only when
+        it is not 3, so an RGB descriptor is FSR 1.2's."""
+        out = attrs.asdict(self)
+        if self.channels == 3:
+            del out["channels"]
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> ImageDescriptor:
@@ -165,15 +182,16 @@ class ImageDescriptor:
         if codec is None or str(codec).lower() in _LEGACY_RAW_NAMES:
             return cls.raw_rgb(_dim(raw, "width"), _dim(raw, "height"))
         fields = {f.name for f in attrs.fields(cls)}
-        missing = sorted(fields - raw.keys())
+        missing = sorted(fields - raw.keys() - {"channels"})  # absent channels: 3
         if missing:
             _fail(missing[0], "missing from the recorded descriptor")
-        return cls(**{k: raw[k] for k in fields}).check()
+        return cls(**{k: raw[k] for k in fields if k in raw}).check()
 
 
 @runtime_checkable
 class FrameEncoder(Protocol):
-    """Encodes immutable RGB frames of one fixed size into one codec; runs only in the worker."""
+    """Encodes immutable frames (RGB, or grey/RGBA for a 1-/4-channel PNG) of one fixed size
+    into one codec; runs only in the worker."""
 
     @property
     def descriptor(self) -> ImageDescriptor:
@@ -181,23 +199,25 @@ class FrameEncoder(Protocol):
         ...
 
     def encode(self, frame: RgbFrame) -> bytes:
-        """Encode one ``(height, width, 3)`` uint8 RGB frame; never mutates ``frame``."""
+        """Encode one ``(height, width, channels)`` uint8 frame; never mutates ``frame``."""
         ...
 
 
 def check_rgb_frame(frame: object, descriptor: ImageDescriptor) -> RgbFrame:
-    """Return ``frame`` if it is a uint8 RGB array of the descriptor's size, else raise."""
+    """Return ``frame`` if it is a uint8 array of the descriptor's shape (RGB, or grey/RGBA
+    for a 1-/4-channel descriptor), else raise."""
+    model = CHANNELS.get(descriptor.channels, "RGB")
     if not isinstance(frame, np.ndarray):
         raise DescriptorDriftError(
-            f"frame: expected a numpy uint8 RGB array, got {type(frame).__name__}",
+            f"frame: expected a numpy uint8 {model} array, got {type(frame).__name__}",
             field="frame",
         )
     if frame.dtype != np.uint8 or frame.shape != descriptor.shape:
         h, w, c = descriptor.shape
         raise DescriptorDriftError(
-            f"frame: expected uint8 RGB of shape ({h}, {w}, {c}), got {frame.dtype} of shape "
+            f"frame: expected uint8 {model} of shape ({h}, {w}, {c}), got {frame.dtype} of shape "
             f"{frame.shape}; depth, segmentation and other numeric channels never go "
-            "through the RGB encoder",
+            "through the image encoder",
             field="frame",
             expected=descriptor.shape,
             got=frame.shape,

@@ -22,7 +22,7 @@ from fastsim_recording_format import names
 from fastsim_recording_format.encoding import readonly
 from fastsim_recording_format.synth import scene_frame
 
-__all__ = ["camera_tick", "frozen", "profile_for", "scene_frame", "write_camera_fsr"]
+__all__ = ["camera_tick", "frozen", "profile_for", "scene_frame", "scene_image", "write_camera_fsr"]
 
 _ROLES = ("rgb", "intrinsics", "translation", "quaternion_xyzw")
 
@@ -72,6 +72,18 @@ def camera_tick(
     )
 
 
+def scene_image(height: int, width: int, tick: int, channels: int) -> NDArray[np.uint8]:
+    """The scene frame as ``channels`` 1 (its grey luma) or 4 (RGB with a varying alpha), or 3 (RGB)."""
+    rgb = scene_frame(height, width, tick)
+    if channels == 1:
+        grey = (rgb.astype(np.uint16) @ np.array([77, 150, 29], np.uint16)) >> 8
+        return np.ascontiguousarray(grey.astype(np.uint8)[..., None])
+    if channels == 4:
+        alpha = ((np.arange(width, dtype=np.uint16)[None, :] * 7 + tick * 13) % 256).astype(np.uint8)
+        return np.ascontiguousarray(np.concatenate([rgb, np.broadcast_to(alpha, (height, width))[..., None]], axis=-1))
+    return rgb
+
+
 def write_camera_fsr(
     path: str | os.PathLike[str],
     encoders: Mapping[str, FrameEncoder],
@@ -79,7 +91,8 @@ def write_camera_fsr(
     *,
     legacy_raw: bool = False,
 ) -> dict[tuple[str, int], NDArray[np.uint8]]:
-    """Write an FSR holding only camera streams; returns (alias, tick) -> the exact RGB frame.
+    """Write an FSR holding only camera streams; returns (alias, tick) -> the exact frame
+    (RGB; for a 1- or 4-channel encoder the scene's grey or RGBA frame: :func:`scene_image`).
 
     ``plan`` is (generation, tick, fovy_deg) steps; every camera publishes its four samples
     per step.  ``legacy_raw`` writes 0.3.0-era RGB streams instead: codec ``{width,
@@ -106,7 +119,8 @@ def write_camera_fsr(
         for alias, encoder in encoders.items():
             d = encoder.descriptor
             rec = CameraRecordEncoder(alias, encoder)
-            for sample in camera_tick(alias, tick=tick, width=d.width, height=d.height, fovy_deg=fovy):
+            image = None if d.channels == 3 else scene_image(d.height, d.width, tick, d.channels)
+            for sample in camera_tick(alias, tick=tick, width=d.width, height=d.height, fovy_deg=fovy, frame=image):
                 out = rec.encode(sample)
                 payload = out.payload
                 if sample.role == "rgb":

@@ -18,6 +18,15 @@ line naming the byte offset inside the payload):
     |   |       | width and height and a bit depth of at most 8                             |
     | 4 | both  | ``width * height <= MAX_FRAME_PIXELS`` (2**26, e.g. 8192x8192)            |
     | 5 | both  | ``(width, height)`` equal the descriptor's (checked by the decoder)     |
+    | 6 | png   | a 1- or 4-channel stream (descriptor ``channels``, :func:`image_channels`):|
+    |   |       | IHDR bit depth 8 and colour type 0 (grey) or 6 (RGBA) exactly; a 3-channel |
+    |   |       | stream keeps FSR 1.2's rule 3 (any colour type, decoded to RGB)           |
+    | 7 | jpeg  | only a 3-channel stream: a ``channels`` of 1 or 4 with ``jpeg`` is refused |
+    |   |       | by :func:`image_channels` (JPEG has no alpha; grey is recorded as PNG)     |
+
+Channels (FSR 1.2, section 9.2 of docs/fsr-format.md): a camera image stream's descriptor
+may carry ``channels``, 1 (grey), 3 (RGB) or 4 (RGBA); absent means 3, which is what every
+file written before it holds.  The decoded frame is ``(height, width, channels)``.
 
 Progressive, lossless and arithmetic-coded JPEGs are refused: the recorder never writes
 them, and a progressive decoder holds the whole coefficient image (about twice the
@@ -27,14 +36,30 @@ frame) in memory.
 from __future__ import annotations
 
 import struct
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from fastsim_recording_format.errors import ImagePayloadError
 
-__all__ = ["MAX_FRAME_PIXELS", "check_pixels", "image_size", "jpeg_size", "png_size"]
+__all__ = [
+    "CHANNELS",
+    "MAX_FRAME_PIXELS",
+    "PNG_COLOUR_TYPES",
+    "check_pixels",
+    "image_channels",
+    "image_size",
+    "jpeg_size",
+    "png_header",
+    "png_size",
+]
 
 #: the largest frame (width x height) any decoder of this package accepts
 MAX_FRAME_PIXELS: Final = 1 << 26
+
+#: the channel counts a camera image stream may declare, and what each one is called
+CHANNELS: Final = {1: "grey", 3: "RGB", 4: "RGBA"}
+#: channels -> the one PNG IHDR colour type a 1- or 4-channel stream's payloads have (rule 6)
+PNG_COLOUR_TYPES: Final = {1: 0, 4: 6}
 
 _SOI: Final = b"\xff\xd8"
 _PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
@@ -100,23 +125,50 @@ def jpeg_size(data: bytes | memoryview) -> tuple[int, int]:
     raise _fail("JPEG payload has no SOF marker")
 
 
-def png_size(data: bytes | memoryview) -> tuple[int, int]:
-    """``(width, height)`` from a PNG's IHDR chunk (rule 3)."""
+def png_header(data: bytes | memoryview) -> tuple[int, int, int, int]:
+    """``(width, height, bit depth, colour type)`` from a PNG's IHDR chunk (rule 3)."""
     view = memoryview(data).cast("B")
     if bytes(view[:8]) != _PNG_SIGNATURE:
         raise _fail("PNG payload does not start with the PNG signature (byte 0)")
     if len(view) < 33 or bytes(view[8:16]) != b"\x00\x00\x00\rIHDR":
         raise _fail("PNG payload does not start with a 13-byte IHDR chunk (byte 8)")
-    width, height, depth = struct.unpack_from(">IIB", view, 16)
+    width, height, depth, colour = struct.unpack_from(">IIBB", view, 16)
     if not width or not height:
         raise _fail("PNG IHDR declares a zero dimension (byte 16)")
     if depth > 8:
         raise _fail(f"PNG IHDR declares a bit depth of {depth} (at most 8 accepted, byte 24)")
-    return width, height
+    return width, height, depth, colour
 
 
-def image_size(data: bytes | memoryview, codec: str) -> tuple[int, int]:
-    """``(width, height)`` of a ``jpeg`` or ``png`` payload, within the pixel bound."""
-    width, height = jpeg_size(data) if codec == "jpeg" else png_size(data)
+def png_size(data: bytes | memoryview) -> tuple[int, int]:
+    """``(width, height)`` from a PNG's IHDR chunk (rule 3)."""
+    return png_header(data)[:2]
+
+
+def image_channels(descriptor: Mapping[str, Any], codec: str) -> int:
+    """The channels a camera image stream's descriptor declares (rule 7): ``channels`` 1, 3
+    or 4, absent = 3; 1 and 4 only with ``png``."""
+    channels = descriptor.get("channels", 3)
+    if not isinstance(channels, int) or isinstance(channels, bool) or channels not in CHANNELS:
+        raise _fail(f"image descriptor channels: must be 1, 3 or 4, got {channels!r}")
+    if channels != 3 and codec != "png":
+        raise _fail(f"image descriptor channels: a {channels}-channel ({CHANNELS[channels]}) image must be png, "
+                    f"not {codec} (JPEG and raw RGB are 3-channel)")
+    return int(channels)
+
+
+def image_size(data: bytes | memoryview, codec: str, channels: int = 3) -> tuple[int, int]:
+    """``(width, height)`` of a ``jpeg`` or ``png`` payload, within the pixel bound; the PNG
+    colour type and bit depth of a 1- or 4-channel stream checked too (rule 6)."""
+    if codec == "jpeg":
+        width, height = jpeg_size(data)
+    else:
+        width, height, depth, colour = png_header(data)
+        expected = PNG_COLOUR_TYPES.get(channels)
+        if expected is not None and (colour, depth) != (expected, 8):
+            raise _fail(
+                f"PNG IHDR declares colour type {colour}, bit depth {depth} (byte 24); the stream is "
+                f"{channels}-channel ({CHANNELS[channels]}): colour type {expected}, bit depth 8 expected"
+            )
     check_pixels(width, height, f"{codec} payload header")
     return width, height

@@ -272,7 +272,7 @@ class _Cache:
         """The frames at camera rows ``rows`` (zeros where a row is -1), decoded in place."""
         spec = self.state.cameras[alias]["rgb"]
         codec = self.recording._cameras.image_codec(spec)
-        out = np.empty((len(rows), codec.height, codec.width, 3), np.uint8)
+        out = np.empty((len(rows), *codec.shape), np.uint8)
         camera = self._camera_rows(alias)
         for j, row in enumerate(rows.tolist()):
             if row < 0:

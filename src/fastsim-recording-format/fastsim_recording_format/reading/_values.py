@@ -64,7 +64,8 @@ class NumericSeries:
 
 @attrs.frozen(eq=False)
 class Frame:
-    """One decoded camera frame: RGB uint8 ``(H, W, 3)``; ``index`` counts the view's frames."""
+    """One decoded camera frame: uint8 ``(H, W, C)``, C = the stream's channels (3 RGB, or
+    1 grey / 4 RGBA, exactly as recorded); ``index`` counts the view's frames."""
 
     image: Array
     time_ns: int

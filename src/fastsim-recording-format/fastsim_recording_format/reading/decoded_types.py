@@ -83,7 +83,8 @@ class FrameRecord:
     payload_offset: int  # file offset, named by every decoding error
 
     def rgb(self, out: Array | None = None, *, strict: bool = True) -> Array:
-        """The frame as RGB uint8 ``(height, width, 3)``; the descriptor's pixel count and the
+        """The frame as uint8 ``(height, width, channels)`` (RGB; grey or RGBA for a 1- or
+        4-channel stream, exactly as recorded); the descriptor's pixel count and the
         payload's JPEG SOF / PNG IHDR size are checked before any pixel is decoded
         (``strict=False``: damaged JPEG entropy data decodes as far as it goes)."""
         return decode_image(np.frombuffer(self.payload, np.uint8), self.codec, self.payload_offset, out,

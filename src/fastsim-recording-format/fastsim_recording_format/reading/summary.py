@@ -34,7 +34,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fastsim_recording_format import FormatError, FsrReader
+from fastsim_recording_format import FormatError, FsrReader, names
+from fastsim_recording_format.codecs.image import CHANNELS
 
 __all__ = ["completion", "gym_episode", "lost_records", "run_facts", "summary", "task_result", "wall_time_s"]
 
@@ -186,8 +187,18 @@ def _cameras(reader: FsrReader) -> dict[str, Any]:
                     break
         except FormatError:
             renderer = None
-        out[str(attributes.get("camera", spec.name))] = {"renderer": renderer, **facts}
+        alias = str(attributes.get("camera", spec.name))
+        out[alias] = {"renderer": renderer, **facts, "channels": _channels(reader, alias)}
     return out
+
+
+def _channels(reader: FsrReader, alias: str) -> int | None:
+    """The channels of a camera's image stream (descriptor ``channels``, absent: 3), else null."""
+    image = next((s for s in reader.streams if s.name == names.rgb_stream(alias)), None)
+    if image is None:
+        return None
+    channels = image.codec.get("channels", 3) if isinstance(image.codec, Mapping) else None
+    return channels if channels in CHANNELS and not isinstance(channels, bool) else None
 
 
 def lost_records(totals: Mapping[str, Any]) -> int:
