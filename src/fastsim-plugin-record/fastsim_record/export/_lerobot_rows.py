@@ -40,8 +40,9 @@ def recorded_actions(rec: Recording) -> Actions | None:
     """The file's commanded actions (``Recording.actions``: the control audit, or a
     Gymnasium recording's ``action`` channel), aligned with its observation ticks;
     ``None`` when it commands nothing (no command, no declared control)."""
-    try:
-        return rec.actions(clock=state_channels(rec.path, _channels(rec.path))[0].name)
+    state = state_channels(rec.path, _channels(rec.path))
+    try:  # no state (an image-only Gymnasium observation): the action channel's own ticks
+        return rec.actions(clock=state[0].name if state else None)
     except UnknownName:
         return None
 
@@ -104,7 +105,11 @@ class Plan:
             self.state = state_channels(first.path, numeric_channels(reader))
             self.sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
                               int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
+        if not self.state and not self.cameras:
+            raise ExportError(f"{first.path}: no camera, no numeric channel ending in {POSITION_SUFFIX!r} and "
+                              f"no Gymnasium 'observation' channel: nothing to export")
         self.state_names = [n for ch in self.state for n in ch.names]
+        self.calibrated = _calibrated(first.path, self.cameras)  # uncalibrated: no K/pose columns
         for rec in recs:
             self._add(rec, options)
         missing = [f"{p} generation {g}" for (p, g), has in self.has_action.items() if not has]
@@ -125,6 +130,9 @@ class Plan:
                               f"{[c.name for c in self.state]}")
         if sizes != self.sizes:
             raise ExportError(f"{rec.path}: camera sizes {sizes} differ from {self.sizes}")
+        calibrated = _calibrated(rec.path, self.cameras)
+        if calibrated != self.calibrated:
+            raise ExportError(f"{rec.path}: calibrated cameras {list(calibrated)} differ from {list(self.calibrated)}")
         spans: dict[int, list[int]] = {}  # generation -> [frames, first, last]
         its = [frame_times(rec.path, c) for c in self.cameras] or [stream_times(rec.path, state[0].stream)]
         for times in zip(*its, strict=False):
@@ -173,19 +181,30 @@ class Plan:
         return sum(n for s in self.sources for _, n in s.episodes)
 
 
+def _calibrated(path: str, cameras: tuple[str, ...]) -> tuple[str, ...]:
+    """The cameras whose first calibration sample has a K (rule 5 of ``to_lerobot``): an
+    uncalibrated camera's K and pose are all NaN, so it gets no calibration columns."""
+    out = []
+    for cam in cameras:
+        samples = calibration_samples(path, cam, need_k=False)
+        first = next(samples, None)
+        samples.close()
+        if first is not None and first.calibrated:
+            out.append(cam)
+    return tuple(out)
+
+
 def state_channels(path: str, channels: dict[str, Channel]) -> tuple[Channel, ...]:
     """``observation.state``'s channels (rule 4 of ``to_lerobot``): the joint position (then
     velocity); without joints, a Gymnasium recording's numeric ``observation`` channels
-    (not its image-like uint8 arrays, which stay out of the state vector)."""
+    (not its image-like uint8 arrays, which stay out of the state vector); none when the
+    observation is an image only (``Plan`` refuses a recording with no camera either)."""
     pos = [c for c in channels.values() if c.name.endswith(POSITION_SUFFIX)]
     if pos:
         vel = channels.get(pos[0].name[: -len(POSITION_SUFFIX)] + VELOCITY_SUFFIX)
         return (pos[0], *((vel,) if vel is not None else ()))
     observed = tuple(c for c in channels.values() if c.name.split(".")[0] == "observation"
                      and not (c.dtype.endswith("u1") and len(c.shape) >= 2))
-    if not observed:
-        raise ExportError(f"{path}: no numeric channel ending in {POSITION_SUFFIX!r} and no Gymnasium "
-                          f"'observation' channel (has: {', '.join(channels) or 'none'})")
     return observed
 
 
@@ -202,7 +221,7 @@ class FrameRow:
 def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     """The frames of one source in order, with state, action and calibration sampled at each."""
     frames = {c: decoded_frames(path, c) for c in plan.cameras}
-    cals = {c: calibration_samples(path, c, need_k=False) for c in plan.cameras}  # NaN when uncalibrated
+    cals = {c: calibration_samples(path, c) for c in plan.calibrated}
     state_chs = plan.state
     streams = {ch.stream for ch in state_chs}
     holds = {s: Hold((t.generation, t.time_ns, t.values) for t in numeric_ticks(path, s)) for s in streams}
@@ -221,13 +240,14 @@ def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
             if got is None:
                 raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
             state.append(np.reshape(got[ch.name], -1))
-        values["observation.state"] = np.concatenate(state).astype(np.float32)
+        if state:
+            values["observation.state"] = np.concatenate(state).astype(np.float32)
         if plan.action_names:
             a = action.at(g, t) if action is not None else None
             if a is None:
                 raise ExportError(f"{path}: generation {g}: no accepted command for 'action'")
             values["action"] = a
-        for cam, cal in zip(plan.cameras, items[len(plan.cameras):]):
+        for cam, cal in zip(plan.calibrated, items[len(plan.cameras):]):
             if cal.time_ns != t:
                 raise ExportError(f"{path}: camera {cam!r} calibration at {cal.time_ns} for the frame at {t}")
             values[f"observation.cameras.{cam}.intrinsics"] = cal.k.reshape(-1)
