@@ -3,8 +3,8 @@
     python examples/gym/load_lerobot.py dataset/pusht
     python examples/gym/load_lerobot.py dataset/pusht --dump items.npz   # every item's values, for a check
 
-Prints one JSON line: items, episodes, fps, the ``action`` and ``observation.state``
-features, and each camera's decoded shape.  ``--dump`` also writes every item's
+Prints one JSON line: items, episodes, fps, every feature's key, the ``action`` and
+``observation.state`` features, and each camera's decoded shape.  ``--dump`` also writes every item's
 ``action``, ``observation.state``, indexes and decoded frames (uint8, H x W x 3) to an
 ``.npz``.  Runs with lerobot installed (Python >= 3.12 for lerobot 0.6); ``HF_HUB_OFFLINE=1``
 is set, so nothing is fetched.
@@ -39,7 +39,7 @@ def main() -> None:
         for cam in cameras:  # C x H x W float in [0, 1] -> H x W x C uint8
             columns[cam].append((item[cam].permute(1, 2, 0).numpy() * 255.0).round().astype(np.uint8))
     summary = {
-        "items": len(ds), "episodes": ds.num_episodes, "fps": ds.fps,
+        "items": len(ds), "episodes": ds.num_episodes, "fps": ds.fps, "keys": sorted(ds.features),
         "features": {k: {"dtype": ds.features[k]["dtype"], "shape": list(ds.features[k]["shape"]),
                          "names": ds.features[k]["names"]} for k in keys},
         "cameras": {cam: list(columns[cam][0].shape) if columns[cam] else None for cam in cameras},
