@@ -34,7 +34,7 @@ def main() -> None:
     columns: dict[str, list[np.ndarray]] = {k: [] for k in [*keys, *cameras, "episode_index", "frame_index"]}
     for i in range(len(ds)):  # every item: its frames decoded at from_timestamp + timestamp
         item = ds[i]
-        for key in keys + ["episode_index", "frame_index"]:
+        for key in [*keys, "episode_index", "frame_index"]:
             columns[key].append(item[key].numpy())
         for cam in cameras:  # C x H x W float in [0, 1] -> H x W x C uint8
             columns[cam].append((item[cam].permute(1, 2, 0).numpy() * 255.0).round().astype(np.uint8))
@@ -46,7 +46,7 @@ def main() -> None:
     }
     if args.dump:
         np.savez(args.dump, **{k: np.stack(v) for k, v in columns.items() if v})
-    print(json.dumps(summary))
+    print(json.dumps(summary))  # noqa: T201
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import gymnasium as gym
 import gym_pusht  # noqa: F401  (registers gym_pusht/PushT-v0)
+import gymnasium as gym
 import numpy as np
 
 from fastsim_record.gym import RecordEpisodes, RecordVectorEpisodes
@@ -67,7 +67,7 @@ def main() -> None:
         env.close()
         files = env.files
     for file in files:
-        print(f"{file.path}  steps={file.steps}  seed={file.seed}  {file.completion}: {file.reason}")
+        print(f"{file.path}  steps={file.steps}  seed={file.seed}  {file.completion}: {file.reason}")  # noqa: T201
 
 
 if __name__ == "__main__":

@@ -44,8 +44,7 @@ def _strict_json(path: Path) -> object:
 
 
 def test_an_image_only_observation_exports_to_lerobot_without_a_state(tmp_path: Path) -> None:
-    """gym-pusht's obs_type="pixels": the observation is one RGB image (a camera), no numeric channel;
-    the export has its frames and actions and no observation.state (it was refused: 'no Gymnasium observation channel')."""
+    """An image-only observation (gym-pusht's obs_type="pixels"; was refused) exports its frames and actions, no state."""
     env = RecordEpisodes(FilterObservation(ImageEnv(), ["image"]), tmp_path / "eps")
     played = play(env, [4])
     env.close()
@@ -70,13 +69,13 @@ def test_an_image_only_observation_without_a_camera_is_refused_with_one_line(
     capsys.readouterr()
     assert main(["export", str(tmp_path / "eps"), "--to", "lerobot", "-o", str(tmp_path / "lr")]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "nothing to export" in err
+    assert err.count("\n") == 1
+    assert "nothing to export" in err
     assert not (tmp_path / "lr").exists()
 
 
 def test_an_uncalibrated_camera_exports_its_frames_without_nan_calibration_columns(tmp_path: Path) -> None:
-    """An image observation is an uncalibrated camera (K and pose all NaN): the dataset has its video and no
-    observation.cameras.<alias>.* columns, which LeRobot would serve as all-NaN policy state (and stats.json as NaN)."""
+    """An uncalibrated camera (NaN K and pose) exports its video and no observation.cameras.* columns; stats.json is JSON."""
     env = RecordEpisodes(ImageEnv(), tmp_path / "eps")
     play(env, [4])
     env.close()
@@ -88,7 +87,8 @@ def test_an_uncalibrated_camera_exports_its_frames_without_nan_calibration_colum
     columns = pq.read_schema(tmp_path / "lr" / "data" / "chunk-000" / "file-000.parquet").names
     assert [c for c in columns if c.startswith("observation.cameras.")] == []
     stats = _strict_json(tmp_path / "lr" / "meta" / "stats.json")
-    assert isinstance(stats, dict) and set(stats) >= {"observation.state", "action", "observation.images.image"}
+    assert isinstance(stats, dict)
+    assert set(stats) >= {"observation.state", "action", "observation.images.image"}
 
 
 def test_files_whose_cameras_differ_in_calibration_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -106,7 +106,13 @@ def test_files_whose_cameras_differ_in_calibration_are_refused(tmp_path: Path, m
     capsys.readouterr()
     assert main(["export", str(first), str(second), "--to", "lerobot", "-o", str(tmp_path / "lr")]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{second}: calibrated cameras [] differ from ['image']" in err
+    assert err.count("\n") == 1
+    assert f"{second}: calibrated cameras [] differ from ['image']" in err
+
+
+def test_the_skip_reason_names_the_readme_command() -> None:
+    """The command the chain's skip reason names is the README's, word for word."""
+    assert COMMAND in (ROOT / "README.md").read_text()
 
 
 def _lerobot_python() -> str:
@@ -137,8 +143,7 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
                                                         ("vector", ["--vector", "2", "--episodes", "2", "--steps", "12"], 4)])
 def test_gym_pusht_records_exports_and_lerobot_dataset_loads_it(tmp_path: Path, name: str, args: list[str],
                                                                 episodes: int) -> None:
-    """Real gym_pusht/PushT-v0 (pixels_agent_pos) recorded by examples/gym/pusht.py, `fsr validate`, `fsr export
-    --to lerobot`, then LeRobotDataset(root=...) decodes every item: counts, action/state features and values, frames."""
+    """Real PushT-v0 by examples/gym/pusht.py, validated, exported; LeRobotDataset decodes every item as recorded."""
     python = _lerobot_python()
     out, dataset = tmp_path / name, tmp_path / f"lerobot-{name}"
     printed = _run(python, str(EXAMPLES / "pusht.py"), "--out", str(out), *args).splitlines()
@@ -150,7 +155,8 @@ def test_gym_pusht_records_exports_and_lerobot_dataset_loads_it(tmp_path: Path, 
     summary = json.loads(_run(python, str(EXAMPLES / "load_lerobot.py"), str(dataset),
                               "--dump", str(tmp_path / "items.npz")).splitlines()[-1])
     recorded = [read_episode(f) for f in files]
-    assert summary["episodes"] == episodes and summary["fps"] == 10  # PushT's render_fps
+    assert summary["episodes"] == episodes
+    assert summary["fps"] == 10  # PushT's render_fps
     assert summary["items"] == sum(e.steps + 1 for e in recorded)  # one frame per observation, T + 1 per episode
     assert summary["features"] == {
         "action": {"dtype": "float32", "shape": [2], "names": ["action[0]", "action[1]"]},

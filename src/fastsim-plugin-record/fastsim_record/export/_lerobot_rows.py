@@ -186,9 +186,7 @@ def _calibrated(path: str, cameras: tuple[str, ...]) -> tuple[str, ...]:
     uncalibrated camera's K and pose are all NaN, so it gets no calibration columns."""
     out = []
     for cam in cameras:
-        samples = calibration_samples(path, cam, need_k=False)
-        first = next(samples, None)
-        samples.close()
+        first = next(calibration_samples(path, cam, need_k=False), None)  # the generator ends here (its file closed)
         if first is not None and first.calibrated:
             out.append(cam)
     return tuple(out)
