@@ -3,11 +3,11 @@
     python examples/gym/load_lerobot.py dataset/pusht
     python examples/gym/load_lerobot.py dataset/pusht --dump items.npz   # every item's values, for a check
 
-Prints one JSON line: items, episodes, fps, every feature's key, the ``action`` and
-``observation.state`` features, and each camera's decoded shape.  ``--dump`` also writes every item's
-``action``, ``observation.state``, indexes and decoded frames (uint8, H x W x 3) to an
-``.npz``.  Runs with lerobot installed (Python >= 3.12 for lerobot 0.6); ``HF_HUB_OFFLINE=1``
-is set, so nothing is fetched.
+Prints one JSON line: items, episodes, fps, every feature's key, the ``action``,
+``observation.state`` and ``observation.environment_state`` features, and each camera's
+decoded shape.  ``--dump`` also writes every item's values of those features, its indexes
+and its decoded frames (uint8, H x W x 3) to an ``.npz``.  Runs with lerobot installed
+(Python >= 3.12 for lerobot 0.6); ``HF_HUB_OFFLINE=1`` is set, so nothing is fetched.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     ds = LeRobotDataset(args.repo_id, root=args.root, video_backend="pyav")
     cameras = list(ds.meta.camera_keys)
-    keys = [k for k in ("action", "observation.state") if k in ds.features]
+    keys = [k for k in ("action", "observation.state", "observation.environment_state") if k in ds.features]
     columns: dict[str, list[np.ndarray]] = {k: [] for k in [*keys, *cameras, "episode_index", "frame_index"]}
     for i in range(len(ds)):  # every item: its frames decoded at from_timestamp + timestamp
         item = ds[i]

@@ -9,7 +9,9 @@
 The observation is gym-pusht's ``pixels_agent_pos``: the 96x96 RGB ``pixels`` become the
 camera ``pixels`` (``observation.images.pixels`` in the dataset) and ``agent_pos`` the
 channel ``observation.agent_pos`` (``observation.state``); the 2-D target position is
-``action``.  ``--render`` also records the env's 680x680 ``render()`` frames (the
+``action``.  ``--obs-type environment_state_agent_pos`` records the keypoints instead of
+the image: ``observation.environment_state`` [16] in the dataset, as LeRobot's pusht env
+presents it.  ``--render`` also records the env's 680x680 ``render()`` frames (the
 uncalibrated camera ``render``).  The policy moves the agent by a random step from
 where it is (a random walk, not PushT's uniform ``action_space.sample()`` jumps).
 Needs ``gym-pusht`` (``pip install 'lerobot[pusht]'``: Python >= 3.12) and the ``[gym]`` extra.
@@ -41,11 +43,12 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=2, help="episodes to record (per sub-env with --vector)")
     parser.add_argument("--steps", type=int, default=50, help="the env's episode length (TimeLimit; PushT's own: 300)")
     parser.add_argument("--vector", type=int, default=0, metavar="N", help="record N sub-envs (SyncVectorEnv)")
+    parser.add_argument("--obs-type", default="pixels_agent_pos", choices=["pixels_agent_pos", "environment_state_agent_pos"])
     parser.add_argument("--render", action="store_true", help="also record the 680x680 render() frames")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    kwargs = {"obs_type": "pixels_agent_pos", "render_mode": "rgb_array", "max_episode_steps": args.steps}
+    kwargs = {"obs_type": args.obs_type, "render_mode": "rgb_array", "max_episode_steps": args.steps}
     options = {"cameras": args.render, "info_keys": ["coverage"]}
     if args.vector:
         envs = RecordVectorEpisodes(

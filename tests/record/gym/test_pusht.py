@@ -4,8 +4,9 @@ The chain needs ``gym-pusht`` and ``lerobot`` (torch; lerobot 0.6 needs Python >
 this project's venv never installs: it runs with the interpreter named by
 ``FSR_LEROBOT_PYTHON`` (README, "Exporting") and is skipped, naming that command, otherwise.
 The other tests hold what the chain found, on envs of this venv: an image-only observation
-exports without ``observation.state``, and an uncalibrated camera exports its frames
-without all-NaN calibration columns.
+exports without ``observation.state``, an ``environment_state`` leaf is LeRobot's
+``observation.environment_state``, and an uncalibrated camera exports its frames without
+all-NaN calibration columns.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ import math
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from gymnasium import spaces
 from gymnasium.wrappers import FilterObservation
 from tests.distributions import source_path
 from tests.record.gym.envs import ImageEnv
@@ -110,6 +114,49 @@ def test_files_whose_cameras_differ_in_calibration_are_refused(tmp_path: Path, m
     assert f"{second}: calibrated cameras [] differ from ['image']" in err
 
 
+class KeypointEnv(gym.Env[dict[str, Any], Any]):
+    """gym-pusht's obs_type="environment_state_agent_pos" in shape: ``agent_pos`` [2] and ``environment_state`` [16]."""
+
+    metadata = {"render_modes": [], "render_fps": 10}  # noqa: RUF012 (Gymnasium declares it per instance)
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Dict({"agent_pos": spaces.Box(0.0, 512.0, (2,), np.float64),
+                                              "environment_state": spaces.Box(0.0, 512.0, (16,), np.float64)})
+        self.action_space = spaces.Box(0.0, 512.0, (2,), np.float32)
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self._t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._t += 1
+        return self.observation_space.sample(), 0.0, False, self._t >= 6, {}
+
+
+def test_an_environment_state_leaf_is_lerobots_environment_state_not_part_of_the_state(tmp_path: Path) -> None:
+    """agent_pos is observation.state [2], environment_state observation.environment_state [16] (it was one state [18])."""
+    env = RecordEpisodes(KeypointEnv(), tmp_path / "eps")
+    played = play(env, [3])
+    env.close()
+    assert main(["export", str(tmp_path / "eps"), "--to", "lerobot", "-o", str(tmp_path / "lr")]) == 0
+    features = json.loads((tmp_path / "lr" / "meta" / "info.json").read_text())["features"]
+    assert features["observation.state"]["shape"] == [2]
+    assert features["observation.environment_state"] == {
+        "dtype": "float32", "shape": [16], "names": [f"observation.environment_state[{i}]" for i in range(16)]}
+    rows = pq.read_table(tmp_path / "lr" / "data" / "chunk-000" / "file-000.parquet").to_pylist()
+    observed = played[0].observations
+    np.testing.assert_array_equal([r["observation.state"] for r in rows],
+                                  np.array([o["agent_pos"] for o in observed], np.float32))
+    np.testing.assert_array_equal([r["observation.environment_state"] for r in rows],
+                                  np.array([o["environment_state"] for o in observed], np.float32))
+    stats = _strict_json(tmp_path / "lr" / "meta" / "stats.json")
+    assert isinstance(stats, dict)
+    assert stats["observation.environment_state"]["count"] == [len(rows)]
+
+
 def test_the_skip_reason_names_the_readme_command() -> None:
     """The command the chain's skip reason names is the README's, word for word."""
     assert COMMAND in (ROOT / "README.md").read_text()
@@ -139,8 +186,17 @@ def _psnr(a: np.ndarray, b: np.ndarray) -> float:
     return math.inf if mse == 0 else 10 * math.log10(255.0**2 / mse)
 
 
-@pytest.mark.parametrize(("name", "args", "episodes"), [("single", ["--episodes", "2", "--steps", "30"], 2),
-                                                        ("vector", ["--vector", "2", "--episodes", "2", "--steps", "12"], 4)])
+KEYPOINTS = ["--obs-type", "environment_state_agent_pos"]
+STATE = {"dtype": "float32", "shape": [2], "names": ["observation.agent_pos[0]", "observation.agent_pos[1]"]}
+ENV_STATE = {"dtype": "float32", "shape": [16], "names": [f"observation.environment_state[{i}]" for i in range(16)]}
+INDEXES = ["timestamp", "frame_index", "episode_index", "index", "task_index"]
+
+
+@pytest.mark.parametrize(("name", "args", "episodes"), [
+    ("single", ["--episodes", "2", "--steps", "30"], 2),
+    ("vector", ["--vector", "2", "--episodes", "2", "--steps", "12"], 4),
+    ("keypoints", [*KEYPOINTS, "--episodes", "1", "--steps", "20"], 1),
+])
 def test_gym_pusht_records_exports_and_lerobot_dataset_loads_it(tmp_path: Path, name: str, args: list[str],
                                                                 episodes: int) -> None:
     """Real PushT-v0 by examples/gym/pusht.py, validated, exported; LeRobotDataset decodes every item as recorded."""
@@ -158,24 +214,24 @@ def test_gym_pusht_records_exports_and_lerobot_dataset_loads_it(tmp_path: Path, 
     assert summary["episodes"] == episodes
     assert summary["fps"] == 10  # PushT's render_fps
     assert summary["items"] == sum(e.steps + 1 for e in recorded)  # one frame per observation, T + 1 per episode
-    assert summary["features"] == {
-        "action": {"dtype": "float32", "shape": [2], "names": ["action[0]", "action[1]"]},
-        "observation.state": {"dtype": "float32", "shape": [2],
-                              "names": ["observation.agent_pos[0]", "observation.agent_pos[1]"]},
-    }
-    assert summary["cameras"] == {"observation.images.pixels": [96, 96, 3]}
-    assert summary["keys"] == sorted(["action", "observation.state", "observation.images.pixels", "timestamp",
-                                      "frame_index", "episode_index", "index", "task_index"])  # no NaN K columns
+    action = {"dtype": "float32", "shape": [2], "names": ["action[0]", "action[1]"]}
+    keypoints = name == "keypoints"  # LeRobot's pusht env: agent_pos is the state, environment_state its own
+    extra = {"observation.environment_state": ENV_STATE} if keypoints else {}
+    assert summary["features"] == {"action": action, "observation.state": STATE, **extra}
+    cameras = {} if keypoints else {"observation.images.pixels": [96, 96, 3]}
+    assert summary["cameras"] == cameras
+    assert summary["keys"] == sorted([*summary["features"], *cameras, *INDEXES])  # no NaN K columns
     items = np.load(tmp_path / "items.npz")
     worst = math.inf
     for index, (path, episode) in enumerate(zip(files, recorded, strict=True)):
         mine = items["episode_index"] == index
         assert items["frame_index"][mine].tolist() == list(range(episode.steps + 1))
-        np.testing.assert_array_equal(items["observation.state"][mine],
-                                      episode.observations["observation.agent_pos"].astype(np.float32))
+        for key in ("observation.state", *extra):
+            channel = "observation.agent_pos" if key == "observation.state" else key
+            np.testing.assert_array_equal(items[key][mine], episode.observations[channel].astype(np.float32))
         actions = episode.actions["action"].astype(np.float32)
         np.testing.assert_array_equal(items["action"][mine], np.concatenate([actions, actions[-1:]]))
         with fr.open(path) as rec:
-            for k, image in enumerate(items["observation.images.pixels"][mine]):
+            for k, image in enumerate(items["observation.images.pixels"][mine] if cameras else []):
                 worst = min(worst, _psnr(image, rec.frame("pixels", k).image))
     assert worst >= 30.0  # the recorded JPEG frame against LeRobot's decoded AV1 frame

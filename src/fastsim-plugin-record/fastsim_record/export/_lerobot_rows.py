@@ -30,10 +30,12 @@ from fastsim_recording_format import FsrReader
 from fastsim_recording_format import names as fsr_names
 from fastsim_recording_format.reading import Actions, Recording, UnknownName
 
-__all__ = ["FrameRow", "Plan", "action_samples", "frame_rows", "state_channels"]
+__all__ = ["ENV_STATE", "FrameRow", "Plan", "action_samples", "frame_rows", "numeric_features", "state_channels"]
 
 Array = npt.NDArray[Any]
 T = TypeVar("T")
+#: a Gymnasium observation's ``environment_state`` leaf, and LeRobot's feature for it
+ENV_STATE = "observation.environment_state"
 
 
 def recorded_actions(rec: Recording) -> Actions | None:
@@ -102,13 +104,13 @@ class Plan:
         self.actions: dict[str, Actions] = {}
         self.has_action: dict[tuple[str, int], bool] = {}
         with FsrReader(first.path) as reader:
-            self.state = state_channels(first.path, numeric_channels(reader))
+            self.features = numeric_features(first.path, numeric_channels(reader))
             self.sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
                               int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
-        if not self.state and not self.cameras:
+        if not self.features and not self.cameras:
             raise ExportError(f"{first.path}: no camera, no numeric channel ending in {POSITION_SUFFIX!r} and "
                               f"no Gymnasium 'observation' channel: nothing to export")
-        self.state_names = [n for ch in self.state for n in ch.names]
+        self.names = {key: [n for ch in chs for n in ch.names] for key, chs in self.features.items()}
         self.calibrated = _calibrated(first.path, self.cameras)  # uncalibrated: no K/pose columns
         for rec in recs:
             self._add(rec, options)
@@ -124,17 +126,17 @@ class Plan:
             channels = numeric_channels(reader)
             sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
                          int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
-        state = state_channels(rec.path, channels)
-        if [(c.name, c.count) for c in state] != [(c.name, c.count) for c in self.state]:
-            raise ExportError(f"{rec.path}: state channels {[c.name for c in state]} differ from "
-                              f"{[c.name for c in self.state]}")
+        features = numeric_features(rec.path, channels)
+        if _shape(features) != _shape(self.features):
+            raise ExportError(f"{rec.path}: state channels {[c.name for v in features.values() for c in v]} differ "
+                              f"from {[c.name for v in self.features.values() for c in v]}")
         if sizes != self.sizes:
             raise ExportError(f"{rec.path}: camera sizes {sizes} differ from {self.sizes}")
         calibrated = _calibrated(rec.path, self.cameras)
         if calibrated != self.calibrated:
             raise ExportError(f"{rec.path}: calibrated cameras {list(calibrated)} differ from {list(self.calibrated)}")
         spans: dict[int, list[int]] = {}  # generation -> [frames, first, last]
-        its = [frame_times(rec.path, c) for c in self.cameras] or [stream_times(rec.path, state[0].stream)]
+        its = [frame_times(rec.path, c) for c in self.cameras] or [stream_times(rec.path, self.clock)]
         for times in zip(*its, strict=False):
             if len(set(times)) != 1:
                 cam = self.cameras[[t == times[0] for t in times].index(False)]
@@ -176,6 +178,11 @@ class Plan:
                               "of the first episode")
 
     @property
+    def clock(self) -> str:
+        """The stream whose ticks are the frames of a recording without camera."""
+        return next(iter(self.features.values()))[0].stream
+
+    @property
     def total_frames(self) -> int:
         """Frames of every episode."""
         return sum(n for s in self.sources for _, n in s.episodes)
@@ -190,6 +197,21 @@ def _calibrated(path: str, cameras: tuple[str, ...]) -> tuple[str, ...]:
         if first is not None and first.calibrated:
             out.append(cam)
     return tuple(out)
+
+
+def _shape(features: dict[str, tuple[Channel, ...]]) -> list[tuple[str, str, int]]:
+    return [(key, c.name, c.count) for key, chs in features.items() for c in chs]
+
+
+def numeric_features(path: str, channels: dict[str, Channel]) -> dict[str, tuple[Channel, ...]]:
+    """The float32 vector features and their channels (rule 4 of ``to_lerobot``): ``observation.state``
+    and, from a Gymnasium observation's ``environment_state`` leaf, ``observation.environment_state``,
+    kept apart as LeRobot's own gym envs present them (``lerobot.envs.utils.preprocess_observation``:
+    gym-pusht's ``environment_state_agent_pos`` is state ``agent_pos`` [2] and environment state [16])."""
+    state = state_channels(path, channels)
+    env = tuple(c for c in state if c.name == ENV_STATE)
+    split = (("observation.state", tuple(c for c in state if c.name != ENV_STATE)), (ENV_STATE, env))
+    return {key: chs for key, chs in split if chs}
 
 
 def state_channels(path: str, channels: dict[str, Channel]) -> tuple[Channel, ...]:
@@ -220,26 +242,25 @@ def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     """The frames of one source in order, with state, action and calibration sampled at each."""
     frames = {c: decoded_frames(path, c) for c in plan.cameras}
     cals = {c: calibration_samples(path, c) for c in plan.calibrated}
-    state_chs = plan.state
-    streams = {ch.stream for ch in state_chs}
+    streams = {ch.stream for chs in plan.features.values() for ch in chs}
     holds = {s: Hold((t.generation, t.time_ns, t.values) for t in numeric_ticks(path, s)) for s in streams}
     acts = plan.actions.get(path)
     action = Hold(action_samples(acts)) if plan.action_names and acts is not None else None
     clock: Iterator[tuple[Any, ...]] = (
         zip(*frames.values(), *cals.values(), strict=False) if plan.cameras
-        else (((t.time_ns, t.generation, None),) for t in numeric_ticks(path, plan.state[0].stream)))
+        else (((t.time_ns, t.generation, None),) for t in numeric_ticks(path, plan.clock)))
     for items in clock:
         images = items[:len(plan.cameras)]
         t, g, _ = items[0]
         values: dict[str, Array] = {}
-        state = []
-        for ch in state_chs:
-            got = holds[ch.stream].at(g, t)
-            if got is None:
-                raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
-            state.append(np.reshape(got[ch.name], -1))
-        if state:
-            values["observation.state"] = np.concatenate(state).astype(np.float32)
+        for key, chs in plan.features.items():
+            parts = []
+            for ch in chs:
+                got = holds[ch.stream].at(g, t)
+                if got is None:
+                    raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
+                parts.append(np.reshape(got[ch.name], -1))
+            values[key] = np.concatenate(parts).astype(np.float32)
         if plan.action_names:
             a = action.at(g, t) if action is not None else None
             if a is None:

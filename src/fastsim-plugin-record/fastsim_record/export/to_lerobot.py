@@ -23,7 +23,9 @@ Rules:
     |   | per element: the channels' element names, as LeRobot's own datasets have); a    |
     |   | Gymnasium recording without joints: its numeric ``observation`` channels in      |
     |   | order (``observation.agent_pos``, ...; not uint8 arrays of 2+ dimensions); no   |
-    |   | ``observation.state`` when there is none (an image-only observation);           |
+    |   | ``observation.state`` when there is none (an image-only observation); its       |
+    |   | ``observation.environment_state`` leaf is the feature of that name (float32),   |
+    |   | not part of the state, as LeRobot's gym envs present it;                        |
     |   | ``action`` (float32, named) = the recorded commands: ``Recording.actions()``,   |
     |   | the command chosen after each observation tick (the control audit of a scripted |
     |   | or ``FastSimRun-v0`` Run; a Gymnasium recording's ``action`` channel); a frame  |
@@ -250,8 +252,8 @@ def _robot_type(rec: Recording) -> str | None:
 
 def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict[str, Any]:
     feats: dict[str, Any] = {}
-    if plan.state_names:  # none: an image-only observation
-        feats["observation.state"] = {"dtype": "float32", "shape": [len(plan.state_names)], "names": plan.state_names}
+    for key, names in plan.names.items():  # none: an image-only observation
+        feats[key] = {"dtype": "float32", "shape": [len(names)], "names": names}
     if plan.action_names:
         feats["action"] = {"dtype": "float32", "shape": [len(plan.action_names)], "names": plan.action_names}
     for cam in plan.cameras:
@@ -280,7 +282,7 @@ def _vector(pa: Any, kind: Any, n: int) -> Any:
 
 
 def _schema(pa: Any, plan: Plan) -> Any:
-    fields = [pa.field("observation.state", _vector(pa, pa.float32(), len(plan.state_names)))] if plan.state_names else []
+    fields = [pa.field(key, _vector(pa, pa.float32(), len(names))) for key, names in plan.names.items()]
     if plan.action_names:
         fields.append(pa.field("action", _vector(pa, pa.float32(), len(plan.action_names))))
     for cam in plan.calibrated:
