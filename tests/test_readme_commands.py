@@ -58,6 +58,11 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     "/tmp/lerobot-venv/bin/pip install 'lerobot==0.4.4'": (INSTALL, "lerobot and torch: 8.3 GB"),
     "FSR_LEROBOT_PYTHON=/tmp/lerobot-venv/bin/python MUJOCO_GL=egl .venv/bin/python -m pytest -q "
     "tests/record/export/test_lerobot.py": (SUITE, "and it needs the lerobot venv above"),
+    "python3.12 -m venv /tmp/lerobot312": (INSTALL, "lerobot[pusht] and torch: 5.7 GB"),
+    "/tmp/lerobot312/bin/pip install 'lerobot[pusht]==0.6.1' ./src/fastsim-recording-format "
+    "'./src/fastsim-embedded[gym]' './src/fastsim-plugin-record[lerobot]'": (INSTALL, "lerobot[pusht] and torch: 5.7 GB"),
+    "FSR_LEROBOT_PYTHON=/tmp/lerobot312/bin/python MUJOCO_GL=egl .venv/bin/python -m pytest -q "
+    "tests/record/gym/test_pusht.py": (SUITE, "and it needs the lerobot venv above"),
     "pip install 'fastsim-plugin-record[gym]'": (INSTALL, ""),
     "MUJOCO_GL=egl python examples/gym/random_policy.py --out out/cheetah": (LONG, "3 HalfCheetah episodes: 54 s"),
     "MUJOCO_GL=egl python examples/gym/random_policy.py --vector 4 --out out/cheetah-vector":

@@ -30,18 +30,21 @@ from fastsim_recording_format import FsrReader
 from fastsim_recording_format import names as fsr_names
 from fastsim_recording_format.reading import Actions, Recording, UnknownName
 
-__all__ = ["FrameRow", "Plan", "action_samples", "frame_rows", "state_channels"]
+__all__ = ["ENV_STATE", "FrameRow", "Plan", "action_samples", "frame_rows", "numeric_features", "state_channels"]
 
 Array = npt.NDArray[Any]
 T = TypeVar("T")
+#: a Gymnasium observation's ``environment_state`` leaf, and LeRobot's feature for it
+ENV_STATE = "observation.environment_state"
 
 
 def recorded_actions(rec: Recording) -> Actions | None:
     """The file's commanded actions (``Recording.actions``: the control audit, or a
     Gymnasium recording's ``action`` channel), aligned with its observation ticks;
     ``None`` when it commands nothing (no command, no declared control)."""
-    try:
-        return rec.actions(clock=state_channels(rec.path, _channels(rec.path))[0].name)
+    state = state_channels(rec.path, _channels(rec.path))
+    try:  # no state (an image-only Gymnasium observation): the action channel's own ticks
+        return rec.actions(clock=state[0].name if state else None)
     except UnknownName:
         return None
 
@@ -101,10 +104,14 @@ class Plan:
         self.actions: dict[str, Actions] = {}
         self.has_action: dict[tuple[str, int], bool] = {}
         with FsrReader(first.path) as reader:
-            self.state = state_channels(first.path, numeric_channels(reader))
+            self.features = numeric_features(first.path, numeric_channels(reader))
             self.sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
                               int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
-        self.state_names = [n for ch in self.state for n in ch.names]
+        if not self.features and not self.cameras:
+            raise ExportError(f"{first.path}: no camera, no numeric channel ending in {POSITION_SUFFIX!r} and "
+                              f"no Gymnasium 'observation' channel: nothing to export")
+        self.names = {key: [n for ch in chs for n in ch.names] for key, chs in self.features.items()}
+        self.calibrated = _calibrated(first.path, self.cameras)  # uncalibrated: no K/pose columns
         for rec in recs:
             self._add(rec, options)
         missing = [f"{p} generation {g}" for (p, g), has in self.has_action.items() if not has]
@@ -119,14 +126,17 @@ class Plan:
             channels = numeric_channels(reader)
             sizes = {c: (int(reader.stream(fsr_names.rgb_stream(c)).codec.get("height", 0)),
                          int(reader.stream(fsr_names.rgb_stream(c)).codec.get("width", 0))) for c in self.cameras}
-        state = state_channels(rec.path, channels)
-        if [(c.name, c.count) for c in state] != [(c.name, c.count) for c in self.state]:
-            raise ExportError(f"{rec.path}: state channels {[c.name for c in state]} differ from "
-                              f"{[c.name for c in self.state]}")
+        features = numeric_features(rec.path, channels)
+        if _shape(features) != _shape(self.features):
+            raise ExportError(f"{rec.path}: state channels {[c.name for v in features.values() for c in v]} differ "
+                              f"from {[c.name for v in self.features.values() for c in v]}")
         if sizes != self.sizes:
             raise ExportError(f"{rec.path}: camera sizes {sizes} differ from {self.sizes}")
+        calibrated = _calibrated(rec.path, self.cameras)
+        if calibrated != self.calibrated:
+            raise ExportError(f"{rec.path}: calibrated cameras {list(calibrated)} differ from {list(self.calibrated)}")
         spans: dict[int, list[int]] = {}  # generation -> [frames, first, last]
-        its = [frame_times(rec.path, c) for c in self.cameras] or [stream_times(rec.path, state[0].stream)]
+        its = [frame_times(rec.path, c) for c in self.cameras] or [stream_times(rec.path, self.clock)]
         for times in zip(*its, strict=False):
             if len(set(times)) != 1:
                 cam = self.cameras[[t == times[0] for t in times].index(False)]
@@ -168,24 +178,53 @@ class Plan:
                               "of the first episode")
 
     @property
+    def clock(self) -> str:
+        """The stream whose ticks are the frames of a recording without camera."""
+        return next(iter(self.features.values()))[0].stream
+
+    @property
     def total_frames(self) -> int:
         """Frames of every episode."""
         return sum(n for s in self.sources for _, n in s.episodes)
 
 
+def _calibrated(path: str, cameras: tuple[str, ...]) -> tuple[str, ...]:
+    """The cameras whose first calibration sample has a K (rule 5 of ``to_lerobot``): an
+    uncalibrated camera's K and pose are all NaN, so it gets no calibration columns."""
+    out = []
+    for cam in cameras:
+        first = next(calibration_samples(path, cam, need_k=False), None)  # the generator ends here (its file closed)
+        if first is not None and first.calibrated:
+            out.append(cam)
+    return tuple(out)
+
+
+def _shape(features: dict[str, tuple[Channel, ...]]) -> list[tuple[str, str, int]]:
+    return [(key, c.name, c.count) for key, chs in features.items() for c in chs]
+
+
+def numeric_features(path: str, channels: dict[str, Channel]) -> dict[str, tuple[Channel, ...]]:
+    """The float32 vector features and their channels (rule 4 of ``to_lerobot``): ``observation.state``
+    and, from a Gymnasium observation's ``environment_state`` leaf, ``observation.environment_state``,
+    kept apart as LeRobot's own gym envs present them (``lerobot.envs.utils.preprocess_observation``:
+    gym-pusht's ``environment_state_agent_pos`` is state ``agent_pos`` [2] and environment state [16])."""
+    state = state_channels(path, channels)
+    env = tuple(c for c in state if c.name == ENV_STATE)
+    split = (("observation.state", tuple(c for c in state if c.name != ENV_STATE)), (ENV_STATE, env))
+    return {key: chs for key, chs in split if chs}
+
+
 def state_channels(path: str, channels: dict[str, Channel]) -> tuple[Channel, ...]:
     """``observation.state``'s channels (rule 4 of ``to_lerobot``): the joint position (then
     velocity); without joints, a Gymnasium recording's numeric ``observation`` channels
-    (not its image-like uint8 arrays, which stay out of the state vector)."""
+    (not its image-like uint8 arrays, which stay out of the state vector); none when the
+    observation is an image only (``Plan`` refuses a recording with no camera either)."""
     pos = [c for c in channels.values() if c.name.endswith(POSITION_SUFFIX)]
     if pos:
         vel = channels.get(pos[0].name[: -len(POSITION_SUFFIX)] + VELOCITY_SUFFIX)
         return (pos[0], *((vel,) if vel is not None else ()))
     observed = tuple(c for c in channels.values() if c.name.split(".")[0] == "observation"
                      and not (c.dtype.endswith("u1") and len(c.shape) >= 2))
-    if not observed:
-        raise ExportError(f"{path}: no numeric channel ending in {POSITION_SUFFIX!r} and no Gymnasium "
-                          f"'observation' channel (has: {', '.join(channels) or 'none'})")
     return observed
 
 
@@ -202,32 +241,32 @@ class FrameRow:
 def frame_rows(plan: Plan, path: str) -> Iterator[FrameRow]:
     """The frames of one source in order, with state, action and calibration sampled at each."""
     frames = {c: decoded_frames(path, c) for c in plan.cameras}
-    cals = {c: calibration_samples(path, c, need_k=False) for c in plan.cameras}  # NaN when uncalibrated
-    state_chs = plan.state
-    streams = {ch.stream for ch in state_chs}
+    cals = {c: calibration_samples(path, c) for c in plan.calibrated}
+    streams = {ch.stream for chs in plan.features.values() for ch in chs}
     holds = {s: Hold((t.generation, t.time_ns, t.values) for t in numeric_ticks(path, s)) for s in streams}
     acts = plan.actions.get(path)
     action = Hold(action_samples(acts)) if plan.action_names and acts is not None else None
     clock: Iterator[tuple[Any, ...]] = (
         zip(*frames.values(), *cals.values(), strict=False) if plan.cameras
-        else (((t.time_ns, t.generation, None),) for t in numeric_ticks(path, plan.state[0].stream)))
+        else (((t.time_ns, t.generation, None),) for t in numeric_ticks(path, plan.clock)))
     for items in clock:
         images = items[:len(plan.cameras)]
         t, g, _ = items[0]
         values: dict[str, Array] = {}
-        state = []
-        for ch in state_chs:
-            got = holds[ch.stream].at(g, t)
-            if got is None:
-                raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
-            state.append(np.reshape(got[ch.name], -1))
-        values["observation.state"] = np.concatenate(state).astype(np.float32)
+        for key, chs in plan.features.items():
+            parts = []
+            for ch in chs:
+                got = holds[ch.stream].at(g, t)
+                if got is None:
+                    raise ExportError(f"{path}: generation {g}: no {ch.name} sample")
+                parts.append(np.reshape(got[ch.name], -1))
+            values[key] = np.concatenate(parts).astype(np.float32)
         if plan.action_names:
             a = action.at(g, t) if action is not None else None
             if a is None:
                 raise ExportError(f"{path}: generation {g}: no accepted command for 'action'")
             values["action"] = a
-        for cam, cal in zip(plan.cameras, items[len(plan.cameras):]):
+        for cam, cal in zip(plan.calibrated, items[len(plan.cameras):]):
             if cal.time_ns != t:
                 raise ExportError(f"{path}: camera {cam!r} calibration at {cal.time_ns} for the frame at {t}")
             values[f"observation.cameras.{cam}.intrinsics"] = cal.k.reshape(-1)

@@ -22,7 +22,10 @@ Rules:
     | 4 | ``observation.state`` = joint position then joint velocity (float32, ``names``  |
     |   | per element: the channels' element names, as LeRobot's own datasets have); a    |
     |   | Gymnasium recording without joints: its numeric ``observation`` channels in      |
-    |   | order (``observation.agent_pos``, ...; not uint8 arrays of 2+ dimensions);      |
+    |   | order (``observation.agent_pos``, ...; not uint8 arrays of 2+ dimensions); no   |
+    |   | ``observation.state`` when there is none (an image-only observation); its       |
+    |   | ``observation.environment_state`` leaf is the feature of that name (float32),   |
+    |   | not part of the state, as LeRobot's gym envs present it;                        |
     |   | ``action`` (float32, named) = the recorded commands: ``Recording.actions()``,   |
     |   | the command chosen after each observation tick (the control audit of a scripted |
     |   | or ``FastSimRun-v0`` Run; a Gymnasium recording's ``action`` channel); a frame  |
@@ -30,7 +33,8 @@ Rules:
     |   | latest accepted one before it in the same generation; before the first, the   |
     |   | first                                                                           |
     | 5 | ``observation.cameras.<alias>.intrinsics`` [9] = K row-major; ``.extrinsics``    |
-    |   | [7] = camera-to-world translation and quaternion xyzw (OpenCV optical frame)    |
+    |   | [7] = camera-to-world translation and quaternion xyzw (OpenCV optical frame);   |
+    |   | an uncalibrated camera (all NaN) has neither: its frames only                   |
     | 6 | ``task`` = ``--task``, else the Run's name                                      |
     | 7 | a grey camera (1 channel, docs/fsr-format.md 9.2) is exported with its grey     |
     |   | value in R, G and B (a LeRobot video is 3-channel); an RGBA camera without its  |
@@ -262,9 +266,9 @@ def _robot_type(rec: Recording) -> str | None:
 
 
 def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict[str, Any]:
-    feats: dict[str, Any] = {
-        "observation.state": {"dtype": "float32", "shape": [len(plan.state_names)], "names": plan.state_names},
-    }
+    feats: dict[str, Any] = {}
+    for key, names in plan.names.items():  # none: an image-only observation
+        feats[key] = {"dtype": "float32", "shape": [len(names)], "names": names}
     if plan.action_names:
         feats["action"] = {"dtype": "float32", "shape": [len(plan.action_names)], "names": plan.action_names}
     for cam in plan.cameras:
@@ -276,7 +280,7 @@ def _features(plan: Plan, fps: int, codec: str, options: dict[str, str]) -> dict
         info |= {f"video.{k}": int(v) for k, v in options.items()}
         feats[f"observation.images.{cam}"] = {"dtype": "video", "shape": [h, w, 3],
                                              "names": ["height", "width", "channels"], "info": info}
-    for cam in plan.cameras:
+    for cam in plan.calibrated:
         feats[f"observation.cameras.{cam}.intrinsics"] = {
             "dtype": "float64", "shape": [9], "names": [f"k{i}{j}" for i in range(3) for j in range(3)]}
         feats[f"observation.cameras.{cam}.extrinsics"] = {"dtype": "float64", "shape": [7], "names": EXTRINSIC_NAMES}
@@ -293,10 +297,10 @@ def _vector(pa: Any, kind: Any, n: int) -> Any:
 
 
 def _schema(pa: Any, plan: Plan) -> Any:
-    fields = [pa.field("observation.state", _vector(pa, pa.float32(), len(plan.state_names)))]
+    fields = [pa.field(key, _vector(pa, pa.float32(), len(names))) for key, names in plan.names.items()]
     if plan.action_names:
         fields.append(pa.field("action", _vector(pa, pa.float32(), len(plan.action_names))))
-    for cam in plan.cameras:
+    for cam in plan.calibrated:
         fields.append(pa.field(f"observation.cameras.{cam}.intrinsics", pa.list_(pa.float64(), 9)))
         fields.append(pa.field(f"observation.cameras.{cam}.extrinsics", pa.list_(pa.float64(), 7)))
     fields.append(pa.field("timestamp", pa.float32()))
