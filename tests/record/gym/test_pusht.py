@@ -111,7 +111,7 @@ def test_files_whose_cameras_differ_in_calibration_are_refused(tmp_path: Path, m
     assert main(["export", str(first), str(second), "--to", "lerobot", "-o", str(tmp_path / "lr")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert f"{second}: calibrated cameras [] differ from ['image']" in err
+    assert f"{second}: calibrated cameras [] differ from ['image', 'mask', 'rgba']" in err  # mask, rgba: PNG cameras
 
 
 class KeypointEnv(gym.Env[dict[str, Any], Any]):
