@@ -198,7 +198,8 @@ def _channels(reader: FsrReader, alias: str) -> int | None:
     if image is None:
         return None
     channels = image.codec.get("channels", 3) if isinstance(image.codec, Mapping) else None
-    return channels if channels in CHANNELS and not isinstance(channels, bool) else None
+    ok = isinstance(channels, int) and not isinstance(channels, bool) and channels in CHANNELS  # never hashes a list
+    return channels if ok else None
 
 
 def lost_records(totals: Mapping[str, Any]) -> int:
