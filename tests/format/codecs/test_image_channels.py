@@ -170,3 +170,26 @@ def test_record_config_takes_a_grey_or_rgba_camera_as_png_and_refuses_jpeg(chann
     with pytest.raises(ConfigError, match=r"cameras\.a\.rgb: .*must be uint8 \(H, W, 3\), or \(H, W, 1\) grey"):
         select_cameras(attrs.evolve(RecordConfig(), streams=StreamsConfig(cameras={"a": _cam("png")})),
                        cast(RunContext, _Run(tuple(declared))))
+
+
+@pytest.mark.parametrize(("bad", "codec"), [([1], "png"), ({"n": 1}, "png"), (3.0, "png"), (True, "png"), (1, "jpeg")],
+                         ids=["list", "dict", "float", "bool", "grey-jpeg"])
+def test_fsr_info_names_no_channels_for_a_hostile_descriptor_and_never_raises(
+    bad: Any, codec: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """audit40: ``fsr info`` on a file whose image descriptor says ``channels`` [1], {...}, 3.0, true, or 1 with
+    jpeg (what every reader refuses): channels null, no traceback (was a TypeError, or '3.0 channels (RGB)')."""
+    from fastsim_record.cli import main
+    from fastsim_record.testing.cameras import write_camera_fsr
+    from fastsim_recording_format import FsrReader
+    from fastsim_recording_format.reading.summary import summary
+
+    plain = ImageDescriptor.to_dict
+    monkeypatch.setattr(ImageDescriptor, "to_dict", lambda self: {**plain(self), "channels": bad})
+    path = tmp_path / "hostile.fsr"
+    write_camera_fsr(path, {"a": encoder_for(codec, width=16, height=8)}, [(0, 0, 60.0)])
+    monkeypatch.undo()
+    with FsrReader(str(path)) as reader:
+        assert summary(reader)["cameras"]["a"]["channels"] is None
+    assert main(["info", str(path)]) == 0
+    assert "channel" not in capsys.readouterr().out

@@ -182,3 +182,46 @@ def test_close_reports_a_commit_that_failed(tmp_path: Path, monkeypatch: pytest.
     assert [f.path is not None for f in env.files] == [True, False, True]
     assert_recorded(env.files[0].path, played[0])
     assert_recorded(env.files[2].path, played[2])
+
+
+def test_a_spill_that_fails_drops_that_episodes_rows_once_and_counts_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """audit40: the disk refuses one spill: that episode keeps nothing more (stopped, its one line), the env
+    never waits forever, the others are exact, and ``spills`` counts each spilling episode once (was once per
+    refill of its kept rows after the failure)."""
+    from fastsim_embedded.gymnasium_host import spill
+
+    monkeypatch.setattr(episode_module, "MAX_PENDING_ROWS", 64)
+    real, calls = spill.SpillFile.append, [0]
+
+    def append(self: Any, chunk: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise OSError(28, "No space left on device")
+        real(self, chunk)
+
+    monkeypatch.setattr(spill.SpillFile, "append", append)
+    n, steps = 3, 600
+    vector = gym.vector.SyncVectorEnv([lambda: gym.make("Pendulum-v1", max_episode_steps=steps)] * n,
+                                      autoreset_mode=AutoresetMode.NEXT_STEP)
+    envs = RecordVectorEpisodes(vector, tmp_path, writers=1)
+    envs.action_space.seed(0)
+    observation, _ = envs.reset(seed=list(range(n)))
+    played = [Played(i, [observation[i]]) for i in range(n)]
+    for _ in range(steps):
+        action = envs.action_space.sample()
+        observation, reward, terminated, truncated, _ = envs.step(action)
+        for i in range(n):
+            played[i].step(action[i], observation[i], reward[i], terminated[i], truncated[i])
+    pool = envs._recording.pool
+    envs.close()
+    assert pool.spills == n - 1  # sub-envs 1 and 2 waited for the one slot
+    files = sorted(envs.files, key=lambda f: f.sub_env)
+    failed = [f for f in files if f.completion != "normal"]
+    assert len(failed) == 1
+    assert failed[0].reason == "failed: spilling failed: OSError: [Errno 28] No space left on device"
+    for file in files:
+        if file.completion == "normal":
+            assert_recorded(file.path, played[file.sub_env])
+    assert not list(tmp_path.glob(".fsr-spill-*"))

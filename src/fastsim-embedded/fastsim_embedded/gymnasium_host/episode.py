@@ -139,6 +139,7 @@ class EpisodeWriter:
         self._opened = False  # the open was tried: ``_session`` or ``failure``
         self._slot = False  # this episode holds one of the pool's open slots
         self._spill = SpillFile(pool.spill)  # rows kept on disk while no Session is open
+        self._spilled = False  # counted in ``pool.spills``
 
     # -- env thread -----------------------------------------------------------------------
     @property
@@ -168,7 +169,8 @@ class EpisodeWriter:
             publish = (self._opened or spill) and not self._scheduled
             if publish:
                 self._scheduled = True
-        if spill and not self._spill.chunks:
+        if spill and not self._spilled:  # once per episode (not again after a failed spill emptied its file)
+            self._spilled = True
             self._pool.spills += 1
         if publish:
             self._pool.executor.submit(self._publish_queue)

@@ -35,7 +35,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fastsim_recording_format import FormatError, FsrReader, names
-from fastsim_recording_format.codecs.image import CHANNELS
+from fastsim_recording_format.reading._codecs import image_codec
+from fastsim_recording_format.reading._errors import BadRecording
 
 __all__ = ["completion", "gym_episode", "lost_records", "run_facts", "summary", "task_result", "wall_time_s"]
 
@@ -193,12 +194,15 @@ def _cameras(reader: FsrReader) -> dict[str, Any]:
 
 
 def _channels(reader: FsrReader, alias: str) -> int | None:
-    """The channels of a camera's image stream (descriptor ``channels``, absent: 3), else null."""
+    """The channels of a camera's image stream (descriptor ``channels``, absent: 3), else null:
+    null too where a reader refuses the descriptor (``channels`` [1], 3.0, or 1 with jpeg)."""
     image = next((s for s in reader.streams if s.name == names.rgb_stream(alias)), None)
-    if image is None:
+    if image is None or not isinstance(image.codec, Mapping):
         return None
-    channels = image.codec.get("channels", 3) if isinstance(image.codec, Mapping) else None
-    return channels if channels in CHANNELS and not isinstance(channels, bool) else None
+    try:
+        return image_codec(image).channels
+    except BadRecording:
+        return None
 
 
 def lost_records(totals: Mapping[str, Any]) -> int:
