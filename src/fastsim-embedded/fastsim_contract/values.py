@@ -184,6 +184,8 @@ class CompletionKind(enum.Enum):
 
 
 def _keep_needs_failed(request: CompletionRequest, attribute: object, keep: bool) -> None:
+    if keep is not True and keep is not False:  # a flag that publishes a failed Run: never a truthy stand-in
+        raise TypeError(f"keep_recorded must be True or False (got {type(keep).__name__})")
     if keep and request.kind is not CompletionKind.FAILED:
         raise ValueError(f"keep_recorded applies to a failed completion only (got {request.kind.value})")
 

@@ -102,3 +102,10 @@ def test_keep_recorded_applies_to_a_failed_completion_only(kind: CompletionKind)
     with pytest.raises(ValueError, match="failed completion only"):
         CompletionRequest(kind, "why", "host", keep_recorded=True)
     assert not CompletionRequest(kind, "why", "host").keep_recorded
+
+
+@pytest.mark.parametrize("keep", [1, "yes", 1.0, None])
+def test_keep_recorded_is_a_bool_never_a_truthy_stand_in(keep: object) -> None:
+    """FR2's flag publishes a failed Run, so only ``True`` asks for it: anything else is a TypeError."""
+    with pytest.raises(TypeError, match="keep_recorded must be True or False"):
+        CompletionRequest(CompletionKind.FAILED, "why", "host", keep_recorded=keep)  # type: ignore[arg-type]

@@ -109,7 +109,7 @@ class RecordFinalizer:
             "completion_by": completion.requested_by,
         }
         refuse = None
-        if completion.kind is CompletionKind.FAILED and not getattr(completion, "keep_recorded", False):
+        if completion.kind is CompletionKind.FAILED and getattr(completion, "keep_recorded", False) is not True:
             refuse = (
                 f"the Run completed as failed ({completion.requested_by}: {completion.reason}); "
                 "Core publishes no artifact of a failed Run, so the recording was aborted"
