@@ -177,8 +177,8 @@ def test_record_config_takes_a_grey_or_rgba_camera_as_png_and_refuses_jpeg(chann
 def test_fsr_info_names_no_channels_for_a_hostile_descriptor_and_never_raises(
     bad: Any, codec: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """audit40: ``fsr info`` on a file whose image descriptor says ``channels`` [1], {...}, 3.0, true, or 1 with
-    jpeg (what every reader refuses): channels null, no traceback (was a TypeError, or '3.0 channels (RGB)')."""
+    """A descriptor every reader refuses (channels [1], {...}, 3.0, true, 1 with jpeg): fsr info says null, never raises."""
+    # audit40: was a TypeError traceback, or '3.0 channels (RGB)'.
     from fastsim_record.cli import main
     from fastsim_record.testing.cameras import write_camera_fsr
     from fastsim_recording_format import FsrReader

@@ -74,6 +74,27 @@ class SpaceEnv(gym.Env[Any, Any]):
         return self.observation_space.sample(), 0.0, False, False, {}
 
 
+class SampledEnv(gym.Env[Any, Any]):
+    """Samples of the given observation and action spaces; truncates after 6 steps."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it per instance)
+
+    def __init__(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self._t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self._t = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._t += 1
+        return self.observation_space.sample(), float(self._t), False, self._t >= 6, {}
+
+
 class ImageEnv(gym.Env[dict[str, Any], Any]):
     """A square moves over a gradient; the observation shows it (``image``) and holds its position
     (``state``); ``mask`` (H, W) and ``rgba`` (H, W, 4) are the 1- and 4-channel images.  Ends after 15 steps."""

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from gymnasium import spaces
 from tests.distributions import source_path
+from tests.record.gym.envs import SampledEnv as SpaceEnv
 from tests.record.gym.play import assert_recorded, play
 
 import fastsim_record as fr
@@ -22,27 +23,6 @@ from fastsim_record.cli import main
 from fastsim_record.gym import GymWrapError, RecordEpisodes, RecordVectorEpisodes, read_episode
 from fastsim_record.gym._single import EXIT_REASON
 from fastsim_recording_format import validate
-
-
-class SpaceEnv(gym.Env[Any, Any]):
-    """Samples of the given observation and action spaces; truncates after 6 steps."""
-
-    metadata = {"render_modes": []}  # noqa: RUF012 (Gymnasium declares it per instance)
-
-    def __init__(self, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]) -> None:
-        self.observation_space = observation_space
-        self.action_space = action_space
-        self._t = 0
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.observation_space.seed(seed)
-        self._t = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        self._t += 1
-        return self.observation_space.sample(), float(self._t), False, self._t >= 6, {}
 
 
 def test_scalar_box_spaces_are_recorded_not_silently_dropped(tmp_path: Path) -> None:

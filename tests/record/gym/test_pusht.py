@@ -16,16 +16,14 @@ import math
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from gymnasium import spaces
 from gymnasium.wrappers import FilterObservation
 from tests.distributions import source_path
-from tests.record.gym.envs import ImageEnv
+from tests.record.gym.envs import ImageEnv, SampledEnv
 from tests.record.gym.play import play
 
 import fastsim_record as fr
@@ -114,31 +112,16 @@ def test_files_whose_cameras_differ_in_calibration_are_refused(tmp_path: Path, m
     assert f"{second}: calibrated cameras [] differ from ['image', 'mask', 'rgba']" in err  # mask, rgba: PNG cameras
 
 
-class KeypointEnv(gym.Env[dict[str, Any], Any]):
+def _keypoint_env() -> SampledEnv:
     """gym-pusht's obs_type="environment_state_agent_pos" in shape: ``agent_pos`` [2] and ``environment_state`` [16]."""
-
-    metadata = {"render_modes": [], "render_fps": 10}  # noqa: RUF012 (Gymnasium declares it per instance)
-
-    def __init__(self) -> None:
-        self.observation_space = spaces.Dict({"agent_pos": spaces.Box(0.0, 512.0, (2,), np.float64),
-                                              "environment_state": spaces.Box(0.0, 512.0, (16,), np.float64)})
-        self.action_space = spaces.Box(0.0, 512.0, (2,), np.float32)
-        self._t = 0
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.observation_space.seed(seed)
-        self._t = 0
-        return self.observation_space.sample(), {}
-
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        self._t += 1
-        return self.observation_space.sample(), 0.0, False, self._t >= 6, {}
+    return SampledEnv(spaces.Dict({"agent_pos": spaces.Box(0.0, 512.0, (2,), np.float64),
+                                   "environment_state": spaces.Box(0.0, 512.0, (16,), np.float64)}),
+                      spaces.Box(0.0, 512.0, (2,), np.float32))
 
 
 def test_an_environment_state_leaf_is_lerobots_environment_state_not_part_of_the_state(tmp_path: Path) -> None:
     """agent_pos is observation.state [2], environment_state observation.environment_state [16] (it was one state [18])."""
-    env = RecordEpisodes(KeypointEnv(), tmp_path / "eps")
+    env = RecordEpisodes(_keypoint_env(), tmp_path / "eps")
     played = play(env, [3])
     env.close()
     assert main(["export", str(tmp_path / "eps"), "--to", "lerobot", "-o", str(tmp_path / "lr")]) == 0

@@ -187,9 +187,9 @@ def test_close_reports_a_commit_that_failed(tmp_path: Path, monkeypatch: pytest.
 def test_a_spill_that_fails_drops_that_episodes_rows_once_and_counts_it_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """audit40: the disk refuses one spill: that episode keeps nothing more (stopped, its one line), the env
-    never waits forever, the others are exact, and ``spills`` counts each spilling episode once (was once per
-    refill of its kept rows after the failure)."""
+    """The disk refuses one spill: that episode stops with its line, the others are exact, ``spills`` counts it once."""
+    # audit40: the env never waits forever; ``spills`` counted the episode again on every
+    # refill of its kept rows after the failure.
     from fastsim_embedded.gymnasium_host import spill
 
     monkeypatch.setattr(episode_module, "MAX_PENDING_ROWS", 64)
