@@ -22,8 +22,8 @@ Both pools have ``writers`` threads; at most ``2 * writers`` finished episodes w
 ``step`` waits (``flow_waits`` counts it); with ``durable`` the call that ends an episode waits for its commit
 (so a ``kill -9`` finds every ended episode committed), and the call that starts one waits for its file to
 open when it has a slot (so the open episode is recoverable from its first step, and no open runs beside its
-steps).  With the lanes' bounds, the bounded queued rows (``EpisodeWriter.hand``) and the open slots, memory
-grows neither with episode length nor with the number of sub-envs beyond one chunk each.  At interpreter exit
+steps).  With the lanes' bounds, the queued rows (``EpisodeWriter.hand``: spilled to disk past their bound) and
+the open slots, memory grows neither with episode length nor with sub-envs beyond their kept rows.  At interpreter exit
 (Python >= 3.12 starts no thread then) a commit runs on the calling thread.
 """
 
