@@ -45,6 +45,7 @@ from fastsim_embedded.gymnasium_host.mujoco import (
     render_observation_path,
 )
 from fastsim_embedded.gymnasium_host.spaces import Leaf, leaf_value
+from fastsim_recording_format.codecs.image import CHANNELS
 from fastsim_recording_format.encoding import readonly
 
 __all__ = ["CameraSource", "UncalibratedCamera", "camera_frame", "camera_note", "plan_cameras"]
@@ -150,4 +151,4 @@ def camera_note(calibrators: dict[str, Any], asked: bool, shapes: Mapping[str, t
 def _png_note(channels: int) -> str:
     if channels == 3:
         return ""
-    return f", {'grey' if channels == 1 else 'RGBA'} ({channels} channel{'s' if channels > 1 else ''}): PNG, exact"
+    return f", {CHANNELS[channels]} ({channels} channel{'s' if channels > 1 else ''}): PNG, exact"
