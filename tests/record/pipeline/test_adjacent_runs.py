@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fastsim_record.adapters.fsr_sink import _adjacent_runs, _block
+from fastsim_record.adapters.fsr_columns import _adjacent_runs, _block
 from fastsim_record.ports.sinks import OutRecord, RecordColumns
 from fastsim_recording_format.codecs.numeric import channel_sequences
 from fastsim_recording_format.writer import FsrWriter, RecordBlock

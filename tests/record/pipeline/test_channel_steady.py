@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fastsim_contract.values import PackedLayout, PackedValues
-from fastsim_record.adapters.fsr_sink import _block, channel_sequence_metadata
+from fastsim_record.adapters.fsr_columns import _block, channel_sequence_metadata
 from fastsim_record.adapters.numeric_columns import numeric_columns
 from fastsim_record.ports.sinks import RecordColumns
 

@@ -21,14 +21,8 @@ Output transaction (``finish``), each step only after the previous one succeeded
 
 ``abort`` is idempotent and a no-op after commit.
 
-Record columns (the columnar numeric path) become ``RecordBlock`` values: adjacent runs
-of one stream, generation and tick size in a batch become one block (``_adjacent_runs``;
-their payload buffers are written one after another, never joined).  Their
-diagnostic ``channel_sequence`` is kept as record metadata, one value per block plus the
-exceptions (rule CS1): the block's first record carries ``{"channel_sequence": n}``; a
-later record of the block carries its own value only when it is not its predecessor's
-plus one.  A numeric record without the key has its predecessor's (in the same batch)
-plus one.  It is diagnostic only: nothing uses it for continuity.
+Record columns (the columnar numeric path) become ``RecordBlock`` values, or rows when
+they hold one record (``fsr_columns.batch_records``: the same bytes either way).
 """
 
 from __future__ import annotations
@@ -40,22 +34,20 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, BinaryIO, cast
 
-import numpy as np
-
 from fastsim_contract.errors import CoreError, LeaseError
 from fastsim_contract.protocols import OutputService, ReadbackLease, WriteLease
+from fastsim_record.adapters.fsr_columns import batch_records, channel_sequence_metadata
 from fastsim_record.errors import ContractError, OutputError
 from fastsim_record.ports.sinks import OutRecord, RecordColumns, StreamDecl
 from fastsim_recording_format.errors import FormatError
-from fastsim_recording_format.model import RecordKind, RecordRow, RunMetadata, StreamSpec
+from fastsim_recording_format.model import RunMetadata, StreamSpec
 from fastsim_recording_format.validate import ValidationReceipt, validate
-from fastsim_recording_format.writer import FsrWriter, RecordBlock
+from fastsim_recording_format.writer import FsrWriter
 
 __all__ = [
     "FsrSink", "LeaseReader", "LeaseWriter", "channel_sequence_metadata", "receipt_mapping", "validate_readback",
 ]
 
-_KINDS = {"data": RecordKind.DATA, "gap": RecordKind.GAP, "barrier": RecordKind.BARRIER}
 _BIG_WRITE = 16 * 1024  #: parts this big on average: one ``write`` each costs less than joining them
 
 
@@ -129,22 +121,6 @@ class LeaseReader(io.RawIOBase):
     def tell(self) -> int:
         """Position in the lease."""
         return self._lease.tell()
-
-
-def channel_sequence_metadata(channel_sequence: Any) -> dict[int, dict[str, int]]:
-    """Rule CS1: the sparse record metadata that keeps a block's ``channel_sequence``."""
-    n = len(channel_sequence) if channel_sequence is not None else 0
-    if n == 0:
-        return {}
-    first = int(channel_sequence[0])
-    if int(channel_sequence[-1]) - first == n - 1 and (
-        n == 1 or not np.count_nonzero(channel_sequence[1:] != channel_sequence[:-1] + 1)
-    ):
-        return {0: {"channel_sequence": first}}  # the steady state: one value
-    jumps = np.flatnonzero(np.diff(channel_sequence) != 1) + 1
-    keep = [0, *jumps.tolist()]
-    values = channel_sequence[keep].tolist()
-    return {k: {"channel_sequence": v} for k, v in zip(keep, values)}
 
 
 def validate_readback(
@@ -252,15 +228,7 @@ class FsrSink:
 
     def write_batch(self, records: Sequence[OutRecord | RecordColumns]) -> int:
         """Append one batch."""
-        ids = self._ids
-        batch: list[RecordRow | RecordBlock] = [  # tuples, not RecordIn: one per record
-            RecordRow(
-                ids[r.stream], _KINDS[r.kind], r.global_sequence, r.stream_sequence,
-                r.generation, r.sim_time_ns, r.payload, r.metadata,
-                r.global_last or r.global_sequence, r.stream_last or r.stream_sequence,
-            ) if r.__class__ is OutRecord else _block(ids, r)  # type: ignore[arg-type]
-            for r in _adjacent_runs(records)
-        ]
+        batch = batch_records(self._ids, records)
         try:
             return self._open_writer().write_batch(batch)
         except ValueError as exc:
@@ -322,69 +290,6 @@ class FsrSink:
             self._outputs.abort(self._lease)
         except Exception as exc:
             raise _translate(exc, "abort") from exc
-
-
-def _adjacent_runs(records: Sequence[OutRecord | RecordColumns]) -> list[OutRecord | RecordColumns | list[RecordColumns]]:
-    """``records`` with each stretch of adjacent column runs of one stream, generation and
-    tick size gathered into a list: it becomes ONE block (the same records, so the same
-    table bytes and the same checks), and a batch the worker filled from several drains
-    takes the writer's one-block path instead of the mixed one."""
-    out: list[OutRecord | RecordColumns | list[RecordColumns]] = []
-    last: list[RecordColumns] | None = None
-    for r in records:
-        if r.__class__ is OutRecord:
-            out.append(r)
-            last = None
-        elif last is not None and _same_run_kind(last[0], r):  # type: ignore[arg-type]
-            last.append(r)  # type: ignore[arg-type]
-        else:
-            last = [r]  # type: ignore[list-item]
-            out.append(last)
-    return out
-
-
-def _same_run_kind(a: RecordColumns, b: RecordColumns) -> bool:
-    return a.stream == b.stream and a.generation == b.generation and a.record_bytes == b.record_bytes
-
-
-def _steady_metadata(runs: list[RecordColumns]) -> dict[int, dict[str, int]] | None:
-    """Rule CS1 for runs whose makers found each ``channel_sequence`` stepping by one: one
-    value when each run continues the previous one; ``None`` (a pass is needed) otherwise."""
-    first = prev = None
-    for r in runs:
-        chan = r.channel_sequence
-        if not r.channel_steady or chan is None or not len(chan):
-            return None
-        head = chan.item(0)
-        if prev is None:
-            first = head
-        elif head != prev + 1:
-            return None
-        prev = chan.item(-1)
-    return {0: {"channel_sequence": first}} if first is not None else None
-
-
-def _block(ids: Mapping[str, int], runs: list[RecordColumns]) -> RecordBlock:
-    first = runs[0]
-    metadata = _steady_metadata(runs)
-    if len(runs) == 1:
-        g, s, t, cs = first.global_sequence, first.stream_sequence, first.sim_time_ns, first.channel_sequence
-    else:  # the columns are joined (8 bytes a record each); the payload buffers are not
-        g = np.concatenate([r.global_sequence for r in runs])
-        s = np.concatenate([r.stream_sequence for r in runs])
-        t = np.concatenate([r.sim_time_ns for r in runs])
-        cs = (None if metadata is not None or any(r.channel_sequence is None for r in runs)
-              else np.concatenate([r.channel_sequence for r in runs]))
-    parts: list[Any] = []  # payload buffers in order: a run's tick buffers (a tuple) or its one buffer
-    for r in runs:
-        if r.payload.__class__ is tuple:
-            parts.extend(r.payload)
-        else:
-            parts.append(r.payload)
-    return RecordBlock(
-        ids[first.stream], first.generation, g, s, t, first.record_bytes, parts[0],
-        channel_sequence_metadata(cs) if metadata is None else metadata, tuple(parts[1:]),
-    )
 
 
 def _translate(exc: BaseException, what: str) -> OutputError | ContractError:

@@ -17,6 +17,7 @@ Numeric tick layout (one record per tick, all selected channels; the byte layout
 from __future__ import annotations
 
 import functools
+import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, TypeVar
@@ -69,17 +70,46 @@ JSON_CODEC: Final[Mapping[str, object]] = {
 }
 
 
+#: ``json.encoder.c_make_encoder`` (``None`` without the C accelerator)
+_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _c_encoder() -> Any:
+    """A C encoder with exactly ``canonical_json(..., default=_jsonable)``'s options, as
+    ``json.dumps`` builds it for every call: a fresh circularity ``markers`` map, the
+    ``_jsonable`` default, literal UTF-8 strings, ``":"`` and ``","``, sorted keys, no
+    skipped keys, no NaN/Infinity.  Argument order: markers, default, encoder, indent,
+    key separator, item separator, sort_keys, skipkeys, allow_nan."""
+    return _C_ENCODER({}, _jsonable, json.encoder.encode_basestring, None, ":", ",", True, False, False)
+
+
 class JsonEncoder:
-    """Canonical JSON (sorted keys, UTF-8, no NaN/Infinity) for mapping payloads."""
+    """Canonical JSON (sorted keys, UTF-8, no NaN/Infinity) for mapping payloads.
+
+    Two records a driven tick (``command.issued``, ``command.applied``) come here, so the
+    C encoder ``json.dumps`` would build for every call is built once per encoder and
+    reused; it writes the same text (``canonical_json`` with ``default=_jsonable``: a test
+    compares both on many payloads).  After any failure it is built again, so the
+    circularity markers a failed call may leave behind never reach the next payload.
+    Payloads that are not a ``dict`` (or its subclass ``FrozenDict``), and interpreters
+    without the C accelerator, take ``canonical_json`` itself."""
 
     codec: Mapping[str, object] = JSON_CODEC
 
     def __init__(self, stream: str) -> None:
         self._stream = stream
+        self._c = _c_encoder() if _C_ENCODER is not None else None
 
     def encode(self, payload: object) -> bytes:
         """Encode one JSON-able mapping; anything else is a recording failure."""
         try:
+            c = self._c
+            if c is not None and isinstance(payload, dict):
+                try:
+                    return "".join(c(payload, 0)).encode("utf-8")
+                except BaseException:
+                    self._c = _c_encoder()  # fresh markers for the next payload
+                    raise
             return canonical_json(payload, default=_jsonable)
         except (TypeError, ValueError) as exc:
             raise RecordingFailed(

@@ -1,0 +1,106 @@
+"""Record's cheaper paths for a driven Run (perf41) write the very bytes of the plain ones.
+
+A driven step is three records: the observation tick between the two command events.
+Two paths make them cheaper and must not change a byte of the committed files:
+
+  * the command events' JSON from one reused C encoder per stream
+    (``payloads.JsonEncoder``) instead of ``json.dumps`` building one per record;
+  * the tick, a one-record column run between them, handed to the writer as a row
+    instead of a one-record block (``fsr_columns._row``).
+
+The same seeded episodes (a refused action, a reset, a closed episode) are driven with
+both paths and with neither, under the same run ids and wall clock; every file is
+compared byte for byte, and both paths must have been taken.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pytest
+
+import fastsim_record.adapters.fsr_columns as fsr_columns
+import fastsim_record.adapters.payloads as payloads
+from fastsim_embedded.gym import FastSimRunEnv
+
+from .conftest import reach_run
+
+
+def _drive(folder: Path, run: Path) -> list[bytes]:
+    """Two episodes of seeded random actions (one out of bounds), then ``close``: the committed files' bytes."""
+    ids = (uuid.UUID(int=k) for k in itertools.count(1))
+    clock = itertools.count(1_800_000_000_000_000_000, 1_000_000)
+    with mock.patch("uuid.uuid4", side_effect=lambda: next(ids)), \
+            mock.patch("time.time_ns", side_effect=lambda: next(clock)):
+        env = FastSimRunEnv(run, folder)
+        env.action_space.seed(7)
+        for episode in range(2):
+            env.reset(seed=3 + episode)
+            for k in range(40):
+                action = env.action_space.sample()
+                if k == 5:
+                    with pytest.raises(ValueError):
+                        env.step(np.full_like(action, 1e6))  # refused: nothing recorded
+                env.step(action)
+        env.close()
+    return [Path(p).read_bytes() for p in env.committed]
+
+
+def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp_path: Path) -> None:
+    """Rows for lone ticks and a reused JSON encoder: the same two committed files, byte for byte."""
+    run = reach_run(tmp_path, duration_s=100.0)
+    rows: list[bool] = []
+    encodes: list[bool] = []
+    row = fsr_columns._row
+    encode = payloads.JsonEncoder.encode
+
+    def counting_row(*args: Any) -> Any:
+        made = row(*args)
+        rows.append(made is not None)
+        return made
+
+    def counting_encode(self: payloads.JsonEncoder, payload: object) -> bytes:
+        encodes.append(self._c is not None)
+        return encode(self, payload)
+
+    with mock.patch.object(fsr_columns, "_row", counting_row), \
+            mock.patch.object(payloads.JsonEncoder, "encode", counting_encode):
+        fast = _drive(tmp_path / "fast", run)
+    assert sum(rows) >= 70, f"lone ticks written as rows: {sum(rows)} of {len(rows)}"
+    assert sum(encodes) >= 160, f"payloads through the reused encoder: {sum(encodes)} of {len(encodes)}"
+    with mock.patch.object(fsr_columns, "_row", lambda *a: None), \
+            mock.patch.object(payloads, "_C_ENCODER", None):
+        plain = _drive(tmp_path / "plain", run)
+    assert len(fast) == len(plain) == 2
+    assert [len(f) for f in fast] == [len(p) for p in plain]
+    assert fast == plain
+
+
+@pytest.mark.parametrize("payload", [
+    {"event": "command.issued", "command_id": "gym-1", "args": {"targets": [0.1, -2.5e-17, 3.0]}},
+    {"event": "x", "data": {"ü": "ß", "n": None, "t": True, "i": -(2**70), "nested": [{"b": 1, "a": [1, 2.5]}]}},
+    {"a": np.float32(0.25), "b": np.arange(3), "c": (1, 2), "d": frozenset({4})},
+    {},
+])
+def test_the_reused_encoder_writes_canonical_json(payload: dict[str, Any]) -> None:
+    """The reused C encoder's text is ``canonical_json(..., default=_jsonable)``'s, call after call."""
+    encoder = payloads.JsonEncoder("s")
+    expected = payloads.canonical_json(payload, default=payloads._jsonable)
+    assert encoder.encode(payload) == encoder.encode(payload) == expected
+
+
+def test_the_reused_encoder_recovers_after_a_failure() -> None:
+    """A refused payload (NaN, a circular list) fails as before; the next payload still encodes."""
+    encoder = payloads.JsonEncoder("s")
+    loop: list[Any] = []
+    loop.append(loop)
+    for bad in ({"x": float("nan")}, {"x": loop}, {"x": object()}):
+        with pytest.raises(payloads.RecordingFailed, match="not canonical JSON"):
+            encoder.encode(bad)
+        shared = [1]
+        assert encoder.encode({"a": shared, "b": shared}) == b'{"a":[1],"b":[1]}'
