@@ -9,13 +9,15 @@ numpy calls on strided fields of the whole table, and sorts it by stream.
 :func:`segment_batch` builds the same table as 8-byte words, one segment (a block or a
 row) at a time, and checks each rule on a segment's end points as Python integers (a
 block's inside is checked as in ``block_batch``); the facts come from per-stream
-running totals.  It accepts only what the general path accepts, with the same table
+running totals.  A driven Run's batch (FastSimRun-v0, issue 24) is rows alone: each tick a
+row between its two command events; built the same way (perf41).  It accepts only what the general path accepts, with the same table
 bytes, metadata blob and facts; anything else answers ``None`` and takes the general
 path, which refuses or accepts it rule by rule:
 
     | # | the batch                                                        | else |
     |---|------------------------------------------------------------------|------|
-    | 1 | blocks (at least one) and ``RecordRow``/``RecordIn`` rows only;    | None |
+    | 1 | blocks and ``RecordRow``/``RecordIn`` rows only, or rows alone     | None |
+    |   | (a driven Run: each tick a row between its command events);       |      |
     |   | records of two streams or more                                    |      |
     | 2 | a block: as ``block_batch`` rows 1-5, one record or more           | None |
     | 3 | a row: DATA, one sequence, Python ``int`` fields within their     | None |
@@ -79,7 +81,6 @@ def segment_batch(
     gen = -1
     next_g = first_g = -1
     base = 0
-    blocks = 0
     tmin, tmax = _I64, -_I64
     for r in records:
         if r.__class__ is RecordBlock:
@@ -88,7 +89,6 @@ def segment_batch(
                 return None
             raw, some, sid, generation, n, g0, g1, s0, s1, t0, t1, plen, meta = segment
             parts.extend(some)
-            blocks += 1
         elif r.__class__ in _ROWS:
             segment = _row(r, max_metadata)
             if segment is None:
@@ -118,8 +118,8 @@ def segment_batch(
             metas.append((base, meta))
         pieces.append(raw)
         base += n
-    if not blocks or len(streams) < 2:
-        return None  # row 1: one block alone, rows alone or one stream take the other paths
+    if len(streams) < 2:
+        return None  # row 1: one block alone or one stream take the other paths
     raw_table = bytearray(b"".join(pieces))
     words = np.frombuffer(raw_table, np.uint64).reshape(base, _WORDS)
     plens = words[:, _PL]

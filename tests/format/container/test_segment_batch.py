@@ -117,6 +117,15 @@ CASES: dict[str, Callable[[], list[list[Any]]]] = {
     "near 2**64": lambda: [[Seq(U64 - 9).block(4), Seq(U64 - 5).row(9, stream_sequence=3, stream_last=3)]],
     "continuity broken between batches": lambda: [[Seq(1).block(2), Seq(3).row()], [Seq(9).block(2), Seq(11).row()]],
     "many rows": _one(lambda q: [q.block(2), *[q.row() for _ in range(40)]]),
+    "rows alone, two streams": _one(lambda q: [q.row(1, payload=bytes(SIZE), metadata={"channel_sequence": 4}),
+                                               q.row(), q.row(7), q.row(1, payload=bytes(SIZE))]),
+    "rows alone, one stream": _one(lambda q: [q.row(), q.row(), q.row()]),
+    "rows alone, a driven Run's": lambda: [[r for k in range(30) for r in (q.row(1, payload=bytes(SIZE)), q.row(7), q.row())]
+                                           for q in [Seq()]],
+    "rows alone, a BARRIER row": _one(lambda q: [q.row(), q.row(7, kind=RecordKind.BARRIER)]),
+    "rows alone, a hole": _one(lambda q: [q.row(), q.row(7, global_sequence=q.g + 1, global_last=q.g + 1)]),
+    "rows alone, time goes back": _one(lambda q: [q.row(sim_time_ns=10**9), q.row(7), q.row()]),
+    "rows alone, past the bound": _one(lambda q: [q.row(sid) for sid in [7, 9] * 120]),
 }
 
 
@@ -174,3 +183,25 @@ def test_segment_path_takes_a_runs_batch() -> None:
     assert built.metadata.startswith(b'{"channel_sequence":11}{"tick":14}')
     q = Seq(11)
     assert segment_batch([q.block(3), q.block(2)], ROWS, 4, MAX_RECORD_METADATA_BYTES) is None  # one stream
+
+
+def test_segment_path_takes_a_driven_runs_batch_of_rows_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows alone of two streams or more (a driven Run's ticks between its command events, perf41)
+    are built by ``segment_batch``, and the writer takes it for them: the same bytes as the general path."""
+    q = Seq(11)
+    rows = [q.row(1, payload=bytes(SIZE)), q.row(7), q.row(), q.row(1, payload=bytes(SIZE))]
+    built = segment_batch(rows, ROWS, 4, MAX_RECORD_METADATA_BYTES)
+    assert built is not None
+    assert built.facts.kind_counts.tolist() == [[2, 0, 0], [1, 0, 0], [1, 0, 0]]
+    assert built.table["global_sequence"].tolist() == list(range(11, 15))
+    taken: list[bool] = []
+
+    def counting(*args: Any) -> Any:
+        made = segment_batch(*args)
+        taken.append(made is not None)
+        return made
+
+    batches = CASES["rows alone, a driven Run's"]()
+    monkeypatch.setattr("fastsim_recording_format.writer.segment_batch", counting)
+    assert written_batches(batches, monkeypatch)[1] == [""]
+    assert taken == [True]

@@ -6,7 +6,9 @@ Two paths make them cheaper and must not change a byte of the committed files:
   * the command events' JSON from one reused C encoder per stream
     (``payloads.JsonEncoder``) instead of ``json.dumps`` building one per record;
   * the tick, a one-record column run between them, handed to the writer as a row
-    instead of a one-record block (``fsr_columns._row``).
+    instead of a one-record block (``fsr_columns._row``);
+  * the batch, rows alone, built segment by segment (``_segment_batch``) instead of
+    column-wise (``assemble``).
 
 The same seeded episodes (a refused action, a reset, a closed episode) are driven with
 both paths and with neither, under the same run ids and wall clock; every file is
@@ -26,6 +28,7 @@ import pytest
 
 import fastsim_record.adapters.fsr_columns as fsr_columns
 import fastsim_record.adapters.payloads as payloads
+import fastsim_recording_format.writer as writer_module
 from fastsim_embedded.gym import FastSimRunEnv
 
 from .conftest import reach_run
@@ -52,12 +55,20 @@ def _drive(folder: Path, run: Path) -> list[bytes]:
 
 
 def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp_path: Path) -> None:
-    """Rows for lone ticks and a reused JSON encoder: the same two committed files, byte for byte."""
+    """Rows for lone ticks, batches of rows built by segments and a reused JSON encoder: the
+    same two committed files, byte for byte."""
     run = reach_run(tmp_path, duration_s=100.0)
     rows: list[bool] = []
     encodes: list[bool] = []
+    segments: list[bool] = []
     row = fsr_columns._row
     encode = payloads.JsonEncoder.encode
+    segment = writer_module.segment_batch
+
+    def counting_segment(*args: Any) -> Any:
+        made = segment(*args)
+        segments.append(made is not None)
+        return made
 
     def counting_row(*args: Any) -> Any:
         made = row(*args)
@@ -69,12 +80,15 @@ def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp
         return encode(self, payload)
 
     with mock.patch.object(fsr_columns, "_row", counting_row), \
-            mock.patch.object(payloads.JsonEncoder, "encode", counting_encode):
+            mock.patch.object(payloads.JsonEncoder, "encode", counting_encode), \
+            mock.patch.object(writer_module, "segment_batch", counting_segment):
         fast = _drive(tmp_path / "fast", run)
     assert sum(rows) >= 70, f"lone ticks written as rows: {sum(rows)} of {len(rows)}"
     assert sum(encodes) >= 160, f"payloads through the reused encoder: {sum(encodes)} of {len(encodes)}"
+    assert sum(segments) >= 2, f"batches built segment by segment: {sum(segments)} of {len(segments)}"
     with mock.patch.object(fsr_columns, "_row", lambda *a: None), \
-            mock.patch.object(payloads, "_C_ENCODER", None):
+            mock.patch.object(payloads, "_C_ENCODER", None), \
+            mock.patch.object(writer_module, "segment_batch", lambda *a: None):
         plain = _drive(tmp_path / "plain", run)
     assert len(fast) == len(plain) == 2
     assert [len(f) for f in fast] == [len(p) for p in plain]
