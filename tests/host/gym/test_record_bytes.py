@@ -47,7 +47,7 @@ def _drive(folder: Path, run: Path) -> list[bytes]:
             for k in range(40):
                 action = env.action_space.sample()
                 if k == 5:
-                    with pytest.raises(ValueError):
+                    with pytest.raises(ValueError, match="action"):
                         env.step(np.full_like(action, 1e6))  # refused: nothing recorded
                 env.step(action)
         env.close()
@@ -86,9 +86,9 @@ def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp
     assert sum(rows) >= 70, f"lone ticks written as rows: {sum(rows)} of {len(rows)}"
     assert sum(encodes) >= 160, f"payloads through the reused encoder: {sum(encodes)} of {len(encodes)}"
     assert sum(segments) >= 2, f"batches built segment by segment: {sum(segments)} of {len(segments)}"
-    with mock.patch.object(fsr_columns, "_row", lambda *a: None), \
+    with mock.patch.object(fsr_columns, "_row", return_value=None), \
             mock.patch.object(payloads, "_C_ENCODER", None), \
-            mock.patch.object(writer_module, "segment_batch", lambda *a: None):
+            mock.patch.object(writer_module, "segment_batch", return_value=None):
         plain = _drive(tmp_path / "plain", run)
     assert len(fast) == len(plain) == 2
     assert [len(f) for f in fast] == [len(p) for p in plain]

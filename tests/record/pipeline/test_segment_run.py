@@ -35,7 +35,8 @@ def test_segment_path_writes_the_general_paths_file(
     # A batch with a barrier (a reset) is the general path's by design (segment row 3), and
     # a lone tick between two rows is a row itself (fsr_columns row 3): which batches hold
     # blocks depends on when the worker drained, so every such batch must take the path.
-    assert taken and all(taken), f"the segment path was taken by {sum(taken)} of {len(taken)} batches"
+    assert taken, "no batch of blocks and DATA rows"
+    assert all(taken), f"the segment path was taken by {sum(taken)} of {len(taken)} batches"
     with monkeypatch.context() as m:
         m.setattr(writer_module, "segment_batch", lambda *a: None)
         general = _record(tmp_path, "general", **case)
