@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from fastsim_recording_format.encoding import canonical_json
 
-__all__ = ["EMPTY", "FrozenDict", "freeze", "freeze_sized", "portable_size"]
+__all__ = ["EMPTY", "FloatRow", "FrozenDict", "freeze", "freeze_sized", "portable_size"]
 
 
 class FrozenDict(dict[str, Any]):
@@ -41,6 +41,27 @@ class FrozenDict(dict[str, Any]):
         """Pickled as a plain dict rebuilt by the constructor (unpickling a dict subclass
         item by item would call the refused ``__setitem__``)."""
         return FrozenDict, (dict(self),)
+
+
+class FloatRow(tuple[float, ...]):
+    """A frozen list of finite floats (a command's targets, a result's ``ctrl``) that
+    keeps the canonical JSON of its elements, ``json`` (``float.__repr__`` of each,
+    joined by commas, no brackets), as ``freeze_sized`` wrote it to size it: the
+    writer worker then encodes the payload without writing each float again.  A tuple
+    in every other respect (equal to, and hashed as, the plain tuple of its elements);
+    pickled as that plain tuple.  Made only by ``_float_row``, from exact floats it
+    checked finite, so ``json`` is always its elements' text."""
+
+    json: str
+
+    def __reduce__(self) -> tuple[type[tuple[float, ...]], tuple[tuple[float, ...]]]:
+        return tuple, (tuple(self),)
+
+
+def _float_row(values: Any, text: str) -> FloatRow:
+    row = FloatRow(values)
+    row.json = text
+    return row
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -123,16 +144,21 @@ def _key_size(key: str) -> int:
 
 def _sized_value(value: Any) -> tuple[Any, int]:
     """``value`` frozen and its portable size, for a finite float, a string, an int, a
-    bool, ``None`` or a list/tuple of finite floats; ``TypeError``/``ValueError``
-    otherwise (the caller then takes the general path, which raises the canonical error if
-    there is one)."""
+    bool, ``None``, a list/tuple of finite floats (a ``FloatRow``) or of strings;
+    ``TypeError``/``ValueError`` otherwise (the caller then takes the general path, which
+    raises the canonical error if there is one)."""
     kind = type(value)
     if kind is float:
         text = _FLOAT_REPR(value)
     elif kind is list or kind is tuple:
+        if value and type(value[0]) is str:  # names (a result's actuators): each a JSON string
+            if list(map(type, value)).count(str) != len(value):
+                raise TypeError(kind)
+            return tuple(value), len(value) + 1 + sum(map(_string_size, value))  # brackets, commas
         text = ",".join(map(_FLOAT_REPR, value))  # TypeError unless every element is a float
-        value = tuple(value)
-        text += "[]"
+        if "n" in text:  # nan, inf, -inf
+            raise ValueError(text)
+        return _float_row(value, text), len(text) + 2
     elif kind is str:
         return value, _string_size(value)
     elif kind is int:

@@ -51,6 +51,10 @@ ARGS: list[Any] = [
     {4: [1.0]},
     {},
     {"e": []},
+    {"actuators": ["joint1", "fingers\u00e9"], "ctrl": [0.5, -1e-7, 255.0]},  # a MuJoCo result's detail
+    {"names": ["a"], "more": ("x\n", "\U0001f600")},
+    {"names": ["a", 1.0]},  # mixed: the general path
+    {"names": ["a", None]},
     {"s": "\U0001f600\u2028\"\\"},
     FrozenDict({"k": [1.0]}),
     [1.0, 2.0],
@@ -193,3 +197,23 @@ def test_the_packed_observer_publishes_what_publish_observation_packed_does(tmp_
     assert got[0].payload.samples.values.buffer is frozen  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="bytes, layout"):
         hosts[0].bus.packed_stamper(("a", "b"), hosts[0].observations._packed)(0, 3, 30, np.zeros(2), 9)  # type: ignore[arg-type]
+
+
+def test_a_float_row_keeps_its_text_and_is_a_tuple() -> None:
+    """``freeze_sized`` freezes a list of floats into a ``FloatRow``: its elements' canonical
+    text kept (what the writer worker writes), equal to the plain tuple, pickled as one (perf41)."""
+    import pickle
+
+    values = [0.1, -2.5e-300, 3.0, _F(0.25)]
+    frozen, size = freeze_sized({"ctrl": values, "names": ["a", "b"]})
+    row = frozen["ctrl"]
+    assert type(row) is payloads.FloatRow
+    assert row == tuple(values)
+    assert hash(row) == hash(tuple(values))
+    assert row.json == ",".join(map(float.__repr__, values)) == canonical_json(list(values)).decode()[1:-1]
+    assert type(frozen["names"]) is tuple
+    assert size == len(canonical_json(frozen))
+    again = pickle.loads(pickle.dumps(row))
+    assert type(again) is tuple
+    assert again == row
+    assert type(freeze(row)) is tuple  # a deep copy is a plain tuple

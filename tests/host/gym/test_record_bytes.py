@@ -3,8 +3,9 @@
 A driven step is three records: the observation tick between the two command events.
 Two paths make them cheaper and must not change a byte of the committed files:
 
-  * the command events' JSON from one reused C encoder per stream
-    (``payloads.JsonEncoder``) instead of ``json.dumps`` building one per record;
+  * the command events' JSON written from the host-frozen payload, each ``FloatRow``
+    (the targets) from the text its sizing kept (``payloads._frozen_json``), else from
+    one reused C encoder per stream instead of ``json.dumps`` building one per record;
   * the tick, a one-record column run between them, handed to the writer as a row
     instead of a one-record block (``fsr_columns._row``);
   * the batch, rows alone, built segment by segment (``_segment_batch``) instead of
@@ -17,6 +18,7 @@ compared byte for byte, and both paths must have been taken.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import uuid
 from pathlib import Path
@@ -32,6 +34,12 @@ import fastsim_recording_format.writer as writer_module
 from fastsim_embedded.gym import FastSimRunEnv
 
 from .conftest import reach_run
+
+
+class _Level(enum.IntEnum):
+    """An int subclass: the fast path leaves it to the C encoder."""
+
+    HIGH = 3
 
 
 def _drive(folder: Path, run: Path) -> list[bytes]:
@@ -55,8 +63,8 @@ def _drive(folder: Path, run: Path) -> list[bytes]:
 
 
 def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp_path: Path) -> None:
-    """Rows for lone ticks, batches of rows built by segments and a reused JSON encoder: the
-    same two committed files, byte for byte."""
+    """Rows for lone ticks, batches of rows built by segments, the targets' kept text and a
+    reused JSON encoder: the same two committed files, byte for byte."""
     run = reach_run(tmp_path, duration_s=100.0)
     rows: list[bool] = []
     encodes: list[bool] = []
@@ -75,20 +83,31 @@ def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp
         rows.append(made is not None)
         return made
 
+    frozen_json = payloads._frozen_json
+    frozen: list[int] = []
+
     def counting_encode(self: payloads.JsonEncoder, payload: object) -> bytes:
         encodes.append(self._c is not None)
         return encode(self, payload)
 
+    def counting_frozen(payload: Any) -> str:
+        text = frozen_json(payload)
+        frozen.append(text.count("[") if '"targets":[' in text else 0)
+        return text
+
     with mock.patch.object(fsr_columns, "_row", counting_row), \
             mock.patch.object(payloads.JsonEncoder, "encode", counting_encode), \
-            mock.patch.object(writer_module, "segment_batch", counting_segment):
+            mock.patch.object(writer_module, "segment_batch", counting_segment), \
+            mock.patch.object(payloads, "_frozen_json", counting_frozen):
         fast = _drive(tmp_path / "fast", run)
+    assert sum(1 for n in frozen if n) >= 70, "the targets written from their kept text"
     assert sum(rows) >= 70, f"lone ticks written as rows: {sum(rows)} of {len(rows)}"
     assert sum(encodes) >= 160, f"payloads through the reused encoder: {sum(encodes)} of {len(encodes)}"
     assert sum(segments) >= 2, f"batches built segment by segment: {sum(segments)} of {len(segments)}"
     with mock.patch.object(fsr_columns, "_row", return_value=None), \
             mock.patch.object(payloads, "_C_ENCODER", None), \
-            mock.patch.object(writer_module, "segment_batch", return_value=None):
+            mock.patch.object(writer_module, "segment_batch", return_value=None), \
+            mock.patch.object(payloads, "_frozen_json", side_effect=TypeError):
         plain = _drive(tmp_path / "plain", run)
     assert len(fast) == len(plain) == 2
     assert [len(f) for f in fast] == [len(p) for p in plain]
@@ -106,6 +125,29 @@ def test_the_reused_encoder_writes_canonical_json(payload: dict[str, Any]) -> No
     encoder = payloads.JsonEncoder("s")
     expected = payloads.canonical_json(payload, default=payloads._jsonable)
     assert encoder.encode(payload) == encoder.encode(payload) == expected
+
+
+@pytest.mark.parametrize("data", [
+    {"targets": [0.1, -2.5e-300, 3.0, 5e-324, -0.0]},
+    {"actuators": ["joint1", "fingers\u00e9"], "ctrl": [0.5, -1e-7, 255.0]},
+    {"a": None, "b": True, "c": False, "d": -7, "e": "x\n\u2028", "f": 10**40, "g": 2.5, "h": []},
+    {"nested": {"z": [1.0], "a": ("p", "q")}, "t": (1, 2)},
+    {"k": 1e300, "inf": 1.0, "n": [True]},
+])
+def test_a_frozen_payload_is_written_as_canonical_json(data: dict[str, Any]) -> None:
+    """A host-frozen payload (``freeze_sized``: ``FloatRow`` targets) is written from its
+    kept text as the C encoder writes it; a value it does not know falls back to that encoder."""
+    from fastsim_contract.payloads import FrozenDict, freeze_sized
+
+    frozen, _ = freeze_sized(data)
+    payload = FrozenDict({"event": "command.issued", "command_id": "gym-1", "args": frozen})
+    encoder = payloads.JsonEncoder("s")
+    expected = payloads.canonical_json(payload, default=payloads._jsonable)
+    assert encoder.encode(payload) == expected
+    odd = FrozenDict({**payload, "x": np.float32(0.5), "z": _Level.HIGH})  # the C encoder's (and _jsonable's)
+    assert encoder.encode(odd) == payloads.canonical_json(odd, default=payloads._jsonable)
+    with pytest.raises(payloads.RecordingFailed, match="not canonical JSON"):
+        encoder.encode(FrozenDict({**payload, "y": float("inf")}))
 
 
 def test_the_reused_encoder_recovers_after_a_failure() -> None:

@@ -178,11 +178,13 @@ class EventPublisher:
         else:
             accepted = freeze(accepted)
             accepted_size = portable_size(accepted) if self.portable_sizes else 0
-        if detail or type(detail) is not dict:
+        if not detail and type(detail) is dict:  # the common empty detail: the shared frozen {}
+            detail, detail_size = EMPTY, 2
+        elif type(detail) is dict and self.portable_sizes:  # frozen and sized in one pass (a
+            detail, detail_size = freeze_sized(detail)  # result's ctrl becomes a FloatRow)
+        else:
             detail = freeze(detail)
             detail_size = portable_size(detail) if self.portable_sizes else 0
-        else:  # the common empty detail: the shared frozen {}
-            detail, detail_size = EMPTY, 2
         payload = FrozenDict(
             {"event": "command.applied", "command_id": command_id, "accepted": accepted, "detail": detail}
         )

@@ -24,6 +24,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 
 import numpy as np
 
+from fastsim_contract.payloads import FloatRow, FrozenDict
 from fastsim_contract.values import ChannelDescriptor, ObservationTick, PackedLayout, PackedValues
 from fastsim_record.adapters.numeric_columns import block_columns, numeric_columns
 from fastsim_record.errors import DescriptorDriftError, RecordingFailed
@@ -102,6 +103,11 @@ class JsonEncoder:
 
     def encode(self, payload: object) -> bytes:
         """Encode one JSON-able mapping; anything else is a recording failure."""
+        if payload.__class__ is FrozenDict:  # a host-frozen event: its FloatRows' text kept
+            try:
+                return _frozen_json(payload).encode("utf-8")  # type: ignore[arg-type]
+            except Exception:  # anything unusual: the C encoder decides (and names any problem)
+                pass
         try:
             c = self._c
             if c is not None and isinstance(payload, dict):
@@ -115,6 +121,47 @@ class JsonEncoder:
             raise RecordingFailed(
                 f"{self._stream}: payload is not canonical JSON ({exc})", stream=self._stream
             ) from None
+
+
+_STRING: Callable[[str], str] = json.encoder.encode_basestring  # a JSON string literal, as the C encoder writes it
+_FLOAT: Callable[[float], str] = float.__repr__  # ... a float, ...
+_INT: Callable[[int], str] = int.__repr__  # ... an int
+_MAPS = (FrozenDict, dict)
+
+
+def _frozen_json(payload: Mapping[str, Any]) -> str:
+    """``canonical_json(payload)``'s text (the C encoder's, key for key) for the values a
+    host freezes into control and event payloads, with each ``FloatRow`` written from the
+    text its sizing kept instead of from its floats (a driven tick's targets and ``ctrl``,
+    issue 24): exact strings (keys too, sorted), ``true``/``false``/``null``, exact ints,
+    finite exact floats, nested ``FrozenDict``/``dict`` values, tuples of exact strings.
+    Anything else raises, and the caller takes the C encoder."""
+    parts = []
+    for key in sorted(payload):
+        value = payload[key]
+        kind = value.__class__
+        if kind is str:
+            text = _STRING(value)
+        elif kind is FloatRow:
+            text = "[" + value.json + "]"
+        elif value is True:
+            text = "true"
+        elif value is False:
+            text = "false"
+        elif value is None:
+            text = "null"
+        elif kind is int:
+            text = _INT(value)
+        elif kind in _MAPS:
+            text = _frozen_json(value)
+        elif kind is float and value - value == 0.0:  # finite
+            text = _FLOAT(value)
+        elif kind is tuple and list(map(type, value)).count(str) == len(value):
+            text = "[" + ",".join(map(_STRING, value)) + "]"
+        else:
+            raise TypeError(kind)
+        parts.append(_STRING(key) + ":" + text)  # TypeError for a key that is not a string
+    return "{" + ",".join(parts) + "}"
 
 
 def _jsonable(value: object) -> Any:
