@@ -32,6 +32,9 @@ import fastsim_record.adapters.fsr_columns as fsr_columns
 import fastsim_record.adapters.payloads as payloads
 import fastsim_recording_format.writer as writer_module
 from fastsim_embedded.gym import FastSimRunEnv
+from fastsim_record.errors import RecordingFailed
+from fastsim_recording_format._segment_batch import segment_batch
+from fastsim_recording_format.encoding import canonical_json
 
 from .conftest import reach_run
 
@@ -71,7 +74,7 @@ def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp
     segments: list[bool] = []
     row = fsr_columns._row
     encode = payloads.JsonEncoder.encode
-    segment = writer_module.segment_batch
+    segment = segment_batch
 
     def counting_segment(*args: Any) -> Any:
         made = segment(*args)
@@ -123,7 +126,7 @@ def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp
 def test_the_reused_encoder_writes_canonical_json(payload: dict[str, Any]) -> None:
     """The reused C encoder's text is ``canonical_json(..., default=_jsonable)``'s, call after call."""
     encoder = payloads.JsonEncoder("s")
-    expected = payloads.canonical_json(payload, default=payloads._jsonable)
+    expected = canonical_json(payload, default=payloads._jsonable)
     assert encoder.encode(payload) == encoder.encode(payload) == expected
 
 
@@ -142,11 +145,11 @@ def test_a_frozen_payload_is_written_as_canonical_json(data: dict[str, Any]) -> 
     frozen, _ = freeze_sized(data)
     payload = FrozenDict({"event": "command.issued", "command_id": "gym-1", "args": frozen})
     encoder = payloads.JsonEncoder("s")
-    expected = payloads.canonical_json(payload, default=payloads._jsonable)
+    expected = canonical_json(payload, default=payloads._jsonable)
     assert encoder.encode(payload) == expected
     odd = FrozenDict({**payload, "x": np.float32(0.5), "z": _Level.HIGH})  # the C encoder's (and _jsonable's)
-    assert encoder.encode(odd) == payloads.canonical_json(odd, default=payloads._jsonable)
-    with pytest.raises(payloads.RecordingFailed, match="not canonical JSON"):
+    assert encoder.encode(odd) == canonical_json(odd, default=payloads._jsonable)
+    with pytest.raises(RecordingFailed, match="not canonical JSON"):
         encoder.encode(FrozenDict({**payload, "y": float("inf")}))
 
 
@@ -156,7 +159,7 @@ def test_the_reused_encoder_recovers_after_a_failure() -> None:
     loop: list[Any] = []
     loop.append(loop)
     for bad in ({"x": float("nan")}, {"x": loop}, {"x": object()}):
-        with pytest.raises(payloads.RecordingFailed, match="not canonical JSON"):
+        with pytest.raises(RecordingFailed, match="not canonical JSON"):
             encoder.encode(bad)
         shared = [1]
         assert encoder.encode({"a": shared, "b": shared}) == b'{"a":[1],"b":[1]}'

@@ -51,9 +51,9 @@ def batch_records(ids: Mapping[str, int], records: Sequence[OutRecord | RecordCo
     for r in _adjacent_runs(records):
         if r.__class__ is OutRecord:  # tuples, not RecordIn: one per record
             append(RecordRow(
-                ids[r.stream], _KINDS[r.kind], r.global_sequence, r.stream_sequence,  # type: ignore[union-attr]
-                r.generation, r.sim_time_ns, r.payload, r.metadata,  # type: ignore[union-attr]
-                r.global_last or r.global_sequence, r.stream_last or r.stream_sequence,  # type: ignore[union-attr]
+                ids[r.stream], _KINDS[r.kind], r.global_sequence, r.stream_sequence,
+                r.generation, r.sim_time_ns, r.payload, r.metadata,
+                r.global_last or r.global_sequence, r.stream_last or r.stream_sequence,
             ))
             continue
         runs: list[RecordColumns] = r  # type: ignore[assignment]

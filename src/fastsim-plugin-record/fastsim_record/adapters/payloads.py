@@ -105,7 +105,7 @@ class JsonEncoder:
         """Encode one JSON-able mapping; anything else is a recording failure."""
         if payload.__class__ is FrozenDict:  # a host-frozen event: its FloatRows' text kept
             try:
-                return _frozen_json(payload).encode("utf-8")  # type: ignore[arg-type]
+                return _frozen_json(payload).encode("utf-8")
             except Exception:  # anything unusual: the C encoder decides (and names any problem)
                 pass
         try:
