@@ -186,8 +186,7 @@ def test_segment_path_takes_a_runs_batch() -> None:
 
 
 def test_segment_path_takes_a_driven_runs_batch_of_rows_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows alone of two streams or more (a driven Run's ticks between its command events, perf41)
-    are built by ``segment_batch``, and the writer takes it for them: the same bytes as the general path."""
+    """Rows alone of two streams or more (a driven Run's ticks between its command events, perf41) are built by ``segment_batch``, and the writer takes that path for them."""
     q = Seq(11)
     rows = [q.row(1, payload=bytes(SIZE)), q.row(7), q.row(), q.row(1, payload=bytes(SIZE))]
     built = segment_batch(rows, ROWS, 4, MAX_RECORD_METADATA_BYTES)

@@ -200,8 +200,7 @@ def test_the_packed_observer_publishes_what_publish_observation_packed_does(tmp_
 
 
 def test_a_float_row_keeps_its_text_and_is_a_tuple() -> None:
-    """``freeze_sized`` freezes a list of floats into a ``FloatRow``: its elements' canonical
-    text kept (what the writer worker writes), equal to the plain tuple, pickled as one (perf41)."""
+    """``freeze_sized`` freezes a list of floats into a ``FloatRow``: its elements' canonical text kept, equal to the plain tuple, pickled as one (perf41)."""
     import pickle
 
     values = [0.1, -2.5e-300, 3.0, _F(0.25)]

@@ -66,8 +66,7 @@ def _drive(folder: Path, run: Path) -> list[bytes]:
 
 
 def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp_path: Path) -> None:
-    """Rows for lone ticks, batches of rows built by segments, the targets' kept text and a
-    reused JSON encoder: the same two committed files, byte for byte."""
+    """Rows for lone ticks, batches of rows by segments, the targets' kept text, a reused encoder: the same files, byte for byte."""
     run = reach_run(tmp_path, duration_s=100.0)
     rows: list[bool] = []
     encodes: list[bool] = []
@@ -138,8 +137,7 @@ def test_the_reused_encoder_writes_canonical_json(payload: dict[str, Any]) -> No
     {"k": 1e300, "inf": 1.0, "n": [True]},
 ])
 def test_a_frozen_payload_is_written_as_canonical_json(data: dict[str, Any]) -> None:
-    """A host-frozen payload (``freeze_sized``: ``FloatRow`` targets) is written from its
-    kept text as the C encoder writes it; a value it does not know falls back to that encoder."""
+    """A host-frozen payload (``FloatRow`` targets) is written from its kept text as the C encoder writes it; anything else by that encoder."""
     from fastsim_contract.payloads import FrozenDict, freeze_sized
 
     frozen, _ = freeze_sized(data)
