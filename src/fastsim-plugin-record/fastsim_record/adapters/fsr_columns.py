@@ -49,12 +49,9 @@ def batch_records(ids: Mapping[str, int], records: Sequence[OutRecord | RecordCo
     out: list[RecordRow | RecordBlock] = []
     append = out.append
     for r in _adjacent_runs(records):
-        if r.__class__ is OutRecord:  # tuples, not RecordIn: one per record
-            append(RecordRow(
-                ids[r.stream], _KINDS[r.kind], r.global_sequence, r.stream_sequence,
-                r.generation, r.sim_time_ns, r.payload, r.metadata,
-                r.global_last or r.global_sequence, r.stream_last or r.stream_sequence,
-            ))
+        if r.__class__ is OutRecord:  # tuples, not RecordIn: one per record (unpacked: no field lookups)
+            stream, kind, g, s, generation, t, payload, metadata, g_last, s_last = r
+            append(RecordRow(ids[stream], _KINDS[kind], g, s, generation, t, payload, metadata, g_last or g, s_last or s))
             continue
         runs: list[RecordColumns] = r  # type: ignore[assignment]
         row = _row(ids, runs[0]) if len(runs) == 1 else None
