@@ -42,13 +42,23 @@ class _Sink:
     def write_batch(self, records: Any) -> int:
         return 0
 
+    def finish(self, *, degraded: bool, fence: Any) -> dict[str, object]:
+        return {}
+
+    def abort(self) -> None:
+        return None
+
 
 @pytest.mark.parametrize("ordered", [True, False])
 def test_the_batch_writer_checks_times_only_without_the_mark(monkeypatch: pytest.MonkeyPatch, ordered: bool) -> None:
     """With the mark, ``add_columns`` makes no pass over the times; without it, it does (and still accounts the run)."""
     calls: list[int] = []
     real = np.count_nonzero
-    monkeypatch.setattr("fastsim_record.pipeline.batch_writer.np.count_nonzero", lambda a: calls.append(1) or real(a))
+    def counting(a: Any) -> Any:
+        calls.append(1)
+        return real(a)
+
+    monkeypatch.setattr("fastsim_record.pipeline.batch_writer.np.count_nonzero", counting)
     writer = BatchWriter(_Sink(), BatchLimits(max_items=1000, max_bytes=1 << 20, max_sim_span_ns=10**9))
     g = np.arange(1, 11, dtype=np.uint64)
     writer.add_columns(RecordColumns("obs", 0, g, g, g.astype(np.int64), SIZE, bytes(10 * SIZE), times_ordered=ordered))
