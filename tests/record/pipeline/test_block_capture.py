@@ -22,7 +22,7 @@ from fastsim_contract.values import (
 )
 from fastsim_record.bootstrap import create_plugin
 from fastsim_record.config.model import CameraConfig, RecordConfig
-from fastsim_record.core.lane import Lane
+from fastsim_record.core.lane import BLOCK_CAP, Lane
 from fastsim_record.pipeline.pumps import Pump
 from fastsim_record.testing.cameras import camera_tick
 from fastsim_record.testing.fake_core import FakeCore, FakePluginContext, numeric_channels
@@ -84,20 +84,20 @@ def test_blocks_write_the_same_file_as_ticks(k: int) -> None:
 
 @pytest.mark.parametrize("policy", ["fail_run", "drop_newest", "drop_oldest", "degrade_recording"])
 def test_record_opts_in_only_with_a_fail_run_numeric_lane(policy: str) -> None:
-    """fail_run subscribes with max_block 120 and gets blocks; a lossy lane with 1, and none."""
+    """fail_run subscribes with max_block BLOCK_CAP (240) and gets blocks; a lossy lane with 1, and none."""
     config = make_config(observations="explicit", include={"joints": ("robot.c000", False)},
                          numeric=(2048, 1 << 30, policy))
     h = Harness.started(config, max_block=40)
     h.run_ticks(100, control=False)
     lossy = policy != "fail_run"
-    assert ("observations", 1 if lossy else 120) in h.core.subscribe_blocks
+    assert ("observations", 1 if lossy else BLOCK_CAP) in h.core.subscribe_blocks
     assert (h.core.blocks_stamped == 0) is lossy
     assert h.finish().ok
 
 
 def test_a_fail_run_numeric_lane_opts_in_below_its_pressure_mark() -> None:
-    """The default lane (fail_run, 2,048 items) takes 120; a 64-item lane 8, its pressure mark."""
-    assert ("observations", 120) in Harness.started().core.subscribe_blocks
+    """The default lane (fail_run, 2,048 items) takes BLOCK_CAP (240); a 64-item lane 8, its pressure mark."""
+    assert ("observations", BLOCK_CAP) in Harness.started().core.subscribe_blocks
     h = Harness.started(make_config(numeric=(64, 1 << 30, "fail_run")), max_block=120)
     assert ("observations", 8) in h.core.subscribe_blocks
     h.run_ticks(20, control=False)

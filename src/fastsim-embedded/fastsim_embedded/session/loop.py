@@ -65,10 +65,11 @@ __all__ = [
     "tick_count",
 ]
 
-#: The host's own bound on an observation block in the scripted driver's Runs (one
-#: second at 120 Hz; the subscribers' ``max_block`` may lower it).  The one setting that
+#: The host's own bound on an observation block in the scripted driver's Runs (two
+#: seconds at 120 Hz; the subscribers' ``max_block`` may lower it, and a paced Run
+#: delivers a block once its oldest tick is 0.25 s old, BK4).  The one setting that
 #: decides whether a Run may stamp blocks: driven steppers keep 1 (per tick).
-SCRIPTED_MAX_BLOCK = 120
+SCRIPTED_MAX_BLOCK = 240
 
 HostWork = Callable[[int], None]
 Progress = Callable[[int, int], None]

@@ -27,7 +27,7 @@ fixed record size for numeric ticks (known from the channel descriptors), otherw
 Blocks of ticks (issue 26, ``docs/design/columnar-capture.md``).  Record opts into Core's
 ``ObservationBlock`` only when its numeric lane's overload policy is ``fail_run`` (the
 default; lossy policies are legal only for optional streams): the ``observations``
-subscription then passes ``max_block = min(120, the lane's pressure headroom in items and
+subscription then passes ``max_block = min(240, the lane's pressure headroom in items and
 in bytes / record_bytes)`` (``Lane.block_limit``), so a pending block is never what
 overruns the lane.  With a lossy numeric lane (drop_newest, drop_oldest,
 degrade_recording) Record subscribes exactly as without blocks (``max_block`` 1), and the

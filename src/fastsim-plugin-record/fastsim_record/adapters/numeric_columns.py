@@ -130,5 +130,5 @@ def block_columns(
         np.arange(first, first + k, dtype=np.uint64),
         np.arange(capture, capture + k, dtype=np.uint64),
         block.sim_time_ns, record_bytes, block.buffer.reshape(-1).view(np.uint8),
-        np.arange(chan, chan + k, dtype=np.int64), True,
+        np.arange(chan, chan + k, dtype=np.int64), True, True,  # times: block rule 8, at admission
     )

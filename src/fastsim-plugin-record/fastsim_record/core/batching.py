@@ -96,13 +96,21 @@ class BatchSummary:
 
 def flush_reason(hold: BatchHold, limits: BatchLimits) -> FlushReason | None:
     """Rules B2-B4: the limit ``hold`` has reached, or ``None``."""
-    if hold.items <= 0:
+    return _reached(
+        hold.items, hold.payload_bytes, hold.max_sim_time_ns - hold.min_sim_time_ns,
+        limits.max_items, limits.max_bytes, limits.max_sim_span_ns,
+    )
+
+
+def _reached(items: int, nbytes: int, span: int, max_items: int, max_bytes: int, max_span: int) -> FlushReason | None:
+    """Rules B2-B4 over plain numbers (``flush_reason``; the ``Batcher`` builds no hold)."""
+    if items <= 0:
         return None
-    if hold.items >= limits.max_items:
+    if items >= max_items:
         return FlushReason.ITEMS
-    if hold.payload_bytes >= limits.max_bytes:
+    if nbytes >= max_bytes:
         return FlushReason.BYTES
-    if hold.max_sim_time_ns - hold.min_sim_time_ns >= limits.max_sim_span_ns:
+    if span >= max_span:
         return FlushReason.SIM_SPAN
     return None
 
@@ -189,10 +197,14 @@ class Batcher:
                 i += 1
             else:
                 i += self._extend(sim_times, i, payload_bytes)
-            reason = flush_reason(self.hold(), self.limits)
+            reason = self._reason()
             if reason is not None:
                 out.append(self._close(reason))
         return tuple(out)
+
+    def _reason(self) -> FlushReason | None:
+        """``flush_reason(self.hold(), self.limits)`` without building the hold."""
+        return _reached(self._items, self._bytes, self._max_t - self._min_t, self._max_items, self._max_bytes, self._max_span)
 
     def _extend(self, sim_times: Sequence[int], i: int, payload_bytes: int) -> int:
         """Add records ``i..`` up to the first that reaches a limit (B2-B4); how many."""
@@ -212,7 +224,7 @@ class Batcher:
         return k
 
     def _limit_close(self, before: tuple[BatchSummary, ...]) -> tuple[BatchSummary, ...]:
-        reason = flush_reason(self.hold(), self.limits)
+        reason = self._reason()
         if reason is None:
             return before
         return (*before, self._close(reason))

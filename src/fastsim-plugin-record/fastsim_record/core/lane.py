@@ -76,9 +76,10 @@ __all__ = [
     "LaneSpec", "OverloadPolicy", "overload_problem",
 ]
 
-#: The largest block of ticks any lane takes (``Lane.block_limit``): 120 ticks, one
-#: second at 120 Hz; the worker's per-block bookkeeping wants >= 40 (the design's figures).
-BLOCK_CAP = 120
+#: The largest block of ticks any lane takes (``Lane.block_limit``): 240 ticks, two
+#: seconds at 120 Hz; the worker's per-block bookkeeping wants >= 40 (the design's figures),
+#: and 240 took ~10% off its CPU per record against 120 (``bench_worker.py``, issue 26).
+BLOCK_CAP = 240
 
 _FAIL_RUN = OverloadPolicy.FAIL_RUN
 

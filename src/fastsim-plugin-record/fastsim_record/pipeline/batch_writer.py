@@ -62,7 +62,7 @@ class BatchWriter:
         times = columns.sim_time_ns
         size = columns.record_bytes
         closed: tuple[BatchSummary, ...] | list[BatchSummary]
-        if len(times) < 2 or not np.count_nonzero(times[1:] < times[:-1]):
+        if columns.times_ordered or len(times) < 2 or not np.count_nonzero(times[1:] < times[:-1]):
             closed = self._batcher.add_run(columns.generation, times, size)
         else:  # times that go down: the writer refuses them; account them one by one
             closed = [c for t in times.tolist() for c in self._batcher.add(columns.generation, t, size)]

@@ -67,7 +67,9 @@ class RecordColumns:
     ``part`` slices as itself), or a tuple of ``count`` buffers of ``record_bytes``
     each (the tick buffers as Core published them: read-only, never joined).
     ``channel_steady``: the maker found ``channel_sequence`` stepping by one over every
-    record (so does any part of it; the sink then needs no pass over it, rule CS1)."""
+    record (so does any part of it; the sink then needs no pass over it, rule CS1).
+    ``times_ordered``: the maker knows ``sim_time_ns`` never goes down (a block carrier's
+    times, checked at admission: ``core_binding`` block rule 8), so the batch writer needs no pass."""
 
     stream: str
     generation: int
@@ -78,6 +80,7 @@ class RecordColumns:
     payload: Any
     channel_sequence: Any = None
     channel_steady: bool = False
+    times_ordered: bool = False
 
     @property
     def count(self) -> int:
@@ -99,7 +102,7 @@ class RecordColumns:
         return RecordColumns(
             self.stream, self.generation, self.global_sequence[start:stop],
             self.stream_sequence[start:stop], self.sim_time_ns[start:stop], size, part,
-            None if chan is None else chan[start:stop], self.channel_steady,
+            None if chan is None else chan[start:stop], self.channel_steady, self.times_ordered,
         )
 
 
