@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -32,18 +33,22 @@ def _spy(monkeypatch: pytest.MonkeyPatch, cls: type[Any], calls: list[str]) -> N
     monkeypatch.setattr(cls, "encode", encode)
 
 
+@pytest.mark.parametrize("priority", ["", "inline"])
 def test_default_jpeg_and_explicit_png_encode_only_in_the_worker(
-    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch
+    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch, priority: str
 ) -> None:
-    """The default alias records JPEG q92 4:4:4, the png alias PNG level 1, both encoded on the writer thread."""
+    """The default alias records JPEG q92 4:4:4, the png alias PNG level 1, both encoded by the writer
+    worker: on its idle-priority encode lane (``idle_encode``), or on its own thread with ``inline``."""
     jpeg_calls: list[str] = []
     png_calls: list[str] = []
     _spy(monkeypatch, codecs.JpegEncoder, jpeg_calls)
     _spy(monkeypatch, codecs.PngEncoder, png_calls)
+    monkeypatch.setenv("FASTSIM_RECORD_ENCODE_PRIORITY", priority)
     result = camera_run(inner="synthetic+cameras", scene=SCENE, cameras=TWO)
     assert result.outcome.ok, result.outcome.reason
     assert len(jpeg_calls) == len(png_calls) == 30
-    assert set(jpeg_calls) | set(png_calls) == {"record-writer"}
+    lane = "record-encode" if hasattr(os, "SCHED_IDLE") and priority != "inline" else "record-writer"
+    assert set(jpeg_calls) | set(png_calls) == {lane}
     with FsrReader(camera_run.output) as reader:
         jpeg = ImageDescriptor.from_dict(reader.stream("cameras.cam00.rgb").codec)
         png = ImageDescriptor.from_dict(reader.stream("cameras.cam01.rgb").codec)

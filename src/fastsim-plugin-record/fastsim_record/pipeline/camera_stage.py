@@ -48,6 +48,7 @@ from fastsim_record.core.epochs import (
 from fastsim_record.core.gaps import GapRecord
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.pipeline.camera_pump import camera_channel_keys
+from fastsim_record.pipeline.idle_encode import IdleEncodeLane, OffloadedFrameEncoder
 from fastsim_record.ports.cameras import (
     ARRAY_SHAPES,
     CameraRecordEncoding,
@@ -56,7 +57,7 @@ from fastsim_record.ports.cameras import (
     camera_stream_name,
     camera_streams,
 )
-from fastsim_record.ports.encoders import FrameEncoder
+from fastsim_record.ports.encoders import CODEC_RAW_RGB, FrameEncoder
 from fastsim_record.ports.sinks import StreamDecl
 from fastsim_record.ports.sources import SourceSpec
 
@@ -109,15 +110,23 @@ class CameraStage:
     _published: set[str] = attrs.field(init=False, factory=set)
     _required: frozenset[str] = attrs.field(init=False)
     _roles: dict[str, tuple[str, CameraRole]] = attrs.field(init=False, factory=dict)  # stream ->
+    #: the codec calls run on this lane's idle-priority thread (``idle_encode``)
+    _lane: IdleEncodeLane = attrs.field(init=False, factory=IdleEncodeLane)
 
     def __attrs_post_init__(self) -> None:
-        self._encoders = {s.alias: self.make_encoding(s.alias, s.encoder) for s in self.setups}
+        self._encoders = {s.alias: self.make_encoding(s.alias, self._offloaded(s.encoder)) for s in self.setups}
         self._calibration = CalibrationTracker({s.alias: s.required for s in self.setups})
         self._required = frozenset(s.alias for s in self.setups if s.required)
         for setup in self.setups:
             for role in ("rgb", "intrinsics", "translation", "quaternion_xyzw"):
                 self._descriptors.observe(camera_stream_name(setup.alias, role), _declared(setup, role))
                 self._roles[camera_stream_name(setup.alias, role)] = (setup.alias, CameraRole(role))
+
+    def _offloaded(self, encoder: FrameEncoder) -> FrameEncoder:
+        """The codec call on the idle lane (a legacy raw copy stays on the worker: no codec)."""
+        if encoder.descriptor.payload_codec == CODEC_RAW_RGB:
+            return encoder
+        return OffloadedFrameEncoder(encoder, self._lane)
 
     def streams(self) -> tuple[StreamDecl, ...]:
         """The four stream declarations of every camera, in selection order."""
@@ -194,6 +203,7 @@ class CameraStage:
 
     def at_cut(self) -> tuple[str, ...]:
         """The terminal cut: every calibration and descriptor violation, in detection order."""
+        self._lane.close()  # nothing is encoded after the cut
         reasons = list(self._failures)
         late = [self._end_tick()]
         late += [
