@@ -37,8 +37,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, cls: type[Any], calls: list[str]) -> N
 def test_default_jpeg_and_explicit_png_encode_only_in_the_worker(
     camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch, priority: str
 ) -> None:
-    """The default alias records JPEG q92 4:4:4, the png alias PNG level 1, both encoded by the writer
-    worker: on its idle-priority encode lane (``idle_encode``), or on its own thread with ``inline``."""
+    """JPEG q92 4:4:4 and PNG level 1, encoded by the worker: on its idle-priority encode lane, or on its thread (inline)."""
     jpeg_calls: list[str] = []
     png_calls: list[str] = []
     _spy(monkeypatch, codecs.JpegEncoder, jpeg_calls)

@@ -47,6 +47,7 @@ class _Spy:
 
 @pytest.mark.parametrize("inner", [JpegEncoder(64, 48), PngEncoder(64, 48)])
 def test_the_lane_returns_the_callers_bytes_encoded_on_a_lowered_thread(inner: FrameEncoder) -> None:
+    """The payload is byte for byte the caller's encode, computed on a SCHED_IDLE thread; the caller keeps its priority."""
     lane = IdleEncodeLane("idle")
     spy = _Spy(inner)
     offloaded = OffloadedFrameEncoder(spy, lane)
@@ -63,6 +64,7 @@ def test_the_lane_returns_the_callers_bytes_encoded_on_a_lowered_thread(inner: F
 
 
 def test_nice_lowers_the_thread_to_nice_19() -> None:
+    """Policy nice: the lane's thread runs at nice 19, the caller does not."""
     if not hasattr(os, "setpriority"):
         pytest.skip("no setpriority here")
     seen: list[int] = []
@@ -82,6 +84,7 @@ def test_nice_lowers_the_thread_to_nice_19() -> None:
 
 
 def test_an_encoder_error_is_raised_on_the_caller_and_the_lane_goes_on() -> None:
+    """An encoder's own error is raised on the caller, and the next frame encodes."""
     lane = IdleEncodeLane("idle")
     offloaded = OffloadedFrameEncoder(JpegEncoder(64, 48), lane)
     try:
@@ -94,6 +97,7 @@ def test_an_encoder_error_is_raised_on_the_caller_and_the_lane_goes_on() -> None
 
 
 def test_inline_encodes_on_the_caller_without_a_thread() -> None:
+    """Policy inline: the caller encodes and no thread starts."""
     lane = IdleEncodeLane("inline")
     spy = _Spy(JpegEncoder(64, 48))
     before = _encode_threads()
@@ -103,6 +107,7 @@ def test_inline_encodes_on_the_caller_without_a_thread() -> None:
 
 
 def test_where_the_thread_cannot_be_lowered_encodes_run_on_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the priority cannot be lowered, the first encode ends the thread and the rest run on the caller."""
     monkeypatch.setattr(idle_encode, "lower_thread_priority", lambda policy: False)
     lane = IdleEncodeLane("idle")
     spy = _Spy(JpegEncoder(64, 48))
@@ -115,11 +120,13 @@ def test_where_the_thread_cannot_be_lowered_encodes_run_on_the_caller(monkeypatc
 
 
 def test_the_thread_ends_at_close_and_after_idling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread ends at close() and after IDLE_EXIT_S without work; a later encode starts a new one."""
     lane = IdleEncodeLane("idle")
     offloaded = OffloadedFrameEncoder(JpegEncoder(64, 48), lane)
     offloaded.encode(_frames(1)[0])
     thread = lane._thread
-    assert thread is not None and thread.is_alive()
+    assert thread is not None
+    assert thread.is_alive()
     lane.close()
     thread.join(5)
     assert not thread.is_alive()
@@ -135,6 +142,7 @@ def test_the_thread_ends_at_close_and_after_idling(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_legacy_raw_copy_is_not_offloaded() -> None:
+    """The camera stage offloads JPEG/PNG codecs, not the legacy raw RGB copy."""
     from fastsim_record.adapters.camera_records import CameraRecordEncoder
     from fastsim_record.pipeline.camera_stage import CameraSetup, CameraStage
 

@@ -245,8 +245,7 @@ class _ReusedBufferEnv(gym.Env[Any, Any]):
 
 
 def test_an_env_that_reuses_its_image_array_keeps_it_writable_and_records_each_frame(tmp_path: Path) -> None:
-    """A contiguous image observation is copied on capture: the env's array stays writable and the file holds
-    each step's pixels, not the last ones."""
+    """A contiguous image observation is copied on capture: the env's array stays writable, the file holds each step's pixels."""
     env = RecordEpisodes(_ReusedBufferEnv(), tmp_path / "out")
     observation, _ = env.reset(seed=0)
     assert observation.flags.writeable

@@ -101,7 +101,8 @@ class IdleEncodeLane:
             self.close()
         if isinstance(result, BaseException):
             raise result
-        assert result is not None
+        if result is None:  # the thread always sets one before it signals: never reached
+            raise RuntimeError("the encode lane signalled without a result")
         return result
 
     def close(self) -> None:
