@@ -14,6 +14,7 @@ import pytest
 from tests.decode import decode_frame
 
 from fastsim_record.adapters import codecs
+from fastsim_record.pipeline import idle_encode
 from fastsim_record.ports.encoders import ImageDescriptor, RgbFrame
 from fastsim_recording_format import FsrReader, RecordKind
 
@@ -43,6 +44,7 @@ def test_default_jpeg_and_explicit_png_encode_only_in_the_worker(
     _spy(monkeypatch, codecs.JpegEncoder, jpeg_calls)
     _spy(monkeypatch, codecs.PngEncoder, png_calls)
     monkeypatch.setenv("FASTSIM_RECORD_ENCODE_PRIORITY", priority)
+    monkeypatch.setattr(idle_encode, "STEAL_AFTER_S", 3600.0)  # a busy machine never moves a frame to the worker
     result = camera_run(inner="synthetic+cameras", scene=SCENE, cameras=TWO)
     assert result.outcome.ok, result.outcome.reason
     assert len(jpeg_calls) == len(png_calls) == 30

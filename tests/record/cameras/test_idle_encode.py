@@ -45,6 +45,12 @@ class _Spy:
         return self.inner.encode(frame)
 
 
+@pytest.fixture(autouse=True)
+def _no_steals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane's thread takes every frame however long a busy machine keeps it from running (rule 5 off)."""
+    monkeypatch.setattr(idle_encode, "STEAL_AFTER_S", 3600.0)
+
+
 @pytest.mark.parametrize("inner", [JpegEncoder(64, 48), PngEncoder(64, 48)])
 def test_the_lane_returns_the_callers_bytes_encoded_on_a_lowered_thread(inner: FrameEncoder) -> None:
     """The payload is byte for byte the caller's encode, computed on a SCHED_IDLE thread; the caller keeps its priority."""
@@ -183,3 +189,33 @@ def test_the_caller_sleeps_while_the_lane_encodes() -> None:
         other.join()
         lane.close()
     assert ticks > 10
+
+
+def test_a_starved_lane_has_its_frame_taken_back_by_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 5: a frame the lane's thread has not taken in time is encoded by the caller, so are the next ones, then the lane again."""
+    real = idle_encode.lower_thread_priority
+    go = threading.Event()
+
+    def held_start(policy: str) -> bool:
+        go.wait()  # the thread gets no CPU until the test says so (a machine without idle cycles)
+        return real(policy)
+
+    monkeypatch.setattr(idle_encode, "lower_thread_priority", held_start)
+    monkeypatch.setattr(idle_encode, "STEAL_AFTER_S", 0.01)
+    monkeypatch.setattr(idle_encode, "INLINE_AFTER_STEAL", 2)
+    lane = IdleEncodeLane("idle")
+    spy = _Spy(JpegEncoder(64, 48))
+    offloaded = OffloadedFrameEncoder(spy, lane)
+    frames = _frames(4)
+    try:
+        payloads = [offloaded.encode(f) for f in frames[:3]]
+        go.set()
+        monkeypatch.setattr(idle_encode, "STEAL_AFTER_S", 3600.0)  # now the lane takes it, whenever it runs
+        payloads.append(offloaded.encode(frames[3]))
+    finally:
+        go.set()
+        lane.close()
+    assert payloads == [JpegEncoder(64, 48).encode(f) for f in frames]
+    me = threading.current_thread().name
+    assert [c[0] for c in spy.calls] == [me, me, me, "record-encode"]
+    assert lane.steals == 1

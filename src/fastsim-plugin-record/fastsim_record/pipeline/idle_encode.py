@@ -22,6 +22,10 @@ lane's thread stays lowered for its whole life and does nothing else.
     |   | encode starts a new one (no thread outlives a Run by more than ``IDLE_EXIT_S``)    |
     | 4 | the encoder object is the caller's: the lane only moves the call, so the payload  |
     |   | is byte for byte what ``encoder.encode(frame)`` returns on the caller's thread     |
+    | 5 | starvation: when the lane's thread has not taken a frame ``STEAL_AFTER_S`` after   |
+    |   | it was handed over (the machine has no idle cycles), the caller takes it back and  |
+    |   | encodes it itself, and so the next ``INLINE_AFTER_STEAL`` frames, then tries the   |
+    |   | lane again: a busy machine records at the worker's priority, never slower           |
 
 Priority inversion: the lane's thread holds the GIL only to start the codec call and to build
 its ``bytes`` (tens of microseconds per frame); the encode itself runs without the GIL.
@@ -37,10 +41,15 @@ from typing import Final
 
 from fastsim_record.ports.encoders import FrameEncoder, ImageDescriptor, RgbFrame
 
-__all__ = ["IDLE_EXIT_S", "IdleEncodeLane", "OffloadedFrameEncoder", "lower_thread_priority"]
+__all__ = ["IDLE_EXIT_S", "INLINE_AFTER_STEAL", "STEAL_AFTER_S", "IdleEncodeLane", "OffloadedFrameEncoder", "lower_thread_priority"]
 
 #: the lane's thread ends after this long without a frame (rule 3)
 IDLE_EXIT_S: Final = 2.0
+#: rule 5: a frame the lane's thread has not taken after this long is encoded by the caller
+#: (longer than one 640x480 llvmpipe render, during which no core is idle)
+STEAL_AFTER_S: Final = 0.010
+#: rule 5: the frames the caller then encodes itself before it tries the lane again
+INLINE_AFTER_STEAL: Final = 32
 _PRIORITY_ENV: Final = "FASTSIM_RECORD_ENCODE_PRIORITY"
 _POLICIES: Final = ("idle", "nice", "inline")
 
@@ -79,6 +88,7 @@ class IdleEncodeLane:
         self.offloaded = self.policy != "inline"
         self._mutex = threading.Lock()  # one caller at a time
         self._state = threading.Lock()  # guards _thread / _closing
+        self._slot = threading.Lock()  # guards _job: the thread or a stealing caller takes it once
         self._job_ready = threading.Semaphore(0)
         self._done = threading.Semaphore(0)
         self._job: tuple[FrameEncoder, RgbFrame] | None = None
@@ -86,15 +96,28 @@ class IdleEncodeLane:
         self._thread: threading.Thread | None = None
         self._closing = False
         self.lowered: bool | None = None  # whether the thread lowered its priority (None: not started)
+        self.steals = 0  # frames taken back from a starved lane (rule 5)
+        self._inline_left = 0
 
     def encode(self, encoder: FrameEncoder, frame: RgbFrame) -> bytes:
         """``encoder.encode(frame)``, run on the lane's thread (rule 1)."""
         if not self.offloaded:
             return encoder.encode(frame)
         with self._mutex:
-            self._job = (encoder, frame)
+            if self._inline_left:  # rule 5: after a steal
+                self._inline_left -= 1
+                return encoder.encode(frame)
+            with self._slot:
+                self._job = (encoder, frame)
             self._hand_over()
-            self._done.acquire()
+            if not self._done.acquire(timeout=STEAL_AFTER_S):
+                with self._slot:
+                    stolen, self._job = self._job, None
+                if stolen is not None:  # the thread never took it: no result will come
+                    self.steals += 1
+                    self._inline_left = INLINE_AFTER_STEAL
+                    return encoder.encode(frame)
+                self._done.acquire()  # the thread took it: its result comes
             result, self._result = self._result, None
         if self.lowered is False:  # rule 2: this platform cannot lower the thread: encode here
             self.offloaded = False
@@ -129,7 +152,8 @@ class IdleEncodeLane:
                     if not self._job_ready.acquire(blocking=False):  # no job arrived as the wait ended
                         self._thread = None
                         return
-            job, self._job = self._job, None  # taken once: a second wake never repeats it
+            with self._slot:
+                job, self._job = self._job, None  # taken once: a second wake or a steal never repeats it
             if job is None:  # close(), or a spurious wake
                 with self._state:
                     if self._closing:
