@@ -23,6 +23,10 @@ The writer worker hands every released media envelope (in global order) to
 Every violation is also kept, so :meth:`at_cut` hands the fence (rule F5) the complete
 list; a stage that raised once is failed for good (fail closed).
 
+Step 3's JPEG/PNG codec call runs on the stage's ``IdleEncodeLane`` (``idle_encode``): one
+idle-priority thread the worker hands the frame to and waits on, so the payload and the
+record order are the worker's; the lane's thread ends at :meth:`at_cut`.
+
 A lost sample of an optional camera (a gap from the media lane's declared policy) is
 handed to :meth:`lost`: a lost intrinsics sample releases that tick's forward references
 under rule C8 instead of failing C4, and :meth:`lost_declarations` lists the marks the
