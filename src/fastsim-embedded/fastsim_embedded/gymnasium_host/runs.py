@@ -41,7 +41,6 @@ __all__ = ["RECORD", "EpisodeRuns"]
 
 RECORD = "plugin://fastsim/record"
 ALIAS = "record"  # Record's alias in the episode's Run
-SAMPLES_PER_FRAME = 4  # a camera frame's media-lane items: rgb, intrinsics, translation, quaternion
 
 
 class EpisodeRuns:
@@ -90,13 +89,8 @@ class EpisodeRuns:
             streams["render_state"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
         if render_state and o.geometry:
             streams["geometry"] = {"enabled": True, "rate_hz": o.render_state_hz or o.fps}
-        # the media lane holds ``media_queue_items`` frames of every camera (4 samples each: the
-        # image, K, translation, quaternion), not that many samples: the publisher then runs two
-        # frames ahead of the writer before Record's pressure (1/8 of the lane) holds it, so an
-        # encode at idle priority (``idle_encode``) does not hold the env thread up frame by frame
-        media_items = o.media_queue_items * SAMPLES_PER_FRAME * max(1, len(cameras))
         queues = {"numeric": {"max_items": 4096, "max_bytes": o.numeric_queue_bytes},
-                  "media": {"max_items": media_items, "max_bytes": 512 * 1024 * 1024}}
+                  "media": {"max_items": o.media_queue_items, "max_bytes": 512 * 1024 * 1024}}
         config: dict[str, object] = {"output": {"name": name}, "streams": streams, "queues": queues,
                                      "integrity": o.integrity}
         return {
