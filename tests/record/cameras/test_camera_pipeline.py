@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -14,7 +13,6 @@ import pytest
 from tests.decode import decode_frame
 
 from fastsim_record.adapters import codecs
-from fastsim_record.pipeline import idle_encode
 from fastsim_record.ports.encoders import ImageDescriptor, RgbFrame
 from fastsim_recording_format import FsrReader, RecordKind
 
@@ -34,22 +32,18 @@ def _spy(monkeypatch: pytest.MonkeyPatch, cls: type[Any], calls: list[str]) -> N
     monkeypatch.setattr(cls, "encode", encode)
 
 
-@pytest.mark.parametrize("priority", ["", "inline"])
 def test_default_jpeg_and_explicit_png_encode_only_in_the_worker(
-    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch, priority: str
+    camera_run: CameraRun, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """JPEG q92 4:4:4 and PNG level 1, encoded by the worker: on its idle-priority encode lane, or on its thread (inline)."""
+    """The default alias records JPEG q92 4:4:4, the png alias PNG level 1, both encoded on the writer thread."""
     jpeg_calls: list[str] = []
     png_calls: list[str] = []
     _spy(monkeypatch, codecs.JpegEncoder, jpeg_calls)
     _spy(monkeypatch, codecs.PngEncoder, png_calls)
-    monkeypatch.setenv("FASTSIM_RECORD_ENCODE_PRIORITY", priority)
-    monkeypatch.setattr(idle_encode, "STEAL_AFTER_S", 3600.0)  # a busy machine never moves a frame to the worker
     result = camera_run(inner="synthetic+cameras", scene=SCENE, cameras=TWO)
     assert result.outcome.ok, result.outcome.reason
     assert len(jpeg_calls) == len(png_calls) == 30
-    lane = "record-encode" if hasattr(os, "SCHED_IDLE") and priority != "inline" else "record-writer"
-    assert set(jpeg_calls) | set(png_calls) == {lane}
+    assert set(jpeg_calls) | set(png_calls) == {"record-writer"}
     with FsrReader(camera_run.output) as reader:
         jpeg = ImageDescriptor.from_dict(reader.stream("cameras.cam00.rgb").codec)
         png = ImageDescriptor.from_dict(reader.stream("cameras.cam01.rgb").codec)

@@ -23,10 +23,6 @@ The writer worker hands every released media envelope (in global order) to
 Every violation is also kept, so :meth:`at_cut` hands the fence (rule F5) the complete
 list; a stage that raised once is failed for good (fail closed).
 
-Step 3's JPEG/PNG codec call runs on the stage's ``IdleEncodeLane`` (``idle_encode``): one
-idle-priority thread the worker hands the frame to and waits on, so the payload and the
-record order are the worker's; the lane's thread ends at :meth:`at_cut`.
-
 A lost sample of an optional camera (a gap from the media lane's declared policy) is
 handed to :meth:`lost`: a lost intrinsics sample releases that tick's forward references
 under rule C8 instead of failing C4, and :meth:`lost_declarations` lists the marks the
@@ -52,7 +48,6 @@ from fastsim_record.core.epochs import (
 from fastsim_record.core.gaps import GapRecord
 from fastsim_record.errors import CalibrationError, DescriptorDriftError
 from fastsim_record.pipeline.camera_pump import camera_channel_keys
-from fastsim_record.pipeline.idle_encode import IdleEncodeLane, OffloadedFrameEncoder
 from fastsim_record.ports.cameras import (
     ARRAY_SHAPES,
     CameraRecordEncoding,
@@ -61,7 +56,7 @@ from fastsim_record.ports.cameras import (
     camera_stream_name,
     camera_streams,
 )
-from fastsim_record.ports.encoders import CODEC_RAW_RGB, FrameEncoder
+from fastsim_record.ports.encoders import FrameEncoder
 from fastsim_record.ports.sinks import StreamDecl
 from fastsim_record.ports.sources import SourceSpec
 
@@ -114,23 +109,15 @@ class CameraStage:
     _published: set[str] = attrs.field(init=False, factory=set)
     _required: frozenset[str] = attrs.field(init=False)
     _roles: dict[str, tuple[str, CameraRole]] = attrs.field(init=False, factory=dict)  # stream ->
-    #: the codec calls run on this lane's idle-priority thread (``idle_encode``)
-    _lane: IdleEncodeLane = attrs.field(init=False, factory=IdleEncodeLane)
 
     def __attrs_post_init__(self) -> None:
-        self._encoders = {s.alias: self.make_encoding(s.alias, self._offloaded(s.encoder)) for s in self.setups}
+        self._encoders = {s.alias: self.make_encoding(s.alias, s.encoder) for s in self.setups}
         self._calibration = CalibrationTracker({s.alias: s.required for s in self.setups})
         self._required = frozenset(s.alias for s in self.setups if s.required)
         for setup in self.setups:
             for role in ("rgb", "intrinsics", "translation", "quaternion_xyzw"):
                 self._descriptors.observe(camera_stream_name(setup.alias, role), _declared(setup, role))
                 self._roles[camera_stream_name(setup.alias, role)] = (setup.alias, CameraRole(role))
-
-    def _offloaded(self, encoder: FrameEncoder) -> FrameEncoder:
-        """The codec call on the idle lane (a legacy raw copy stays on the worker: no codec)."""
-        if encoder.descriptor.payload_codec == CODEC_RAW_RGB:
-            return encoder
-        return OffloadedFrameEncoder(encoder, self._lane)
 
     def streams(self) -> tuple[StreamDecl, ...]:
         """The four stream declarations of every camera, in selection order."""
@@ -207,7 +194,6 @@ class CameraStage:
 
     def at_cut(self) -> tuple[str, ...]:
         """The terminal cut: every calibration and descriptor violation, in detection order."""
-        self._lane.close()  # nothing is encoded after the cut
         reasons = list(self._failures)
         late = [self._end_tick()]
         late += [
