@@ -220,3 +220,38 @@ def test_async_vector_render_frames_of_the_selected_sub_envs(tmp_path: Path) -> 
     assert len(images) == 7
     for image, expected in zip(images, seen, strict=True):
         np.testing.assert_array_equal(image, expected)
+
+
+class _ReusedBufferEnv(gym.Env[Any, Any]):
+    """An image-observation env that writes every observation into one array it keeps."""
+
+    observation_space = gym.spaces.Box(0, 255, (8, 10, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self) -> None:
+        self.buffer = np.zeros((8, 10, 3), np.uint8)
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.t = 0
+        self.buffer[...] = 0
+        return self.buffer, {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        self.buffer[...] = 10 * self.t  # in place: the array returned last step changes
+        return self.buffer, 0.0, self.t >= 4, False, {}
+
+
+def test_an_env_that_reuses_its_image_array_keeps_it_writable_and_records_each_frame(tmp_path: Path) -> None:
+    """A contiguous image observation is copied on capture: the env's array stays writable, the file holds each step's pixels."""
+    env = RecordEpisodes(_ReusedBufferEnv(), tmp_path / "out")
+    observation, _ = env.reset(seed=0)
+    assert observation.flags.writeable
+    for _ in range(4):
+        env.step(0)
+    env.close()
+    with fr.open(env.files[0].path) as rec:
+        (alias,) = rec.cameras()
+        assert [int(frame.image.max()) for frame in rec.frames(alias)] == [0, 10, 20, 30, 40]

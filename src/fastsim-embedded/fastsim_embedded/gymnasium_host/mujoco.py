@@ -145,12 +145,13 @@ def frame_readings(
     camera: str, channels: tuple[str, str, str, str], frame: Array, calibration: tuple[dict[str, object], str],
     values: tuple[Array, Array, Array],
 ) -> tuple[CameraReading, ...]:
-    """A frame's four camera readings: the frame (one contiguous copy: the env's array stays
-    the caller's) and K, translation, quaternion, all under the profile's digest."""
+    """A frame's four camera readings: the frame (one contiguous copy, also of a frame that is
+    contiguous already: the env's array stays the caller's, writable, and an env that reuses it
+    never changes what was recorded) and K, translation, quaternion, all under the profile's digest."""
     (profile, digest), (k, translation, quaternion) = calibration, values
     rgb, intrinsics, translation_channel, quaternion_channel = channels
     return (
-        CameraReading(camera, rgb, "rgb", readonly(np.ascontiguousarray(frame, dtype=np.uint8)), digest),
+        CameraReading(camera, rgb, "rgb", readonly(np.array(frame, dtype=np.uint8, order="C")), digest),
         CameraReading(camera, intrinsics, "intrinsics", k, digest, profile),
         CameraReading(camera, translation_channel, "translation", translation, digest),
         CameraReading(camera, quaternion_channel, "quaternion_xyzw", quaternion, digest),
