@@ -13,6 +13,7 @@ import attrs
 
 from fastsim_contract.errors import LeaseError
 from fastsim_embedded.output.names import NameLock, identity_of
+from fastsim_embedded.output.preallocate import Preallocation
 from fastsim_embedded.output.writeback import EarlyWriteback
 from fastsim_recording_format.lease import LeaseEvent, LeaseMachine
 
@@ -48,6 +49,8 @@ class Transaction:
     note: str | None = None  # why a disposal left a path alone
     #: starts the disk's work on what was written during the Run (``output.writeback``)
     writeback: EarlyWriteback | None = None
+    #: disk blocks reserved ahead of the end (``output.preallocate``)
+    prealloc: Preallocation | None = None
 
     @property
     def state(self) -> str:
@@ -75,6 +78,8 @@ class FileWriteLease:
         tx.size += written
         if tx.writeback is not None:
             tx.writeback.wrote(tx.size)
+        if tx.prealloc is not None:
+            tx.prealloc.wrote(tx.size)
         return written
 
     def writev(self, parts: Sequence[Any], nbytes: int) -> int:
@@ -96,6 +101,8 @@ class FileWriteLease:
         tx.size += written
         if tx.writeback is not None:
             tx.writeback.wrote(tx.size)
+        if tx.prealloc is not None:
+            tx.prealloc.wrote(tx.size)
         return written
 
     def _rest(self, chunk: Sequence[Any], done: int) -> int:

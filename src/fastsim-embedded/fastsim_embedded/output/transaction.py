@@ -12,9 +12,9 @@
                                   the first flush fsyncs what was written (the FSR header)
                                   and only then links it as <dir>/<name>.incomplete, so
                                   that name never holds less than what the writer flushed
-                                  first, whenever the process is killed; every
-                                  16 MiB written wakes a background ``fdatasync``
-                                  (``output.writeback``: disk work moves into the Run)
+                                  first, whenever the process is killed; every 16 MiB
+                                  written wakes a background ``fdatasync`` (``output.writeback``),
+                                  and blocks are reserved ahead of the end (``output.preallocate``)
     seal(write)                   wait for a background sync under way (its error is
                                   seal's), fsync file, close; the size is now fixed
     open_readback(write)          a new exact readback lease bound to this sealed write
@@ -80,19 +80,14 @@ from fastsim_embedded.output.names import (
     identity_of,
     lidentity,
 )
+from fastsim_embedded.output.preallocate import Preallocation
 from fastsim_embedded.output.writeback import EarlyWriteback
 from fastsim_recording_format.files import fsync_dir
 from fastsim_recording_format.lease import LeaseEvent
 
 __all__ = [
-    "ComponentOutputs",
-    "FileOutputService",
-    "FileReadbackLease",
-    "FileWriteLease",
-    "NameLock",
-    "OutputRefused",
-    "Transaction",
-    "check_output_name",
+    "ComponentOutputs", "FileOutputService", "FileReadbackLease", "FileWriteLease", "NameLock", "OutputRefused",
+    "Transaction", "check_output_name",
 ]
 
 @attrs.define(eq=False)
@@ -195,6 +190,7 @@ class FileOutputService:
             tx = Transaction(
                 name=name, final=self.output_dir / name, staging=staging, owner=owner, fd=fd,
                 identity=identity_of(os.fstat(fd)), name_lock=name_lock, writeback=EarlyWriteback(fd),
+                prealloc=Preallocation(fd),
             )
             lease = FileWriteLease(self, tx)
             self._by_lease[id(lease)] = (lease, tx)
@@ -255,6 +251,8 @@ class FileOutputService:
                 if failed is not None:  # the kernel reported it to that fsync, not to ours
                     raise failed
                 tx.machine.accept(LeaseEvent.SEAL, "seal")  # revoked (fd closed) while it waited?
+                if tx.prealloc is not None:
+                    tx.prealloc.release()  # blocks reserved after the end (output.preallocate)
                 os.fsync(tx.fd)
                 os.close(tx.fd)
                 tx.fd = None
@@ -348,6 +346,8 @@ class FileOutputService:
         if tx.writeback is not None:
             tx.writeback.stop(wait=False)
         if tx.fd is not None:
+            if tx.prealloc is not None:
+                tx.prealloc.release()
             os.close(tx.fd)
             tx.fd = None
         try:
