@@ -4,7 +4,7 @@ Scene: the synthetic backend, 90 numeric channels at 120 Hz (one 5,040-byte atom
 record per tick: 630 float64), published through the embedded host's packed path, on two paths:
 
   * ``block`` -- exactly as a scripted Run publishes it (``fsr record``, sweeps): the host
-    stamps observation blocks of up to ``SCRIPTED_MAX_BLOCK`` (120) ticks, which Record
+    stamps observation blocks of up to ``SCRIPTED_MAX_BLOCK`` (240) ticks, which Record
     takes with its default ``fail_run`` numeric lane (README, "Blocks of ticks").  This is
     the figure the target applies to.
   * ``tick`` -- one envelope per tick, the path a lossy numeric lane (``drop_newest``,

@@ -9,9 +9,9 @@ numpy calls on strided fields of the whole table, and sorts it by stream.
 :func:`segment_batch` builds the same table as 8-byte words, one segment (a block or a
 row) at a time, and checks each rule on a segment's end points as Python integers (a
 block's inside is checked as in ``block_batch``); the facts come from per-stream
-running totals.  A driven Run's batch (FastSimRun-v0, issue 24) is rows alone: each tick a
-row between its two command events; built the same way (perf41).  It accepts only what the general path accepts, with the same table
-bytes, metadata blob and facts; anything else answers ``None`` and takes the general
+running totals.  A driven Run's batch (FastSimRun-v0, issue 24) is rows alone, each tick a
+row between its two command events, and is built the same way.  It accepts only what the
+general path accepts, with the same table bytes, metadata blob and facts; anything else answers ``None`` and takes the general
 path, which refuses or accepts it rule by rule:
 
     | # | the batch                                                        | else |

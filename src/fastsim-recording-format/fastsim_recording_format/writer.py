@@ -191,12 +191,13 @@ class FsrWriter(Closing):
         one = records[0] if len(records) == 1 and records[0].__class__ is RecordBlock else None
         if one is not None:
             fast = block_batch(one, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES)
-        elif (len(records) - blocks <= _FEW_ROWS) if (blocks := list(map(type, records)).count(RecordBlock)) else (
-            1 < len(records) <= _ROWS_ALONE
-        ):  # blocks between a few rows (a Run's ticks between its commands and events), or rows alone
-            fast = segment_batch(records, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES)
         else:
-            fast = None
+            blocks = list(map(type, records)).count(RecordBlock)
+            rows = len(records) - blocks
+            # blocks between a few rows (a Run's ticks between its commands and events), or
+            # rows alone (a driven Run: each tick a row between its command events)
+            segment = rows <= _FEW_ROWS if blocks else 1 < rows <= _ROWS_ALONE
+            fast = segment_batch(records, self._rows, self._acc.batches, MAX_RECORD_METADATA_BYTES) if segment else None
         if fast is not None:  # a numeric recording's steady state: the same bytes in fewer steps
             table, payloads, pay_len, meta, facts = fast.table, fast.payloads, fast.payload_length, fast.metadata, fast.facts
             n = len(table)

@@ -85,7 +85,7 @@ def _row(ids: Mapping[str, int], run: RecordColumns) -> RecordRow | None:
     chan = run.channel_sequence
     metadata: Mapping[str, object] = _NO_METADATA  # as _block's: _steady_metadata, else channel_sequence_metadata
     if chan is not None and len(chan):
-        metadata = {"channel_sequence": chan.item(0) if run.channel_steady else int(chan[0])}
+        metadata = {"channel_sequence": int(chan[0])}
     g0, s0 = g.item(0), s.item(0)
     return RecordRow(ids[run.stream], _DATA, g0, s0, run.generation, t.item(0), payload, metadata, g0, s0)
 
@@ -104,7 +104,6 @@ def channel_sequence_metadata(channel_sequence: Any) -> dict[int, dict[str, int]
     keep = [0, *jumps.tolist()]
     values = channel_sequence[keep].tolist()
     return {k: {"channel_sequence": v} for k, v in zip(keep, values)}
-
 
 
 def _adjacent_runs(records: Sequence[OutRecord | RecordColumns]) -> list[OutRecord | RecordColumns | list[RecordColumns]]:
@@ -168,5 +167,3 @@ def _block(ids: Mapping[str, int], runs: list[RecordColumns]) -> RecordBlock:
         ids[first.stream], first.generation, g, s, t, first.record_bytes, parts[0],
         channel_sequence_metadata(cs) if metadata is None else metadata, tuple(parts[1:]),
     )
-
-

@@ -36,7 +36,7 @@ from typing import Any, BinaryIO, cast
 
 from fastsim_contract.errors import CoreError, LeaseError
 from fastsim_contract.protocols import OutputService, ReadbackLease, WriteLease
-from fastsim_record.adapters.fsr_columns import batch_records, channel_sequence_metadata
+from fastsim_record.adapters.fsr_columns import batch_records
 from fastsim_record.errors import ContractError, OutputError
 from fastsim_record.ports.sinks import OutRecord, RecordColumns, StreamDecl
 from fastsim_recording_format.errors import FormatError
@@ -45,7 +45,7 @@ from fastsim_recording_format.validate import ValidationReceipt, validate
 from fastsim_recording_format.writer import FsrWriter
 
 __all__ = [
-    "FsrSink", "LeaseReader", "LeaseWriter", "channel_sequence_metadata", "receipt_mapping", "validate_readback",
+    "FsrSink", "LeaseReader", "LeaseWriter", "receipt_mapping", "validate_readback",
 ]
 
 _BIG_WRITE = 16 * 1024  #: parts this big on average: one ``write`` each costs less than joining them
