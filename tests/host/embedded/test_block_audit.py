@@ -48,7 +48,7 @@ def _owned(array: Any) -> int:
 
 
 def test_a_block_cut_early_holds_only_its_own_rows() -> None:
-    """A block flushed before it is full (an event, BK2) keeps no more memory than its ticks, and stays as delivered."""
+    """A block flushed before it is full (an event, BK2) is a view of its own arena rows, and stays as delivered."""
     bus = CaptureBus(PLAN)
     got: list[Envelope] = []
     bus.subscribe("observations", got.append, max_block=120)
@@ -63,9 +63,9 @@ def test_a_block_cut_early_holds_only_its_own_rows() -> None:
     first = got[0].payload
     assert isinstance(first, ObservationBlock)
     assert len(first) == 3
-    assert _owned(first.buffer) == 3 * LAYOUT.nbytes
-    assert _owned(first.ticks) == 3 * 8
-    assert _owned(first.sim_time_ns) == 3 * 8
+    assert first.buffer.nbytes == 3 * LAYOUT.nbytes
+    assert len(first.ticks) == len(first.sim_time_ns) == 3
+    assert _owned(first.buffer) == blocks.ARENA_BLOCKS * 120 * LAYOUT.nbytes  # the arena it was cut from
     assert [bytes(first.buffer[i]) for i in range(3)] == [_row(k).tobytes() for k in (1, 2, 3)]
     assert first.ticks.tolist() == [1, 2, 3]
     assert not first.buffer.flags.writeable
@@ -74,6 +74,34 @@ def test_a_block_cut_early_holds_only_its_own_rows() -> None:
     assert isinstance(last, ObservationBlock)
     assert [bytes(last.buffer[i]) for i in range(6)] == [_row(k).tobytes() for k in range(124, 130)]
     assert not any(np.shares_memory(a.payload.buffer, b.payload.buffer) for a in got for b in got if a is not b)  # type: ignore[attr-defined]
+
+
+def _bases(arrays: list[Any]) -> int:
+    owners: dict[int, int] = {}
+    for array in arrays:
+        while isinstance(array.base, np.ndarray):
+            array = array.base
+        owners[id(array)] = int(array.nbytes)
+    return sum(owners.values())
+
+
+def test_blocks_cut_every_tick_keep_at_most_a_third_more_than_the_lanes_charge_plus_one_arena() -> None:
+    """An event after every tick (1-tick blocks) shares arenas: the memory alive stays within 4/3 of the ticks charged, plus one arena."""
+    bus = CaptureBus(PLAN)
+    got: list[Envelope] = []
+    bus.subscribe("observations", got.append, max_block=120)
+    append = bus.block_stamper(NAMES, LAYOUT, 120)
+    assert append is not None
+    for k in range(1, 1001):
+        assert append(0, k, k * 1000, _row(k), k)
+        bus.publish(SourceKind.PLUGIN_EVENT, generation=0, tick=k, sim_time_ns=k * 1000, payload={})
+    delivered = [e.payload for e in got if isinstance(e.payload, ObservationBlock)]
+    assert [len(b) for b in delivered] == [1] * 1000
+    charged = 1000 * LAYOUT.nbytes
+    arena = blocks.ARENA_BLOCKS * 120 * LAYOUT.nbytes
+    assert _bases([b.buffer for b in delivered]) <= charged * 4 // 3 + arena
+    assert [bytes(b.buffer[0]) for b in delivered] == [_row(k).tobytes() for k in range(1, 1001)]
+    assert not any(b.buffer.flags.writeable or b.ticks.flags.writeable for b in delivered)
 
 
 class _Clock:
