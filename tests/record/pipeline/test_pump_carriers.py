@@ -8,6 +8,7 @@ import attrs
 
 from fastsim_contract.values import Envelope, GenerationBarrier, SourceKind
 from fastsim_record.adapters.core_binding import EnvelopeConverter
+from fastsim_record.core.admission import OverloadPolicy
 from fastsim_record.core.captured import CapturedItem, EnvelopeKind, LaneName
 from fastsim_record.core.lane import Lane, LaneSpec
 from fastsim_record.errors import ContractError
@@ -80,6 +81,24 @@ def test_pump_wakes_the_worker_at_an_eighth_of_the_lane_bytes() -> None:
     assert not handle.wake.is_set()  # 34 bytes: below 1/8 of the bytes, far below 1/8 of the items
     pump(_event(3, 3))
     assert handle.wake.is_set()  # 51 bytes
+
+
+def test_a_fail_run_numeric_lane_is_pressed_at_half_its_capacity_and_every_other_lane_at_an_eighth() -> None:
+    """Pressure marks: the lossless numeric lane (it takes blocks) at 1/2 of items and bytes; lossy numeric, critical and media at 1/8."""
+    marks = {}
+    for name, overload in (
+        (LaneName.NUMERIC, OverloadPolicy.FAIL_RUN), (LaneName.NUMERIC, OverloadPolicy.DROP_OLDEST),
+        (LaneName.CRITICAL, OverloadPolicy.FAIL_RUN), (LaneName.MEDIA, OverloadPolicy.FAIL_RUN),
+    ):
+        handle = LaneHandle(Lane(LaneSpec(name=name, max_items=2048, max_bytes=1 << 20, overload=overload), [False]),
+                            threading.Event())
+        marks[name, overload] = (handle.lane.pressure_items, handle.lane.pressure_bytes)
+    assert marks == {
+        (LaneName.NUMERIC, OverloadPolicy.FAIL_RUN): (1024, 1 << 19),
+        (LaneName.NUMERIC, OverloadPolicy.DROP_OLDEST): (256, 1 << 17),
+        (LaneName.CRITICAL, OverloadPolicy.FAIL_RUN): (256, 1 << 17),
+        (LaneName.MEDIA, OverloadPolicy.FAIL_RUN): (256, 1 << 17),
+    }
 
 
 def test_build_through_the_slots_equals_the_constructed_core_envelope() -> None:

@@ -24,7 +24,8 @@ Per envelope (``Pump.__call__``):
     |   | lock (the worker builds the captured item), taken |                         |
     |   | through pre-bound ``acquire``/``release``         |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
-    |   | holds >= 1/8 of its items or of its bytes (it     |                         |
+    |   | holds >= 1/8 of its items or of its bytes (1/2    |                         |
+    |   | for a fail_run numeric lane; it                   |                         |
     |   | answers PRESSED),                                 |                         |
     |   | or an item was evicted or refused; then also      |                         |
     |   | press the ``PressureGauge`` (an unpaced host      |                         |
@@ -57,6 +58,8 @@ from time import sleep as _yield_gil
 import attrs
 
 from fastsim_contract.values import Envelope, ObservationBlock, SourceKind
+from fastsim_record.core.admission import OverloadPolicy
+from fastsim_record.core.captured import LaneName
 from fastsim_record.core.generations import SourceContinuity
 from fastsim_record.core.lane import ACCEPTED, Admission, Lane
 from fastsim_record.errors import ContractError, RecordingFailed, RequiredLossError
@@ -69,15 +72,24 @@ from fastsim_record.ports.sources import (
     LaneConverters,
 )
 
-__all__ = ["PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
+__all__ = ["NUMERIC_PRESSURE_SHARE", "PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
 
 #: A pump wakes the worker early only when its lane holds this share of its item or
 #: byte capacity; otherwise the worker drains on its own poll.  Waking a thread from the
 #: simulation thread on every envelope costs a GIL hand-off per envelope.
 PRESSURE_SHARE = 8
+#: ... except a lossless (``fail_run``) numeric lane, the one that takes observation
+#: blocks: its mark is half its capacity.  Each wake-up costs the worker ~0.4 ms of
+#: cold-started work whatever it drains (``bench_worker``: 3.6 us a record at one 240-tick
+#: block a wake, 2.5 us at four), and an unpaced host waits at every mark; at 1/8 (256 of
+#: 2,048 ticks) the README's unpaced Run woke it ~125 times in 36,000 ticks, at 1/2 ~31
+#: times.  The other half is still four full blocks (``Lane.block_limit``) of headroom.
+NUMERIC_PRESSURE_SHARE = 2
 
 _BARRIER = SourceKind.GENERATION_BARRIER
 _BLOCK = ObservationBlock
+_NUMERIC = LaneName.NUMERIC
+_FAIL_RUN = OverloadPolicy.FAIL_RUN
 
 
 class PressureGauge:
@@ -102,7 +114,7 @@ class PressureGauge:
 
     def press(self) -> None:
         """A pump saw pressure (rule 5); only the first press takes the Event's lock (every
-        admission above 1/8 of a lane answers PRESSED, on the simulation thread)."""
+        admission above a lane's mark answers PRESSED, on the simulation thread)."""
         relieved = self._relieved
         if relieved.is_set():
             relieved.clear()
@@ -139,10 +151,12 @@ class LaneHandle:
             self.converters = owner
         else:  # the pumps register their converters here: the lane must build with them
             raise TypeError(f"{lane.spec.name.value} lane: materialize must be the lane's LaneConverters")
+        spec = lane.spec
+        share = NUMERIC_PRESSURE_SHARE if spec.name is _NUMERIC and spec.overload is _FAIL_RUN else PRESSURE_SHARE
         if lane.pressure_items is None:  # the lane answers PRESSED from this depth on
-            lane.pressure_items = max(1, lane.spec.max_items // PRESSURE_SHARE)
+            lane.pressure_items = max(1, spec.max_items // share)
         if lane.pressure_bytes is None:  # ... or from this many admitted bytes on
-            lane.pressure_bytes = max(1, lane.spec.max_bytes // PRESSURE_SHARE)
+            lane.pressure_bytes = max(1, spec.max_bytes // share)
 
 
 class Pump:

@@ -21,8 +21,8 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     | 5 | after a fatal error nothing more is encoded or written                 |
     | 6 | after ``YIELD_AFTER_S`` of work the worker offers the GIL back (sleep 0)|
     |   | or after ``BACKLOG_YIELD_AFTER_S`` when it is behind (a long release),  |
-    |   | and never while the ``PressureGauge`` is pressed (a lane at 1/8 of its  |
-    |   | capacity); an RGB encode restarts the slice: the codec ran without the  |
+    |   | and never while the ``PressureGauge`` is pressed (a lane at its mark,   |
+    |   | ``pumps``); an RGB encode restarts the slice: the codec ran without the |
     |   | GIL                                                                     |
     | 7 | more items held behind a hole than all lanes hold together is fatal    |
     |   | (the merge never grows without bound)                                  |
@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 #: The worker sleeps on its wake event and drains on this poll; pumps wake it earlier
-#: only under lane pressure (1/8 of a lane's items or bytes), finishing and stopping at
+#: only under lane pressure (a lane at its mark, ``pumps``), finishing and stopping at
 #: once.  Each wake-up runs the worker's code cold and pulls the Python objects it shares
 #: with the simulation thread (types, the lanes, the envelopes) into its own core's
 #: cache, which the simulation thread then pays for; so fewer, larger drains cost the
@@ -268,7 +268,7 @@ class WriterWorker:
         writer = self._writer
         clock = time.perf_counter
         # keeping up: offer the GIL back often; behind (a GIL-holding host): work longer;
-        # pressed (a lane holds 1/8 of its capacity): never offer it, so a falling-behind
+        # pressed (a lane at its pressure mark): never offer it, so a falling-behind
         # worker is not talked out of its share until a lane overflows (the interpreter's
         # switch interval still hands the GIL to a waiting simulation thread)
         if self._gauge.pressed:
