@@ -96,9 +96,9 @@ def test_record_opts_in_only_with_a_fail_run_numeric_lane(policy: str) -> None:
 
 
 def test_a_fail_run_numeric_lane_opts_in_below_its_pressure_mark() -> None:
-    """The default lane (fail_run, 2,048 items) takes BLOCK_CAP (240); a 16-item lane 8, its pressure mark (1/2)."""
+    """The default lane (fail_run, 2,048 items) takes BLOCK_CAP (240); a 64-item lane 8, its pressure mark."""
     assert ("observations", BLOCK_CAP) in Harness.started().core.subscribe_blocks
-    h = Harness.started(make_config(numeric=(16, 1 << 30, "fail_run")), max_block=120)
+    h = Harness.started(make_config(numeric=(64, 1 << 30, "fail_run")), max_block=120)
     assert ("observations", 8) in h.core.subscribe_blocks
     h.run_ticks(20, control=False)
     assert h.core.blocks_stamped == 2
@@ -106,8 +106,8 @@ def test_a_fail_run_numeric_lane_opts_in_below_its_pressure_mark() -> None:
 
 
 def test_a_block_that_does_not_fit_latches_fatal_with_exact_accounting() -> None:
-    """Stalled writer, flooded 16-item fail_run lane: FATAL once; enqueued == dequeued + depth + lost."""
-    h = Harness.started(make_config(numeric=(16, 1 << 30, "fail_run"), batching=(2, 1 << 30, 1000.0)),
+    """Stalled writer, flooded 64-item fail_run lane: FATAL once; enqueued == dequeued + depth + lost."""
+    h = Harness.started(make_config(numeric=(64, 1 << 30, "fail_run"), batching=(2, 1 << 30, 1000.0)),
                         max_block=120)
     h.core.outputs.faults.stall = True
     h.run_ticks(8, control=False)  # one block of 8: written, and the write stalls
@@ -125,7 +125,7 @@ def test_a_block_that_does_not_fit_latches_fatal_with_exact_accounting() -> None
     assert numeric["enqueued"] == numeric["dequeued"] + numeric["depth"] + numeric["lost"]
     assert numeric["lost"] == 0
     assert numeric["enqueued"] % 8 == 0
-    assert 16 - 8 < numeric["enqueued"] <= 16 + 8
+    assert 64 - 8 < numeric["enqueued"] <= 64 + 8
     assert numeric["failures"] == 200 + 8 - numeric["enqueued"]  # every refused tick, once
     assert "commit" not in h.core.outputs.steps()
 
@@ -210,11 +210,11 @@ def test_a_pressed_block_admission_yields_the_gil_once_and_a_plain_one_does_not(
         h = Harness.started(make_config(numeric=(2048, 1 << 30, "fail_run"), batching=(2, 1 << 30, 1000.0)),
                             max_block=120)
         h.core.outputs.faults.stall = True
-        h.run_ticks(8, control=False)  # one block of 8, far below the pressure mark (2048 / 2 = 1024 items)
+        h.run_ticks(8, control=False)  # one block of 8, far below the pressure mark (2048 / 8 = 256 items)
         h.core.publish("events", {"event": "marker"})  # any other stamp delivers the pending block (BK2)
         assert h.core.outputs.stalled.wait(_WAIT)
         assert yields == []
-        h.run_ticks(1200, control=False)  # the writer is stalled: the lane fills past its mark
+        h.run_ticks(400, control=False)  # the writer is stalled: the lane fills past its mark
         pressed = len(yields)
         h.core.outputs.release_stall()
         h.finish()

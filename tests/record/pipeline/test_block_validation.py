@@ -156,7 +156,7 @@ def test_a_block_on_a_per_tick_subscription_is_refused() -> None:
 def test_the_block_sink_admits_one_carrier_charged_its_ticks() -> None:
     """Blocks and ticks through ``blocks``: depth in ticks, one carrier per block, in order."""
     pump, handle, monitor = _pump()
-    assert pump.max_block == 32  # the lane's pressure mark: 64 / 2 (a fail_run numeric lane)
+    assert pump.max_block == 8  # the lane's pressure mark: 64 / 8
     first, tick, second = _block(1, 1, 5), _tick(6, 6), _block(7, 7, 3)
     for item in (first, tick, second):
         pump.blocks(item)

@@ -14,7 +14,7 @@ from fastsim_record.core.lane import Lane, LaneSpec
 from fastsim_record.errors import ContractError
 from fastsim_record.pipeline.camera_pump import CameraConverter
 from fastsim_record.pipeline.monitor import Monitor
-from fastsim_record.pipeline.pumps import LaneHandle, Pump
+from fastsim_record.pipeline.pumps import LaneHandle, PressureGauge, Pump
 from fastsim_record.ports.sources import CarrierConverter, LaneConverters
 from fastsim_record.sources import SOURCES
 
@@ -83,22 +83,35 @@ def test_pump_wakes_the_worker_at_an_eighth_of_the_lane_bytes() -> None:
     assert handle.wake.is_set()  # 51 bytes
 
 
-def test_a_fail_run_numeric_lane_is_pressed_at_half_its_capacity_and_every_other_lane_at_an_eighth() -> None:
-    """Pressure marks: the lossless numeric lane (it takes blocks) at 1/2 of items and bytes; lossy numeric, critical and media at 1/8."""
+def _marks(gauge: PressureGauge) -> dict[tuple[LaneName, OverloadPolicy], tuple[int | None, int | None]]:
     marks = {}
     for name, overload in (
         (LaneName.NUMERIC, OverloadPolicy.FAIL_RUN), (LaneName.NUMERIC, OverloadPolicy.DROP_OLDEST),
         (LaneName.CRITICAL, OverloadPolicy.FAIL_RUN), (LaneName.MEDIA, OverloadPolicy.FAIL_RUN),
     ):
-        handle = LaneHandle(Lane(LaneSpec(name=name, max_items=2048, max_bytes=1 << 20, overload=overload), [False]),
-                            threading.Event())
-        marks[name, overload] = (handle.lane.pressure_items, handle.lane.pressure_bytes)
-    assert marks == {
-        (LaneName.NUMERIC, OverloadPolicy.FAIL_RUN): (1024, 1 << 19),
-        (LaneName.NUMERIC, OverloadPolicy.DROP_OLDEST): (256, 1 << 17),
-        (LaneName.CRITICAL, OverloadPolicy.FAIL_RUN): (256, 1 << 17),
-        (LaneName.MEDIA, OverloadPolicy.FAIL_RUN): (256, 1 << 17),
-    }
+        lane = Lane(LaneSpec(name=name, max_items=2048, max_bytes=1 << 20, overload=overload), [False])
+        LaneHandle(lane, threading.Event(), gauge=gauge)
+        marks[name, overload] = (lane.pressure_items, lane.pressure_bytes)
+    return marks
+
+
+def test_the_lossless_numeric_lane_is_pressed_at_half_its_capacity_once_the_host_has_waited() -> None:
+    """Marks at 1/8 until the host waits on the gauge; then the fail_run numeric lane's are 1/2, the others' stay 1/8."""
+    eighth, half = (256, 1 << 17), (1024, 1 << 19)
+    gauge = PressureGauge()
+    lanes = [Lane(LaneSpec(name=LaneName.NUMERIC, max_items=2048, max_bytes=1 << 20), [False]) for _ in range(2)]
+    for lane in lanes:
+        LaneHandle(lane, threading.Event(), gauge=gauge)
+    before = _marks(gauge)
+    assert set(before.values()) == {eighth}
+    assert [(lane.pressure_items, lane.pressure_bytes) for lane in lanes] == [eighth, eighth]
+    assert not gauge.honoured
+    assert gauge.wait_relieved(0.0)  # a host that waits: relieved, so it returns at once
+    assert gauge.honoured
+    assert [(lane.pressure_items, lane.pressure_bytes) for lane in lanes] == [half, half]
+    after = _marks(gauge)  # lanes built after the first wait take the raised mark at once
+    assert after.pop((LaneName.NUMERIC, OverloadPolicy.FAIL_RUN)) == half
+    assert set(after.values()) == {eighth}
 
 
 def test_build_through_the_slots_equals_the_constructed_core_envelope() -> None:

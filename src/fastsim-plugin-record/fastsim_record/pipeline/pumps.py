@@ -25,7 +25,8 @@ Per envelope (``Pump.__call__``):
     |   | through pre-bound ``acquire``/``release``         |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
     |   | holds >= 1/8 of its items or of its bytes (1/2    |                         |
-    |   | for a fail_run numeric lane; it                   |                         |
+    |   | for a fail_run numeric lane once the host has     |                         |
+    |   | waited on the gauge; it                           |                         |
     |   | answers PRESSED),                                 |                         |
     |   | or an item was evicted or refused; then also      |                         |
     |   | press the ``PressureGauge`` (an unpaced host      |                         |
@@ -79,11 +80,15 @@ __all__ = ["NUMERIC_PRESSURE_SHARE", "PRESSURE_SHARE", "LaneHandle", "PressureGa
 #: simulation thread on every envelope costs a GIL hand-off per envelope.
 PRESSURE_SHARE = 8
 #: ... except a lossless (``fail_run``) numeric lane, the one that takes observation
-#: blocks: its mark is half its capacity.  Each wake-up costs the worker ~0.4 ms of
-#: cold-started work whatever it drains (``bench_worker``: 3.6 us a record at one 240-tick
-#: block a wake, 2.5 us at four), and an unpaced host waits at every mark; at 1/8 (256 of
-#: 2,048 ticks) the README's unpaced Run woke it ~125 times in 36,000 ticks, at 1/2 ~31
-#: times.  The other half is still four full blocks (``Lane.block_limit``) of headroom.
+#: blocks, once the host has waited on the gauge (``PressureGauge.wait_relieved``): its
+#: mark is then half its capacity.  Each wake-up costs the worker ~0.4 ms of cold-started
+#: work whatever it drains (``bench_worker``: 3.6 us a record at one 240-tick block a
+#: wake, 2.5 us at four), and an unpaced host waits at every mark; at 1/8 (256 of 2,048
+#: ticks) the README's unpaced Run woke it ~125 times in 36,000 ticks, at 1/2 ~31 times.
+#: A host that waits stops at the end of the tick in which the mark is passed, so the
+#: lane never holds more than the mark and one block.  A host that never waits (a paced
+#: Run, or a Core without flow control) keeps 1/8: the worker may not run for a while
+#: after the pump's wake-up (a loaded machine), and the lane keeps 7/8 as headroom.
 NUMERIC_PRESSURE_SHARE = 2
 
 _BARRIER = SourceKind.GENERATION_BARRIER
@@ -101,11 +106,26 @@ class PressureGauge:
     host never reads it.  The one ``Event`` is the whole state: set means relieved.
     """
 
-    __slots__ = ("_relieved",)
+    __slots__ = ("_honoured", "_raise", "_relieved")
 
     def __init__(self) -> None:
         self._relieved = threading.Event()
         self._relieved.set()
+        self._honoured = False
+        #: (lane, items, bytes): marks a lane takes once the host has waited (``honoured``)
+        self._raise: list[tuple[Lane, int, int]] = []
+
+    @property
+    def honoured(self) -> bool:
+        """The host has waited on this gauge: it honours flow control."""
+        return self._honoured
+
+    def raise_when_honoured(self, lane: Lane, items: int, nbytes: int) -> None:
+        """Give ``lane`` these pressure marks once the host waits on the gauge (at once if
+        it already has)."""
+        self._raise.append((lane, items, nbytes))
+        if self._honoured:
+            lane.pressure_items, lane.pressure_bytes = items, nbytes
 
     @property
     def pressed(self) -> bool:
@@ -124,7 +144,12 @@ class PressureGauge:
         self._relieved.set()
 
     def wait_relieved(self, timeout_s: float) -> bool:
-        """The host's bounded wait."""
+        """The host's bounded wait; the first one raises the marks ``raise_when_honoured``
+        names (an int store each, read by the pumps under their lane's lock)."""
+        if not self._honoured:
+            self._honoured = True
+            for lane, items, nbytes in self._raise:
+                lane.pressure_items, lane.pressure_bytes = items, nbytes
         return self._relieved.wait(timeout_s)
 
 
@@ -152,11 +177,16 @@ class LaneHandle:
         else:  # the pumps register their converters here: the lane must build with them
             raise TypeError(f"{lane.spec.name.value} lane: materialize must be the lane's LaneConverters")
         spec = lane.spec
-        share = NUMERIC_PRESSURE_SHARE if spec.name is _NUMERIC and spec.overload is _FAIL_RUN else PRESSURE_SHARE
+        if lane.pressure_items is None and lane.pressure_bytes is None and (
+            spec.name is _NUMERIC and spec.overload is _FAIL_RUN
+        ):  # a host that waits on the gauge gets the higher mark (NUMERIC_PRESSURE_SHARE)
+            self.gauge.raise_when_honoured(
+                lane, max(1, spec.max_items // NUMERIC_PRESSURE_SHARE), max(1, spec.max_bytes // NUMERIC_PRESSURE_SHARE)
+            )
         if lane.pressure_items is None:  # the lane answers PRESSED from this depth on
-            lane.pressure_items = max(1, spec.max_items // share)
+            lane.pressure_items = max(1, spec.max_items // PRESSURE_SHARE)
         if lane.pressure_bytes is None:  # ... or from this many admitted bytes on
-            lane.pressure_bytes = max(1, spec.max_bytes // share)
+            lane.pressure_bytes = max(1, spec.max_bytes // PRESSURE_SHARE)
 
 
 class Pump:
