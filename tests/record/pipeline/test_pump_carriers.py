@@ -95,8 +95,8 @@ def _marks(gauge: PressureGauge) -> dict[tuple[LaneName, OverloadPolicy], tuple[
     return marks
 
 
-def test_the_lossless_numeric_lane_is_pressed_at_half_its_capacity_once_the_host_has_waited() -> None:
-    """Marks at 1/8 until the host waits on the gauge; then the fail_run numeric lane's are 1/2, the others' stay 1/8."""
+def test_lossless_numeric_and_critical_lanes_are_pressed_at_half_their_capacity_once_the_host_has_waited() -> None:
+    """Marks at 1/8 until the host waits on the gauge; then the fail_run numeric and critical lanes' are 1/2, the others' stay 1/8."""
     eighth, half = (256, 1 << 17), (1024, 1 << 19)
     gauge = PressureGauge()
     lanes = [Lane(LaneSpec(name=LaneName.NUMERIC, max_items=2048, max_bytes=1 << 20), [False]) for _ in range(2)]
@@ -111,6 +111,7 @@ def test_the_lossless_numeric_lane_is_pressed_at_half_its_capacity_once_the_host
     assert [(lane.pressure_items, lane.pressure_bytes) for lane in lanes] == [half, half]
     after = _marks(gauge)  # lanes built after the first wait take the raised mark at once
     assert after.pop((LaneName.NUMERIC, OverloadPolicy.FAIL_RUN)) == half
+    assert after.pop((LaneName.CRITICAL, OverloadPolicy.FAIL_RUN)) == half
     assert set(after.values()) == {eighth}
 
 

@@ -25,8 +25,8 @@ Per envelope (``Pump.__call__``):
     |   | through pre-bound ``acquire``/``release``         |                         |
     | 5 | wake the worker only under pressure: the lane    |                         |
     |   | holds >= 1/8 of its items or of its bytes (1/2    |                         |
-    |   | for a fail_run numeric lane once the host has     |                         |
-    |   | waited on the gauge; it                           |                         |
+    |   | for a fail_run numeric or critical lane once the  |                         |
+    |   | host has waited on the gauge; it                  |                         |
     |   | answers PRESSED),                                 |                         |
     |   | or an item was evicted or refused; then also      |                         |
     |   | press the ``PressureGauge`` (an unpaced host      |                         |
@@ -73,27 +73,29 @@ from fastsim_record.ports.sources import (
     LaneConverters,
 )
 
-__all__ = ["NUMERIC_PRESSURE_SHARE", "PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
+__all__ = ["HONOURED_PRESSURE_SHARE", "PRESSURE_SHARE", "LaneHandle", "PressureGauge", "Pump"]
 
 #: A pump wakes the worker early only when its lane holds this share of its item or
 #: byte capacity; otherwise the worker drains on its own poll.  Waking a thread from the
 #: simulation thread on every envelope costs a GIL hand-off per envelope.
 PRESSURE_SHARE = 8
-#: ... except a lossless (``fail_run``) numeric lane, the one that takes observation
-#: blocks, once the host has waited on the gauge (``PressureGauge.wait_relieved``): its
-#: mark is then half its capacity.  Each wake-up costs the worker ~0.4 ms of cold-started
-#: work whatever it drains (``bench_worker``: 3.6 us a record at one 240-tick block a
-#: wake, 2.5 us at four), and an unpaced host waits at every mark; at 1/8 (256 of 2,048
-#: ticks) the README's unpaced Run woke it ~125 times in 36,000 ticks, at 1/2 ~31 times.
-#: A host that waits stops at the end of the tick in which the mark is passed, so the
-#: lane never holds more than the mark and one block.  A host that never waits (a paced
-#: Run, or a Core without flow control) keeps 1/8: the worker may not run for a while
-#: after the pump's wake-up (a loaded machine), and the lane keeps 7/8 as headroom.
-NUMERIC_PRESSURE_SHARE = 2
+#: ... except a lossless (``fail_run``) numeric or critical lane once the host has waited
+#: on the gauge (``PressureGauge.wait_relieved``): its mark is then half its capacity.
+#: Each wake-up costs the worker ~0.4 ms of cold-started work whatever it drains
+#: (``bench_worker``: 3.6 us a record at one 240-tick block a wake, 2.5 us at four), and
+#: an unpaced host waits at every mark: at 1/8 the README's unpaced Run woke it ~125
+#: times in 36,000 ticks (the numeric lane's 256 ticks), at 1/2 ~31 times; a driven
+#: ``FastSimRun-v0`` waited every ~256 steps (the critical lane's 512 command events),
+#: at 1/2 about once a second.  A host that waits stops at the end of the tick in which
+#: the mark is passed, so the lane holds at most the mark and one tick's items.  A host
+#: that never waits (a paced Run, or a Core without flow control) keeps 1/8: the worker
+#: may not run for a while after the pump's wake-up (a loaded machine), and 7/8 of the
+#: lane stays headroom.
+HONOURED_PRESSURE_SHARE = 2
 
 _BARRIER = SourceKind.GENERATION_BARRIER
 _BLOCK = ObservationBlock
-_NUMERIC = LaneName.NUMERIC
+_HONOURED_LANES = frozenset({LaneName.NUMERIC, LaneName.CRITICAL})
 _FAIL_RUN = OverloadPolicy.FAIL_RUN
 
 
@@ -178,11 +180,10 @@ class LaneHandle:
             raise TypeError(f"{lane.spec.name.value} lane: materialize must be the lane's LaneConverters")
         spec = lane.spec
         if lane.pressure_items is None and lane.pressure_bytes is None and (
-            spec.name is _NUMERIC and spec.overload is _FAIL_RUN
-        ):  # a host that waits on the gauge gets the higher mark (NUMERIC_PRESSURE_SHARE)
-            self.gauge.raise_when_honoured(
-                lane, max(1, spec.max_items // NUMERIC_PRESSURE_SHARE), max(1, spec.max_bytes // NUMERIC_PRESSURE_SHARE)
-            )
+            spec.name in _HONOURED_LANES and spec.overload is _FAIL_RUN
+        ):  # a host that waits on the gauge gets the higher mark (HONOURED_PRESSURE_SHARE)
+            share = HONOURED_PRESSURE_SHARE
+            self.gauge.raise_when_honoured(lane, max(1, spec.max_items // share), max(1, spec.max_bytes // share))
         if lane.pressure_items is None:  # the lane answers PRESSED from this depth on
             lane.pressure_items = max(1, spec.max_items // PRESSURE_SHARE)
         if lane.pressure_bytes is None:  # ... or from this many admitted bytes on
