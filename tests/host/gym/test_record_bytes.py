@@ -162,7 +162,7 @@ def test_a_frozen_payload_is_written_as_canonical_json(data: dict[str, Any]) -> 
     payload = FrozenDict({"event": "command.issued", "command_id": "gym-1", "args": frozen})
     encoder = payloads.JsonEncoder("s")
     expected = canonical_json(payload, default=payloads._jsonable)
-    assert encoder.encode(payload) == expected
+    assert encoder.encode(payload) == encoder.encode(payload) == expected  # the second from the kept shapes
     odd = FrozenDict({**payload, "x": np.float32(0.5), "z": _Level.HIGH})  # the C encoder's (and _jsonable's)
     assert encoder.encode(odd) == canonical_json(odd, default=payloads._jsonable)
     with pytest.raises(RecordingFailed, match="not canonical JSON"):
@@ -179,3 +179,30 @@ def test_the_reused_encoder_recovers_after_a_failure() -> None:
             encoder.encode(bad)
         shared = [1]
         assert encoder.encode({"a": shared, "b": shared}) == b'{"a":[1],"b":[1]}'
+
+
+def test_a_frozen_payload_keeps_its_shape_and_names_and_writes_the_same_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """perf42: sorted keys, key literals and names are kept, so the next payload writes only its new strings; odd names take the C encoder."""
+    from fastsim_contract.payloads import FrozenDict, freeze_sized
+
+    def payload(k: int, names: list[Any]) -> FrozenDict:
+        detail, _ = freeze_sized({"actuators": names, "ctrl": [0.5 * k, -1e-7]})
+        return FrozenDict({"event": "command.applied", "command_id": f"gym-{k}", "accepted": True, "detail": detail})
+
+    encoder = payloads.JsonEncoder("s")
+    names = ["joint1", "fingers\u00e9"]
+    first = payload(1, names)
+    assert encoder.encode(first) == canonical_json(first)
+    written: list[str] = []
+    string = payloads._STRING
+
+    def counting(text: str) -> str:
+        written.append(text)
+        return string(text)
+
+    monkeypatch.setattr(payloads, "_STRING", counting)
+    second = payload(2, list(names))
+    assert encoder.encode(second) == canonical_json(second)
+    assert written == ["gym-2", "command.applied"], "keys and names from the kept text"
+    odd = FrozenDict({**second, "detail": FrozenDict({**second["detail"], "actuators": ("joint1", _Level.HIGH)})})
+    assert encoder.encode(odd) == canonical_json(odd, default=payloads._jsonable)

@@ -135,8 +135,7 @@ def test_run_builder_cuts_runs_at_sequence_breaks() -> None:
 
 
 def test_ticks_apart_are_built_per_record_but_the_last_and_any_neighbour_of_another() -> None:
-    """Row 2b: ticks no two of which are adjacent in the global sequence (nor the first to the
-    previous drain's last) are built per record, but the drain's last (its next is unknown)."""
+    """Row 2b: ticks apart in the global sequence (the first from the previous drain's last too) are built per record, but the drain's last."""
     from fastsim_record.core.captured import CapturedItem
 
     builder, materialize, envelopes = _builder()
