@@ -133,6 +133,8 @@ def _string_size(text: str) -> int:
 #: every tick ("event", "tick", a command's argument names); bounded
 _KEY_SIZES: dict[str, int] = {}
 _KEY_SIZES_MAX = 4096
+#: ... and the lists of names (a MuJoCo result's actuators) and their sizes, as many
+_NAMES_SIZES: dict[tuple[str, ...], int] = {}
 
 
 def _key_size(key: str) -> int:
@@ -152,9 +154,15 @@ def _sized_value(value: Any) -> tuple[Any, int]:
         text = _FLOAT_REPR(value)
     elif kind is list or kind is tuple:
         if value and type(value[0]) is str:  # names (a result's actuators): each a JSON string
-            if list(map(type, value)).count(str) != len(value):
+            names = tuple(value)
+            if list(map(type, names)).count(str) != len(names):
                 raise TypeError(kind)
-            return tuple(value), len(value) + 1 + sum(map(_string_size, value))  # brackets, commas
+            size = _NAMES_SIZES.get(names)  # the same names every tick: sized once (bounded)
+            if size is None:
+                size = len(names) + 1 + sum(map(_string_size, names))  # brackets, commas
+                if len(_NAMES_SIZES) < _KEY_SIZES_MAX:
+                    _NAMES_SIZES[names] = size
+            return names, size
         text = ",".join(map(_FLOAT_REPR, value))  # TypeError unless every element is a float
         if "n" in text:  # nan, inf, -inf
             raise ValueError(text)

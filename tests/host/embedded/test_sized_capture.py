@@ -216,3 +216,26 @@ def test_a_float_row_keeps_its_text_and_is_a_tuple() -> None:
     assert type(again) is tuple
     assert again == row
     assert type(freeze(row)) is tuple  # a deep copy is a plain tuple
+
+
+def test_a_list_of_names_is_sized_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """perf42: the same names (a MuJoCo result's actuators, every tick) are sized once; other names and mixed lists as before."""
+    names = ["joint1", "fingers\u00e9", "x\n"]
+    assert freeze_sized({"actuators": names}) == (FrozenDict({"actuators": tuple(names)}),
+                                                 len(canonical_json({"actuators": names})))
+    sized: list[str] = []
+    size = payloads._string_size
+
+    def counting(text: str) -> int:
+        sized.append(text)
+        return size(text)
+
+    monkeypatch.setattr(payloads, "_string_size", counting)
+    again = freeze_sized({"actuators": list(names)})
+    assert again == (FrozenDict({"actuators": tuple(names)}), len(canonical_json({"actuators": names})))
+    assert sized == [], "the same names: their size kept"
+    other = [*names[:2], "joint3"]
+    assert freeze_sized({"actuators": other})[1] == len(canonical_json({"actuators": other}))
+    assert "joint3" in sized
+    mixed = [*names, 1]
+    assert freeze_sized({"actuators": mixed}) == (freeze({"actuators": mixed}), len(canonical_json({"actuators": mixed})))

@@ -6,14 +6,16 @@ Two paths make them cheaper and must not change a byte of the committed files:
   * the command events' JSON written from the host-frozen payload, each ``FloatRow``
     (the targets) from the text its sizing kept (``payloads._frozen_json``), else from
     one reused C encoder per stream instead of ``json.dumps`` building one per record;
-  * the tick, a one-record column run between them, handed to the writer as a row
-    instead of a one-record block (``fsr_columns._row``);
+  * the tick, apart from the stream's other ticks in the global sequence, built per
+    record instead of as a one-record column run (``columns`` row 2b, perf42);
+  * a one-record column run handed to the writer as a row instead of a one-record
+    block (``fsr_columns._row``);
   * the batch, rows alone, built segment by segment (``_segment_batch``) instead of
     column-wise (``assemble``).
 
 The same seeded episodes (a refused action, a reset, a closed episode) are driven with
-both paths and with neither, under the same run ids and wall clock; every file is
-compared byte for byte, and both paths must have been taken.
+every path, with every path but row 2b, and with none, under the same run ids and wall
+clock; every file is compared byte for byte, and each path must have been taken.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import fastsim_record.adapters.payloads as payloads
 import fastsim_recording_format.writer as writer_module
 from fastsim_embedded.gym import FastSimRunEnv
 from fastsim_record.errors import RecordingFailed
+from fastsim_record.pipeline.columns import RunBuilder
 from fastsim_recording_format._segment_batch import segment_batch
 from fastsim_recording_format.encoding import canonical_json
 
@@ -97,23 +100,38 @@ def test_driven_run_files_are_byte_identical_with_and_without_the_fast_paths(tmp
         frozen.append(text.count("[") if '"targets":[' in text else 0)
         return text
 
+    apart: dict[int, int] = {}  # builder (one per episode) -> its ticks built apart
+    split = RunBuilder.split
+
+    def counting_split(self: RunBuilder, items: list[Any], materialize: Any) -> Any:
+        out = split(self, items, materialize)
+        apart[id(self)] = self.apart
+        return out
+
     with mock.patch.object(fsr_columns, "_row", counting_row), \
             mock.patch.object(payloads.JsonEncoder, "encode", counting_encode), \
             mock.patch.object(writer_module, "segment_batch", counting_segment), \
-            mock.patch.object(payloads, "_frozen_json", counting_frozen):
+            mock.patch.object(payloads, "_frozen_json", counting_frozen), \
+            mock.patch.object(RunBuilder, "split", counting_split):
         fast = _drive(tmp_path / "fast", run)
     assert sum(1 for n in frozen if n) >= 70, "the targets written from their kept text"
-    assert sum(rows) >= 70, f"lone ticks written as rows: {sum(rows)} of {len(rows)}"
+    assert sum(apart.values()) >= 70, f"ticks built apart (row 2b): {apart}"
     assert sum(encodes) >= 160, f"payloads through the reused encoder: {sum(encodes)} of {len(encodes)}"
     assert sum(segments) >= 2, f"batches built segment by segment: {sum(segments)} of {len(segments)}"
+    rows.clear()
+    with mock.patch.object(fsr_columns, "_row", counting_row), \
+            mock.patch.object(RunBuilder, "_apart", return_value=False):  # every tick a run of one
+        runs = _drive(tmp_path / "runs", run)
+    assert sum(rows) >= 70, f"lone ticks written as rows: {sum(rows)} of {len(rows)}"
     with mock.patch.object(fsr_columns, "_row", return_value=None), \
+            mock.patch.object(RunBuilder, "_apart", return_value=False), \
             mock.patch.object(payloads, "_C_ENCODER", None), \
             mock.patch.object(writer_module, "segment_batch", return_value=None), \
             mock.patch.object(payloads, "_frozen_json", side_effect=TypeError):
         plain = _drive(tmp_path / "plain", run)
-    assert len(fast) == len(plain) == 2
-    assert [len(f) for f in fast] == [len(p) for p in plain]
-    assert fast == plain
+    assert len(fast) == len(runs) == len(plain) == 2
+    assert [len(f) for f in fast] == [len(r) for r in runs] == [len(p) for p in plain]
+    assert fast == runs == plain
 
 
 @pytest.mark.parametrize("payload", [
@@ -144,7 +162,7 @@ def test_a_frozen_payload_is_written_as_canonical_json(data: dict[str, Any]) -> 
     payload = FrozenDict({"event": "command.issued", "command_id": "gym-1", "args": frozen})
     encoder = payloads.JsonEncoder("s")
     expected = canonical_json(payload, default=payloads._jsonable)
-    assert encoder.encode(payload) == expected
+    assert encoder.encode(payload) == encoder.encode(payload) == expected  # the second from the kept shapes
     odd = FrozenDict({**payload, "x": np.float32(0.5), "z": _Level.HIGH})  # the C encoder's (and _jsonable's)
     assert encoder.encode(odd) == canonical_json(odd, default=payloads._jsonable)
     with pytest.raises(RecordingFailed, match="not canonical JSON"):
@@ -161,3 +179,30 @@ def test_the_reused_encoder_recovers_after_a_failure() -> None:
             encoder.encode(bad)
         shared = [1]
         assert encoder.encode({"a": shared, "b": shared}) == b'{"a":[1],"b":[1]}'
+
+
+def test_a_frozen_payload_keeps_its_shape_and_names_and_writes_the_same_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """perf42: sorted keys, key literals and names are kept, so the next payload writes only its new strings; odd names take the C encoder."""
+    from fastsim_contract.payloads import FrozenDict, freeze_sized
+
+    def payload(k: int, names: list[Any]) -> FrozenDict:
+        detail, _ = freeze_sized({"actuators": names, "ctrl": [0.5 * k, -1e-7]})
+        return FrozenDict({"event": "command.applied", "command_id": f"gym-{k}", "accepted": True, "detail": detail})
+
+    encoder = payloads.JsonEncoder("s")
+    names = ["joint1", "fingers\u00e9"]
+    first = payload(1, names)
+    assert encoder.encode(first) == canonical_json(first)
+    written: list[str] = []
+    string = payloads._STRING
+
+    def counting(text: str) -> str:
+        written.append(text)
+        return string(text)
+
+    monkeypatch.setattr(payloads, "_STRING", counting)
+    second = payload(2, list(names))
+    assert encoder.encode(second) == canonical_json(second)
+    assert written == ["gym-2", "command.applied"], "keys and names from the kept text"
+    odd = FrozenDict({**second, "detail": FrozenDict({**second["detail"], "actuators": ("joint1", _Level.HIGH)})})
+    assert encoder.encode(odd) == canonical_json(odd, default=payloads._jsonable)

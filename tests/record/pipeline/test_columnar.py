@@ -88,8 +88,8 @@ def test_columnar_path_keeps_generations_and_payloads_across_resets(tmp_path: Pa
         assert seqs == list(range(1, len(seqs) + 1))
 
 
-def test_run_builder_cuts_runs_at_sequence_breaks() -> None:
-    """A run whose global sequences jump (another lane's item in between) is cut there."""
+def _builder() -> tuple[RunBuilder, Any, Any]:
+    """A run builder over a test column encoder, the lane's ``materialize`` and an envelope maker."""
     from fastsim_contract.values import Envelope, SourceKind
     from fastsim_record.core.captured import CapturedItem, LaneName
     from fastsim_record.ports.sources import LaneConverters
@@ -117,9 +117,40 @@ def test_run_builder_cuts_runs_at_sequence_breaks() -> None:
 
     converters = LaneConverters()
     assert converters.register(Converter(), Converter.kinds)
-    carriers = [Envelope(g, SourceKind.OBSERVATION, 0, g - 9, g, None, None, g) for g in (10, 11, 12, 14, 15)]
-    out = RunBuilder({"obs": Encoder()}).split(carriers, converters.materialize)
+
+    def envelopes(*numbers: int) -> list[Any]:
+        return [Envelope(g, SourceKind.OBSERVATION, 0, g - 9, g, None, None, g) for g in numbers]
+
+    return RunBuilder({"obs": Encoder()}), converters.materialize, envelopes
+
+
+def test_run_builder_cuts_runs_at_sequence_breaks() -> None:
+    """A run whose global sequences jump (another lane's item in between) is cut there."""
+    builder, materialize, envelopes = _builder()
+    out = builder.split(envelopes(10, 11, 12, 14, 15), materialize)
     assert [(r.first_global, r.last_global, r.first_capture, r.last_capture) for r in out] == [  # type: ignore[union-attr]
         (10, 12, 1, 3), (14, 15, 5, 6),
     ]
     assert [getattr(r.payload, "count", None) for r in out if isinstance(r, CapturedRun)] == [3, 2]
+
+
+def test_ticks_apart_are_built_per_record_but_the_last_and_any_neighbour_of_another() -> None:
+    """Row 2b: ticks apart in the global sequence (the first from the previous drain's last too) are built per record, but the drain's last."""
+    from fastsim_record.core.captured import CapturedItem
+
+    builder, materialize, envelopes = _builder()
+
+    def shape(out: list[Any]) -> list[tuple[str, int, int]]:
+        return [("run", r.first_global, r.last_global) if isinstance(r, CapturedRun)
+                else ("item", r.global_sequence, r.global_sequence) for r in out]
+
+    assert shape(builder.split(envelopes(3, 6, 9), materialize)) == [("item", 3, 3), ("item", 6, 6), ("run", 9, 9)]
+    assert builder.apart == 2
+    assert all(isinstance(r, CapturedItem) for r in builder.split(envelopes(12, 15), materialize)[:1])
+    assert builder.apart == 3
+    # the first follows the previous drain's last (15): row 2, cut into runs
+    assert shape(builder.split(envelopes(16, 19), materialize)) == [("run", 16, 16), ("run", 19, 19)]
+    # two adjacent in the drain: row 2
+    assert shape(builder.split(envelopes(22, 24, 25), materialize)) == [("run", 22, 22), ("run", 24, 25)]
+    assert shape(builder.split(envelopes(28), materialize)) == [("run", 28, 28)]  # a lone tick: a run of one
+    assert builder.apart == 3

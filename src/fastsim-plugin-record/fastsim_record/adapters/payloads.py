@@ -129,15 +129,31 @@ _INT: Callable[[int], str] = int.__repr__  # ... an int
 _MAPS = (FrozenDict, dict)
 
 
+#: ``_frozen_json``'s per-shape facts, bounded (the same few shapes come every tick): a
+#: mapping's keys in their order -> the sorted keys; a key -> its literal and colon; a
+#: tuple of exact strings (a result's actuator names) -> its JSON array
+_ORDERS: dict[tuple[Any, ...], list[str]] = {}
+_KEY_TEXT: dict[str, str] = {}
+_NAMES_TEXT: dict[tuple[str, ...], str] = {}
+_CACHED = 1024
+
+
 def _frozen_json(payload: Mapping[str, Any]) -> str:
     """``canonical_json(payload)``'s text (the C encoder's, key for key) for the values a
     host freezes into control and event payloads, with each ``FloatRow`` written from the
     text its sizing kept instead of from its floats (a driven tick's targets and ``ctrl``,
     issue 24): exact strings (keys too, sorted), ``true``/``false``/``null``, exact ints,
     finite exact floats, nested ``FrozenDict``/``dict`` values, tuples of exact strings.
-    Anything else raises, and the caller takes the C encoder."""
+    Anything else raises, and the caller takes the C encoder.  The sorted keys, each key's
+    literal and each tuple of names are kept (bounded; perf42): the text is the same."""
+    keys = tuple(payload)
+    order = _ORDERS.get(keys)
+    if order is None:
+        order = sorted(payload)  # TypeError for keys that cannot be sorted
+        if len(_ORDERS) < _CACHED:
+            _ORDERS[keys] = order
     parts = []
-    for key in sorted(payload):
+    for key in order:
         value = payload[key]
         kind = value.__class__
         if kind is str:
@@ -156,12 +172,27 @@ def _frozen_json(payload: Mapping[str, Any]) -> str:
             text = _frozen_json(value)
         elif kind is float and value - value == 0.0:  # finite
             text = _FLOAT(value)
-        elif kind is tuple and list(map(type, value)).count(str) == len(value):
-            text = "[" + ",".join(map(_STRING, value)) + "]"
+        elif kind is tuple:
+            text = _NAMES_TEXT.get(value) or _names(value)
         else:
             raise TypeError(kind)
-        parts.append(_STRING(key) + ":" + text)  # TypeError for a key that is not a string
+        prefix = _KEY_TEXT.get(key)
+        if prefix is None:
+            prefix = _STRING(key) + ":"  # TypeError for a key that is not a string
+            if key.__class__ is str and len(_KEY_TEXT) < _CACHED:
+                _KEY_TEXT[key] = prefix
+        parts.append(prefix + text)
     return "{" + ",".join(parts) + "}"
+
+
+def _names(value: tuple[Any, ...]) -> str:
+    """A tuple of exact strings as its JSON array (kept); ``TypeError`` for anything else."""
+    if list(map(type, value)).count(str) != len(value):
+        raise TypeError(tuple)
+    text = "[" + ",".join(map(_STRING, value)) + "]"
+    if len(_NAMES_TEXT) < _CACHED:
+        _NAMES_TEXT[value] = text
+    return text
 
 
 def _jsonable(value: object) -> Any:

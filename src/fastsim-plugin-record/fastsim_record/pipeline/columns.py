@@ -13,6 +13,9 @@ built into its ``CapturedItem`` as before.
     |   | has a column encoder (one carrier too: a lone     | every break of the global  |
     |   | tick's record metadata then does not depend on    | or capture sequence into   |
     |   | when the worker drained, issue 26)                | ``CapturedRun`` values     |
+    | 2b| ... apart: no carrier of it follows the stream's  | all but the last built;    |
+    |   | previous one in the global sequence (a driven     | the last as row 2 (a run   |
+    |   | Run's ticks, each after its two command events)   | of one)                    |
     | 3 | ... the encoder answers ``None`` (drift, another  | each built: the per-record |
     |   | payload form)                                     | path names the problem     |
     | 4 | anything else (a barrier, a camera item, a        | built                      |
@@ -22,6 +25,18 @@ built into its ``CapturedItem`` as before.
     |   | ``encode_block``                                   | ``encode_block``           |
     | 6 | ... no such encoder, or it answers ``None``       | its ``k`` ticks, each built|
     |   | (another layout)                                  | (``block.tick(i)``)        |
+
+Row 2b (perf42) writes the bytes row 2 would.  Row 2 would cut such a run into runs of one
+record; a run of one goes to the file as one block of its own only when the records next
+to it in the batch are other runs of its stream (``fsr_columns``: adjacent runs become
+ONE block), else as the row it stands for, with the metadata the per-record path gives
+the tick (``{"channel_sequence": n}``).  Every global sequence of a Run reaches the
+worker (a record, or a gap record for a loss), so the records next to a tick in a batch
+are its global neighbours: a tick apart from the stream's previous and next ones in the
+global sequence is written as a row either way.  The previous one is known (the
+builder keeps each stream's last global sequence); the next one is not, for a run's
+last carrier, which therefore takes row 2.  Row 2b skips the columns, their one-record
+parts and the runs, built per tick for nothing.
 
 The order of the drained list is kept.  Finding blocks costs nothing on the columnar
 path: a run that starts with one is checked by one ``is``, and a block later in a run makes
@@ -46,6 +61,7 @@ __all__ = ["RunBuilder"]
 
 _KIND = operator.attrgetter("source")  # a carrier's contract kind: one converter per kind and lane
 _PAYLOAD_CLASS = operator.attrgetter("payload.__class__")  # a lane item's payload class (rows 5-6)
+_GLOBAL = operator.attrgetter("global_sequence")
 _BLOCK = ObservationBlock
 
 
@@ -60,6 +76,8 @@ class RunBuilder:
             stream: encoder.encode_block for stream, encoder in self._encoders.items() if hasattr(encoder, "encode_block")
         }
         self.runs = 0  # runs formed (the columnar path's reach, for tests and benchmarks)
+        self.apart = 0  # ticks built by row 2b (tests and benchmarks)
+        self._last: dict[str, int] = {}  # stream -> the global sequence of its last carrier here (row 2b)
 
     def split(self, items: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         """The drained ``items`` of a lane whose ``materialize`` is given, as captured items and runs, in order."""
@@ -94,12 +112,45 @@ class RunBuilder:
         if carriers[0].payload.__class__ is _BLOCK:  # rows 5-6 (a block path drains blocks)
             return self._with_blocks(carriers, materialize)
         first = materialize(carriers[0])
-        encoder = self._encoders.get(first.stream)
-        columns = encoder.encode_columns(carriers) if encoder is not None else None
-        if columns is None:  # rows 1 and 3 (a block later in the run: rows 5-6)
+        stream = first.stream
+        encoder = self._encoders.get(stream)
+        if encoder is None:  # rows 1 and 4 (a block later in the run: row 6)
             if len(carriers) > 1 and list(map(_PAYLOAD_CLASS, carriers)).count(_BLOCK):
                 return self._with_blocks(carriers, materialize)
             return [first, *map(materialize, carriers[1:])]
+        numbers = list(map(_GLOBAL, carriers))
+        if len(carriers) > 1 and self._apart(stream, numbers) and not list(map(_PAYLOAD_CLASS, carriers)).count(_BLOCK):
+            self._last[stream] = numbers[-1]  # row 2b
+            built: list[CapturedItem | CapturedRun] = [first, *map(materialize, carriers[1:-1])]
+            self.apart += len(built)
+            built.extend(self._columns(encoder, carriers[-1:], materialize(carriers[-1]), materialize))
+            return built
+        columns = encoder.encode_columns(carriers)
+        if columns is None:  # row 3 (a block later in the run: rows 5-6)
+            if len(carriers) > 1 and list(map(_PAYLOAD_CLASS, carriers)).count(_BLOCK):
+                return self._with_blocks(carriers, materialize)
+            self._last[stream] = numbers[-1]
+            return [first, *map(materialize, carriers[1:])]
+        self._last[stream] = numbers[-1]
+        return self._cut(columns, first)
+
+    def _apart(self, stream: str, numbers: list[int]) -> bool:
+        """Row 2b: no global sequence in ``numbers`` follows the one before it (the first:
+        the stream's last carrier here); one C-level pass."""
+        previous = self._last.get(stream)
+        return (previous is None or numbers[0] - previous != 1) and 1 not in map(operator.sub, numbers[1:], numbers)
+
+    def _columns(
+        self, encoder: ColumnEncoder, carriers: list[Any], first: CapturedItem, materialize: Callable[[Any], CapturedItem]
+    ) -> list[CapturedItem | CapturedRun]:
+        """Rows 2-3 of ``carriers`` (no block among them), ``first`` the first built."""
+        columns = encoder.encode_columns(carriers)
+        if columns is None:
+            return [first, *map(materialize, carriers[1:])]
+        return self._cut(columns, first)
+
+    def _cut(self, columns: RecordColumns, first: CapturedItem) -> list[CapturedItem | CapturedRun]:
+        """Row 2: ``columns`` cut at every break of the global or capture sequence."""
         g, c = columns.global_sequence, columns.stream_sequence
         n = len(g)
         if g.item(-1) - g.item(0) == n - 1 and c.item(-1) - c.item(0) == n - 1 and not (
@@ -143,6 +194,8 @@ class RunBuilder:
         encode = self._blocks.get(first.stream)
         columns = encode(carrier) if encode is not None else None
         g, c, k = first.global_sequence, first.capture_sequence, len(block.ticks)
+        if first.stream in self._encoders:  # row 2b's previous carrier: the block's last tick
+            self._last[first.stream] = g + k - 1
         if columns is None:  # row 6: the per-record path names any drift
             ticks, times, chan = block.ticks.tolist(), block.sim_time_ns.tolist(), block.channel_sequence
             return [attrs.evolve(
