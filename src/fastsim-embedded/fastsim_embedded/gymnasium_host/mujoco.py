@@ -166,7 +166,7 @@ def frame_copy(frame: Array) -> Array:
     back (each such hand-off costs the env thread up to a thread's slice)."""
     if frame.dtype == np.uint8 and frame.ndim == 3 and frame.strides[2] == 1 and frame.strides[1] == frame.shape[2]:
         h, w, c = frame.shape
-        data = memoryview(frame.reshape(h, w * c)).tobytes()  # a view: each row's bytes are contiguous
+        data = frame.reshape(h, w * c).data.tobytes()  # a view (each row contiguous): its memoryview copies holding the GIL
         return np.frombuffer(data, np.uint8).reshape(h, w, c)  # read-only: backed by immutable bytes
     return readonly(np.array(frame, dtype=np.uint8, order="C"))
 
