@@ -10,7 +10,8 @@ the env thread only captures (``gymnasium_host.capture``: checked copies appende
     | # | who                   | what                                                             |
     |---|-----------------------|------------------------------------------------------------------|
     | 1 | env thread: ``hand``  | a full chunk (or the episode's last) joins the queue; once the   |
-    |   |                       | Session is open a publisher task is scheduled for it.  Queued    |
+    |   |                       | Session is open a publisher task is scheduled for it (``defer``: |
+    |   |                       | by the next ``wake``, right before the env renders).  Queued     |
     |   |                       | rows reach ``max_pending`` before a slot: a spill task is        |
     |   |                       | scheduled (``spills`` counts such episodes).  Either way the env |
     |   |                       | thread then waits for that task (``waits``, counted): RAM stays  |
