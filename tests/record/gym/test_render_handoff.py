@@ -148,6 +148,7 @@ def test_a_camera_chunk_holds_two_frames_and_settles_once_when_the_lane_holds_it
     """One camera and the 16-item media lane: two rows a chunk, one settle after its last tick, nothing lost; a smaller lane or more cameras settle every tick."""
     assert episode_module.EpisodeWriter.frame_chunks(1, 16) == (2, True)  # 3 rows (final included) = 12 items
     assert episode_module.EpisodeWriter.frame_chunks(2, 32) == (2, True)
+    assert episode_module.EpisodeWriter.frame_chunks(1, 64) == (2, True)  # never more than two frames in flight
     assert episode_module.EpisodeWriter.frame_chunks(3, 16) == (1, False)
     assert episode_module.EpisodeWriter.frame_chunks(1, 4) == (1, False)
     settles: list[bool] = []

@@ -147,10 +147,11 @@ class EpisodeWriter:
     @staticmethod
     def frame_chunks(cameras: int, lane_items: int) -> tuple[int, bool]:
         """(rows a chunk of an episode with ``cameras`` cameras holds, whether its ticks settle once):
-        a row's frames are four media-lane items a camera; a chunk fills at most half the lane, and it
-        settles once, after its last tick, only when it fits the lane with the final row added (the
-        lane then never holds more than it admits, whatever the worker has drained)."""
-        rows = max(1, lane_items // (8 * cameras))
+        a row's frames are four media-lane items a camera; a chunk fills at most half the lane (and two
+        rows: few frames in flight), and it settles once, after its last tick, only when it fits the lane
+        with the final row added (the lane then never holds more than it admits, whatever the worker has
+        drained)."""
+        rows = min(2, max(1, lane_items // (8 * cameras)))
         return rows, (rows + 1) * 4 * cameras <= lane_items
 
     # -- env thread -----------------------------------------------------------------------
