@@ -19,7 +19,6 @@ from fastsim_embedded.gymnasium_host import episode as episode_module
 from fastsim_embedded.gymnasium_host.capture import Chunk, RowLayout
 from fastsim_embedded.gymnasium_host.mujoco import frame_copy, joints_of
 from fastsim_embedded.gymnasium_host.spaces import space_leaves
-from fastsim_embedded.session import session as session_module
 from fastsim_record.gym import RecordEpisodes
 
 
@@ -140,36 +139,3 @@ def test_the_frame_copy_is_a_read_only_copy_of_any_layout() -> None:
         base += 1
         np.testing.assert_array_equal(copy, expected)
     assert base.flags.writeable
-
-
-def test_a_camera_chunk_holds_two_frames_and_settles_once_when_the_lane_holds_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One camera and the 16-item media lane: two rows a chunk, one settle after its last tick, nothing lost; a smaller lane or more cameras settle every tick."""
-    assert episode_module.EpisodeWriter.frame_chunks(1, 16) == (2, True)  # 3 rows (final included) = 12 items
-    assert episode_module.EpisodeWriter.frame_chunks(2, 32) == (2, True)
-    assert episode_module.EpisodeWriter.frame_chunks(1, 64) == (2, True)  # never more than two frames in flight
-    assert episode_module.EpisodeWriter.frame_chunks(3, 16) == (1, False)
-    assert episode_module.EpisodeWriter.frame_chunks(1, 4) == (1, False)
-    settles: list[bool] = []
-    real = session_module.Session.step
-
-    def step(self: Any, *args: Any, settle: bool = True, **kwargs: Any) -> Any:
-        settles.append(settle)
-        return real(self, *args, settle=settle, **kwargs)
-
-    monkeypatch.setattr(session_module.Session, "step", step)
-    env = RecordEpisodes(gym.make("CartPole-v1", render_mode="rgb_array"), tmp_path / "out", encoding="png")
-    env.reset(seed=3)
-    frames = [env.render().copy()]
-    for _ in range(8):
-        env.step(0)
-        frames.append(env.render().copy())
-    env.close()
-    assert len(settles) == 9  # 8 rows and the final one
-    assert sum(settles) == 5, settles  # chunks of 2 rows; the last also holds the final row
-    with fr.open(env.files[0].path) as rec:
-        assert len(rec.numeric("observation").values) == 9
-        for k, frame in enumerate(rec.frames("render")):
-            np.testing.assert_array_equal(frame.image, frames[k])
-        assert k == 8

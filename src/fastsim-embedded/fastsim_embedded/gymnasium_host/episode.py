@@ -115,10 +115,9 @@ class EpisodeWriter:
 
     def __init__(
         self, pool: WriterPool, opener: Callable[[], Session], layout: RowLayout,
-        *, number: int, seed: int | None, max_pending: int | None = None, settle_once: bool = False,
+        *, number: int, seed: int | None, max_pending: int | None = None,
     ) -> None:
         self.layout = layout
-        self._settle_once = settle_once  # a chunk's ticks settle (wait for Record) once, after its last
         self.number = number
         self.seed = seed
         self._steps = 0  # steps handed over (``steps``: with the current chunk's)
@@ -143,16 +142,6 @@ class EpisodeWriter:
         self._slot = False  # this episode holds one of the pool's open slots
         self._spill = SpillFile(pool.spill)  # rows kept on disk while no Session is open
         self._spilled = False  # counted in ``pool.spills``
-
-    @staticmethod
-    def frame_chunks(cameras: int, lane_items: int) -> tuple[int, bool]:
-        """(rows a chunk of an episode with ``cameras`` cameras holds, whether its ticks settle once):
-        a row's frames are four media-lane items a camera; a chunk fills at most half the lane (and two
-        rows: few frames in flight), and it settles once, after its last tick, only when it fits the lane
-        with the final row added (the lane then never holds more than it admits, whatever the worker has
-        drained)."""
-        rows = min(2, max(1, lane_items // (8 * cameras)))
-        return rows, (rows + 1) * 4 * cameras <= lane_items
 
     # -- env thread -----------------------------------------------------------------------
     @property
@@ -294,7 +283,7 @@ class EpisodeWriter:
             commands = () if target is None else (
                 ControlCommand(f"action-{chunk.first + i + 1}", ACTION_COMMAND, "robot", {"targets": target.tolist()}),)
             try:
-                step(commands, events=events.get(i, ()), settle=not self._settle_once or i == len(rows) - 1)
+                step(commands, events=events.get(i, ()))
             except SessionClosed as exc:  # the Run stopped (e.g. its recording failed): keep nothing more
                 self.failure = self.failure or str(exc)
                 return

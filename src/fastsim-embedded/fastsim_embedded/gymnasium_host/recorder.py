@@ -111,9 +111,9 @@ class GymRecording:
         self._ready = (self.layout.action_scalar, *self.layout.observation_array)
         self._limit = options.max_episode_bytes
         self._keys = bool(options.info_keys)
-        plans = [EpisodeWriter.frame_chunks(len(cams), options.media_queue_items) if cams else (CHUNK_ROWS, False) for cams in self._cameras]
-        self._chunk_rows, self._settle_once = [p[0] for p in plans], [p[1] for p in plans]
-        self._due, self._defer = [0.0] * len(self._envs), [False] * len(self._envs)  # _defer: see ``before_render``
+        self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
+        self._due = [0.0] * len(self._envs)
+        self._defer = [False] * len(self._envs)  # ``before_render`` submits the publisher task
         self._extras = [bool(cams) or self._joints[i] is not None or self._render[i] is not None or bool(
             self._keys or self._actuators or self._limit is not None) for i, cams in enumerate(self._cameras)]  # when each sub-env's chunk is handed over at the latest
         self.runs = EpisodeRuns(options)  # catalogs, plugin factory, compiled Runs: once per recording
@@ -128,7 +128,8 @@ class GymRecording:
         self.files: list[EpisodeFile] = []
 
     def before_render(self, index: int) -> None:
-        """Sub-env ``index`` renders next, GIL-free: submit its due publisher task now, and from now on (``hand``'s ``defer``)."""
+        """Sub-env ``index`` renders next (without the GIL): its due publisher task is submitted now; from
+        now on its steps leave that to this call (``EpisodeWriter.hand``'s ``defer``)."""
         self._defer[index] = True
         writer = self._open.get(index)
         if writer is not None:
@@ -181,8 +182,7 @@ class GymRecording:
             return episode
 
         pending = o.media_queue_items if shapes else None  # rows queued while no file is open: frames are big
-        writer = EpisodeWriter(self.pool, opener, self.layout, number=number, seed=seed, max_pending=pending,
-                               settle_once=self._settle_once[index] and bool(shapes))
+        writer = EpisodeWriter(self.pool, opener, self.layout, number=number, seed=seed, max_pending=pending)
         writer.cameras = tuple(shapes)
         writer.bytes = self.row.packer.nbytes + sum(int(f.nbytes) for f in frames.values())
         writer.chunk.events[0] = (ScenePluginEvent("gym.reset", reset, "gymnasium"),)
