@@ -20,6 +20,7 @@ ended with, zeros/NaN elsewhere), as the module table of ``backends.gymnasium_en
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from fastsim_embedded.gymnasium_host.spaces import Leaf, cast, leaf_value
 __all__ = ["Chunk", "RowLayout", "step_type_error"]
 
 _NAN = float("nan")
+_F64 = struct.Struct("=d")  # the reward field (float64, native order: the structured path's)
 _NEVER = type("_NEVER", (), {})  # the scalar type of a channel with a shape: no value has it
 _Spec = tuple[str, np.dtype[Any], tuple[int, ...], Leaf, type]  # channel, dtype, shape, leaf, numpy scalar type
 
@@ -97,6 +99,24 @@ class RowLayout:
         self.observation_array: tuple[Any, Any] = (obs[0], obs[1]) if obs is not None and obs[1] else (None, None)
         self._fill_obs = tuple(_stored(_fill(leaf)) for leaf in row.observation)
         self._fill_act = tuple(_fill(leaf) for leaf in row.action)
+        self._one = self._one_row_plan(row)
+
+    def _one_row_plan(self, row: StepRow) -> tuple[int, int, int, int, int, int | None] | None:
+        """Byte offsets for ``pack``'s one-row chunk (a camera episode hands one per step): one
+        array leaf each for observation and action, kept as bytes of the field's very dtype, no
+        info keys; else ``None`` (the structured path)."""
+        fields, offsets, index = row.packer.fields, row.packer.offsets, row.packer.index
+        if not (all(self._whole) and self._obs[0][2] and self._act[0][2] and not row.info_keys):
+            return None
+        obs, act = self._obs[0], self._act[0]
+        if fields[index[obs[0]]][1:] != obs[1:3] or fields[index[act[0]]][1:] != act[1:3]:
+            return None
+        joints = offsets[index[JOINT_POSITION]] if JOINT_POSITION in index else None
+        if joints is not None and offsets[index[JOINT_POSITION] + 1] != joints + fields[index[JOINT_POSITION]][1].itemsize * int(
+                np.prod(fields[index[JOINT_POSITION]][2])):
+            return None  # the two joint fields are written as one run of bytes
+        return (offsets[index[obs[0]]], offsets[index[act[0]]], offsets[index["reward"]],
+                offsets[index["terminated"]], offsets[index["truncated"]], joints)
 
     @staticmethod
     def _checked(leaf: Leaf) -> _Spec:
@@ -140,6 +160,8 @@ class RowLayout:
     def pack(self, chunk: Chunk) -> Array:
         """The chunk's rows: ``(rows, nbytes)`` read-only ``uint8``, one row per observation."""
         n, k = len(chunk.obs), len(chunk.steps)
+        if n == 1 and k == 1 and self._one is not None and type(chunk.obs[0]) is bytes and type(chunk.steps[0][0]) is bytes:
+            return self._pack_one(chunk, self._one)
         table = np.zeros(n, self.dtype)
         if n:
             self._columns(table, self._obs_at, chunk.obs, self._whole[0], self._obs)
@@ -166,6 +188,20 @@ class RowLayout:
         rows = table.view(np.uint8).reshape(n, self.nbytes)
         rows.flags.writeable = False
         return rows
+
+    def _pack_one(self, chunk: Chunk, at: tuple[int, int, int, int, int, int | None]) -> Array:
+        """``pack`` of one complete row, byte for byte the structured path's (zeros elsewhere)."""
+        obs, (action, reward, terminated, truncated) = chunk.obs[0], chunk.steps[0]
+        row = bytearray(self.nbytes)
+        row[at[0]:at[0] + len(obs)] = obs
+        row[at[1]:at[1] + len(action)] = action
+        if at[5] is not None:
+            position, velocity = chunk.joints[0]  # type: ignore[misc]
+            joints = np.concatenate((position, velocity)).astype(np.float64, copy=False).tobytes()
+            row[at[5]:at[5] + len(joints)] = joints  # the two joint fields are adjacent (StepRow)
+        _F64.pack_into(row, at[2], reward)
+        row[at[3]], row[at[4]] = bool(terminated), bool(truncated)
+        return np.frombuffer(bytes(row), np.uint8).reshape(1, self.nbytes)  # read-only: immutable bytes
 
     def _columns(self, table: Any, names: tuple[str, ...], values: list[Any], whole: bool, specs: tuple[_Spec, ...]) -> None:
         """Each leaf's column from what was kept per row: scalars in one array, bytes in one join."""
