@@ -10,8 +10,7 @@ the env thread only captures (``gymnasium_host.capture``: checked copies appende
     | # | who                   | what                                                             |
     |---|-----------------------|------------------------------------------------------------------|
     | 1 | env thread: ``hand``  | a full chunk (or the episode's last) joins the queue; once the   |
-    |   |                       | Session is open a publisher task is scheduled for it (``defer``: |
-    |   |                       | by the next ``wake``, right before the env renders).  Queued     |
+    |   |                       | Session is open a publisher task is scheduled for it.  Queued    |
     |   |                       | rows reach ``max_pending`` before a slot: a spill task is        |
     |   |                       | scheduled (``spills`` counts such episodes).  Either way the env |
     |   |                       | thread then waits for that task (``waits``, counted): RAM stays  |
@@ -135,7 +134,6 @@ class EpisodeWriter:
         self._queue: collections.deque[Chunk] = collections.deque()
         self._queued = 0  # rows handed over, not published yet
         self._scheduled = False  # a publisher task owns the queue
-        self._wake_due = False  # a deferred ``hand`` left its publisher task to ``wake``
         self._future: concurrent.futures.Future[Session] | None = None
         self._session: Session | None = None
         self._opened = False  # the open was tried: ``_session`` or ``failure``
@@ -157,10 +155,8 @@ class EpisodeWriter:
             ret += step[1]
         return ret
 
-    def hand(self, *, defer: bool = False) -> None:
-        """Row 1: the current chunk goes to the queue (published off this thread).  ``defer``:
-        its publisher task is submitted by the next ``wake`` (or ``hand``) instead, unless the
-        queue is full (the caller then waits for it, as always)."""
+    def hand(self) -> None:
+        """Row 1: the current chunk goes to the queue (published off this thread)."""
         chunk = self.chunk
         self._ret = self.ret
         self._steps += len(chunk.steps)
@@ -171,10 +167,8 @@ class EpisodeWriter:
             full = self._queued >= self._max_pending
             spill = full and not self._opened and not self._scheduled
             publish = (self._opened or spill) and not self._scheduled
-            if publish and defer and not full:
-                publish, self._wake_due = False, True
-            elif publish:
-                self._scheduled, self._wake_due = True, False
+            if publish:
+                self._scheduled = True
         if spill and not self._spilled:  # once per episode (not again after a failed spill emptied its file)
             self._spilled = True
             self._pool.spills += 1
@@ -185,20 +179,6 @@ class EpisodeWriter:
                 while self._queued >= self._max_pending and not (self._opened and self._session is None):
                     self.waits += 1
                     self._room.wait()
-
-    def wake(self) -> None:
-        """Submit the publisher task a deferred ``hand`` left due (nothing when none is): the
-        env thread calls it where it is about to run without the GIL for long (a render), so
-        the publisher's Python runs then instead of stealing the GIL at a short release."""
-        if not self._wake_due:
-            return
-        with self._lock:
-            publish = self._wake_due and self._opened and bool(self._queue) and not self._scheduled
-            self._wake_due = False
-            if publish:
-                self._scheduled = True
-        if publish:
-            self._pool.executor.submit(self._publish_queue)
 
     # -- opening pool ---------------------------------------------------------------------
     def wait_opened(self) -> None:

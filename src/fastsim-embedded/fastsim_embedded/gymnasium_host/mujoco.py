@@ -37,7 +37,7 @@ from fastsim_recording_format.encoding import readonly
 
 __all__ = [
     "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
-    "calibration_of", "frame_copy", "frame_readings", "joints_of", "release_renderers", "render_observation_path",
+    "calibration_of", "frame_readings", "joints_of", "release_renderers", "render_observation_path",
     "render_source_of",
 ]
 
@@ -151,24 +151,11 @@ def frame_readings(
     (profile, digest), (k, translation, quaternion) = calibration, values
     rgb, intrinsics, translation_channel, quaternion_channel = channels
     return (
-        CameraReading(camera, rgb, "rgb", frame_copy(frame), digest),
+        CameraReading(camera, rgb, "rgb", readonly(np.array(frame, dtype=np.uint8, order="C")), digest),
         CameraReading(camera, intrinsics, "intrinsics", k, digest, profile),
         CameraReading(camera, translation_channel, "translation", translation, digest),
         CameraReading(camera, quaternion_channel, "quaternion_xyzw", quaternion, digest),
     )
-
-
-def frame_copy(frame: Array) -> Array:
-    """A read-only C-contiguous ``uint8`` copy of ``frame``.  A frame whose rows are each
-    contiguous (a contiguous frame, or Gymnasium's bottom-up ``render()`` view) is copied
-    into one ``bytes`` row by row *holding the GIL*: NumPy's copy releases it, and the
-    recorder's other threads would take it then, leaving the env thread waiting for it
-    back (each such hand-off costs the env thread up to a thread's slice)."""
-    if frame.dtype == np.uint8 and frame.ndim == 3 and frame.strides[2] == 1 and frame.strides[1] == frame.shape[2]:
-        h, w, c = frame.shape
-        data = frame.reshape(h, w * c).data.tobytes()  # a view (each row contiguous): its memoryview copies holding the GIL
-        return np.frombuffer(data, np.uint8).reshape(h, w, c)  # read-only: backed by immutable bytes
-    return readonly(np.array(frame, dtype=np.uint8, order="C"))
 
 
 def _unit(v: list[float]) -> list[float]:

@@ -113,7 +113,6 @@ class GymRecording:
         self._keys = bool(options.info_keys)
         self._chunk_rows = [1 if cams else CHUNK_ROWS for cams in self._cameras]  # frames: handed over at once
         self._due = [0.0] * len(self._envs)
-        self._defer = [False] * len(self._envs)  # ``before_render`` submits the publisher task
         self._extras = [bool(cams) or self._joints[i] is not None or self._render[i] is not None or bool(
             self._keys or self._actuators or self._limit is not None) for i, cams in enumerate(self._cameras)]  # when each sub-env's chunk is handed over at the latest
         self.runs = EpisodeRuns(options)  # catalogs, plugin factory, compiled Runs: once per recording
@@ -126,14 +125,6 @@ class GymRecording:
         self._slots = threading.BoundedSemaphore(2 * workers)
         self.flow_waits = 0  # times the env thread waited for a commit slot
         self.files: list[EpisodeFile] = []
-
-    def before_render(self, index: int) -> None:
-        """Sub-env ``index`` renders next (without the GIL): its due publisher task is submitted now; from
-        now on its steps leave that to this call (``EpisodeWriter.hand``'s ``defer``)."""
-        self._defer[index] = True
-        writer = self._open.get(index)
-        if writer is not None:
-            writer.wake()
 
     def camera_recorded(self, index: int) -> bool:
         """Whether sub-env ``index`` records any camera."""
@@ -227,8 +218,10 @@ class GymRecording:
         """Whether sub-env ``index`` has an episode being recorded."""
         return index in self._open
 
-    def step(self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
-             info: Mapping[str, Any] | None = None, frame: Any = None) -> None:
+    def step(
+        self, index: int, action: Any, observation: Any, reward: float, terminated: bool, truncated: bool,
+        info: Mapping[str, Any] | None = None, frame: Any = None,
+    ) -> None:
         """Rows 2-3: one transition of sub-env ``index`` (ignored when no episode is open): checked copies
         appended to its chunk (``gymnasium_host.capture``).  Numeric-only: the checks are inline."""
         writer = self._open.get(index)
@@ -255,8 +248,10 @@ class GymRecording:
             self._finish(index, bool(terminated), bool(truncated), CompletionKind.NORMAL,
                          "terminated" if terminated else "truncated")
 
-    def _step_extras(self, index: int, writer: EpisodeWriter, action: Any, observation: Any, reward: float,
-                     terminated: bool, truncated: bool, info: Mapping[str, Any] | None, frame: Any) -> None:
+    def _step_extras(
+        self, index: int, writer: EpisodeWriter, action: Any, observation: Any, reward: float, terminated: bool,
+        truncated: bool, info: Mapping[str, Any] | None, frame: Any,
+    ) -> None:
         """``step`` of a sub-env with cameras, a byte limit, info keys, actuators, joints or the render side."""
         frames = self._frames(index, observation, frame) if self._cameras[index] else _NO_FRAMES
         if self._limit is not None and self._over_limit(index, writer, frames):
@@ -271,7 +266,7 @@ class GymRecording:
         if self._actuators:
             chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
         if (steps := len(chunk.steps)) >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
-            writer.hand(defer=self._defer[index])
+            writer.hand()
             self._due[index] = time.monotonic() + CHUNK_SECONDS
         self._observe(index, writer, self._observation(index, writer, observation), frames)
         if terminated or truncated:
@@ -307,8 +302,9 @@ class GymRecording:
         line = str(exc).splitlines()[0]
         self._finish(index, False, False, CompletionKind.FAILED, line, line)
 
-    def _finish(self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str,
-                error: str | None = None) -> None:
+    def _finish(
+        self, index: int, terminated: bool, truncated: bool, kind: CompletionKind, reason: str, error: str | None = None,
+    ) -> None:
         writer = self._open.pop(index)
         end = ScenePluginEvent("gym.episode_end", {
             "steps": writer.steps, "terminated": terminated, "truncated": truncated, "return": writer.ret,
@@ -347,8 +343,10 @@ class GymRecording:
         for index in list(self._open):
             self._finish(index, False, False, CompletionKind.FAILED, f"the env raised {line}", line)
 
-    def _commit(self, writer: EpisodeWriter, index: int, kind: CompletionKind, reason: str,
-                trailing: tuple[ScenePluginEvent, ...]) -> EpisodeFile:
+    def _commit(
+        self, writer: EpisodeWriter, index: int, kind: CompletionKind, reason: str,
+        trailing: tuple[ScenePluginEvent, ...],
+    ) -> EpisodeFile:
         """In the commit pool: the commit and its ``EpisodeFile`` (the Session is freed there, not on the env thread)."""
         try:
             result = writer.finish(kind, reason, trailing)
@@ -391,8 +389,10 @@ class GymnasiumHost:
 
     Options = RecordingOptions
 
-    def open(self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
-             description: Mapping[str, object], options: RecordingOptions, *, vector: bool) -> GymRecording:
+    def open(
+        self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
+        description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
+    ) -> GymRecording:
         """A recording; ``ValueError`` (one line naming the space path) for an unmappable space."""
         return GymRecording(directory, observation_space, action_space, envs, description, options, vector=vector)
 

@@ -3,8 +3,7 @@
 The plugin never imports a host: as ``fsr record`` finds ``fastsim.hosts`` entry points,
 ``fastsim_record.gym`` loads the entry point named ``gymnasium``.  Its object has
 ``Options`` (the recording options class) and ``open(...)`` (a recording with
-``begin``/``step``/``end``/``fail``/``close``, and ``before_render``, called right before each
-``render()`` of a frame it records); ``fastsim_embedded.gymnasium_host.recorder``
+``begin``/``step``/``end``/``fail``/``close``); ``fastsim_embedded.gymnasium_host.recorder``
 is the embedded host's.
 """
 

@@ -172,7 +172,6 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         viewer = getattr(getattr(self.env.unwrapped, "mujoco_renderer", None), "viewer", None)
         if viewer is not None:
             viewer.make_context_current()
-        self._recording.before_render(0)  # the publisher runs while the env renders without the GIL
         self._frame = self.env.render()
         return self._frame
 
