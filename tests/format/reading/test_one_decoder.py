@@ -28,8 +28,9 @@ ALLOWED: dict[tuple[str, str], int] = {
     # the same packer's own ``unpack`` method (not struct), on that in-memory row
     ("fastsim_embedded/backends/gymnasium_env.py", "unpack"): 1,
     # the Gymnasium capture's kept values (the env's own leaves, copied on step) joined into one
-    # column of the rows it packs in bulk, not records
-    ("fastsim_embedded/gymnasium_host/capture.py", "frombuffer"): 1,
+    # column of the rows it packs in bulk, and a one-row chunk's row packed by byte offsets
+    # (``RowLayout._pack_one``): in-memory rows, not records
+    ("fastsim_embedded/gymnasium_host/capture.py", "frombuffer"): 2,
     # the contract drivers and the fake Core build a tick's packed observation buffer (and a
     # block of them) in memory from the values they publish, not records
     ("fastsim_embedded/testing/contract_driver.py", "frombuffer"): 1,
