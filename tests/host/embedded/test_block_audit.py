@@ -40,20 +40,31 @@ def _row(k: int) -> Any:
     return row
 
 
-def _owned(array: Any) -> int:
-    """The bytes of the allocation ``array`` keeps alive (its base chain's owner)."""
+def _owner(array: Any) -> Any:
+    """The allocation ``array`` keeps alive (its base chain's owner)."""
     while isinstance(array.base, np.ndarray):
         array = array.base
-    return int(array.nbytes)
+    return array
 
 
-def test_a_block_cut_early_holds_only_its_own_rows() -> None:
-    """A block flushed before it is full (an event, BK2) is a view of its own arena rows, and stays as delivered."""
+def _owned(array: Any) -> int:
+    """The bytes of the allocation ``array`` keeps alive."""
+    return int(_owner(array).nbytes)
+
+
+def _stamping() -> tuple[CaptureBus, list[Envelope], Any]:
+    """A bus with one ``max_block=120`` subscriber (its envelopes) and the Run's block append."""
     bus = CaptureBus(PLAN)
     got: list[Envelope] = []
     bus.subscribe("observations", got.append, max_block=120)
     append = bus.block_stamper(NAMES, LAYOUT, 120)
     assert append is not None
+    return bus, got, append
+
+
+def test_a_block_cut_early_holds_only_its_own_rows() -> None:
+    """A block flushed before it is full (an event, BK2) is a view of its own arena rows, and stays as delivered."""
+    bus, got, append = _stamping()
     for k in range(1, 4):
         assert append(0, k, k * 1000, _row(k), k)
     bus.publish(SourceKind.PLUGIN_EVENT, generation=0, tick=3, sim_time_ns=3000, payload={})
@@ -77,21 +88,14 @@ def test_a_block_cut_early_holds_only_its_own_rows() -> None:
 
 
 def _bases(arrays: list[Any]) -> int:
-    owners: dict[int, int] = {}
-    for array in arrays:
-        while isinstance(array.base, np.ndarray):
-            array = array.base
-        owners[id(array)] = int(array.nbytes)
-    return sum(owners.values())
+    """The bytes of the distinct allocations ``arrays`` keep alive."""
+    owners = {id(owner): owner for owner in map(_owner, arrays)}
+    return sum(int(owner.nbytes) for owner in owners.values())
 
 
 def test_blocks_cut_every_tick_keep_at_most_a_third_more_than_the_lanes_charge_plus_one_arena() -> None:
     """An event after every tick (1-tick blocks) shares arenas: the memory alive stays within 4/3 of the ticks charged, plus one arena."""
-    bus = CaptureBus(PLAN)
-    got: list[Envelope] = []
-    bus.subscribe("observations", got.append, max_block=120)
-    append = bus.block_stamper(NAMES, LAYOUT, 120)
-    assert append is not None
+    bus, got, append = _stamping()
     for k in range(1, 1001):
         assert append(0, k, k * 1000, _row(k), k)
         bus.publish(SourceKind.PLUGIN_EVENT, generation=0, tick=k, sim_time_ns=k * 1000, payload={})

@@ -131,7 +131,7 @@ class PendingBlock:
         for array in (raw, ticks, times):
             _read_only(array, write=False)
         left = len(self.ticks) - n
-        if left < max(1, self.size // 2):
+        if left < self.size // 2:  # size >= 2: a block of one is stamped per tick
             self._fresh()
         else:
             self.raw, self.ticks, self.times = self.raw[n:], self.ticks[n:], self.times[n:]

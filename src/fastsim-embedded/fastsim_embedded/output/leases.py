@@ -57,6 +57,16 @@ class Transaction:
         """The lease table's state: open, sealed, confirmed, committed, aborted, revoked."""
         return self.machine.state.value
 
+    def wrote(self, written: int) -> int:
+        """Account ``written`` more bytes, tell the early writeback and the reservation
+        ahead of the end; returns ``written``."""
+        self.size += written
+        if self.writeback is not None:
+            self.writeback.wrote(self.size)
+        if self.prealloc is not None:
+            self.prealloc.wrote(self.size)
+        return written
+
 
 @attrs.define(eq=False)
 class FileWriteLease:
@@ -75,12 +85,7 @@ class FileWriteLease:
         written = 0
         while written < len(view):
             written += os.write(tx.fd, view[written:])
-        tx.size += written
-        if tx.writeback is not None:
-            tx.writeback.wrote(tx.size)
-        if tx.prealloc is not None:
-            tx.prealloc.wrote(tx.size)
-        return written
+        return tx.wrote(written)
 
     def writev(self, parts: Sequence[Any], nbytes: int) -> int:
         """Write every byte of ``parts`` (``nbytes`` in all), in order, with ``os.writev``
@@ -98,12 +103,7 @@ class FileWriteLease:
             if done < (nbytes - written if last else sum(memoryview(p).nbytes for p in chunk)):
                 done += self._rest(chunk, done)
             written += done
-        tx.size += written
-        if tx.writeback is not None:
-            tx.writeback.wrote(tx.size)
-        if tx.prealloc is not None:
-            tx.prealloc.wrote(tx.size)
-        return written
+        return tx.wrote(written)
 
     def _rest(self, chunk: Sequence[Any], done: int) -> int:
         """After a short ``os.writev`` of ``done`` bytes: write the rest of ``chunk``."""

@@ -105,7 +105,8 @@ class PressureGauge:
     Pumps press it together with waking the worker (rule 5); the worker relieves it
     after every drain, when the lanes are empty.  An unpaced host that reads it pressed
     at the end of a tick waits for the worker instead of overrunning a lane; a paced
-    host never reads it.  The one ``Event`` is the whole state: set means relieved.
+    host never reads it.  The ``Event`` is the pressure: set means relieved; ``honoured``
+    records the host's first wait, which raises the marks ``raise_when_honoured`` names.
     """
 
     __slots__ = ("_honoured", "_raise", "_relieved")
@@ -114,7 +115,7 @@ class PressureGauge:
         self._relieved = threading.Event()
         self._relieved.set()
         self._honoured = False
-        #: (lane, items, bytes): marks a lane takes once the host has waited (``honoured``)
+        #: (lane, items, bytes): marks a lane takes when the host first waits (``honoured``)
         self._raise: list[tuple[Lane, int, int]] = []
 
     @property
@@ -125,9 +126,10 @@ class PressureGauge:
     def raise_when_honoured(self, lane: Lane, items: int, nbytes: int) -> None:
         """Give ``lane`` these pressure marks once the host waits on the gauge (at once if
         it already has)."""
-        self._raise.append((lane, items, nbytes))
         if self._honoured:
             lane.pressure_items, lane.pressure_bytes = items, nbytes
+        else:
+            self._raise.append((lane, items, nbytes))
 
     @property
     def pressed(self) -> bool:
@@ -152,6 +154,7 @@ class PressureGauge:
             self._honoured = True
             for lane, items, nbytes in self._raise:
                 lane.pressure_items, lane.pressure_bytes = items, nbytes
+            self._raise.clear()
         return self._relieved.wait(timeout_s)
 
 
