@@ -26,7 +26,7 @@ block's first record carries).  It is diagnostic only: nothing uses it for conti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -42,20 +42,23 @@ _KINDS = {"data": RecordKind.DATA, "gap": RecordKind.GAP, "barrier": RecordKind.
 _DATA = RecordKind.DATA
 _NO_METADATA: Mapping[str, object] = MappingProxyType({})
 _ARRAY = np.ndarray
+#: a ``RecordRow`` from its ten fields without the named tuple's Python ``__new__`` (one per record)
+_ROW: Callable[[type[RecordRow], tuple[object, ...]], RecordRow] = tuple.__new__  # type: ignore[assignment]
 
 
 def batch_records(ids: Mapping[str, int], records: Sequence[OutRecord | RecordColumns]) -> list[RecordRow | RecordBlock]:
     """Rows 1-3 of the module table over one batch, in order (``ids``: stream -> id)."""
     out: list[RecordRow | RecordBlock] = []
     append = out.append
+    row = _ROW
     for r in _adjacent_runs(records):
         if r.__class__ is OutRecord:  # tuples, not RecordIn: one per record (unpacked: no field lookups)
             stream, kind, g, s, generation, t, payload, metadata, g_last, s_last = r
-            append(RecordRow(ids[stream], _KINDS[kind], g, s, generation, t, payload, metadata, g_last or g, s_last or s))
+            append(row(RecordRow, (ids[stream], _KINDS[kind], g, s, generation, t, payload, metadata, g_last or g, s_last or s)))
             continue
         runs: list[RecordColumns] = r  # type: ignore[assignment]
-        row = _row(ids, runs[0]) if len(runs) == 1 else None
-        append(row if row is not None else _block(ids, runs))
+        one = _row(ids, runs[0]) if len(runs) == 1 else None
+        append(one if one is not None else _block(ids, runs))
     return out
 
 

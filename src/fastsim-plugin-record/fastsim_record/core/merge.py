@@ -23,6 +23,7 @@ Because of M1-M4, any arrival order of the same items releases the same output.
 from __future__ import annotations
 
 import bisect
+import operator
 from typing import cast
 
 import attrs
@@ -65,6 +66,7 @@ class OrderedMerge:
     _progress: dict[str, int] = attrs.field(init=False, factory=dict)
     _released: int = attrs.field(init=False, default=0)
     _gaps: int = attrs.field(init=False, default=0)
+    _wide: int = attrs.field(init=False, default=0)  # held entries that stand for more than one sequence
 
     def __attrs_post_init__(self) -> None:
         self._next = self.first_sequence
@@ -101,12 +103,35 @@ class OrderedMerge:
         self._hold(seq, envelope)
         return None
 
+    def push_all(self, entries: list[CapturedItem | CapturedRun]) -> list[MergeConflict]:
+        """``push`` (an item) or ``push_run`` (a run) of each of ``entries`` in order: the
+        conflicts, in order.  One pass for the common drain: items alone, in ascending
+        global order, none below the next sequence or held already, while every held entry
+        stands for one sequence (so holding is membership); else entry by entry."""
+        if entries and list(map(type, entries)).count(CapturedItem) == len(entries) and not self._wide:
+            seqs = [e.global_sequence for e in entries]
+            pending, starts = self._pending, self._starts
+            if seqs[0] >= self._next and all(map(operator.lt, seqs, seqs[1:])) and pending.keys().isdisjoint(seqs):
+                pending.update(zip(seqs, entries))
+                ordered = not starts or seqs[0] > starts[-1]
+                starts.extend(seqs)
+                if not ordered:
+                    starts.sort()  # two ascending runs: one merge pass
+                return []
+        out = []
+        for entry in entries:
+            conflict = self.push(entry) if entry.__class__ is CapturedItem else self.push_run(entry)  # type: ignore[arg-type]
+            if conflict is not None:
+                out.append(conflict)
+        return out
+
     def explain(self, gap: GapRecord) -> MergeConflict | None:
         """Hold ``gap`` so that it explains its global sequences (rule M2)."""
         first = gap.first_global
         if self._overlap(first, gap.last_global) is not None:
             return self._conflict(first)
         self._hold(first, gap)
+        self._wide += gap.last_global > first
         return None
 
     def push_run(self, run: CapturedRun) -> MergeConflict | None:
@@ -117,6 +142,7 @@ class OrderedMerge:
         if seq is not None:
             return self._conflict(seq)
         self._hold(first, run)
+        self._wide += run.last_global > first
         return None
 
     def _conflict(self, seq: int) -> MergeConflict:
@@ -153,11 +179,13 @@ class OrderedMerge:
                 progress[run.source] = run.last_capture
                 out.append(run)
                 self._released += run.last_global - nxt  # a run counts as its envelopes
+                self._wide -= run.last_global > nxt
                 nxt = run.last_global + 1
             else:
                 gap = cast(GapRecord, item)
                 progress[gap.source] = gap.last_capture
                 out.append(gap)
+                self._wide -= gap.last_global > nxt
                 nxt = gap.last_global + 1
                 self._gaps += 1
         del self._starts[:len(out)]  # the released entries were the lowest held

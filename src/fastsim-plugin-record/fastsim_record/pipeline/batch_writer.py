@@ -54,7 +54,7 @@ class BatchWriter:
             return
         self._pending.append(record)
         for closed in self._batcher.add(record.generation, record.sim_time_ns, len(record.payload)):
-            self._write(closed.items, closed.reason)
+            self._write(closed)
 
     def add_columns(self, columns: RecordColumns) -> None:
         """Account a run of records at once (B7); write the batches it closes."""
@@ -67,7 +67,7 @@ class BatchWriter:
         else:  # times that go down: the writer refuses them; account them one by one
             closed = [c for t in times.tolist() for c in self._batcher.add(columns.generation, t, size)]
         for batch in closed:
-            self._write(batch.items, batch.reason)
+            self._write(batch)
 
     def close_generation(self, generation: int) -> None:
         """B5: a barrier opening ``generation`` closes a batch held in another generation."""
@@ -79,7 +79,7 @@ class BatchWriter:
         """Close and write the partial batch, if any (B5, B6)."""
         closed = self._batcher.close(reason)
         if closed is not None:
-            self._write(closed.items, closed.reason)
+            self._write(closed)
 
     def _take(self, count: int) -> list[OutRecord | RecordColumns]:
         """The oldest ``count`` pending records (a column run is split as views)."""
@@ -106,8 +106,10 @@ class BatchWriter:
         del pending[:k]
         return batch
 
-    def _write(self, count: int, reason: FlushReason) -> None:
-        batch = self._take(count)
+    def _write(self, closed: BatchSummary) -> None:
+        """Write the batch ``closed`` covers; its records and payload bytes are counted as
+        the ``Batcher`` accounted them (each record's payload length), not again here."""
+        batch = self._take(closed.items)
         if not batch:
             return
         started = time.perf_counter()
@@ -119,14 +121,9 @@ class BatchWriter:
             raise OutputError(f"writing batch {self.batches} failed: {exc}") from exc
         self.batch_elapsed_s += time.perf_counter() - started
         self.batches += 1
-        for entry in batch:
-            if entry.__class__ is OutRecord:
-                self.records += 1
-                self.payload_bytes += len(entry.payload)
-            else:
-                columns: RecordColumns = entry  # type: ignore[assignment]
-                self.records += columns.count
-                self.payload_bytes += columns.count * columns.record_bytes
+        self.records += closed.items
+        self.payload_bytes += closed.payload_bytes
+        reason = closed.reason
         self.flush_reasons[reason.value] = self.flush_reasons.get(reason.value, 0) + 1
 
     def counters(self) -> dict[str, object]:

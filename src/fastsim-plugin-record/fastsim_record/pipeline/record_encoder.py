@@ -40,6 +40,7 @@ __all__ = ["MAX_LOST_DECLARATIONS", "RecordEncoder"]
 MAX_LOST_DECLARATIONS = 1024
 
 _NO_METADATA: Mapping[str, object] = MappingProxyType({})
+_record: Callable[[type[OutRecord], tuple[object, ...]], OutRecord] = tuple.__new__  # type: ignore[assignment]
 
 
 class _Last(NamedTuple):
@@ -110,10 +111,10 @@ class RecordEncoder:
             else:
                 payload = self._encoders[stream].encode(item.payload)
                 chan = item.channel_sequence
-                record = OutRecord(
+                record = _record(OutRecord, (  # the named tuple's fields, without its Python __new__
                     stream, "data", item.global_sequence, item.capture_sequence, item.generation,
-                    item.sim_time_ns, payload, {"channel_sequence": chan} if chan is not None else _NO_METADATA,
-                )
+                    item.sim_time_ns, payload, {"channel_sequence": chan} if chan is not None else _NO_METADATA, 0, 0,
+                ))
                 released_gil = False
         except RecordError:
             raise

@@ -243,10 +243,8 @@ class WriterWorker:
                 conflict = merge.explain(gap)
                 if conflict is not None:
                     self._fail(RecordingFailed(conflict.reason))
-            for entry in self._runs.split(held, handle.converters.materialize):
-                conflict = merge.push(entry) if entry.__class__ is CapturedItem else merge.push_run(entry)  # type: ignore[arg-type]
-                if conflict is not None:
-                    self._fail(RecordingFailed(conflict.reason))
+            for conflict in merge.push_all(self._runs.split(held, handle.converters.materialize)):
+                self._fail(RecordingFailed(conflict.reason))
         return moved
 
     def _step(self) -> None:
@@ -264,9 +262,7 @@ class WriterWorker:
 
     def _write_released(self, released: list[CapturedItem | CapturedRun | GapRecord]) -> None:
         """Rules 3-4 (and 6: the GIL hand-off); the first failure ends the release."""
-        records = self._records
-        writer = self._writer
-        clock = time.perf_counter
+        records, writer, clock = self._records, self._writer, time.perf_counter
         # keeping up: offer the GIL back often; behind (a GIL-holding host): work longer;
         # pressed (a lane at its pressure mark): never offer it, so a falling-behind
         # worker is not talked out of its share until a lane overflows (the interpreter's
@@ -278,23 +274,24 @@ class WriterWorker:
         else:
             slice_s = BACKLOG_YIELD_AFTER_S
         slice_end = clock() + slice_s
+        data, add = records.data, writer.add
         try:
             for item in released:
                 if clock() > slice_end:  # offer the GIL to a waiting simulation thread
                     time.sleep(0)
                     slice_end = clock() + slice_s
-                if isinstance(item, CapturedRun):  # a run of ticks: its records column-wise
+                if item.__class__ is not CapturedItem and isinstance(item, CapturedRun):  # a run: column-wise
                     record: OutRecord | RecordColumns = records.run(item)
-                elif isinstance(item, GapRecord):
+                elif item.__class__ is not CapturedItem and isinstance(item, GapRecord):
                     record = records.gap(item)
                 elif item.kind is _BARRIER:
                     writer.close_generation(item.generation)  # B5
                     record = records.barrier(item)
                 else:
-                    record, released_gil = records.data(item)
+                    record, released_gil = data(item)
                     if released_gil:  # the codec ran without the GIL: that was the yield
                         slice_end = clock() + slice_s
-                writer.add(record)
+                add(record)
         except RecordError as exc:
             self._fail(exc)
 
