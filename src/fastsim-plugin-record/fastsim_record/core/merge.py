@@ -33,6 +33,7 @@ from fastsim_record.core.gaps import GapRecord
 
 __all__ = ["MergeConflict", "OrderedMerge"]
 
+_SEQUENCE = operator.attrgetter("global_sequence")
 _COVERED = object()  # placeholder for the inner sequences of a multi-sequence gap
 
 
@@ -105,11 +106,18 @@ class OrderedMerge:
 
     def push_all(self, entries: list[CapturedItem | CapturedRun]) -> list[MergeConflict]:
         """``push`` (an item) or ``push_run`` (a run) of each of ``entries`` in order: the
-        conflicts, in order.  One pass for the common drain: items alone, in ascending
-        global order, none below the next sequence or held already, while every held entry
-        stands for one sequence (so holding is membership); else entry by entry."""
-        if entries and list(map(type, entries)).count(CapturedItem) == len(entries) and not self._wide:
-            seqs = [e.global_sequence for e in entries]
+        conflicts, in order.  One pass for the common drain: items (and, last, a run of
+        one: a drained lane of ticks), in ascending global order, none below the next
+        sequence or held already, while every held entry stands for one sequence (so
+        holding is membership); else entry by entry."""
+        n = len(entries)
+        k = list(map(type, entries)).count(CapturedItem)
+        if n and not self._wide and (k == n or k == n - 1 and entries[-1].__class__ is CapturedRun and (
+            entries[-1].first_global == entries[-1].last_global  # type: ignore[union-attr]
+        )):
+            seqs = list(map(_SEQUENCE, entries[:k]))
+            if k < n:
+                seqs.append(entries[-1].first_global)  # type: ignore[union-attr]
             pending, starts = self._pending, self._starts
             if seqs[0] >= self._next and all(map(operator.lt, seqs, seqs[1:])) and pending.keys().isdisjoint(seqs):
                 pending.update(zip(seqs, entries))
