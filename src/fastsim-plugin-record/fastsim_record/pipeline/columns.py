@@ -9,9 +9,10 @@ built into its ``CapturedItem`` as before.
     | # | drained items                                    | out                        |
     |---|--------------------------------------------------|----------------------------|
     | 1 | no stream has a column encoder                   | each built (``materialize``)|
-    | 1b| carriers of several sources, each kind seen built | each built, at once (no    |
-    |   | into a stream without one (a critical lane's      | run per source change);    |
-    |   | command events, issued and applied in turn)       | checked by the built streams|
+    | 1b| carriers of several sources, none of a stream     | each built, at once (no run|
+    |   | with a column encoder (a critical lane's command  | per change of source); a   |
+    |   | events, issued and applied in turn; no block)     | lane found to hold one     |
+    |   |                                                   | takes rows 2-4 from then on|
     | 2 | a run of carriers of one converter whose stream   | ``encode_columns``; cut at |
     |   | has a column encoder (one carrier too: a lone     | every break of the global  |
     |   | tick's record metadata then does not depend on    | or capture sequence into   |
@@ -81,10 +82,11 @@ class RunBuilder:
         }
         self.runs = 0  # runs formed (the columnar path's reach, for tests and benchmarks)
         self.apart = 0  # ticks built by row 2b (tests and benchmarks)
+        self.plain = 0  # events built by row 1b (tests and benchmarks)
         self._last: dict[str, int] = {}  # stream -> the global sequence of its last carrier here (row 2b)
-        #: row 1b: per lane's converters (``materialize.__self__``), the source kinds seen
-        #: built into a stream without a column encoder
-        self._plain: dict[object, set[Any]] = {}
+        #: row 1b: the lanes (their converters, ``materialize.__self__``) found to carry a
+        #: stream with a column encoder among other sources
+        self._mixed: set[object] = set()
 
     def split(self, items: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         """The drained ``items`` of a lane whose ``materialize`` is given, as captured items and runs, in order."""
@@ -98,11 +100,12 @@ class RunBuilder:
         if list(map(type, items)).count(Envelope) == len(items) and kinds.count(kinds[0]) == len(items):
             return self._run(items, materialize)  # the common case: one source's ticks (``list.count``: C-level)
         owner = getattr(materialize, "__self__", None)  # the lane's converters (row 1b)
-        plain = self._plain.get(owner)
-        if plain is not None and plain.issuperset(kinds) and not list(map(_PAYLOAD_CLASS, items)).count(_BLOCK):
+        if owner is not None and owner not in self._mixed and not list(map(_PAYLOAD_CLASS, items)).count(_BLOCK):
             built = list(map(materialize, items))  # row 1b: events of several sources, each built
             if set(map(_STREAM, built)).isdisjoint(self._encoders):
+                self.plain += len(built)
                 return built
+            self._mixed.add(owner)  # a stream with a column encoder: this lane takes rows 2-4 from now on
         out: list[CapturedItem | CapturedRun] = []
         group: list[Any] = []
         for item in items:  # row 4: barriers and other sources break runs
@@ -129,9 +132,6 @@ class RunBuilder:
         if encoder is None:  # rows 1 and 4 (a block later in the run: row 6)
             if len(carriers) > 1 and list(map(_PAYLOAD_CLASS, carriers)).count(_BLOCK):
                 return self._with_blocks(carriers, materialize)
-            owner = getattr(materialize, "__self__", None)
-            if owner is not None and carriers[0].__class__ is Envelope:  # row 1b: this kind builds no columns
-                self._plain.setdefault(owner, set()).add(carriers[0].source)
             return [first, *map(materialize, carriers[1:])]
         numbers = list(map(_GLOBAL, carriers))
         if len(carriers) > 1 and self._apart(stream, numbers) and not list(map(_PAYLOAD_CLASS, carriers)).count(_BLOCK):
