@@ -239,3 +239,44 @@ def test_a_list_of_names_is_sized_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "joint3" in sized
     mixed = [*names, 1]
     assert freeze_sized({"actuators": mixed}) == (freeze({"actuators": mixed}), len(canonical_json({"actuators": mixed})))
+
+
+@pytest.mark.parametrize("args", ARGS)
+def test_freeze_sized_with_rows_gives_the_same_value_and_size(args: Any) -> None:
+    """drive43: given float rows to take texts from (a command's targets), ``freeze_sized`` still gives ``freeze``'s value, its bytes and its exact size, zeros of either sign and non-floats included."""
+    rows = (freeze_sized({"t": [0.0, 0.5, -1e-7, 255.0, 1.0, 0.25, 2e16, 5e-324, 0.1]})[0]["t"],
+            freeze_sized({"t": [-0.0, 1.5]})[0]["t"])
+    assert all(isinstance(row, payloads.FloatRow) for row in rows)
+    frozen, size = freeze_sized(args, rows)
+    expected = freeze(args)
+    assert (frozen, size) == freeze_sized(args)
+    assert canonical_json(frozen) == canonical_json(expected)
+    assert size == len(canonical_json(expected))
+    for value in (frozen.values() if isinstance(frozen, dict) else ()):
+        if isinstance(value, payloads.FloatRow):
+            assert value.json == ",".join(map(float.__repr__, value))
+
+
+def test_a_results_floats_take_their_text_from_the_targets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """drive43: a MuJoCo-like result's ``ctrl`` writes only the floats its command's targets lack (a zero of either sign always), with the same size and text."""
+    written: list[float] = []
+    real = payloads._FLOAT_REPR
+
+    def counting(value: float) -> str:
+        written.append(value)
+        return real(value)
+
+    plan = CapturePlan(sources=frozenset({SourceKind.CONTROL_AUDIT.value, SourceKind.CONTROL_RESULT.value}))
+    host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
+    targets = [0.125, -0.0, 0.3, 1.0, 0.0]
+    ctrl = [0.125, 0.0, 0.3, 0.5, -0.0]
+    monkeypatch.setattr(payloads, "_FLOAT_REPR", counting)
+    command = ControlCommand("c-1", "set_joint_targets", "arm", {"targets": list(targets)})
+    outcome = ControlOutcome(True, {"actuators": ["a", "b", "c", "d", "e"], "ctrl": list(ctrl)})
+    published: list[Any] = []
+    monkeypatch.setattr(host.events, "_result", lambda *fields: published.append(fields))
+    assert host.events.publish_control(command, lambda _: outcome) is outcome
+    assert written == [*targets, 0.0, 0.5, -0.0], "the targets, then only what they lack and the zeros"
+    (generation, tick, sim_time_ns, payload, size), = published
+    assert size == len(canonical_json(payload))
+    assert payload["detail"]["ctrl"].json == ",".join(map(float.__repr__, ctrl))

@@ -3,6 +3,9 @@ length, with exactly the conflicts, releases and holes of one key per sequence (
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,3 +110,59 @@ def test_intervals_conflict_and_release_like_one_key_per_sequence(ops: list[tupl
     for first, last in merge.holes(60):
         assert first >= expect
         expect = last + 1
+
+
+_DRAIN = st.lists(st.tuples(st.sampled_from(["items", "ascending", "run", "gap", "release"]),
+                            st.lists(st.integers(1, 40), min_size=1, max_size=6)), max_size=25)
+
+
+@given(_DRAIN)
+def test_push_all_is_each_entry_pushed_in_turn(script: list[tuple[str, list[int]]]) -> None:
+    """drive43: ``push_all`` of a drain (items, or items and a last run) gives the conflicts, releases, holes and counts of pushing each entry in turn, its one pass included."""
+    one, each = OrderedMerge(), OrderedMerge()
+    for kind, numbers in script:
+        if kind == "release":
+            assert one.release_entries() == each.release_entries()
+            continue
+        if kind == "gap":
+            first = min(numbers)
+            assert one.explain(_gap(first, max(numbers))) == each.explain(_gap(first, max(numbers)))
+            continue
+        if kind != "items":  # a lane drains in ascending order (the one pass's case)
+            numbers = sorted(set(numbers))
+        entries: list[CapturedItem | CapturedRun] = [_item(s) for s in numbers]
+        if kind == "run":  # a drained lane of ticks: its last a run (of one, or wider)
+            entries[-1] = _run(numbers[-1], numbers[-1] + numbers[0] % 3)
+        expected = [c for c in (each.push(e) if isinstance(e, CapturedItem) else each.push_run(e) for e in entries)
+                    if c is not None]
+        assert one.push_all(entries) == expected
+        assert (one.next_sequence, one.held, one.released_items, one.holes(50)) == (
+            each.next_sequence, each.held, each.released_items, each.holes(50))
+    assert one.release_entries() == each.release_entries()
+    assert one.source_progress() == each.source_progress()
+
+
+def test_push_all_holds_an_ordered_drain_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """drive43: a drain in ascending order, beside held single sequences (another lane's), is held without a push per entry; a held wider entry, or an entry already held, sends it entry by entry."""
+    pushed: list[int] = []
+    push = OrderedMerge.push
+
+    def counting(self: OrderedMerge, item: CapturedItem) -> Any:
+        pushed.append(item.global_sequence)
+        return push(self, item)
+
+    monkeypatch.setattr(OrderedMerge, "push", counting)
+    merge = OrderedMerge()
+    assert merge.push_all([_item(2), _item(5), _item(8)]) == []
+    assert merge.push_all([_item(3), _item(6), _run(9, 9)]) == []  # interleaved; a last run of one
+    assert pushed == []
+    assert [e.global_sequence if isinstance(e, CapturedItem) else e.first_global
+            for e in (merge.push(_item(1)) or merge.release_entries())] == [1, 2, 3]
+    pushed.clear()
+    conflicts = merge.push_all([_item(4), _item(5), _item(7)])  # 5 is held: entry by entry, 5 refused
+    assert [c.global_sequence for c in conflicts] == [5]
+    assert pushed == [4, 5, 7]
+    pushed.clear()
+    assert merge.push_run(_run(10, 12)) is None  # a wider entry held: entry by entry
+    assert merge.push_all([_item(13)]) == []
+    assert pushed == [13]

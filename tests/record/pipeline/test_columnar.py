@@ -154,3 +154,41 @@ def test_ticks_apart_are_built_per_record_but_the_last_and_any_neighbour_of_anot
     assert shape(builder.split(envelopes(22, 24, 25), materialize)) == [("run", 22, 22), ("run", 24, 25)]
     assert shape(builder.split(envelopes(28), materialize)) == [("run", 28, 28)]  # a lone tick: a run of one
     assert builder.apart == 3
+
+
+def test_events_of_several_sources_are_built_at_once_and_a_lane_with_ticks_is_not() -> None:
+    """Row 1b (drive43): a lane of command events, issued and applied in turn, is built item by item at once, as rows 1 and 4 build it; a lane found to hold ticks of a column-encoded stream takes rows 2-4 from then on."""
+    from fastsim_contract.values import Envelope, SourceKind
+    from fastsim_record.core.captured import CapturedItem, LaneName
+    from fastsim_record.ports.sources import LaneConverters
+
+    builder, materialize_ticks, ticks = _builder()
+    tick_converter = materialize_ticks.__self__.converter_of(ticks(1)[0])
+
+    class Events:
+        kinds = frozenset({SourceKind.CONTROL_AUDIT, SourceKind.CONTROL_RESULT})
+
+        def build(self, envelope: Envelope) -> CapturedItem:
+            return CapturedItem(global_sequence=envelope.global_sequence, source=envelope.source.value,
+                                capture_sequence=envelope.source_sequence, stream="control", lane=LaneName.CRITICAL,
+                                payload=envelope.payload)
+
+    def events(*numbers: int) -> list[Any]:
+        kinds = (SourceKind.CONTROL_AUDIT, SourceKind.CONTROL_RESULT)
+        return [Envelope(g, kinds[g % 2], 0, g, g, {"n": g}, 9, g) for g in numbers]
+
+    critical = LaneConverters()
+    assert critical.register(Events(), Events.kinds)  # type: ignore[arg-type]
+    drained = events(2, 3, 5, 6, 8)
+    out = builder.split(drained, critical.materialize)
+    assert out == [critical.materialize(e) for e in drained]
+    assert builder.plain == 5
+    by_rows = builder.split(drained, lambda e: critical.materialize(e))  # no lane object: rows 1 and 4
+    assert by_rows == out and builder.plain == 5
+    mixed = LaneConverters()  # events and ticks in one lane: the ticks still become runs
+    assert mixed.register(Events(), Events.kinds)  # type: ignore[arg-type]
+    assert mixed.register(tick_converter, tick_converter.kinds)
+    for _ in range(2):
+        shape = [type(r).__name__ for r in builder.split([*events(10, 11), *ticks(12, 13)], mixed.materialize)]
+        assert shape == ["CapturedItem", "CapturedItem", "CapturedRun"]
+    assert builder.plain == 5
