@@ -264,7 +264,8 @@ def test_a_results_floats_take_their_text_from_the_targets(monkeypatch: pytest.M
 
     def counting(value: float) -> str:
         written.append(value)
-        return real(value)
+        text: str = real(value)
+        return text
 
     plan = CapturePlan(sources=frozenset({SourceKind.CONTROL_AUDIT.value, SourceKind.CONTROL_RESULT.value}))
     host = EmbeddedHost.create(capture=plan, output_dir=tmp_path)
@@ -277,6 +278,6 @@ def test_a_results_floats_take_their_text_from_the_targets(monkeypatch: pytest.M
     monkeypatch.setattr(host.events, "_result", lambda *fields: published.append(fields))
     assert host.events.publish_control(command, lambda _: outcome) is outcome
     assert written == [*targets, 0.0, 0.5, -0.0], "the targets, then only what they lack and the zeros"
-    (generation, tick, sim_time_ns, payload, size), = published
+    (*_, payload, size), = published
     assert size == len(canonical_json(payload))
     assert payload["detail"]["ctrl"].json == ",".join(map(float.__repr__, ctrl))

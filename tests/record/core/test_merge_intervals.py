@@ -156,8 +156,9 @@ def test_push_all_holds_an_ordered_drain_in_one_pass(monkeypatch: pytest.MonkeyP
     assert merge.push_all([_item(2), _item(5), _item(8)]) == []
     assert merge.push_all([_item(3), _item(6), _run(9, 9)]) == []  # interleaved; a last run of one
     assert pushed == []
+    assert merge.push(_item(1)) is None
     assert [e.global_sequence if isinstance(e, CapturedItem) else e.first_global
-            for e in (merge.push(_item(1)) or merge.release_entries())] == [1, 2, 3]
+            for e in merge.release_entries()] == [1, 2, 3]
     pushed.clear()
     conflicts = merge.push_all([_item(4), _item(5), _item(7)])  # 5 is held: entry by entry, 5 refused
     assert [c.global_sequence for c in conflicts] == [5]

@@ -184,7 +184,8 @@ def test_events_of_several_sources_are_built_at_once_and_a_lane_with_ticks_is_no
     assert out == [critical.materialize(e) for e in drained]
     assert builder.plain == 5
     by_rows = builder.split(drained, lambda e: critical.materialize(e))  # no lane object: rows 1 and 4
-    assert by_rows == out and builder.plain == 5
+    assert by_rows == out
+    assert builder.plain == 5
     mixed = LaneConverters()  # events and ticks in one lane: the ticks still become runs
     assert mixed.register(Events(), Events.kinds)  # type: ignore[arg-type]
     assert mixed.register(tick_converter, tick_converter.kinds)

@@ -19,7 +19,14 @@ from typing import Any
 
 import attrs
 
-from fastsim_contract.payloads import EMPTY, FloatRow, FrozenDict, freeze, freeze_sized, portable_size
+from fastsim_contract.payloads import (
+    EMPTY,
+    FloatRow,
+    FrozenDict,
+    freeze,
+    freeze_sized,
+    portable_size,
+)
 from fastsim_contract.values import Envelope, GenerationBarrier, SourceKind
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
 from fastsim_embedded.host.bus import CaptureBus, Stamp

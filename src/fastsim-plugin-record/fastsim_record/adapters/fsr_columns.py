@@ -43,7 +43,7 @@ _DATA = RecordKind.DATA
 _NO_METADATA: Mapping[str, object] = MappingProxyType({})
 _ARRAY = np.ndarray
 #: a ``RecordRow`` from its ten fields without the named tuple's Python ``__new__`` (one per record)
-_ROW: Callable[[type[RecordRow], tuple[object, ...]], RecordRow] = tuple.__new__  # type: ignore[assignment]
+_ROW: Callable[[type[RecordRow], tuple[object, ...]], RecordRow] = tuple.__new__
 
 
 def batch_records(ids: Mapping[str, int], records: Sequence[OutRecord | RecordColumns]) -> list[RecordRow | RecordBlock]:

@@ -112,12 +112,13 @@ class OrderedMerge:
         holding is membership); else entry by entry."""
         n = len(entries)
         k = list(map(type, entries)).count(CapturedItem)
-        if n and not self._wide and (k == n or k == n - 1 and entries[-1].__class__ is CapturedRun and (
-            entries[-1].first_global == entries[-1].last_global  # type: ignore[union-attr]
-        )):
+        last = entries[-1] if n else None
+        if n and not self._wide and (k == n or (k == n - 1 and last.__class__ is CapturedRun and (
+            last.first_global == last.last_global
+        ))):
             seqs = list(map(_SEQUENCE, entries[:k]))
             if k < n:
-                seqs.append(entries[-1].first_global)  # type: ignore[union-attr]
+                seqs.append(last.first_global)  # type: ignore[union-attr]
             pending, starts = self._pending, self._starts
             if seqs[0] >= self._next and all(map(operator.lt, seqs, seqs[1:])) and pending.keys().isdisjoint(seqs):
                 pending.update(zip(seqs, entries))

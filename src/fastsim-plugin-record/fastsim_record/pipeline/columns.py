@@ -101,7 +101,7 @@ class RunBuilder:
             return self._run(items, materialize)  # the common case: one source's ticks (``list.count``: C-level)
         owner = getattr(materialize, "__self__", None)  # the lane's converters (row 1b)
         if owner is not None and owner not in self._mixed and not list(map(_PAYLOAD_CLASS, items)).count(_BLOCK):
-            built = list(map(materialize, items))  # row 1b: events of several sources, each built
+            built: list[CapturedItem | CapturedRun] = list(map(materialize, items))  # row 1b: events of several sources, each built
             if set(map(_STREAM, built)).isdisjoint(self._encoders):
                 self.plain += len(built)
                 return built

@@ -40,7 +40,7 @@ __all__ = ["MAX_LOST_DECLARATIONS", "RecordEncoder"]
 MAX_LOST_DECLARATIONS = 1024
 
 _NO_METADATA: Mapping[str, object] = MappingProxyType({})
-_record: Callable[[type[OutRecord], tuple[object, ...]], OutRecord] = tuple.__new__  # type: ignore[assignment]
+_record: Callable[[type[OutRecord], tuple[object, ...]], OutRecord] = tuple.__new__
 
 
 class _Last(NamedTuple):
