@@ -17,7 +17,8 @@ Record cost ``step_on / step_off - 1`` (the baseline is the same Run with
 ``record=False``: the same host and scene, nothing captured), the stepping thread's CPU
 time per step and its cost (other jobs on the machine count less there), the whole
 process's CPU per step (Record's writer thread included), the median single step (the
-figure other jobs move least), and the commit time.
+figure other jobs move least), Record's writer thread's CPU per step while stepping (the
+rest of its work is the commit), and the commit time.
 
 Target (issue 24): Record costs <= 10% of step time without cameras
 (``synthetic`` and ``mujoco``).  ``--json`` ends the output with ONE JSON line.
@@ -36,6 +37,7 @@ import argparse
 import json
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -67,26 +69,38 @@ def _runs(folder: Path) -> dict[str, tuple[Path, bool]]:
     return out
 
 
+def _writer_cpu() -> float:
+    """CPU seconds of Record's writer thread so far (0 without one: Record off)."""
+    for thread in threading.enumerate():
+        if thread.name == "record-writer" and thread.ident is not None:
+            try:
+                return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except (OSError, AttributeError):  # ended meanwhile, or no per-thread clock here
+                return 0.0
+    return 0.0
+
+
 def _round(run: Path, cameras: bool, record: bool, steps: int, out: Path) -> tuple[float, ...]:
     """(wall s per step, commit s, stepping thread's CPU s per step, process CPU s per
-    step: every thread, Record's writer included, the median step's wall s) of one fresh
-    environment.  The median step is the figure least moved by other jobs on the machine."""
+    step: every thread, Record's writer included, the median step's wall s, the writer
+    thread's CPU s per step while stepping) of one fresh environment.  The median step is
+    the figure least moved by other jobs on the machine."""
     env = FastSimRunEnv(run, out, cameras=cameras, record=record)
     env.action_space.seed(0)
     actions = [env.action_space.sample() for _ in range(steps)]
     env.reset(seed=0)
     step, clock = env.step, time.perf_counter
     ends = [0.0] * steps
-    start, thread, process = clock(), time.thread_time(), time.process_time()
+    start, thread, process, writer = clock(), time.thread_time(), time.process_time(), _writer_cpu()
     for k, action in enumerate(actions):
         step(action)
         ends[k] = clock()
     elapsed = clock() - start
-    thread, process = time.thread_time() - thread, time.process_time() - process
+    thread, process, writer = time.thread_time() - thread, time.process_time() - process, _writer_cpu() - writer
     median_step = statistics.median(b - a for a, b in zip([start, *ends], ends, strict=False))
     start = clock()
     env.close()
-    return elapsed / steps, clock() - start, thread / steps, process / steps, median_step
+    return elapsed / steps, clock() - start, thread / steps, process / steps, median_step, writer / steps
 
 
 def measure(scenes: list[str], steps: int, repeat: int) -> dict[str, dict[str, Any]]:
@@ -119,6 +133,7 @@ def measure(scenes: list[str], steps: int, repeat: int) -> dict[str, dict[str, A
                 "step_median_ms_off": median(False, 4) * 1e3, "step_median_ms_on": median(True, 4) * 1e3,
                 "step_median_ratio": median(True, 4) / median(False, 4),
                 "process_cpu_ms_off": median(False, 3) * 1e3, "process_cpu_ms_on": median(True, 3) * 1e3,
+                "writer_cpu_us_on": median(True, 5) * 1e6,
             }
     return results
 
