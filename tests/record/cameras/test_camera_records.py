@@ -173,3 +173,44 @@ def test_repeated_profile_is_still_checked_against_k_and_digest() -> None:
     k[1, 2] += 0.5
     with pytest.raises(CalibrationError, match="K does not match"):
         enc.encode(attrs.evolve(first, value=frozen(k)))
+
+
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ([1e308, 1e308, 0.0], None),  # finite values whose sum overflows: still finite
+        ([np.inf, -np.inf, 0.0], "non-finite"),  # the sum is NaN
+        ([np.nan, 0.0, 0.0], "non-finite"),
+        ([0.0, np.inf, 1.0], "non-finite"),
+    ],
+)
+def test_translation_finite_check_judges_each_value(values: list[float], error: str | None) -> None:
+    """The finite check's verdict is per value, whatever the sum of the values does."""
+    translation = _by_role(camera_tick("overview", tick=1))["translation"]
+    sample = attrs.evolve(translation, value=frozen(np.array(values)))
+    enc = CameraRecordEncoder("overview", JpegEncoder(64, 48))
+    if error is None:
+        assert np.array_equal(np.frombuffer(enc.encode(sample).payload, "<f8"), values)
+    else:
+        with pytest.raises(CalibrationError, match=error):
+            enc.encode(sample)
+
+
+def test_quaternion_with_a_nan_is_non_finite_not_a_norm_error() -> None:
+    """A NaN component fails as a non-finite value before the unit-norm rule."""
+    quat = _by_role(camera_tick("overview", tick=1))["quaternion_xyzw"]
+    bad = attrs.evolve(quat, value=frozen(np.array([np.nan, 0.0, 0.0, 1.0])))
+    with pytest.raises(CalibrationError, match="non-finite"):
+        CameraRecordEncoder("overview", JpegEncoder(64, 48)).encode(bad)
+
+
+def test_repeated_k_equal_in_value_but_not_in_bytes_is_accepted() -> None:
+    """A repeated K that equals the profile's K with -0.0 for 0.0 is the same K (value compare)."""
+    enc = CameraRecordEncoder("overview", JpegEncoder(64, 48))
+    first = _by_role(camera_tick("overview", tick=1))["intrinsics"]
+    enc.encode(first)
+    k = np.array(_arr(first))
+    assert k[1, 0] == 0.0
+    k[1, 0] = -0.0
+    record = enc.encode(attrs.evolve(_by_role(camera_tick("overview", tick=2))["intrinsics"], value=frozen(k)))
+    assert record.payload == k.tobytes()

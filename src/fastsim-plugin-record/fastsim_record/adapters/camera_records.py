@@ -75,8 +75,9 @@ class CameraRecordEncoder:
     encoder: FrameEncoder
     _descriptor: ImageDescriptor = attrs.field(init=False)
     _streams: dict[str, str] = attrs.field(init=False)
-    # the last fully validated intrinsics: (digest, profile as handed over, plain profile, K)
-    _validated: tuple[str, object, dict[str, object], np.ndarray[Any, Any]] | None = attrs.field(
+    # the last fully validated intrinsics: (digest, profile as handed over, plain profile, K,
+    # K's bytes)
+    _validated: tuple[str, object, dict[str, object], np.ndarray[Any, Any], bytes] | None = attrs.field(
         init=False, default=None
     )
 
@@ -128,8 +129,9 @@ class CameraRecordEncoder:
     ) -> dict[str, object]:
         last = self._validated
         if last is not None and last[0] == sample.calibration_digest and last[1] == sample.profile:
-            # the same profile as the last validated one (rule 4 holds): only K is new
-            if not np.array_equal(k, last[3], equal_nan=True):
+            # the same profile as the last validated one (rule 4 holds): only K is new; equal
+            # bytes are equal values, other bytes (-0.0, another NaN) take numpy's comparison
+            if k.tobytes() != last[4] and not np.array_equal(k, last[3], equal_nan=True):
                 raise CalibrationError(
                     f"{stream}: K does not match the calibration profile", stream=stream
                 )
@@ -156,7 +158,7 @@ class CameraRecordEncoder:
                 stream=stream,
             )
         plain = dict(profile)
-        self._validated = (digest, sample.profile, plain, expected)
+        self._validated = (digest, sample.profile, plain, expected, expected.tobytes())
         return plain
 
 
@@ -182,7 +184,11 @@ def _check_array(value: object, role: str, stream: str, *, unknown: bool = False
         if not bool(np.isnan(value).all()):
             raise CalibrationError(f"{stream}: an uncalibrated camera's values must all be NaN", stream=stream)
         return value
-    if not bool(np.isfinite(value).all()):
+    # one Python-float pass per record (a K, translation or quaternion is a handful of
+    # values): a sum is finite unless a value is NaN or infinite or the sum overflowed, so
+    # only a non-finite sum takes numpy's element-wise look; the verdict is the same
+    values = value.ravel().tolist()
+    if not math.isfinite(sum(values)) and not bool(np.isfinite(value).all()):
         raise CalibrationError(f"{stream}: non-finite value", stream=stream)
     if role == "quaternion_xyzw":
         norm = math.sqrt(float(np.dot(value, value)))

@@ -32,6 +32,7 @@ import attrs
 import gymnasium as gym
 
 from fastsim_contract.values import CompletionKind
+from fastsim_record.gym._gl import CurrentContext
 from fastsim_record.gym._host import GymWrapError, gym_host
 from fastsim_record.gym._options import check_directory, describe, host_options
 
@@ -158,6 +159,7 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
             observation_space=env.observation_space, action_space=env.action_space,
         )
         self._frame: Any = None
+        self._gl = CurrentContext()
         self._step_frame = self._capture if self._recording.wants_render(0) else None  # fixed: asked once
         self.files: list[Any] = []
         self._committed = False
@@ -168,10 +170,11 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
             self._frame = None
             return None
         # Gymnasium's MuJoCo viewer makes its GL context current only when created; make it
-        # current again, or a context freed on this thread since leaves frames black.
+        # current again when it is not, or a context freed on this thread since leaves frames
+        # black (``_gl``: asked of libEGL, not made current every frame).
         viewer = getattr(getattr(self.env.unwrapped, "mujoco_renderer", None), "viewer", None)
         if viewer is not None:
-            viewer.make_context_current()
+            self._gl.ensure(viewer)
         self._frame = self.env.render()
         return self._frame
 

@@ -109,6 +109,8 @@ class CameraStage:
     _published: set[str] = attrs.field(init=False, factory=set)
     _required: frozenset[str] = attrs.field(init=False)
     _roles: dict[str, tuple[str, CameraRole]] = attrs.field(init=False, factory=dict)  # stream ->
+    # (alias, role) -> (stream, role): built once, not per released sample
+    _routes: dict[tuple[str, str], tuple[str, CameraRole]] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         self._encoders = {s.alias: self.make_encoding(s.alias, s.encoder) for s in self.setups}
@@ -118,6 +120,7 @@ class CameraStage:
             for role in ("rgb", "intrinsics", "translation", "quaternion_xyzw"):
                 self._descriptors.observe(camera_stream_name(setup.alias, role), _declared(setup, role))
                 self._roles[camera_stream_name(setup.alias, role)] = (setup.alias, CameraRole(role))
+                self._routes[setup.alias, role] = (camera_stream_name(setup.alias, role), CameraRole(role))
 
     def streams(self) -> tuple[StreamDecl, ...]:
         """The four stream declarations of every camera, in selection order."""
@@ -143,7 +146,8 @@ class CameraStage:
                 raise self._latch(CalibrationError(missing, camera=sample.camera, rule=CalibrationRule.COMPLETE))
         self._tick_cameras.add(sample.camera)
         self._published.add(sample.camera)
-        stream = camera_stream_name(sample.camera, sample.role)
+        route = self._routes.get((sample.camera, sample.role))
+        stream, role = route if route is not None else (camera_stream_name(sample.camera, sample.role), None)
         value = sample.value
         if isinstance(value, np.ndarray):  # a numpy dtype compares equal to its name
             descriptor: tuple[object, tuple[int, ...]] = (value.dtype, value.shape)
@@ -153,7 +157,7 @@ class CameraStage:
         if drift is not None:
             raise self._latch(DescriptorDriftError(f"{stream}: descriptor drift: {drift.reason}", stream=stream))
         violation = self._calibration.observe(
-            sample.camera, CameraRole(sample.role), sample.calibration_digest,
+            sample.camera, role if role is not None else CameraRole(sample.role), sample.calibration_digest,
             tick=envelope.tick, generation=envelope.generation,
         )
         if violation is not None:
