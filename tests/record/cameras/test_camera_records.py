@@ -149,11 +149,18 @@ def test_k_not_matching_profile_fails_closed() -> None:
         )
 
 
-def test_non_unit_quaternion_fails_closed() -> None:
-    """A quaternion that is not unit-norm is an invalid calibration contract."""
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ([0.0, 0.0, 0.0, 2.0], "norm"),  # not unit-norm: an invalid calibration contract
+        ([np.nan, 0.0, 0.0, 1.0], "non-finite"),  # a NaN fails as non-finite, before the norm rule
+    ],
+)
+def test_a_bad_quaternion_fails_closed(values: list[float], error: str) -> None:
+    """A quaternion that is not unit-norm, or holds a NaN, fails with its own reason."""
     quat = _by_role(camera_tick("overview", tick=1))["quaternion_xyzw"]
-    bad = attrs.evolve(quat, value=frozen(np.array([0.0, 0.0, 0.0, 2.0])))
-    with pytest.raises(CalibrationError, match="norm"):
+    bad = attrs.evolve(quat, value=frozen(np.array(values)))
+    with pytest.raises(CalibrationError, match=error):
         CameraRecordEncoder("overview", JpegEncoder(64, 48)).encode(bad)
 
 
@@ -194,14 +201,6 @@ def test_translation_finite_check_judges_each_value(values: list[float], error: 
     else:
         with pytest.raises(CalibrationError, match=error):
             enc.encode(sample)
-
-
-def test_quaternion_with_a_nan_is_non_finite_not_a_norm_error() -> None:
-    """A NaN component fails as a non-finite value before the unit-norm rule."""
-    quat = _by_role(camera_tick("overview", tick=1))["quaternion_xyzw"]
-    bad = attrs.evolve(quat, value=frozen(np.array([np.nan, 0.0, 0.0, 1.0])))
-    with pytest.raises(CalibrationError, match="non-finite"):
-        CameraRecordEncoder("overview", JpegEncoder(64, 48)).encode(bad)
 
 
 def test_repeated_k_equal_in_value_but_not_in_bytes_is_accepted() -> None:
