@@ -144,12 +144,11 @@ def _key_size(key: str) -> int:
     return size
 
 
-def _sized_value(value: Any, rows: tuple[FloatRow, ...] = ()) -> tuple[Any, int]:
+def _sized_value(value: Any) -> tuple[Any, int]:
     """``value`` frozen and its portable size, for a finite float, a string, an int, a
     bool, ``None``, a list/tuple of finite floats (a ``FloatRow``) or of strings;
     ``TypeError``/``ValueError`` otherwise (the caller then takes the general path, which
-    raises the canonical error if there is one).  A list of exact floats takes each
-    element's text from ``rows`` when one of them holds an equal float (``_row_texts``)."""
+    raises the canonical error if there is one)."""
     kind = type(value)
     if kind is float:
         text = _FLOAT_REPR(value)
@@ -164,10 +163,7 @@ def _sized_value(value: Any, rows: tuple[FloatRow, ...] = ()) -> tuple[Any, int]
                 if len(_NAMES_SIZES) < _KEY_SIZES_MAX:
                     _NAMES_SIZES[names] = size
             return names, size
-        if rows and list(map(type, value)).count(float) == len(value):
-            text = ",".join(_row_texts(value, rows))
-        else:
-            text = ",".join(map(_FLOAT_REPR, value))  # TypeError unless every element is a float
+        text = ",".join(map(_FLOAT_REPR, value))  # TypeError unless every element is a float
         if "n" in text:  # nan, inf, -inf
             raise ValueError(text)
         return _float_row(value, text), len(text) + 2
@@ -186,22 +182,7 @@ def _sized_value(value: Any, rows: tuple[FloatRow, ...] = ()) -> tuple[Any, int]
     return value, len(text)
 
 
-def _row_texts(values: Any, rows: tuple[FloatRow, ...]) -> list[str]:
-    """Each of the exact floats ``values`` as ``float.__repr__`` writes it, taken from the
-    kept texts of ``rows`` where an equal float is there (a MuJoCo result's ``ctrl`` repeats
-    most of its command's targets).  Equal floats have the same text, but for the zeros
-    (``0.0 == -0.0``): they are never taken from a row."""
-    kept: dict[float, str] = {}
-    for row in rows:
-        kept.update(zip(row, row.json.split(",")))
-    kept.pop(0.0, None)
-    texts = list(map(kept.get, values))
-    if None in texts:
-        texts = [_FLOAT_REPR(v) if t is None else t for v, t in zip(values, texts)]
-    return texts  # type: ignore[return-value]
-
-
-def freeze_sized(value: object, rows: tuple[FloatRow, ...] = ()) -> tuple[Any, int]:
+def freeze_sized(value: object) -> tuple[Any, int]:
     """``(frozen, portable_size(frozen))`` with ``frozen = freeze(value)``, in one pass.
 
     The fast path is a flat ``dict`` of ``str`` keys to scalars (strings, ints, floats,
@@ -210,8 +191,7 @@ def freeze_sized(value: object, rows: tuple[FloatRow, ...] = ()) -> tuple[Any, i
     punctuation, each value as the encoder writes it) without building the text; the
     value is the same ``FrozenDict`` ``freeze`` makes.  Anything else, and any non-finite
     float (its error), goes through ``freeze`` and ``portable_size``; a test pins both
-    results to theirs.  ``rows``: frozen float lists whose kept texts a list of floats may
-    reuse (a result's ``ctrl`` and its command's targets); the same results."""
+    results to theirs."""
     if type(value) is dict:
         if not value:
             return EMPTY, 2
@@ -227,7 +207,7 @@ def freeze_sized(value: object, rows: tuple[FloatRow, ...] = ()) -> tuple[Any, i
                 elif kind is int:
                     item_size = len(_INT_REPR(item))
                 else:
-                    item, item_size = _sized_value(item, rows)
+                    item, item_size = _sized_value(item)
                 frozen[key] = item
                 size += (_KEY_SIZES.get(key) or _key_size(key)) + item_size  # "key":value
         except (TypeError, ValueError):

@@ -19,14 +19,7 @@ from typing import Any
 
 import attrs
 
-from fastsim_contract.payloads import (
-    EMPTY,
-    FloatRow,
-    FrozenDict,
-    freeze,
-    freeze_sized,
-    portable_size,
-)
+from fastsim_contract.payloads import EMPTY, FrozenDict, freeze, freeze_sized, portable_size
 from fastsim_contract.values import Envelope, GenerationBarrier, SourceKind
 from fastsim_embedded.backends.base import ControlCommand, ControlOutcome
 from fastsim_embedded.host.bus import CaptureBus, Stamp
@@ -139,26 +132,25 @@ class EventPublisher:
             return apply(command)
         command_id = freeze(command.command_id)
         id_size = portable_size(command_id) if self.portable_sizes else 0
-        args = self._issued(command, command_id, id_size)[1]
+        self._issued(command, command_id, id_size)
         outcome = apply(command)
-        self._applied(command_id, id_size, outcome, args)
+        self._applied(command_id, id_size, outcome)
         return outcome
 
     def publish_control_issued(self, command: ControlCommand) -> Envelope | None:
         """Control audit: the command was issued."""
         command_id = freeze(command.command_id)
-        return self._issued(command, command_id, portable_size(command_id) if self.portable_sizes else 0)[0]
+        return self._issued(command, command_id, portable_size(command_id) if self.portable_sizes else 0)
 
     def publish_control_applied(self, command: ControlCommand, outcome: ControlOutcome) -> Envelope | None:
         """Control result: the command was applied (or rejected)."""
         command_id = freeze(command.command_id)
         return self._applied(command_id, portable_size(command_id) if self.portable_sizes else 0, outcome)
 
-    def _issued(self, command: ControlCommand, command_id: Any, id_size: int) -> tuple[Envelope | None, object]:
-        """The audit's envelope and its frozen arguments (``None`` when not captured)."""
+    def _issued(self, command: ControlCommand, command_id: Any, id_size: int) -> Envelope | None:
         stamp = self._audit
         if stamp is None:
-            return None, None
+            return None
         kind = self._kind
         if command.name is not kind[0] or command.target is not kind[1]:
             name, target = freeze(command.name), freeze(command.target)
@@ -174,13 +166,9 @@ class EventPublisher:
         return stamp(
             ctx.generation, ctx.tick, ctx.sim_time_ns, payload,
             kind[4] + id_size + args_size if self.portable_sizes else None,
-        ), args
+        )
 
-    def _applied(
-        self, command_id: Any, id_size: int, outcome: ControlOutcome, args: object = None
-    ) -> Envelope | None:
-        """(``args``: the frozen arguments of the command's audit, whose float lists' kept
-        texts the result's float lists reuse: a MuJoCo result's ``ctrl`` repeats most targets.)"""
+    def _applied(self, command_id: Any, id_size: int, outcome: ControlOutcome) -> Envelope | None:
         stamp = self._result
         if stamp is None:
             return None
@@ -193,8 +181,7 @@ class EventPublisher:
         if not detail and type(detail) is dict:  # the common empty detail: the shared frozen {}
             detail, detail_size = EMPTY, 2
         elif type(detail) is dict and self.portable_sizes:  # frozen and sized in one pass (a
-            rows = tuple(v for v in args.values() if v.__class__ is FloatRow) if args.__class__ is FrozenDict else ()
-            detail, detail_size = freeze_sized(detail, rows)  # result's ctrl becomes a FloatRow)
+            detail, detail_size = freeze_sized(detail)  # result's ctrl becomes a FloatRow)
         else:
             detail = freeze(detail)
             detail_size = portable_size(detail) if self.portable_sizes else 0
