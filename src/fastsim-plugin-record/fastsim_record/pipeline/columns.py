@@ -96,9 +96,10 @@ class RunBuilder:
             if list(map(_PAYLOAD_CLASS, items)).count(_BLOCK):
                 return self._with_blocks(items, materialize)
             return list(map(materialize, items))
-        kinds = list(map(_KIND, items))
-        if list(map(type, items)).count(Envelope) == len(items) and kinds.count(kinds[0]) == len(items):
-            return self._run(items, materialize)  # the common case: one source's ticks (``list.count``: C-level)
+        if list(map(type, items)).count(Envelope) == len(items) and (
+            (kinds := list(map(_KIND, items))).count(kinds[0]) == len(items)
+        ):  # ``list.count``: identity first, one C-level pass each
+            return self._run(items, materialize)  # the common case: one source's ticks
         owner = getattr(materialize, "__self__", None)  # the lane's converters (row 1b)
         if owner is not None and owner not in self._mixed and not list(map(_PAYLOAD_CLASS, items)).count(_BLOCK):
             built: list[CapturedItem | CapturedRun] = list(map(materialize, items))  # row 1b: events of several sources, each built

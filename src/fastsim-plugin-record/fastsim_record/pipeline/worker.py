@@ -280,17 +280,18 @@ class WriterWorker:
                 if clock() > slice_end:  # offer the GIL to a waiting simulation thread
                     time.sleep(0)
                     slice_end = clock() + slice_s
-                if item.__class__ is not CapturedItem and isinstance(item, CapturedRun):  # a run: column-wise
-                    record: OutRecord | RecordColumns = records.run(item)
-                elif item.__class__ is not CapturedItem and isinstance(item, GapRecord):
-                    record = records.gap(item)
-                elif item.kind is _BARRIER:
-                    writer.close_generation(item.generation)  # B5
-                    record = records.barrier(item)
-                else:
+                record: OutRecord | RecordColumns
+                if type(item) is CapturedItem and item.kind is not _BARRIER:  # the common record first
                     record, released_gil = data(item)
                     if released_gil:  # the codec ran without the GIL: that was the yield
                         slice_end = clock() + slice_s
+                elif isinstance(item, CapturedRun):  # a run of ticks: its records column-wise
+                    record = records.run(item)
+                elif isinstance(item, GapRecord):
+                    record = records.gap(item)
+                else:  # a barrier
+                    writer.close_generation(item.generation)  # B5
+                    record = records.barrier(item)
                 add(record)
         except RecordError as exc:
             self._fail(exc)
