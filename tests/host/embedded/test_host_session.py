@@ -203,6 +203,37 @@ def test_the_host_looks_the_plugin_up_by_its_dotted_name(monkeypatch: pytest.Mon
         discover_plugin("plugin://fastsim/record")
 
 
+def test_a_found_plugin_is_not_looked_up_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second Run in a process reuses the factory the first found (no scan of every
+    installed distribution); a name that was not found is looked up again."""
+    import fastsim_embedded.session.plugins as session
+
+    class _EntryPoint:
+        def __init__(self, name: str, value: object) -> None:
+            self.name, self._value = name, value
+
+        def load(self) -> object:
+            return self._value
+
+    def factory(context: object) -> None:
+        return None
+
+    scans: list[str] = []
+
+    def lookup(**options: str) -> tuple[_EntryPoint, ...]:
+        scans.append(options["group"])
+        return (_EntryPoint("fastsim.record", factory),)
+
+    monkeypatch.setattr(session, "entry_points", lookup)
+    assert discover_plugin("plugin://fastsim/record") is cast(object, factory)
+    assert discover_plugin("plugin://fastsim/record") is cast(object, factory)
+    assert scans == ["fastsim.plugins"]
+    for _ in range(2):
+        with pytest.raises(RunConfigError):
+            discover_plugin("plugin://nobody/nothing")
+    assert len(scans) == 3
+
+
 def test_unknown_backend_is_a_config_error(write_run: Callable[..., Path]) -> None:
     """An unregistered backend name is reported at `backend`."""
     with pytest.raises(RunConfigError) as caught:
