@@ -243,4 +243,5 @@ def test_block_runs_carry_what_the_converter_builds_with_one_build_per_lane_and_
         assert isinstance(run, CapturedRun)
         assert (run.source, run.stream, run.lane, run.generation, run.first_global, run.first_capture) == (
             first.source, first.stream, first.lane, first.generation, first.global_sequence, first.capture_sequence)
-        assert run.last_global - run.first_global == len(block.payload.ticks) - 1
+        payload: Any = block.payload
+        assert run.last_global - run.first_global == len(payload.ticks) - 1
