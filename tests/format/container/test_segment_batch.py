@@ -210,9 +210,7 @@ def test_segment_path_takes_a_driven_runs_batch_of_rows_alone(monkeypatch: pytes
 
 
 def test_segment_facts_carry_each_streams_edges_for_the_accumulator() -> None:
-    """The segment path hands the ``Accumulator`` each stream's first and last record as
-    integers (``stream_edges``, writer44): the same fields the table rows hold, so the
-    accumulated state and every continuity refusal are those of the table path."""
+    """``stream_edges`` (writer44) are the table rows' fields, so the Accumulator's state and refusals are the table path's."""
     q = Seq(11)
     built = segment_batch([q.row(), q.block(3), q.row(7), q.block(2), q.row()], ROWS, 0, MAX_RECORD_METADATA_BYTES)
     assert built is not None

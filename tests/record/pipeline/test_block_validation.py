@@ -220,9 +220,7 @@ def test_the_run_builder_makes_one_run_of_a_block_and_keeps_the_order() -> None:
 
 
 def test_block_runs_carry_what_the_converter_builds_with_one_build_per_lane_and_kind() -> None:
-    """A block's run takes its source, stream and lane from the first item its lane's
-    converter built for that kind (writer44), not from a build per block; each run's
-    fields are those of the block's first tick as built, in every generation."""
+    """A block's run takes source, stream and lane from one build per lane and kind (writer44), the rest from the block."""
     convert = _converter()
     converters = LaneHandle(Lane(LaneSpec(name=LaneName.NUMERIC, max_items=64, max_bytes=1 << 30), [True]),
                             threading.Event()).converters
