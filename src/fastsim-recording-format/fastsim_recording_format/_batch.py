@@ -196,6 +196,11 @@ class Accumulator:
         if facts.edges is not None:  # one stream: its first record's fields, no table row
             self._continues(facts.edges[0], base)
             return
+        sides = facts.stream_edges
+        if sides is not None:  # several streams: their first records' fields, no table rows
+            for k, first_record in sides[0]:
+                self._continues(first_record, base + _REC * k)
+            return
         first = facts.group_first.tolist()
         for k, row in zip(first, table[first].tolist(), strict=True):  # rows as tuples: one call
             self._continues((row[_SID], row[_SEQ], row[_GEN], row[_TIME]), base + _REC * k)
@@ -227,6 +232,12 @@ class Accumulator:
         if facts.edges is not None:
             sid, last, generation, time = facts.edges[1]
             self.state[sid] = (last, generation, time)
+            return
+        sides = facts.stream_edges
+        if sides is not None:
+            state = self.state
+            for sid, last, generation, time in sides[1]:
+                state[sid] = (last, generation, time)
             return
         for row in table[facts.group_last.tolist()].tolist():
             self.state[row[_SID]] = (row[_LAST], row[_GEN], row[_TIME])

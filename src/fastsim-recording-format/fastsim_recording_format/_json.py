@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastsim_recording_format._layout import MAX_JSON_ITEMS
@@ -61,14 +62,25 @@ def decode_record_metadata(data: bytes, offset: int) -> dict[str, Any]:
     return decode_object(data, offset, "record metadata")
 
 
+#: a record metadata text that is canonical JSON on sight: one plain ASCII key (nothing to
+#: escape) and an integer in its shortest form (no ``-0``, no leading zero), as a numeric
+#: record's ``{"channel_sequence":n}`` always is; ``decode_record_metadata`` accepts it
+_ONE_INT = re.compile(rb'\{"[A-Za-z_][A-Za-z0-9_]{0,63}":(?:0|-?[1-9][0-9]{0,17})\}')
+
+
 def canonical_record_metadata(parts: list[bytes]) -> bool:
     """Whether ``decode_record_metadata`` accepts every one of ``parts``, decided with one
     ``json.loads`` of them all (as one JSON array) and one encoding of each value; ``False``
-    also when unsure (too many items, nesting): then decode them one by one for the error."""
+    also when unsure (too many items, nesting): then decode them one by one for the error.
+    A part of the ``_ONE_INT`` form is accepted on sight (no decoding)."""
     if not parts:
         return True
     if any(p == b"{}" or len(p) > MAX_JSON_ITEMS for p in parts):
         return False
+    match = _ONE_INT.fullmatch
+    parts = [p for p in parts if match(p) is None]
+    if not parts:
+        return True
     try:
         values = json.loads(b"[" + b",".join(parts) + b"]")
         encode = _RECHECK.encode

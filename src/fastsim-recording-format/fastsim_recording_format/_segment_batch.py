@@ -56,10 +56,14 @@ __all__ = ["segment_batch"]
 _FIELD = {name: int(spec[1]) for name, spec in (RECORD_DTYPE.fields or {}).items()}
 _WORDS = RECORD_DTYPE.itemsize // 8
 _G, _S, _T = _FIELD["global_sequence"] // 8, _FIELD["stream_sequence"] // 8, _FIELD["sim_time_ns"] // 8
-_MO, _PO, _PL = _FIELD["metadata_offset"] // 8, _FIELD["payload_offset"] // 8, _FIELD["payload_length"] // 8
+_GEN, _MO, _PO = _FIELD["generation"] // 8, _FIELD["metadata_offset"] // 8, _FIELD["payload_offset"] // 8
 _ROW = struct.Struct("<IHHQQQQIIqQQQ")  # RECORD_DTYPE's fields, in order
 _PROJECTION = struct.Struct("<IIIIQQqq")  # PROJECTION_DTYPE's fields, in order
-if _ROW.size != RECORD_DTYPE.itemsize or _PROJECTION.size != PROJECTION_DTYPE.itemsize:  # pragma: no cover
+if (  # pragma: no cover - layout
+    _ROW.size != RECORD_DTYPE.itemsize or _PROJECTION.size != PROJECTION_DTYPE.itemsize or RECORD_DTYPE.itemsize % 8
+    or _FIELD["global_last"] != 8 * _G + 8 or _S != _G + 2 or _FIELD["stream_last"] != 8 * _S + 8
+    or _FIELD["generation"] != 8 * _GEN or _FIELD["metadata_length"] != 8 * _GEN + 4
+):
     raise ImportError("_segment_batch: the record or projection layout changed; update _ROW and _PROJECTION")
 _U8, _I8 = np.dtype(np.uint64), np.dtype(np.int64)
 _U32, _U64, _I64 = (1 << 32) - 1, (1 << 64) - 1, 1 << 63
@@ -72,25 +76,29 @@ def segment_batch(
     records: Sequence[Any], rows: Mapping[int, int], ordinal: int, max_metadata: int
 ) -> BlockBatch | None:
     """Rows 1-6 of the module table: the batch of ``records`` (batch ``ordinal``; ``rows``
-    maps each declared stream id to its row in the stream table), or ``None``."""
+    maps each declared stream id to its row in the stream table), or ``None``.
+
+    Each segment's table bytes come with their payload and metadata offsets already set
+    (running totals as Python integers: a row is packed with them, a block's columns are
+    shifted by them), so the table needs no pass of its own after the segments."""
     pieces: list[bytes | bytearray] = []
     parts: list[Any] = []
-    metas: list[tuple[int, bytes]] = []
+    metas: list[bytes] = []
     # per stream: [first index, last index, count, first seq, last seq, first time, last time, bytes]
     streams: dict[int, list[int]] = {}
     gen = -1
     next_g = first_g = -1
-    base = 0
+    base = pay_at = meta_at = 0
     tmin, tmax = _I64, -_I64
     for r in records:
         if r.__class__ is RecordBlock:
-            segment = _block(r, max_metadata)
+            segment = _block(r, max_metadata, pay_at, meta_at)
             if segment is None:
                 return None
             raw, some, sid, generation, n, g0, g1, s0, s1, t0, t1, plen, meta = segment
             parts.extend(some)
         elif r.__class__ in _ROWS:
-            segment = _row(r, max_metadata)
+            segment = _row(r, max_metadata, pay_at, meta_at)
             if segment is None:
                 return None
             raw, sid, generation, g0, s0, t0, plen, meta = segment
@@ -115,24 +123,15 @@ def segment_batch(
             st[1], st[2], st[4], st[6], st[7] = base + n - 1, st[2] + n, s1, t1, st[7] + plen
         tmin, tmax = min(tmin, t0), max(tmax, t1)
         if meta:
-            metas.append((base, meta))
+            metas.append(meta)
+            meta_at += len(meta)
         pieces.append(raw)
         base += n
+        pay_at += plen
     if len(streams) < 2:
         return None  # row 1: one block alone or one stream take the other paths
     raw_table = bytearray(b"".join(pieces))
-    words = np.frombuffer(raw_table, np.uint64).reshape(base, _WORDS)
-    plens = words[:, _PL]
-    ends = np.cumsum(plens, dtype=np.uint64)
-    words[:, _PO] = ends - plens
     table = np.frombuffer(raw_table, RECORD_DTYPE)
-    meta_blob = b""
-    if metas:
-        mlen = np.zeros(base, np.uint64)
-        mlen[[k for k, _ in metas]] = [len(m) for _, m in metas]
-        table["metadata_length"] = mlen
-        words[:, _MO] = np.cumsum(mlen, dtype=np.uint64) - mlen
-        meta_blob = b"".join(m for _, m in metas)
     count = len(rows)
     kinds = np.zeros((count, 3), np.int64)
     payload = np.zeros(count, np.float64)
@@ -148,12 +147,17 @@ def segment_batch(
     facts = BatchFacts(
         first_g, next_g - 1, gen, gen, tmin, tmax, proj, kinds, payload,
         np.array([streams[sid][0] for sid in order], np.intp), np.array([streams[sid][1] for sid in order], np.intp),
+        None, (  # the Accumulator's continuity facts, from the running totals (no table rows)
+            [(streams[sid][0], (sid, streams[sid][3], gen, streams[sid][5])) for sid in order],
+            [(sid, streams[sid][4], gen, streams[sid][6]) for sid in order],
+        ),
     )
-    return BlockBatch(table, raw_table, tuple(parts), int(ends[-1]), meta_blob, facts)
+    return BlockBatch(table, raw_table, tuple(parts), pay_at, b"".join(metas), facts)
 
 
-def _block(block: RecordBlock, max_metadata: int) -> tuple[Any, ...] | None:
-    """Row 2: a block's table bytes (payload offsets from 0), parts and end points, or ``None``."""
+def _block(block: RecordBlock, max_metadata: int, pay_at: int, meta_at: int) -> tuple[Any, ...] | None:
+    """Row 2: a block's table bytes (its payload at ``pay_at``, its metadata at ``meta_at``
+    of the batch's areas), parts and end points, or ``None``."""
     g, s, t = block.global_sequence, block.stream_sequence, block.sim_time_ns
     if g.__class__ is not np.ndarray or s.__class__ is not np.ndarray or t.__class__ is not np.ndarray:
         return None
@@ -183,11 +187,20 @@ def _block(block: RecordBlock, max_metadata: int) -> tuple[Any, ...] | None:
     words[:, _G:_G + 2] = g[:, None]
     words[:, _S:_S + 2] = s[:, None]
     words[:, _T] = t
+    if pay_at:
+        words[:, _PO] += np.uint64(pay_at)
+    if meta:  # on record 0 only (``block_metadata``)
+        words[0, _GEN] = generation | len(meta) << 32
+        words[0, _MO] = meta_at
+        words[1:, _MO] = meta_at + len(meta)
+    elif meta_at:
+        words[:, _MO] = meta_at
     return raw, parts, sid, generation, n, g0, g1, s0, s1, t0, t1, n * size, meta
 
 
-def _row(r: RecordRow, max_metadata: int) -> tuple[Any, ...] | None:
-    """Row 3: a row's table bytes (payload offset 0, no metadata yet) and facts, or ``None``."""
+def _row(r: RecordRow, max_metadata: int, pay_at: int, meta_at: int) -> tuple[Any, ...] | None:
+    """Row 3: a row's table bytes (its payload at ``pay_at``, its metadata at ``meta_at``)
+    and facts, or ``None``."""
     sid, kind, g, s, generation, t, payload, metadata, gl, sl = r
     if kind is not _DATA or gl != g or sl != s:
         return None
@@ -200,4 +213,5 @@ def _row(r: RecordRow, max_metadata: int) -> tuple[Any, ...] | None:
     if meta is None:
         return None
     plen = len(payload)
-    return _ROW.pack(sid, 0, 0, g, g, s, s, generation, 0, t, 0, 0, plen), sid, generation, g, s, t, plen, meta
+    raw = _ROW.pack(sid, 0, 0, g, g, s, s, generation, len(meta), t, meta_at, pay_at, plen)
+    return raw, sid, generation, g, s, t, plen, meta

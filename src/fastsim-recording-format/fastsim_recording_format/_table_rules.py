@@ -73,6 +73,13 @@ class BatchFacts:
     #: its first record and ``(stream_id, stream_last, generation, sim_time_ns)`` of its
     #: last, as Python integers (the ``Accumulator`` needs no table row then); else None
     edges: tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | None = attrs.field(default=None, eq=False)
+    #: a batch of several streams built segment by segment (``_segment_batch``): for each
+    #: stream, in ``group_first`` order, ``(record index, (stream_id, stream_sequence,
+    #: generation, sim_time_ns))`` of its first record, and ``(stream_id, stream_last,
+    #: generation, sim_time_ns)`` of its last, as Python integers (no table rows); else None
+    stream_edges: tuple[
+        list[tuple[int, tuple[int, int, int, int]]], list[tuple[int, int, int, int]]
+    ] | None = attrs.field(default=None, eq=False)
 
 
 def analyse_table(

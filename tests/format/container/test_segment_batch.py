@@ -8,11 +8,14 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
+from fastsim_recording_format._batch import Accumulator
 from fastsim_recording_format._layout import MAX_RECORD_METADATA_BYTES
 from fastsim_recording_format._segment_batch import segment_batch
+from fastsim_recording_format.errors import FormatError
 from fastsim_recording_format.model import RecordIn, RecordKind, RecordRow
 from fastsim_recording_format.writer import RecordBlock
 
@@ -204,3 +207,45 @@ def test_segment_path_takes_a_driven_runs_batch_of_rows_alone(monkeypatch: pytes
     monkeypatch.setattr("fastsim_recording_format.writer.segment_batch", counting)
     assert written_batches(batches, monkeypatch)[1] == [""]
     assert taken == [True]
+
+
+def test_segment_facts_carry_each_streams_edges_for_the_accumulator() -> None:
+    """``stream_edges`` (writer44) are the table rows' fields, so the Accumulator's state and refusals are the table path's."""
+    q = Seq(11)
+    built = segment_batch([q.row(), q.block(3), q.row(7), q.block(2), q.row()], ROWS, 0, MAX_RECORD_METADATA_BYTES)
+    assert built is not None
+    after = q.g  # the global sequence a next batch starts at
+    facts, rows = built.facts, built.table.tolist()
+    names = list(built.table.dtype.names or ())
+    sid, seq, last, gen, time = (names.index(n) for n in
+                                 ("stream_id", "stream_sequence", "stream_last", "generation", "sim_time_ns"))
+    assert facts.stream_edges is not None
+    firsts, lasts = facts.stream_edges
+    assert firsts == [(k, (rows[k][sid], rows[k][seq], rows[k][gen], rows[k][time])) for k in facts.group_first.tolist()]
+    assert lasts == [(rows[k][sid], rows[k][last], rows[k][gen], rows[k][time]) for k in facts.group_last.tolist()]
+    follow = segment_batch([q.block(2), q.row(), q.row(7)], ROWS, 1, MAX_RECORD_METADATA_BYTES)
+    hole = Seq(after)  # the global sequence goes on; stream 1's sequence jumps
+    broken = segment_batch([hole.block(2), hole.row()], ROWS, 1, MAX_RECORD_METADATA_BYTES)
+    assert follow is not None
+    assert broken is not None
+    ids = np.array(sorted(ROWS), np.uint32)
+    for second, refused in ((follow, None), (broken, "stream sequence hole or overlap")):
+        seen: list[object] = []
+        for use_edges in (True, False):
+            acc = Accumulator(ids)
+            batches = [(b, b.facts if use_edges else attrs.evolve(b.facts, stream_edges=None)) for b in (built, second)]
+            acc.check(batches[0][0].table, batches[0][1], 0)
+            acc.add(0, 1000, 0, batches[0][0].table, batches[0][1])
+            try:
+                acc.check(batches[1][0].table, batches[1][1], 1000)
+                acc.add(1000, 1000, 0, batches[1][0].table, batches[1][1])
+            except FormatError as exc:
+                seen.append((exc.reason, exc.offset))
+            else:
+                seen.append(dict(acc.state))
+        assert seen[0] == seen[1]
+        if refused is None:
+            assert isinstance(seen[0], dict)
+        else:  # the same reason at the same offset (above): the stream's first record in the second batch
+            assert isinstance(seen[0], tuple)
+            assert seen[0][0] == refused

@@ -130,6 +130,11 @@ def _one_by_one(parts: list[bytes]) -> bool:
     [b'{"a":1}', b'{"b":[1,2.5,"\xc3\xa9"]}'], [b'{"a":1},{', b'"b":2}'], [b'{"a":"},{"}', b'{"b":2}'],
     [b"{}"], [b'{"b":1,"a":2}'], [b"[1]"], [b'{"a":NaN}'], [b'{"a": 1}'], [b'{"a":1}', b""], [],
     [b'{"a":1.0}', b'{"a":1e5}'], [b'{"a":1}{"b":2}'],
+    # the one-int form accepted on sight (writer44), and its near misses
+    [b'{"channel_sequence":601}'], [b'{"channel_sequence":0}', b'{"n":-7}', b'{"_":123456789012345678}'],
+    [b'{"n":-0}'], [b'{"n":01}'], [b'{"n":+1}'], [b'{"n":1 }'], [b'{"n" :1}'], [b'{"\\u006e":1}'],
+    [b'{"n":1}', b'{"n":1.5}'], [b'{"n":1}', b'{}'], [b'{"n":1}', b'{"b":1,"a":2}'], [b'{"n":1234567890123456789}'],
+    [b'{"1n":1}'], [b'{"\xc3\xa9":1}'], [b'{"n":1}\n'],
 ])
 def test_metadata_checked_at_once_as_one_by_one(parts: list[bytes]) -> None:
     """One ``json.loads`` of all record metadata accepts exactly what decoding each part accepts."""

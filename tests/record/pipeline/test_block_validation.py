@@ -217,3 +217,29 @@ def test_the_run_builder_makes_one_run_of_a_block_and_keeps_the_order() -> None:
     other: Any = foreign.payload
     assert out[2].payload.values.buffer.tobytes() == other.buffer[0].tobytes()
     assert builder.runs == 2
+
+
+def test_block_runs_carry_what_the_converter_builds_with_one_build_per_lane_and_kind() -> None:
+    """A block's run takes source, stream and lane from one build per lane and kind (writer44), the rest from the block."""
+    convert = _converter()
+    converters = LaneHandle(Lane(LaneSpec(name=LaneName.NUMERIC, max_items=64, max_bytes=1 << 30), [True]),
+                            threading.Event()).converters
+    converters.register(convert, convert.kinds)
+    built: list[Any] = []
+
+    def materialize(item: Any) -> Any:
+        built.append(item)
+        return converters.materialize(item)
+
+    materialize.__self__ = converters  # type: ignore[attr-defined]  # as the lane's bound method
+    builder = RunBuilder({"observations": NumericTickEncoder("observations", CHANNELS)})
+    blocks = [_block(1, 1, 3), _block(4, 4, 2), _block(6, 6, 4, generation=2)]
+    runs: list[Any] = [r for b in blocks for r in builder.split([b], materialize)]
+    assert len(built) == 1  # the first block's first tick, once
+    for block, run in zip(blocks, runs, strict=True):
+        first = convert.build(block)
+        assert isinstance(run, CapturedRun)
+        assert (run.source, run.stream, run.lane, run.generation, run.first_global, run.first_capture) == (
+            first.source, first.stream, first.lane, first.generation, first.global_sequence, first.capture_sequence)
+        payload: Any = block.payload
+        assert run.last_global - run.first_global == len(payload.ticks) - 1

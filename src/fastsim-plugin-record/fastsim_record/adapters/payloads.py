@@ -256,17 +256,15 @@ class NumericTickEncoder:
 
     def encode_columns(self, carriers: Sequence[Any]) -> RecordColumns | None:
         """A run of carriers column-wise (``numeric_columns``), or ``None``."""
-        return numeric_columns(
-            self._stream, self._order, self.record_bytes,
-            lambda layout: layout is self._packed_ok or self._packed_matches(layout), carriers,
-        )
+        return numeric_columns(self._stream, self._order, self.record_bytes, self._layout_ok, carriers)
 
     def encode_block(self, carrier: Any) -> RecordColumns | None:
         """A block carrier's ticks column-wise (``block_columns``, issue 26), or ``None``."""
-        return block_columns(
-            self._stream, self.record_bytes,
-            lambda layout: layout is self._packed_ok or self._packed_matches(layout), carrier,
-        )
+        return block_columns(self._stream, self.record_bytes, self._layout_ok, carrier)
+
+    def _layout_ok(self, layout: PackedLayout) -> bool:
+        """Rules 1-3 for a packed layout: the remembered one, or one that matches."""
+        return layout is self._packed_ok or self._packed_matches(layout)
 
     def _packed_matches(self, layout: PackedLayout) -> bool:
         """A packed layout is the record layout (rules 1-3) when every channel has the

@@ -87,6 +87,8 @@ class RunBuilder:
         #: row 1b: the lanes (their converters, ``materialize.__self__``) found to carry a
         #: stream with a column encoder among other sources
         self._mixed: set[object] = set()
+        #: (the lane's converters, a carrier kind) -> the source, stream and lane its items carry
+        self._identities: dict[tuple[object, object], tuple[str, str, Any]] = {}
 
     def split(self, items: list[Any], materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         """The drained ``items`` of a lane whose ``materialize`` is given, as captured items and runs, in order."""
@@ -203,16 +205,35 @@ class RunBuilder:
             out.extend(self._run(group, materialize))
         return out
 
+    def _identity(self, carrier: Any, materialize: Callable[[Any], CapturedItem]) -> tuple[str, str, Any]:
+        """A block carrier's source, stream and lane: what its lane's converter for the
+        carrier's kind builds into every item, so kept per (lane converters, kind) from
+        the first one built (a converter never changes once registered: ``LaneConverters.register``)."""
+        key = (getattr(materialize, "__self__", materialize), carrier.source)
+        known = self._identities.get(key)
+        if known is None:
+            first = materialize(carrier)
+            if len(self._identities) >= 64:  # a Run has a handful; anything else stays bounded
+                self._identities.clear()
+            known = self._identities[key] = (first.source, first.stream, first.lane)
+        return known
+
     def _block(self, carrier: Any, materialize: Callable[[Any], CapturedItem]) -> list[CapturedItem | CapturedRun]:
         """Row 5 (one run of the block's ticks), or row 6 (each tick built)."""
-        first = materialize(carrier)  # the block's first tick: its source, stream and lane
         block: ObservationBlock = carrier.payload
-        encode = self._blocks.get(first.stream)
+        if carrier.__class__ is Envelope:  # a carrier: its sequences and generation as its first tick's
+            source, stream, lane = self._identity(carrier, materialize)
+            g, c, generation = carrier.global_sequence, carrier.source_sequence, carrier.generation
+        else:  # already built
+            source, stream, lane = carrier.source, carrier.stream, carrier.lane
+            g, c, generation = carrier.global_sequence, carrier.capture_sequence, carrier.generation
+        encode = self._blocks.get(stream)
         columns = encode(carrier) if encode is not None else None
-        g, c, k = first.global_sequence, first.capture_sequence, len(block.ticks)
-        if first.stream in self._encoders:  # row 2b's previous carrier: the block's last tick
-            self._last[first.stream] = g + k - 1
+        k = len(block.ticks)
+        if stream in self._encoders:  # row 2b's previous carrier: the block's last tick
+            self._last[stream] = g + k - 1
         if columns is None:  # row 6: the per-record path names any drift
+            first = materialize(carrier)  # the block's first tick
             ticks, times, chan = block.ticks.tolist(), block.sim_time_ns.tolist(), block.channel_sequence
             return [attrs.evolve(
                 first, global_sequence=g + i, capture_sequence=c + i, tick=ticks[i], sim_time_ns=times[i],
@@ -220,6 +241,6 @@ class RunBuilder:
             ) for i in range(k)]
         self.runs += 1
         return [CapturedRun(
-            source=first.source, stream=first.stream, lane=first.lane, generation=first.generation,
+            source=source, stream=stream, lane=lane, generation=generation,
             first_global=g, last_global=g + k - 1, first_capture=c, last_capture=c + k - 1, payload=columns,
         )]
