@@ -17,6 +17,7 @@ import yaml
 
 import fastsim_record.adapters.numeric_columns as numeric_columns
 from fastsim_contract.samples import PackedLayout, PackedValues
+from fastsim_embedded.output.leases import FileWriteLease
 from fastsim_embedded.session import loop
 from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.session import run_session
@@ -54,16 +55,15 @@ def _joined_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The parts of every vectored batch write (the writer's call; the sink may hold several
-    batches for one lease call, ``LeaseWriter``)."""
+    """The parts of every vectored lease write."""
     parts: list[int] = []
-    writev = LeaseWriter.writev
+    writev = FileWriteLease.writev
 
-    def counting(self: LeaseWriter, chunk: Any, nbytes: int) -> int:
+    def counting(self: FileWriteLease, chunk: Any, nbytes: int) -> int:
         parts.append(len(chunk))
         return writev(self, chunk, nbytes)
 
-    monkeypatch.setattr(LeaseWriter, "writev", counting)
+    monkeypatch.setattr(FileWriteLease, "writev", counting)
     return parts
 
 

@@ -45,73 +45,34 @@ from fastsim_recording_format.validate import ValidationReceipt, validate
 from fastsim_recording_format.writer import FsrWriter
 
 __all__ = [
-    "HOLD_BYTES", "FsrSink", "LeaseReader", "LeaseWriter", "receipt_mapping", "validate_readback",
+    "FsrSink", "LeaseReader", "LeaseWriter", "receipt_mapping", "validate_readback",
 ]
 
 _BIG_WRITE = 16 * 1024  #: parts this big on average: one ``write`` each costs less than joining them
-#: The most bytes of batches the sink holds for one released write (``LeaseWriter``):
-#: about eight one-second batches of the README's 90-channel unpaced Run.
-HOLD_BYTES = 8 * 1024 * 1024
 
 
 class LeaseWriter(io.RawIOBase):
-    """A write lease as a write-only binary file (no fileno: Core owns durability).
+    """A write lease as a write-only binary file (no fileno: Core owns durability)."""
 
-    With ``hold_bytes`` > 0, vectored writes are **held**: ``writev`` keeps its parts (no
-    copy: the writer never changes a buffer it has handed over) and reports them
-    written, up to ``hold_bytes`` in all, and ``release`` writes everything held in ONE
-    vectored call.  ``write`` and ``flush`` release first, so the lease always receives
-    the bytes in order.  The writer worker releases after it has relieved the pressure
-    gauge (``worker``): an unpaced simulation then runs during the write system call
-    instead of waiting through it.  Held bytes are in memory only, like the lanes' items
-    they came from; a failed release raises, and the worker then fails the recording.
-    """
-
-    def __init__(self, lease: WriteLease, *, hold_bytes: int = 0) -> None:
+    def __init__(self, lease: WriteLease) -> None:
         super().__init__()
         self._lease = lease
-        self._vectored = getattr(lease, "writev", None)
-        self._hold_bytes = hold_bytes
-        self._held: list[Any] = []
-        self._held_nbytes = 0
 
     def writable(self) -> bool:
         """File protocol."""
         return True
 
     def write(self, data: Any) -> int:
-        """Write all of ``data`` to the lease (after anything held)."""
-        if self._held:
-            self.release()
+        """Write all of ``data`` to the lease."""
         view = memoryview(data)
         n = self._lease.write(view)
         return view.nbytes if n is None else int(n)
 
     def writev(self, parts: Sequence[Any], nbytes: int) -> int:
-        """Write ``parts`` (``nbytes`` in all) in order, or hold them (class doc): one
-        vectored call when the lease has one (``FileWriteLease.writev``), else one
-        ``write`` each of large parts (as bytes), or of all of them joined."""
-        if self._hold_bytes:
-            if self._held_nbytes + nbytes <= self._hold_bytes:
-                self._held.extend(parts)
-                self._held_nbytes += nbytes
-                return nbytes
-            self.release()
-        return self._writev(parts, nbytes)
-
-    def release(self) -> int:
-        """Write every held part in one vectored call; the bytes written (0: none held)."""
-        parts, nbytes = self._held, self._held_nbytes
-        if not parts:
-            return 0
-        self._held, self._held_nbytes = [], 0
-        written = self._writev(parts, nbytes)
-        if written != nbytes:
-            raise OSError(f"a held vectored write took {written} of {nbytes} bytes")
-        return written
-
-    def _writev(self, parts: Sequence[Any], nbytes: int) -> int:
-        vectored = self._vectored
+        """Write ``parts`` (``nbytes`` in all) in order: one vectored call when the lease has
+        one (``FileWriteLease.writev``), else one ``write`` each of large parts (as bytes), or
+        of all of them joined."""
+        vectored = getattr(self._lease, "writev", None)
         if vectored is not None:
             return int(vectored(parts, nbytes))
         if nbytes >= _BIG_WRITE * len(parts):
@@ -119,9 +80,7 @@ class LeaseWriter(io.RawIOBase):
         return self.write(b"".join(parts))
 
     def flush(self) -> None:
-        """Flush the lease (after writing anything held)."""
-        if self._held:
-            self.release()
+        """Flush the lease."""
         self._lease.flush()
 
 
@@ -232,7 +191,6 @@ class FsrSink:
         except Exception as exc:
             raise _translate(exc, f"open_write {name!r}") from exc
         self._writer: FsrWriter | None = None
-        self._target: LeaseWriter | None = None
         # The header and run metadata go out now, not with batch 0, so an .incomplete
         # left by any kill holds at least a valid header (docs/fsr-format.md section 7).
         try:
@@ -261,27 +219,15 @@ class FsrSink:
     def _open_writer(self) -> FsrWriter:
         writer = self._writer
         if writer is None:
-            self._target = LeaseWriter(self._lease, hold_bytes=HOLD_BYTES)
+            target = cast(BinaryIO, LeaseWriter(self._lease))
             writer = FsrWriter(
-                cast(BinaryIO, self._target), self._run, self._specs, integrity=self._integrity, payload_crc=self._payload_crc
+                target, self._run, self._specs, integrity=self._integrity, payload_crc=self._payload_crc
             )
             self._writer = writer
         return writer
 
-    def release_writes(self) -> int:
-        """Write the batches held since the last release (``LeaseWriter``) in one vectored
-        call; the bytes written.  A failure is an ``OutputError`` (the worker fails the
-        recording: the file lacks those bytes and is never committed)."""
-        target = self._target
-        if target is None:
-            return 0
-        try:
-            return target.release()
-        except (OSError, CoreError) as exc:
-            raise _translate(exc, "write") from exc
-
     def write_batch(self, records: Sequence[OutRecord | RecordColumns]) -> int:
-        """Append one batch (held for ``release_writes`` while it fits)."""
+        """Append one batch."""
         batch = batch_records(self._ids, records)
         try:
             return self._open_writer().write_batch(batch)

@@ -28,8 +28,6 @@ Loop step (``_step``), repeated on every wake-up or poll tick:
     |   | (the merge never grows without bound)                                  |
     | 8 | after each drain, relieve the ``PressureGauge`` the pumps pressed: an  |
     |   | unpaced host waiting on it (contract section 10) resumes               |
-    | 9 | then write the step's batches the sink held (``release_writes``, one   |
-    |   | vectored call): the host runs during the system call, not after it     |
 
 Finishing (``finish(cut)``, run on this thread): drain until the lanes are empty, close
 the partial batch (B6), decide the fence (F1-F6), then either run the output
@@ -72,10 +70,14 @@ __all__ = [
 ]
 
 #: The worker sleeps on its wake event and drains on this poll; pumps wake it earlier
-#: only under lane pressure (a lane at its mark, ``pumps``), finishing and stopping at once.
-#: Each wake-up runs cold and pulls shared objects into its core's cache, which the
-#: simulation thread pays for: a 1-s poll instead of 0.1 s took ~9 us/tick off it and ~19
-#: off the worker (``bench_sustained``'s scene).  One second is the default batch span.
+#: only under lane pressure (a lane at its mark, ``pumps``), finishing and stopping at
+#: once.  Each wake-up runs the worker's code cold and pulls the Python objects it shares
+#: with the simulation thread (types, the lanes, the envelopes) into its own core's
+#: cache, which the simulation thread then pays for; so fewer, larger drains cost the
+#: simulation less.  Measured with ``bench_sustained``'s scene (120 Hz, 90 channels,
+#: 1 ms of host work), a 1-s poll instead of 0.1 s took ~9 us/tick off the simulation
+#: thread and ~19 us/tick off the worker.  One second matches the default batch span
+#: (``batching.max_sim_duration_s``), so batches still close about once a second.
 POLL_S = 1.0
 #: The worker offers the GIL back after this much continuous work, so a simulation
 #: thread coming back from C work waits at most this long behind encoding, while a
@@ -122,7 +124,6 @@ class WriterWorker:
         self._records = RecordEncoder(encoders, barrier_encoder, camera_stage)
         self._runs = RunBuilder(encoders if getattr(sink, "accepts_columns", False) else {})  # ColumnSink
         self._writer = BatchWriter(sink, limits)
-        self._release: Callable[[], object] | None = getattr(sink, "release_writes", None)  # HeldWrites
         self._monitor = monitor
         self._poll = poll_s
         self._merge = OrderedMerge()
@@ -152,9 +153,11 @@ class WriterWorker:
     def finish(
         self, cut: TerminalCut, fence_info: Mapping[str, object], *, refuse_commit: str | None = None
     ) -> None:
-        """Ask the thread to consume through ``cut`` and run the output transaction;
+        """Ask the thread to consume through ``cut`` and run the output transaction.
+
         ``refuse_commit`` (a reason) consumes and decides as usual but aborts instead of
-        committing: Core never publishes the artifact of a failed Run (``finalizer`` rows 2-3)."""
+        committing: Core never publishes the artifact of a failed Run (``finalizer`` rows 2-3).
+        """
         self._cut = (cut, fence_info, refuse_commit)
         self._wake.set()
 
@@ -205,11 +208,6 @@ class WriterWorker:
                     return
                 self._step()
                 gauge.relieve()  # rule 8: the lanes were just emptied
-                if self._release is not None and self._failed is None:  # rule 9
-                    try:
-                        self._release()
-                    except RecordError as exc:
-                        self._fail(exc)
                 if self._cut is not None:
                     self._finish(*self._cut)
                     return
