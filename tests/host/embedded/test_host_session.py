@@ -181,52 +181,45 @@ def test_record_plugin_is_found_through_its_entry_point() -> None:
     assert "no entry point 'nobody.nothing' in group 'fastsim.plugins'" in str(caught.value)
 
 
+class _EntryPoint:
+    """An installed entry point as ``discover_plugin`` sees it."""
+
+    def __init__(self, name: str, value: object) -> None:
+        self.name, self._value = name, value
+
+    def load(self) -> object:
+        return self._value
+
+
+def _factory(context: object) -> None:
+    return None
+
+
 def test_the_host_looks_the_plugin_up_by_its_dotted_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """plugin://fastsim/record is the entry point `fastsim.record`; one named `record` is not it."""
     import fastsim_embedded.session.plugins as session
 
-    class _EntryPoint:
-        def __init__(self, name: str, value: object) -> None:
-            self.name, self._value = name, value
-
-        def load(self) -> object:
-            return self._value
-
-    def factory(context: object) -> None:
-        return None
-
     monkeypatch.setattr(session, "entry_points", lambda **_: (_EntryPoint("record", print),
-                                                              _EntryPoint("fastsim.record", factory)))
-    assert discover_plugin("plugin://fastsim/record") is cast(object, factory)
-    monkeypatch.setattr(session, "entry_points", lambda **_: (_EntryPoint("record", factory),))
+                                                              _EntryPoint("fastsim.record", _factory)))
+    assert discover_plugin("plugin://fastsim/record") is cast(object, _factory)
+    monkeypatch.setattr(session, "entry_points", lambda **_: (_EntryPoint("record", _factory),))
     with pytest.raises(RunConfigError):
         discover_plugin("plugin://fastsim/record")
 
 
 def test_a_found_plugin_is_not_looked_up_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The second Run in a process reuses the factory the first found (no scan of every
-    installed distribution); a name that was not found is looked up again."""
+    """A later Run reuses the factory found first (no rescan); a name not found is looked up again."""
     import fastsim_embedded.session.plugins as session
-
-    class _EntryPoint:
-        def __init__(self, name: str, value: object) -> None:
-            self.name, self._value = name, value
-
-        def load(self) -> object:
-            return self._value
-
-    def factory(context: object) -> None:
-        return None
 
     scans: list[str] = []
 
     def lookup(**options: str) -> tuple[_EntryPoint, ...]:
         scans.append(options["group"])
-        return (_EntryPoint("fastsim.record", factory),)
+        return (_EntryPoint("fastsim.record", _factory),)
 
     monkeypatch.setattr(session, "entry_points", lookup)
-    assert discover_plugin("plugin://fastsim/record") is cast(object, factory)
-    assert discover_plugin("plugin://fastsim/record") is cast(object, factory)
+    assert discover_plugin("plugin://fastsim/record") is cast(object, _factory)
+    assert discover_plugin("plugin://fastsim/record") is cast(object, _factory)
     assert scans == ["fastsim.plugins"]
     for _ in range(2):
         with pytest.raises(RunConfigError):
