@@ -193,12 +193,9 @@ class Accumulator:
                 f"global sequence hole or overlap: expected {self.last_global + 1}, "
                 f"found {facts.first_global}",
             )
-        if facts.edges is not None:  # one stream: its first record's fields, no table row
-            self._continues(facts.edges[0], base)
-            return
-        sides = facts.stream_edges
-        if sides is not None:  # several streams: their first records' fields, no table rows
-            for k, first_record in sides[0]:
+        edges = facts.edges
+        if edges is not None:  # each stream's first record's fields, no table rows
+            for k, first_record in edges[0]:
                 self._continues(first_record, base + _REC * k)
             return
         first = facts.group_first.tolist()
@@ -229,14 +226,10 @@ class Accumulator:
         if self.first_global is None:
             self.first_global = facts.first_global
         self.last_global = facts.last_global
-        if facts.edges is not None:
-            sid, last, generation, time = facts.edges[1]
-            self.state[sid] = (last, generation, time)
-            return
-        sides = facts.stream_edges
-        if sides is not None:
+        edges = facts.edges
+        if edges is not None:
             state = self.state
-            for sid, last, generation, time in sides[1]:
+            for sid, last, generation, time in edges[1]:
                 state[sid] = (last, generation, time)
             return
         for row in table[facts.group_last.tolist()].tolist():

@@ -128,7 +128,7 @@ def block_batch(
     proj = np.frombuffer(_PROJECTION.pack(sid, generation, ordinal, n, s0, s1, t0, t1), PROJECTION_DTYPE)
     facts = BatchFacts(
         g0, g1, generation, generation, t0, t1, proj, kinds, payload, _FIRST_ROW, last_row,
-        ((sid, s0, generation, t0), (sid, s1, generation, t1)),
+        ([(0, (sid, s0, generation, t0))], [(sid, s1, generation, t1)]),
     )
     return BlockBatch(np.frombuffer(raw, RECORD_DTYPE), raw, tuple(parts), n * size, meta, facts)
 

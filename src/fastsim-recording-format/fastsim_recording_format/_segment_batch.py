@@ -147,7 +147,7 @@ def segment_batch(
     facts = BatchFacts(
         first_g, next_g - 1, gen, gen, tmin, tmax, proj, kinds, payload,
         np.array([streams[sid][0] for sid in order], np.intp), np.array([streams[sid][1] for sid in order], np.intp),
-        None, (  # the Accumulator's continuity facts, from the running totals (no table rows)
+        (  # the Accumulator's continuity facts, from the running totals (no table rows)
             [(streams[sid][0], (sid, streams[sid][3], gen, streams[sid][5])) for sid in order],
             [(sid, streams[sid][4], gen, streams[sid][6]) for sid in order],
         ),

@@ -69,17 +69,14 @@ class BatchFacts:
     payload_by_stream: Array = attrs.field(eq=False)  # (streams,) float64
     group_first: Array = attrs.field(eq=False)  # record index of each stream's first record
     group_last: Array = attrs.field(eq=False)
-    #: a batch of one stream: ``(stream_id, stream_sequence, generation, sim_time_ns)`` of
-    #: its first record and ``(stream_id, stream_last, generation, sim_time_ns)`` of its
-    #: last, as Python integers (the ``Accumulator`` needs no table row then); else None
-    edges: tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | None = attrs.field(default=None, eq=False)
-    #: a batch of several streams built segment by segment (``_segment_batch``): for each
-    #: stream, in ``group_first`` order, ``(record index, (stream_id, stream_sequence,
-    #: generation, sim_time_ns))`` of its first record, and ``(stream_id, stream_last,
-    #: generation, sim_time_ns)`` of its last, as Python integers (no table rows); else None
-    stream_edges: tuple[
-        list[tuple[int, tuple[int, int, int, int]]], list[tuple[int, int, int, int]]
-    ] | None = attrs.field(default=None, eq=False)
+    #: each stream's continuity edges as Python integers, when the writer's batch builder
+    #: or the one-stream check knows them (the ``Accumulator`` then reads no table row):
+    #: for each stream, in ``group_first`` order, ``(record index, (stream_id,
+    #: stream_sequence, generation, sim_time_ns))`` of its first record, and ``(stream_id,
+    #: stream_last, generation, sim_time_ns)`` of its last; else None
+    edges: tuple[list[tuple[int, tuple[int, int, int, int]]], list[tuple[int, int, int, int]]] | None = attrs.field(
+        default=None, eq=False
+    )
 
 
 def analyse_table(
@@ -146,7 +143,7 @@ def _block_facts(
         return BatchFacts(
             g0, g0 + n - 1, generation, generation, t0, t1, proj, kinds, payload,
             _FIRST_ROW, np.array((n - 1,), np.intp),
-            ((sid, s0, generation, t0), (sid, s0 + n - 1, generation, t1)),
+            ([(0, (sid, s0, generation, t0))], [(sid, s0 + n - 1, generation, t1)]),
         )
     return None
 
@@ -314,7 +311,7 @@ def _one_stream(table: Array, ordinal: int, stream_ids: Array) -> BatchFacts | N
     return BatchFacts(
         int(g[0]), int(gl[-1]), generation, generation, int(t.min()), int(t.max()),
         proj, kinds, payload, np.zeros(1, np.intp), np.full(1, n - 1, np.intp),
-        ((sid, int(s[0]), generation, int(t[0])), (sid, int(sl[-1]), generation, int(t[-1]))),
+        ([(0, (sid, int(s[0]), generation, int(t[0])))], [(sid, int(sl[-1]), generation, int(t[-1]))]),
     )
 
 

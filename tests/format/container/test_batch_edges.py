@@ -35,9 +35,9 @@ def _facts(records: Sequence[object], block: bool) -> Any:
 def test_block_and_one_stream_rows_carry_their_edges() -> None:
     """Edges are the first record's (sequence, generation, time) and the last's; two streams: none."""
     facts = _facts([_block(5, 4, seq=2, t0=100, generation=3)], True)
-    assert facts.edges == ((1, 2, 3, 100), (1, 5, 3, 130))
+    assert facts.edges == ([(0, (1, 2, 3, 100))], [(1, 5, 3, 130)])
     rows = [RecordIn.data(1, g, g + 1, 0, 10 * g, b"x") for g in range(1, 4)]
-    assert _facts(rows, False).edges == ((1, 2, 0, 10), (1, 4, 0, 30))
+    assert _facts(rows, False).edges == ([(0, (1, 2, 0, 10))], [(1, 4, 0, 30)])
     two = [RecordIn.data(1, 1, 1, 0, 0, b"x"), RecordIn.data(9, 2, 1, 0, 0, b"{}")]
     assert _facts(two, False).edges is None
 

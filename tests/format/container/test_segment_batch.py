@@ -210,7 +210,7 @@ def test_segment_path_takes_a_driven_runs_batch_of_rows_alone(monkeypatch: pytes
 
 
 def test_segment_facts_carry_each_streams_edges_for_the_accumulator() -> None:
-    """``stream_edges`` (writer44) are the table rows' fields, so the Accumulator's state and refusals are the table path's."""
+    """``edges`` (writer44) are the table rows' fields, so the Accumulator's state and refusals are the table path's."""
     q = Seq(11)
     built = segment_batch([q.row(), q.block(3), q.row(7), q.block(2), q.row()], ROWS, 0, MAX_RECORD_METADATA_BYTES)
     assert built is not None
@@ -219,8 +219,8 @@ def test_segment_facts_carry_each_streams_edges_for_the_accumulator() -> None:
     names = list(built.table.dtype.names or ())
     sid, seq, last, gen, time = (names.index(n) for n in
                                  ("stream_id", "stream_sequence", "stream_last", "generation", "sim_time_ns"))
-    assert facts.stream_edges is not None
-    firsts, lasts = facts.stream_edges
+    assert facts.edges is not None
+    firsts, lasts = facts.edges
     assert firsts == [(k, (rows[k][sid], rows[k][seq], rows[k][gen], rows[k][time])) for k in facts.group_first.tolist()]
     assert lasts == [(rows[k][sid], rows[k][last], rows[k][gen], rows[k][time]) for k in facts.group_last.tolist()]
     follow = segment_batch([q.block(2), q.row(), q.row(7)], ROWS, 1, MAX_RECORD_METADATA_BYTES)
@@ -233,7 +233,7 @@ def test_segment_facts_carry_each_streams_edges_for_the_accumulator() -> None:
         seen: list[object] = []
         for use_edges in (True, False):
             acc = Accumulator(ids)
-            batches = [(b, b.facts if use_edges else attrs.evolve(b.facts, stream_edges=None)) for b in (built, second)]
+            batches = [(b, b.facts if use_edges else attrs.evolve(b.facts, edges=None)) for b in (built, second)]
             acc.check(batches[0][0].table, batches[0][1], 0)
             acc.add(0, 1000, 0, batches[0][0].table, batches[0][1])
             try:
