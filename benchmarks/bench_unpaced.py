@@ -11,6 +11,11 @@ order, each a whole Run from ``run_session`` (prepare, ticks, finalize, commit):
   * ``on+hog``        Record on, with that process;
   * ``on,no-flow``    Record on with the host's flow control disabled (every gauge
                       released at once): how Record behaved before flow control.
+  * ``on,nowrite``    (``--ceiling``) Record on, with the writer worker's encoding, batch
+                      building and writing skipped (it still drains, merges and splits runs,
+                      and relieves the gauge): the most any writer moved off the GIL could
+                      give (``docs/design/writer-process.md``, stage 0).  Its file holds no
+                      record, by design; its figure is reported, never gated.
 
 Figures: simulation ticks per wall second of the whole Run (finalization included),
 and the ratio on/off (on+hog against off+hog), as medians over the repeats; the writer
@@ -30,7 +35,7 @@ Targets (issue 26): zero loss and a succeeded Run in every repeat of ``on`` and
 Record (the flow-control gauge: a ratio bought with waits is not a ratio).  With
 ``--json`` the last line is one JSON object of the figures.
 
-    python benchmarks/bench_unpaced.py [--seconds 300] [--repeat 5] [--mujoco] [--json]
+    python benchmarks/bench_unpaced.py [--seconds 300] [--repeat 5] [--ceiling] [--mujoco] [--json]
 """
 
 from __future__ import annotations
@@ -106,6 +111,22 @@ def cpu_hog(enabled: bool) -> Iterator[None]:
         hog.wait()
 
 
+@contextmanager
+def writes_skipped(enabled: bool) -> Iterator[None]:
+    """The ``on,nowrite`` arm: the writer worker releases in order but encodes and writes nothing."""
+    if not enabled:
+        yield
+        return
+    from fastsim_record.pipeline.worker import WriterWorker  # the arm's one reach into Record
+
+    original = WriterWorker._write_released
+    WriterWorker._write_released = lambda self, released: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        WriterWorker._write_released = original  # type: ignore[method-assign]
+
+
 def run_once(run_file: Path, seconds: float, *, flow: bool = True, null: bool = False) -> dict[str, Any]:
     """One whole Run; its throughput and Record's figures."""
     prepared = prepare_run(run_file, duration_s=seconds)
@@ -134,11 +155,12 @@ def run_once(run_file: Path, seconds: float, *, flow: bool = True, null: bool = 
         figures.update(
             lost=sum(int(v["lost"]) + int(v["failures"]) for v in lanes.values()),
             high_water={k: f"{v['high_water']}/{v['capacity_items']}" for k, v in lanes.items()},
-            worker_us_per_record=1e6 * float(summary.get("worker_cpu_s", 0.0)) / max(records, 1),
             records=records,
             finalize_s=float(summary.get("finalize_elapsed_s", 0.0)),
             readback_s=float(summary.get("readback_elapsed_s", 0.0)),
         )
+        if records:  # the on,nowrite arm writes none: no figure per record
+            figures["worker_us_per_record"] = 1e6 * float(summary.get("worker_cpu_s", 0.0)) / records
     return figures
 
 
@@ -175,7 +197,7 @@ def report(results: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]
     for name, rows in results.items():
         ok = sum(1 for r in rows if r["ok"])
         lost = sum(int(r.get("lost", 0)) for r in rows)
-        worker = f"{_median(rows, 'worker_us_per_record'):.1f}" if "worker_us_per_record" in rows[0] else "-"
+        worker = f"{_median(rows, 'worker_us_per_record'):.1f}" if all("worker_us_per_record" in r for r in rows) else "-"
         final = f"{_median(rows, 'finalize_s'):.3f}" if "finalize_s" in rows[0] else "-"
         high = rows[-1].get("high_water", "-")
         print(f"{name:<14}{_median(rows, 'ticks_per_s'):>10.0f}{ok:>4}/{len(rows):<2}{lost:>6}"
@@ -199,8 +221,9 @@ def report(results: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]
             figures.add(f"{name}_sim_waited_s", waited)
             figures.add(f"{name}_sim_waits", _median(rows, "waits"))
             figures.add(f"{name}_lost_or_failed", 0 if zero_loss else 1, 0, "<=")
-            if "worker_us_per_record" in rows[0]:
+            if all("worker_us_per_record" in r for r in rows):
                 figures.add(f"{name}_worker_us_per_record", _median(rows, "worker_us_per_record"))
+            if "finalize_s" in rows[0]:
                 figures.add(f"{name}_finalize_s", _median(rows, "finalize_s"))
                 figures.add(f"{name}_readback_s", _median(rows, "readback_s"))
     return passed
@@ -210,6 +233,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0, help="simulated seconds per synthetic Run")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ceiling", action="store_true", help="also the on,nowrite arm (stage 0's ceiling)")
     parser.add_argument("--mujoco", action="store_true", help="also the DROID-like MuJoCo scene")
     parser.add_argument("--mujoco-seconds", type=float, default=60.0)
     parser.add_argument("--mujoco-repeat", type=int, default=3)
@@ -223,20 +247,24 @@ def main() -> int:
         seconds = args.seconds
 
         def config(
-            path: Path, hog: bool = False, flow: bool = True, null: bool = False
+            path: Path, hog: bool = False, flow: bool = True, null: bool = False, nowrite: bool = False
         ) -> Callable[[], dict[str, Any]]:
             def run() -> dict[str, Any]:
-                with cpu_hog(hog):
+                with cpu_hog(hog), writes_skipped(nowrite):
                     return run_once(path, seconds, flow=flow, null=null)
             return run
 
         print(f"synthetic, 90 channels at 120 Hz, unpaced, {seconds:g} simulated s "
               f"({round(seconds * 120)} ticks), {args.repeat} rounds")
-        results = interleave({
+        arms = {
             "off": config(off), "on": config(on), "off+hog": config(off, hog=True),
             "on+hog": config(on, hog=True), "on,no-flow": config(on, flow=False),
-        }, args.repeat)
-        passed = report(results, [("on", "off"), ("on+hog", "off+hog")], figures)
+        }
+        if args.ceiling:
+            arms["on,nowrite"] = config(on, nowrite=True)
+        results = interleave(arms, args.repeat)
+        pairs = [("on", "off"), ("on+hog", "off+hog")] + ([("on,nowrite", "off")] if args.ceiling else [])
+        passed = report(results, pairs, figures)
         figures.add("off_ticks_per_s", _median(results["off"], "ticks_per_s"))
         figures.add("on_ticks_per_s", _median(results["on"], "ticks_per_s"))
         if args.mujoco:
