@@ -3,9 +3,14 @@
 1. Capture path (simulation thread, every tick): one pump validation
    (``SourceContinuity.check``) plus ``Lane.try_publish`` per envelope.
    Target: at most 20x one bare ``collections.deque`` append + popleft pair.
-2. Worker path: drain the lanes, ordered merge (``OrderedMerge.push``/``release``)
-   and batch accounting (``Batcher.add``) per envelope, encoding excluded.
-   Target: at least 300,000 envelopes/s.
+2. Worker path: drain the lanes, ordered merge and batch accounting (``Batcher.add``)
+   per envelope, encoding excluded, with the merge calls ``WriterWorker`` makes: each
+   drained chunk in one ``OrderedMerge.push_all``, then ``release_entries``.
+   Target: at least 300,000 envelopes/s.  Until stop 45 this path called ``push`` per
+   envelope and ``release``, which the worker stopped using when the merge began to hold
+   runs as intervals (stop 36's w26): that per-envelope path is still printed beside it,
+   as ``single-push``, for comparison with the older figures (about 0.5 us an envelope
+   before w26, about 0.9 us since).
 
 Both figures and the baseline are measured in this one process over the same
 cache-hot window of envelopes (on the simulation thread an envelope has just been
@@ -19,6 +24,7 @@ import argparse
 import collections
 import time
 from collections.abc import Callable
+from typing import cast
 
 from _report import Figures, add_json_flag
 
@@ -26,6 +32,7 @@ from fastsim_record.core import (
     Batcher,
     BatchLimits,
     CapturedItem,
+    CapturedRun,
     Lane,
     LaneName,
     LaneSpec,
@@ -85,8 +92,10 @@ def bench_capture(envs: list[CapturedItem], rounds: int) -> float:
     return total / (rounds * len(obs))
 
 
-def bench_worker(envs: list[CapturedItem], rounds: int, chunk: int = 64) -> float:
-    """Seconds per envelope for lane drain + ordered merge + batch accounting."""
+def bench_worker(envs: list[CapturedItem], rounds: int, chunk: int = 64, *, single: bool = False) -> float:
+    """Seconds per envelope for lane drain + ordered merge + batch accounting: each drained
+    chunk pushed at once (``push_all``) and released with ``release_entries``, as the
+    worker does; ``single``: ``push`` per envelope and ``release``."""
     total = 0.0
     batches = 0
     batcher = Batcher(BatchLimits(max_items=256, max_bytes=16 << 20, max_sim_span_ns=1_000_000_000))
@@ -99,13 +108,18 @@ def bench_worker(envs: list[CapturedItem], rounds: int, chunk: int = 64) -> floa
         for e in envs:
             by_name[e.lane].try_publish(e)
         merge = OrderedMerge()
-        push, release = merge.push, merge.release
+        push, push_all, release = merge.push, merge.push_all, merge.release_entries
         released = 0
         t0 = time.perf_counter()
         while released < len(envs):
             for lane in lanes:
-                for e in lane.drain(chunk):
-                    push(e)
+                if single:
+                    for e in lane.drain(chunk):
+                        push(e)
+                else:
+                    drained = lane.drain(chunk)
+                    if drained:
+                        push_all(cast("list[CapturedItem | CapturedRun]", drained))
             for item in release():
                 if item.__class__ is CapturedItem and add(item.generation, item.sim_time_ns, item.size or 0):
                     batches += 1
@@ -127,6 +141,7 @@ def main() -> int:
     base = _best(lambda: bench_deque(envs, args.rounds), args.repeat)
     capture = _best(lambda: bench_capture(envs, args.rounds), args.repeat)
     worker = _best(lambda: bench_worker(envs, args.rounds), args.repeat)
+    single = _best(lambda: bench_worker(envs, args.rounds, single=True), args.repeat)
     capture_ratio = capture / base
     worker_rate = 1.0 / worker
     print(f"baseline deque append+popleft pair: {base * 1e9:8.1f} ns")
@@ -141,10 +156,12 @@ def main() -> int:
         f"{worker / base:5.1f}x deque pair = {worker_rate:,.0f} envelopes/s "
         f"(target >= {WORKER_TARGET_PER_S:,.0f}/s) {ok2}"
     )
+    print(f"  the same with push per envelope and release (single-push, before stop 45): {single * 1e9:8.1f} ns/envelope")
     figures = Figures("bench_core")
     figures.add("deque_pair_ns", base * 1e9)
     figures.add("capture_over_deque_pair", capture_ratio, CAPTURE_TARGET_RATIO, "<=")
     figures.add("worker_core_envelopes_per_s", worker_rate, WORKER_TARGET_PER_S, ">=")
+    figures.add("worker_core_single_push_envelopes_per_s", 1.0 / single)
     figures.emit(args.json)
     return 0
 
