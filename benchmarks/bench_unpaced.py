@@ -48,9 +48,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import yaml
 from _record_host import null_factory
@@ -111,20 +112,13 @@ def cpu_hog(enabled: bool) -> Iterator[None]:
         hog.wait()
 
 
-@contextmanager
-def writes_skipped(enabled: bool) -> Iterator[None]:
+def writes_skipped(enabled: bool) -> AbstractContextManager[object]:
     """The ``on,nowrite`` arm: the writer worker releases in order but encodes and writes nothing."""
     if not enabled:
-        yield
-        return
+        return nullcontext()
     from fastsim_record.pipeline.worker import WriterWorker  # the arm's one reach into Record
 
-    original = WriterWorker._write_released
-    WriterWorker._write_released = lambda self, released: None  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        WriterWorker._write_released = original  # type: ignore[method-assign]
+    return patch.object(WriterWorker, "_write_released", lambda self, released: None)
 
 
 def run_once(run_file: Path, seconds: float, *, flow: bool = True, null: bool = False) -> dict[str, Any]:
