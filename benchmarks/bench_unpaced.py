@@ -13,9 +13,12 @@ order, each a whole Run from ``run_session`` (prepare, ticks, finalize, commit):
                       released at once): how Record behaved before flow control.
   * ``on,nowrite``    (``--ceiling``) Record on, with the writer worker's encoding, batch
                       building and writing skipped (it still drains, merges and splits runs,
-                      and relieves the gauge): the most any writer moved off the GIL could
-                      give (``docs/design/writer-process.md``, stage 0).  Its file holds no
-                      record, by design; its figure is reported, never gated.
+                      and relieves the gauge): what the writer's whole work costs the Run,
+                      the kernel's write of each batch included.  It is not what moving the
+                      writer's Python off the GIL could give: a writer process measured
+                      slower than thread mode (``docs/design/writer-process.md``, section
+                      10).  Its file holds no record, by design; its figure is reported,
+                      never gated.
 
 Figures: simulation ticks per wall second of the whole Run (finalization included),
 and the ratio on/off (on+hog against off+hog), as medians over the repeats; the writer
@@ -227,7 +230,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0, help="simulated seconds per synthetic Run")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--ceiling", action="store_true", help="also the on,nowrite arm (stage 0's ceiling)")
+    parser.add_argument("--ceiling", action="store_true", help="also the on,nowrite arm (the writer's whole work skipped)")
     parser.add_argument("--mujoco", action="store_true", help="also the DROID-like MuJoCo scene")
     parser.add_argument("--mujoco-seconds", type=float, default=60.0)
     parser.add_argument("--mujoco-repeat", type=int, default=3)
