@@ -38,7 +38,12 @@ Targets (issue 26): zero loss and a succeeded Run in every repeat of ``on`` and
 Record (the flow-control gauge: a ratio bought with waits is not a ratio).  With
 ``--json`` the last line is one JSON object of the figures.
 
-    python benchmarks/bench_unpaced.py [--seconds 300] [--repeat 5] [--ceiling] [--mujoco] [--json]
+    python benchmarks/bench_unpaced.py [--seconds 300] [--repeat 5] [--arms off,on] [--ceiling] [--mujoco] [--json]
+
+Each on/off ratio is printed with a distribution-free ~95% confidence interval of its
+median over the rounds (``_report.median_ci``).  The figure moves between invocations on
+this machine (stop 46 read 0.61-0.75 in seven runs of 5-8 rounds), so a verdict wants many
+rounds: ``--arms off,on --repeat 40`` runs 40 off/on pairs in about three minutes.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ from unittest.mock import patch
 
 import yaml
 from _record_host import null_factory
-from _report import Figures, add_json_flag
+from _report import Figures, add_json_flag, median_ci
 
 from fastsim_embedded.host.core import EmbeddedHost
 from fastsim_embedded.session.compile import prepare_run
@@ -202,7 +207,8 @@ def report(results: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]
     passed = True
     for on, off in pairs:
         ratios = [a["ticks_per_s"] / b["ticks_per_s"] for a, b in zip(results[on], results[off])]
-        print(f"ratio {on} / {off}: median {statistics.median(ratios):.2f} "
+        _, low, high = median_ci(ratios)
+        print(f"ratio {on} / {off}: median {statistics.median(ratios):.3f}, ~95% CI [{low:.3f}, {high:.3f}] "
               f"(rounds {min(ratios):.2f}-{max(ratios):.2f})")
         rows = results[on]
         zero_loss = all(r["ok"] and r.get("lost", 0) == 0 for r in rows)
@@ -215,6 +221,8 @@ def report(results: dict[str, list[dict[str, Any]]], pairs: list[tuple[str, str]
             gated = not prefix and on == "on"  # the issue's figure: synthetic, 90 channels, no hog
             figures.add(f"{name}_over_{off.replace('+', '_')}_ratio", statistics.median(ratios),
                         TARGET_RATIO if gated else None, ">=" if gated else None)
+            figures.add(f"{name}_over_{off.replace('+', '_')}_ratio_ci_low", low)
+            figures.add(f"{name}_over_{off.replace('+', '_')}_ratio_ci_high", high)
             figures.add(f"{name}_sim_waited_s", waited)
             figures.add(f"{name}_sim_waits", _median(rows, "waits"))
             figures.add(f"{name}_lost_or_failed", 0 if zero_loss else 1, 0, "<=")
@@ -231,6 +239,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=300.0, help="simulated seconds per synthetic Run")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ceiling", action="store_true", help="also the on,nowrite arm (the writer's whole work skipped)")
+    parser.add_argument("--arms", default="all",
+                        help="comma-separated arms of the synthetic scene (off,on,off+hog,on+hog,on,no-flow); "
+                             "'off,on' spends the time on the verdict's pairs")
     parser.add_argument("--mujoco", action="store_true", help="also the DROID-like MuJoCo scene")
     parser.add_argument("--mujoco-seconds", type=float, default=60.0)
     parser.add_argument("--mujoco-repeat", type=int, default=3)
@@ -259,8 +270,15 @@ def main() -> int:
         }
         if args.ceiling:
             arms["on,nowrite"] = config(on, nowrite=True)
+        if args.arms != "all":
+            wanted = {a.strip() for a in args.arms.split(",")} | ({"on,nowrite"} if args.ceiling else set())
+            unknown = wanted - set(arms) - {"no-flow"}
+            if unknown or not {"off", "on"} <= wanted:
+                parser.error(f"--arms needs off and on, and knows {', '.join(arms)}; got {args.arms!r}")
+            arms = {k: v for k, v in arms.items() if k in wanted or (k == "on,no-flow" and "no-flow" in wanted)}
         results = interleave(arms, args.repeat)
-        pairs = [("on", "off"), ("on+hog", "off+hog")] + ([("on,nowrite", "off")] if args.ceiling else [])
+        pairs = [(a, b) for a, b in [("on", "off"), ("on+hog", "off+hog"), ("on,nowrite", "off")]
+                 if a in results and b in results]
         passed = report(results, pairs, figures)
         figures.add("off_ticks_per_s", _median(results["off"], "ticks_per_s"))
         figures.add("on_ticks_per_s", _median(results["on"], "ticks_per_s"))
