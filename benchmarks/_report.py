@@ -99,6 +99,6 @@ def _finite(data: Any) -> Any:
         return data if math.isfinite(data) else None
     if isinstance(data, dict):
         return {key: _finite(value) for key, value in data.items()}
-    if isinstance(data, list | tuple):
+    if isinstance(data, (list, tuple)):
         return [_finite(value) for value in data]
     return data

@@ -15,7 +15,8 @@ REPORT = Path(__file__).resolve().parent.parent / "benchmarks" / "_report.py"
 
 def _report() -> ModuleType:
     spec = importlib.util.spec_from_file_location("bench_report_under_test", REPORT)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
