@@ -6,7 +6,11 @@ With ``--json`` a benchmark prints, as its LAST line, one JSON object::
      "figures": {"worker_us_per_record": {"value": 2.1, "target": 3.0, "op": "<=", "met": true}, ...}}
 
 Figure names are stable snake_case; ``target``/``op``/``met`` are ``null`` for a figure
-without a target (a baseline, a count).  The human table is printed as before.
+without a target (a baseline, a count).  A value that is NaN or infinite (a counter an older
+tree lacks, a ratio over zero) is ``null``, and ``met`` is ``false`` when it has a target: the
+line is strict JSON (``json.loads`` in any language, ``jq``).  Parameters of the run (steps,
+rounds, sizes) sit beside ``figures`` as top-level keys (``Figures.extra``).  The human table
+is printed as before.
 """
 
 from __future__ import annotations
@@ -57,14 +61,17 @@ class Figures:
         self.extra: dict[str, Any] = {}
 
     def add(self, name: str, value: float | int | None, target: float | None = None, op: str | None = None) -> None:
-        """One figure; ``op`` is ``<=`` or ``>=`` when there is a target."""
+        """One figure; ``op`` is ``<=`` or ``>=`` when there is a target.  A NaN or infinite
+        ``value`` is kept as ``None`` (not measured; a target it has is not met)."""
         met = None
-        if target is not None and op is not None and value is not None and not math.isnan(float(value)):
+        if target is not None and op is not None and value is not None and math.isfinite(float(value)):
             met = bool(value <= target) if op == "<=" else bool(value >= target)
         elif target is not None:
             met = False
+        if isinstance(value, float):
+            value = round(value, 6) if math.isfinite(value) else None
         self._figures[name] = {
-            "value": None if value is None else (round(float(value), 6) if isinstance(value, float) else value),
+            "value": value,
             "target": target, "op": op, "met": met,
         }
 
@@ -73,11 +80,25 @@ class Figures:
         """Every figure with a target met it."""
         return all(f["met"] is not False for f in self._figures.values())
 
-    def emit(self, enabled: bool) -> None:
-        """Print the one JSON line (when ``enabled``)."""
-        if not enabled:
-            return
-        print(json.dumps({
+    def line(self) -> str:
+        """The one JSON line: strict JSON, NaN and infinities (in ``extra`` too) as ``null``."""
+        return json.dumps(_finite({
             "benchmark": self.benchmark, "load_average": load_average(), "passed": self.passed,
             "figures": self._figures, **self.extra,
-        }, sort_keys=False))
+        }), sort_keys=False, allow_nan=False)
+
+    def emit(self, enabled: bool) -> None:
+        """Print the one JSON line (when ``enabled``); NaN and infinite values print as ``null``."""
+        if enabled:
+            print(self.line())
+
+
+def _finite(data: Any) -> Any:
+    """``data`` with every NaN or infinite float (in dicts, lists and tuples) replaced by ``None``."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_finite(value) for value in data]
+    return data

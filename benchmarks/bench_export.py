@@ -19,7 +19,8 @@
 
 Each round exports each target ``--exports`` times (targets interleaved) and keeps the
 median, so one slow moment on a shared machine does not decide a round.  Target (issue
-26): the MCAP export of the main job >= 50x real time.
+26): the MCAP export of the main job >= 50x real time; the README's "Measured figures" holds
+Rerun to the same >= 50x, so both carry it in the JSON line and decide PASS/FAIL.
 
 Run: ``python benchmarks/bench_export.py [--seconds S] [--rounds N] [--exports K]
 [--workdir DIR] [--json]`` (needs the ``export`` extra).  Figures are medians of the
@@ -178,7 +179,7 @@ def main() -> int:
         goal = " (target >= 50x)" if target != "lerobot" else " (AV1 encode bound)"
         print(f"   {target:8s} {wall:6.2f} s  = {args.seconds / wall:6.1f}x real time{goal}"
               f"  [{', '.join(f'{w:.2f}' for w in walls[target])}]")
-        gated = target == "mcap"
+        gated = target != "lerobot"  # MCAP and Rerun: >= 50x (README "Measured figures")
         figures.add(f"{target}_export_x_real_time", args.seconds / wall, 50.0 if gated else None,
                     ">=" if gated else None)
     c, e = statistics.median(commits), statistics.median(encodes)

@@ -21,7 +21,10 @@ figure other jobs move least), Record's writer thread's CPU per step while stepp
 rest of its work is the commit), and the commit time.
 
 Target (issue 24): Record costs <= 10% of step time without cameras
-(``synthetic`` and ``mujoco``).  ``--json`` ends the output with ONE JSON line.
+(``synthetic`` and ``mujoco``).  ``--json`` ends the output with ONE JSON line
+(``_report``'s): ``<scene>_<figure>`` figures (``mujoco+cameras`` as ``mujoco_cameras``),
+``synthetic_record_cost`` and ``mujoco_record_cost`` each with the ``<= 0.1`` target beside
+it, ``passed`` when both meet it; ``steps`` and ``repeat`` are top-level keys.
 
     python benchmarks/bench_gym_run.py [--steps 600] [--repeat 5] [--no-mujoco] [--no-cameras] [--json]
     python benchmarks/bench_gym_run.py --parts synthetic [--steps 3000] [--json]
@@ -34,7 +37,6 @@ bus, Record's pumps, flow control, the env's observation and info).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import threading
@@ -44,6 +46,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from _report import Figures, add_json_flag
 
 from fastsim_embedded.gym import FastSimRunEnv
 
@@ -225,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-mujoco", action="store_true", help="the synthetic scene only")
     parser.add_argument("--no-cameras", action="store_true", help="leave out the mujoco+cameras scene")
-    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    add_json_flag(parser)
     parser.add_argument("--parts", metavar="SCENE", help="instead: the stepping thread's parts of SCENE, off/on")
     args = parser.parse_args(argv)
     if args.parts:
@@ -233,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"FastSimRun-v0 {args.parts}, {args.steps} steps: own time per step (us), Record off / on")
         for label, (off, on) in table.items():
             print(f"{label:52} {off:8.2f} {on:8.2f}")
-        if args.json:
-            print(json.dumps({"scene": args.parts, "steps": args.steps, "parts_us_per_step_off_on": table}))
+        report = Figures("bench_gym_run")  # no figures with targets: the parts table is a diagnosis
+        report.extra.update(scene=args.parts, steps=args.steps, parts_us_per_step_off_on=table)
+        report.emit(args.json)
         return 0
     scenes = ["synthetic"] if args.no_mujoco else ["synthetic", "mujoco", "mujoco+cameras"]
     if args.no_cameras and "mujoco+cameras" in scenes:
@@ -257,18 +261,16 @@ def main(argv: list[str] | None = None) -> int:
         results[scene]["target_met"] = results[scene]["record_cost"] <= TARGET_COST
         verdict = "met" if results[scene]["target_met"] else "NOT met"
         print(f"target: Record costs <= {TARGET_COST:.0%} of step time without cameras, {scene}: {verdict}")
-    ok = all(results[s]["target_met"] for s in without)
-    if args.json:
-        figures: dict[str, Any] = {"steps": args.steps, "repeat": args.repeat,
-                                   "target_record_cost_without_cameras": TARGET_COST, "target_met": ok}
-        for scene, r in results.items():
-            key = scene.replace("+", "_")
-            for name, value in r.items():
-                if isinstance(value, bool):
-                    figures[f"{key}_{name}"] = value
-                elif name != "record_cost_rounds":
-                    figures[f"{key}_{name}"] = round(float(value), 6)
-        print(json.dumps(figures, sort_keys=True))
+    report = Figures("bench_gym_run")  # passed: every scene without cameras met the target
+    for scene, r in results.items():
+        key = scene.replace("+", "_")
+        for name, value in sorted(r.items()):
+            if name in ("target_met", "record_cost_rounds"):
+                continue
+            gated = name == "record_cost" and scene in without
+            report.add(f"{key}_{name}", float(value), TARGET_COST if gated else None, "<=" if gated else None)
+    report.extra.update(steps=args.steps, repeat=args.repeat)
+    report.emit(args.json)
     return 0
 
 
