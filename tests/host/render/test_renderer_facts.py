@@ -17,10 +17,10 @@ import yaml
 
 pytest.importorskip("mujoco")
 
+import fastsim_record as fr
 from fastsim_embedded.session.compile import prepare_run
 from fastsim_embedded.session.session import run_session
 from fastsim_record.cli import main as fsr_main
-import fastsim_record as fr
 
 pytestmark = pytest.mark.mujoco
 
@@ -55,7 +55,8 @@ def _renderers(path: Path) -> dict[str, dict[str, Any]]:
             calibration = rec.calibration(camera)
             assert calibration.problems == ()
             found = [epoch.profile["renderer"] for epoch in calibration.epochs]
-            assert found and all(r == found[0] for r in found), found
+            assert found
+            assert all(r == found[0] for r in found), found
             out[camera] = dict(found[0])
     return out
 
@@ -89,8 +90,7 @@ def test_mujoco_shapes_profiles_name_the_renderer(shapes_source: Path, capsys: p
 def test_moderngl_replay_profiles_name_moderngl(
     shapes_source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """(c) fsr replay --renderer moderngl: moderngl, its version, EGL, the framebuffer's MSAA
-    samples (0) and no shadow map; fsr info shows them."""
+    """(c) fsr replay --renderer moderngl: moderngl, its version, EGL, MSAA 0 and no shadow map; fsr info shows them."""
     pytest.importorskip("moderngl")
     run = _write(tmp_path / "replay.yaml", EXAMPLES / "shapes-replay" / "run.yaml")
     code = fsr_main(["replay", str(shapes_source), str(run), "--output-dir", str(tmp_path), "--renderer", "moderngl"])

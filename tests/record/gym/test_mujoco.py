@@ -165,8 +165,7 @@ def test_an_env_record_closed_never_blanks_another_envs_frames_when_collected(tm
 
 
 def test_calibration_profiles_name_the_envs_renderer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Profile rule 6 (issue 26): the env's viewer renders with MuJoCo, its GL backend, and the
-    model's <quality offsamples shadowsize> (HalfCheetah's: MuJoCo's defaults, not 0); fsr info shows them."""
+    """Profile rule 6: each profile names MuJoCo, the viewer's GL backend and the model's <quality> (HalfCheetah's defaults, not 0); fsr info shows them."""
     import json
 
     import mujoco
@@ -180,7 +179,8 @@ def test_calibration_profiles_name_the_envs_renderer(tmp_path: Path, capsys: pyt
     env.close()
     expected = {"name": "mujoco", "version": mujoco.__version__, "gl_backend": backend,
                 "msaa_samples": int(quality.offsamples), "shadow_map_size": int(quality.shadowsize)}
-    assert expected["msaa_samples"] > 0 and expected["shadow_map_size"] > 0  # a hard-coded 0 would fail
+    assert expected["msaa_samples"] > 0  # a hard-coded 0 would fail
+    assert expected["shadow_map_size"] > 0
     path = env.files[0].path
     with fr.open(path) as rec:
         calibration = rec.calibration("render")
