@@ -14,7 +14,8 @@ GL eye cameras, as ``mjv_averageCamera`` gives it):
     | 3 | quaternion_xyzw  | the OpenCV optical frame (z = forward, y = down): ``data.cam_xmat[i]``   |
     |   |                  | with its y and z axes negated    | z = ``forward``, y = ``-up``         |
 
-K is computed once per (size, field of view); the pose only when its inputs change.
+K is computed once per (size, field of view); the pose only when its inputs change.  The
+profile also says how the frames were made (``renderer``, profile rule 6: :func:`renderer_facts`).
 
 A non-MuJoCo env has no such source: ``calibration_of`` returns ``None`` and the recorder
 records its frames as an ``uncalibrated`` camera (``gymnasium_cameras``) rather than invent
@@ -104,8 +105,9 @@ class MujocoFrameCalibration:
         key = (width, height, round(fovy, 9))
         cached = self._profiles.get(key)
         if cached is None:
-            profile = {**pinhole_profile(self.camera, width, height, fovy),
-                       "renderer": renderer_facts(self._model, viewer)}
+            profile = pinhole_profile(self.camera, width, height, fovy)
+            if self._model is not None:  # rule 6: the quality settings are the model's
+                profile["renderer"] = renderer_facts(self._model, viewer)
             k = np.array(
                 [[profile["fx"], 0.0, profile["cx"]], [0.0, profile["fy"], profile["cy"]], [0.0, 0.0, 1.0]],
                 dtype=np.float64,
