@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from tests.record.gym.play import Played, assert_recorded, play
 
 import fastsim_record as fr
@@ -161,3 +162,34 @@ def test_an_env_record_closed_never_blanks_another_envs_frames_when_collected(tm
     gc.collect()  # the closed env's MjrContext goes now, while the other env's context is current
     assert float(other.render().mean()) > 10.0  # a black frame has mean 0
     other.close()
+
+
+def test_calibration_profiles_name_the_envs_renderer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Profile rule 6: each profile names MuJoCo, the viewer's GL backend and the model's <quality> (HalfCheetah's defaults, not 0); fsr info shows them."""
+    import json
+
+    import mujoco
+
+    from fastsim_record.cli import main
+
+    env = RecordEpisodes(_cheetah(), tmp_path, encoding="png")
+    play(env, [2], max_steps=2)
+    inner: Any = env.unwrapped
+    quality, backend = inner.model.vis.quality, inner.mujoco_renderer.viewer.backend
+    env.close()
+    expected = {"name": "mujoco", "version": mujoco.__version__, "gl_backend": backend,
+                "msaa_samples": int(quality.offsamples), "shadow_map_size": int(quality.shadowsize)}
+    assert expected["msaa_samples"] > 0  # a hard-coded 0 would fail
+    assert expected["shadow_map_size"] > 0
+    path = env.files[0].path
+    with fr.open(path) as rec:
+        calibration = rec.calibration("render")
+        assert calibration.problems == ()
+        assert [epoch.profile["renderer"] for epoch in calibration.epochs] == [expected] * len(calibration.epochs)
+    capsys.readouterr()
+    assert main(["info", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cameras"]["render"]["renderer"] == expected
+    assert main(["info", str(path)]) == 0
+    shown = (f"camera render: rendered by mujoco {mujoco.__version__} ({backend}), "
+             f"MSAA {expected['msaa_samples']} samples, shadow map {expected['shadow_map_size']}")
+    assert shown in capsys.readouterr().out

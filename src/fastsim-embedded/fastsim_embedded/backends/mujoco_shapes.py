@@ -37,6 +37,7 @@ from fastsim_embedded.backends.mujoco_gl import (
     intrinsics_from_fovy,
     mujoco,
     mujoco_to_opencv_quaternion,
+    renderer_facts,
 )
 from fastsim_embedded.render.mujoco import MujocoRenderSource
 from fastsim_recording_format.encoding import readonly
@@ -83,7 +84,8 @@ class ShapesBackend(RenderedCameras):
             for field, unit in units.items()
         ]
         for cam in self.cameras:
-            profile = pinhole_profile(cam, self.width, self.height, float(self.model.camera(cam).fovy[0]))
+            fovy = float(self.model.camera(cam).fovy[0])
+            profile = {**pinhole_profile(cam, self.width, self.height, fovy), "renderer": renderer_facts(self.model)}
             self._profiles[cam] = (profile, calibration_digest(profile))
             declared += camera_channels(cam, self.width, self.height)
         self._declared = tuple(declared)

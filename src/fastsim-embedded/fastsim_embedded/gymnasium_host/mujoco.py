@@ -14,7 +14,8 @@ GL eye cameras, as ``mjv_averageCamera`` gives it):
     | 3 | quaternion_xyzw  | the OpenCV optical frame (z = forward, y = down): ``data.cam_xmat[i]``   |
     |   |                  | with its y and z axes negated    | z = ``forward``, y = ``-up``         |
 
-K is computed once per (size, field of view); the pose only when its inputs change.
+K is computed once per (size, field of view); the pose only when its inputs change.  The
+profile also says how the frames were made (``renderer``, profile rule 6: :func:`renderer_facts`).
 
 A non-MuJoCo env has no such source: ``calibration_of`` returns ``None`` and the recorder
 records its frames as an ``uncalibrated`` camera (``gymnasium_cameras``) rather than invent
@@ -38,7 +39,7 @@ from fastsim_recording_format.encoding import readonly
 __all__ = [
     "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
     "calibration_of", "frame_readings", "joints_of", "release_renderers", "render_observation_path",
-    "render_source_of",
+    "render_source_of", "renderer_facts",
 ]
 
 
@@ -105,6 +106,8 @@ class MujocoFrameCalibration:
         cached = self._profiles.get(key)
         if cached is None:
             profile = pinhole_profile(self.camera, width, height, fovy)
+            if self._model is not None:  # rule 6: the quality settings are the model's
+                profile["renderer"] = renderer_facts(self._model, viewer)
             k = np.array(
                 [[profile["fx"], 0.0, profile["cx"]], [0.0, profile["fy"], profile["cy"]], [0.0, 0.0, 1.0]],
                 dtype=np.float64,
@@ -139,6 +142,27 @@ class MujocoFrameCalibration:
 
 
 _NAN3 = readonly(np.full(3, np.nan))
+
+
+def renderer_facts(model: Any, viewer: Any) -> dict[str, object]:
+    """How the env's off-screen viewer makes its frames (rule 6 of the calibration profile):
+    MuJoCo's version, the GL backend the viewer chose (Gymnasium's ``OffScreenViewer.backend``:
+    ``MUJOCO_GL`` or the first default that worked; left out if the viewer does not say), and
+    the model's ``<quality offsamples shadowsize>``, which ``mjr_makeContext`` gives its
+    off-screen framebuffer and shadow map."""
+    import mujoco  # a MuJoCo env's: imported already
+
+    quality = model.vis.quality
+    facts: dict[str, object] = {
+        "name": "mujoco",
+        "version": str(mujoco.__version__),
+        "msaa_samples": int(quality.offsamples),
+        "shadow_map_size": int(quality.shadowsize),
+    }
+    backend = getattr(viewer, "backend", None)
+    if isinstance(backend, str) and backend:
+        facts["gl_backend"] = backend
+    return facts
 
 
 def frame_readings(

@@ -24,7 +24,8 @@ Profile rules (:func:`check_profile`):
     |   | translation and quaternion payloads keep their sizes and are all NaN          |
 
 An FSR 1.2 reader without rule 3u refuses an ``uncalibrated`` profile at rule 3 (one
-line naming ``model``); it refuses nothing it accepted before.
+line naming ``model``); it refuses nothing it accepted before.  One from before rule 6
+refuses a profile with ``renderer`` (``unknown key 'renderer'``, rule 4); frames are unaffected.
 
 Digest: ``"sha256:" + hex(sha256(canonical_json(profile)))`` where canonical JSON has
 sorted keys, no whitespace, UTF-8 and no NaN or Infinity.

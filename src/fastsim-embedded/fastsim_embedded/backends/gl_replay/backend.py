@@ -22,7 +22,8 @@ the recorded backend's own keys, so one Run serves both renderers):
 at any resolution; ``extra_cameras`` (``fastsim_embedded.render.camera_mounts``) adds new
 viewpoints, placed on the recorded pose of their body at each tick (320 x 240 unless the
 scene gives ``width`` and ``height``, as the ``mujoco`` backend).  ``describe()`` says which renderer drew the frames (its
-name, moderngl's version, the GL renderer) beside each camera's calibration source.
+name, moderngl's version, the GL renderer) beside each camera's calibration source; each
+camera's calibration profile names it too (``renderer``: ``GlRenderer.facts``, profile rule 6).
 """
 
 from __future__ import annotations
@@ -63,12 +64,14 @@ NAME = "moderngl"
 DEFAULT_SIZE = (320, 240)  # an added camera's size without width/height: the mujoco backend's default
 
 
-def _profile(camera: str, k: npt.NDArray[np.float64], width: int, height: int) -> dict[str, object]:
+def _profile(
+    camera: str, k: npt.NDArray[np.float64], width: int, height: int, renderer: Mapping[str, object]
+) -> dict[str, object]:
     return {
         "schema": PROFILE_SCHEMA, "camera": camera, "model": "pinhole", "width": width, "height": height,
         "fx": float(k[0, 0]), "fy": float(k[1, 1]), "cx": float(k[0, 2]), "cy": float(k[1, 2]),
         "distortion": [], "optical_frame": "opencv", "extrinsics": "camera_to_world",
-        "units": {"focal": "px", "translation": "m"},
+        "units": {"focal": "px", "translation": "m"}, "renderer": dict(renderer),
     }
 
 
@@ -253,7 +256,7 @@ class GlReplayBackend(PosedScene, RenderedCameras):
         key = cam.encode() + k.tobytes()
         if key not in self._profiles:
             w, h = self._size(cam)
-            profile = _profile(cam, k, w, h)
+            profile = _profile(cam, k, w, h, self.renderer.facts(w, h))
             self._profiles[key] = (profile, calibration_digest(profile))
         return self._profiles[key]
 

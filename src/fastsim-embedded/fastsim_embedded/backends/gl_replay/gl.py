@@ -146,6 +146,21 @@ class GlRenderer:
             "gl_version": str(self._ctx.info.get("GL_VERSION", "")),
         }
 
+    def facts(self, width: int, height: int) -> dict[str, object]:
+        """How a ``width`` x ``height`` frame is made, for its calibration profile (rule 6 of
+        ``fastsim_recording_format.codecs.calibration``): moderngl's version, its context's GL
+        platform (``egl``, as ``MUJOCO_GL`` is the ``mujoco`` backend's), the MSAA samples of the
+        framebuffer that size draws into, and no shadow map (a headlight, no shadows)."""
+        with self._ctx:  # the framebuffer of that size, made now if no frame was drawn yet
+            fbo, _ = self._fbo(width, height)
+        return {
+            "name": "moderngl",
+            "version": metadata.version("moderngl"),
+            "gl_backend": "egl",
+            "msaa_samples": int(fbo.color_attachments[0].samples),
+            "shadow_map_size": 0,
+        }
+
     def upload(self, tessellation: Tessellation) -> Any:
         """A vertex array for one tessellated shape (kept until :meth:`close`)."""
         with self._ctx:
