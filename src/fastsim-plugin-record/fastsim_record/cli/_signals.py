@@ -20,8 +20,10 @@ never lost to the seconds the imports take, and never prints a traceback.
     |   |                                           | nothing was published                        |
     | 6 | while Python runs a callback that cannot  | remembered: ``check()``, called before the   |
     |   | raise (a weakref callback of the import   | command runs and before a host takes over,   |
-    |   | machinery, a ``__del__``): the exception  | raises it there, so it is never lost         |
-    |   | is printed as "ignored" and dropped       |                                              |
+    |   | machinery, a ``__del__``): Python drops   | raises it there, so it is never lost; and    |
+    |   | the exception and reports it as "ignored" | ``install()``'s ``sys.unraisablehook`` keeps |
+    |   |                                           | that report off stderr (one line, never a    |
+    |   |                                           | traceback); other reports pass on            |
 
 Installed only when ``fsr`` owns the process (the console script), never inside a
 library caller or a test runner.
@@ -31,9 +33,11 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 __all__ = ["Interrupted", "check", "deferred", "install", "installed", "reinstall", "settle"]
 
@@ -94,11 +98,28 @@ def check() -> None:
         raise Interrupted(signum)
 
 
+_previous_hook: Callable[[Any], object] = sys.unraisablehook
+
+
+def _quiet_dropped(unraisable: Any) -> None:
+    """Row 6: a stop signal Python dropped in a callback is remembered (``check`` raises it),
+    so its "Exception ignored" report is not printed; any other report goes to the hook
+    that was installed before."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        return
+    _previous_hook(unraisable)
+
+
 def install() -> None:
-    """Route the stop signals to :class:`Interrupted` (main thread only)."""
+    """Route the stop signals to :class:`Interrupted` (main thread only), and keep a dropped
+    one's report quiet (row 6)."""
+    global _previous_hook
     for sig in SIGNALS:
         with contextlib.suppress(ValueError, OSError):
             signal.signal(sig, _handler)
+    if sys.unraisablehook is not _quiet_dropped:
+        _previous_hook = sys.unraisablehook
+        sys.unraisablehook = _quiet_dropped
     _state.installed = True
     _state.settled = False
 
