@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fastsim_embedded.render.camera_mounts import CameraMount
+from fastsim_embedded.render.mujoco import renderer_facts as mujoco_renderer_facts
 
 __all__ = [
     "OffscreenRenderers",
@@ -39,17 +40,9 @@ class RenderUnavailable(RuntimeError):
 
 
 def renderer_facts(model: Any) -> dict[str, object]:
-    """How this model's frames are made, for each camera's calibration profile (rule 6 of
-    ``fastsim_recording_format.codecs.calibration``): MuJoCo's version, its GL backend
-    (``MUJOCO_GL``), MSAA samples and shadow map size (``<quality offsamples shadowsize>``)."""
-    quality = model.vis.quality
-    return {
-        "name": "mujoco",
-        "version": str(mujoco.__version__),
-        "gl_backend": os.environ.get("MUJOCO_GL") or "egl",
-        "msaa_samples": int(quality.offsamples),
-        "shadow_map_size": int(quality.shadowsize),
-    }
+    """How this model's frames are made (``render.mujoco.renderer_facts``), its GL backend
+    ``MUJOCO_GL``: what this module rendered with."""
+    return mujoco_renderer_facts(model, str(mujoco.__version__), os.environ.get("MUJOCO_GL") or "egl")
 
 
 def gl_message(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ GL eye cameras, as ``mjv_averageCamera`` gives it):
     |   |                  | with its y and z axes negated    | z = ``forward``, y = ``-up``         |
 
 K is computed once per (size, field of view); the pose only when its inputs change.  The
-profile also says how the frames were made (``renderer``, profile rule 6: :func:`renderer_facts`).
+profile also says how the frames were made (``renderer``, profile rule 6: ``render.mujoco.renderer_facts``).
 
 A non-MuJoCo env has no such source: ``calibration_of`` returns ``None`` and the recorder
 records its frames as an ``uncalibrated`` camera (``gymnasium_cameras``) rather than invent
@@ -39,7 +39,7 @@ from fastsim_recording_format.encoding import readonly
 __all__ = [
     "MujocoFrameCalibration", "MujocoJoints", "RenderSnapshot", "RenderSnapshots", "StagedRenderSource",
     "calibration_of", "frame_readings", "joints_of", "release_renderers", "render_observation_path",
-    "render_source_of", "renderer_facts",
+    "render_source_of",
 ]
 
 
@@ -107,7 +107,7 @@ class MujocoFrameCalibration:
         if cached is None:
             profile = pinhole_profile(self.camera, width, height, fovy)
             if self._model is not None:  # rule 6: the quality settings are the model's
-                profile["renderer"] = renderer_facts(self._model, viewer)
+                profile["renderer"] = _renderer_facts(self._model, viewer)
             k = np.array(
                 [[profile["fx"], 0.0, profile["cx"]], [0.0, profile["fy"], profile["cy"]], [0.0, 0.0, 1.0]],
                 dtype=np.float64,
@@ -144,25 +144,16 @@ class MujocoFrameCalibration:
 _NAN3 = readonly(np.full(3, np.nan))
 
 
-def renderer_facts(model: Any, viewer: Any) -> dict[str, object]:
-    """How the env's off-screen viewer makes its frames (rule 6 of the calibration profile):
-    MuJoCo's version, the GL backend the viewer chose (Gymnasium's ``OffScreenViewer.backend``:
-    ``MUJOCO_GL`` or the first default that worked; left out if the viewer does not say), and
-    the model's ``<quality offsamples shadowsize>``, which ``mjr_makeContext`` gives its
-    off-screen framebuffer and shadow map."""
+def _renderer_facts(model: Any, viewer: Any) -> dict[str, object]:
+    """How the env's off-screen viewer makes its frames (``render.mujoco.renderer_facts``), its
+    GL backend the one Gymnasium's ``OffScreenViewer.backend`` chose (``MUJOCO_GL`` or the first
+    default that worked; left out if the viewer does not say)."""
     import mujoco  # a MuJoCo env's: imported already
 
-    quality = model.vis.quality
-    facts: dict[str, object] = {
-        "name": "mujoco",
-        "version": str(mujoco.__version__),
-        "msaa_samples": int(quality.offsamples),
-        "shadow_map_size": int(quality.shadowsize),
-    }
+    from fastsim_embedded.render.mujoco import renderer_facts
+
     backend = getattr(viewer, "backend", None)
-    if isinstance(backend, str) and backend:
-        facts["gl_backend"] = backend
-    return facts
+    return renderer_facts(model, str(mujoco.__version__), backend if isinstance(backend, str) else None)
 
 
 def frame_readings(

@@ -36,7 +36,7 @@ from fastsim_embedded.render.fluid import ParticleEmitter
 from fastsim_embedded.render.geometry import MujocoSceneGeometry
 from fastsim_recording_format.encoding import readonly
 
-__all__ = ["MujocoRenderSource"]
+__all__ = ["MujocoRenderSource", "renderer_facts"]
 
 _FREE: Final = 0
 _WXYZ_TO_XYZW: Final = np.array([0, 1, 2, 4, 5, 6, 3], dtype=np.intp)
@@ -200,3 +200,17 @@ class MujocoRenderSource:
     def fluid_emitter(self) -> ParticleEmitter | None:
         """The scene's particle emitter, if it declares one."""
         return self.emitter
+
+
+def renderer_facts(model: Any, version: str, gl_backend: str | None) -> dict[str, object]:
+    """How a MuJoCo ``model``'s frames are made, for each camera's calibration profile (rule 6
+    of ``fastsim_recording_format.codecs.calibration``): MuJoCo's ``version``, its GL backend
+    (left out when unknown) and the model's ``<quality offsamples shadowsize>``, which
+    ``mjr_makeContext`` gives the off-screen framebuffer and its shadow map."""
+    quality = model.vis.quality
+    facts: dict[str, object] = {"name": "mujoco", "version": version}
+    if gl_backend:
+        facts["gl_backend"] = gl_backend
+    facts["msaa_samples"] = int(quality.offsamples)
+    facts["shadow_map_size"] = int(quality.shadowsize)
+    return facts
