@@ -270,12 +270,11 @@ def main() -> int:
         }
         if args.ceiling:
             arms["on,nowrite"] = config(on, nowrite=True)
-        if args.arms != "all":
-            wanted = {a.strip() for a in args.arms.split(",")} | ({"on,nowrite"} if args.ceiling else set())
-            unknown = wanted - set(arms) - {"no-flow"}
-            if unknown or not {"off", "on"} <= wanted:
+        if args.arms != "all":  # an arm runs when every comma part of its name is listed ("on,no-flow")
+            wanted = {a.strip() for a in args.arms.split(",")} | ({"nowrite"} if args.ceiling else set())
+            if not {"off", "on"} <= wanted or not wanted <= {part for name in arms for part in name.split(",")}:
                 parser.error(f"--arms needs off and on, and knows {', '.join(arms)}; got {args.arms!r}")
-            arms = {k: v for k, v in arms.items() if k in wanted or (k == "on,no-flow" and "no-flow" in wanted)}
+            arms = {k: v for k, v in arms.items() if set(k.split(",")) <= wanted}
         results = interleave(arms, args.repeat)
         pairs = [(a, b) for a, b in [("on", "off"), ("on+hog", "off+hog"), ("on,nowrite", "off")]
                  if a in results and b in results]
