@@ -6,7 +6,10 @@ Figures, each measured in this run against a baseline of the same run:
     policy, natural episodes (about 22 steps each, so every ~22nd step starts and ends a
     file).  ``*_steady`` counts only the steps inside an episode (no reset, not the
     step that ends it); ``*_all`` every step and reset (the episode open/commit that the
-    writer pools cannot hide shows here).
+    writer pools cannot hide shows here).  ``*_steady_rounds`` is the median of each round's
+    own recorded/bare ratio inside episodes, with a distribution-free ~95% confidence
+    interval (``_ci_low``, ``_ci_high``): on this shared machine a round's ratio moves by
+    several percent, and the interval says whether a median near the target is one.
   * ``cartpole_long``: a CartPole episode that never ends (its file is open while it runs): the
     env thread's CPU per step (median of 100-step batches) against the bare env.
   * ``render``: ``HalfCheetah-v5`` at 640x480 with ``render_mode="rgb_array"``: the bare
@@ -58,7 +61,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _report import Figures, add_json_flag
+from _report import Figures, add_json_flag, median_ci
 
 REPO = Path(__file__).resolve().parents[1]
 MINARI_PYTHON = REPO / ".venv-minari" / "bin" / "python"
@@ -136,11 +139,16 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         peak.append(pool.open_peak if pool is not None else float("nan"))
         spills.append(getattr(pool, "spills", float("nan")) if pool is not None else float("nan"))
     med = statistics.median
+    pairs = median_ci([r / b for r, b in zip(rec_in, bare_in, strict=True)])  # each round's recorded/bare
     return {
         f"{kind}_bare_us": med(bare_all) * 1e6,
         f"{kind}_recorded_us": med(rec_all) * 1e6,
         f"{kind}_ratio_all": med(rec_all) / med(bare_all),
         f"{kind}_ratio_steady": med(rec_in) / med(bare_in),
+        # the same inside episodes, as the median of the rounds' own ratios with its ~95% CI
+        f"{kind}_ratio_steady_rounds": pairs[0],
+        f"{kind}_ratio_steady_rounds_ci_low": pairs[1],
+        f"{kind}_ratio_steady_rounds_ci_high": pairs[2],
         f"{kind}_env_thread_cpu_ratio_all": med(rec_cpu) / med(bare_cpu),
         f"{kind}_flow_waits_per_episode": med(waits),
         f"{kind}_open_files_peak": float(max(peak)),
