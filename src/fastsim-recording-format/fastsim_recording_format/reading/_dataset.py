@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fastsim_recording_format.encoding import Array
+from fastsim_recording_format.reading import _reuse
 from fastsim_recording_format.reading._dataset_keys import ACTION, Windows, action_rows, float_dtype
 from fastsim_recording_format.reading._errors import BadArgument, OutOfRange, unknown
 from fastsim_recording_format.reading._recording import Recording, deprecated
@@ -272,7 +273,7 @@ class _Cache:
         """The frames at camera rows ``rows`` (zeros where a row is -1), decoded in place."""
         spec = self.state.cameras[alias]["rgb"]
         codec = self.recording._cameras.image_codec(spec)
-        out = np.empty((len(rows), *codec.shape), np.uint8)
+        out = _reuse.take_frames(len(rows) * int(np.prod(codec.shape))).reshape((len(rows), *codec.shape))
         camera = self._camera_rows(alias)
         for j, row in enumerate(rows.tolist()):
             if row < 0:
