@@ -43,7 +43,9 @@ Record (the flow-control gauge: a ratio bought with waits is not a ratio).  With
 Each on/off ratio is printed with a distribution-free ~95% confidence interval of its
 median over the rounds (``_report.median_ci``).  The figure moves between invocations on
 this machine (stop 46 read 0.61-0.75 in seven runs of 5-8 rounds), so a verdict wants many
-rounds: ``--arms off,on --repeat 40`` runs 40 off/on pairs in about three minutes.
+rounds: ``--arms off,on --repeat 40`` runs 40 off/on pairs in about three minutes.  It is
+also lower on a busy machine: stop 47 read 0.722 [0.718, 0.726] over 80 pairs at a load
+average under 1, stop 46 0.646 [0.599, 0.704] over 40 pairs on a busy day.
 """
 
 from __future__ import annotations

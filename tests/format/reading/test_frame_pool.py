@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import mmap
+import multiprocessing
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ def _mmap_under(array: np.ndarray) -> mmap.mmap | None:
 
 
 def test_a_dropped_frame_map_is_taken_again() -> None:
+    """Once the last array over a frame map is gone, the next frames of its size take it."""
     a = _reuse.take_frames(SIZE)
     at = _map_of(a)
     del a
@@ -51,6 +53,7 @@ def test_a_dropped_frame_map_is_taken_again() -> None:
 
 
 def test_a_frame_still_referred_to_is_never_reused() -> None:
+    """A live view keeps its map out of the pool: the next frames get other memory."""
     a = _reuse.take_frames(SIZE)
     a[:] = 7
     kept = a.reshape(240, 320, 3)[10:20, 5]  # a view keeps the map
@@ -63,6 +66,7 @@ def test_a_frame_still_referred_to_is_never_reused() -> None:
 
 
 def test_only_a_map_of_the_same_size_is_taken() -> None:
+    """A released map of another size waits for a request of its own size."""
     a = _reuse.take_frames(4 * SIZE)
     at = _map_of(a)
     del a
@@ -73,6 +77,7 @@ def test_only_a_map_of_the_same_size_is_taken() -> None:
 
 
 def test_the_pool_keeps_at_most_frames_kept_bytes_and_closes_the_oldest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Released maps beyond ``FRAMES_KEPT`` bytes are closed, the oldest first."""
     arrays = [_reuse.take_frames(SIZE) for _ in range(5)]
     maps = [_mmap_under(a) for a in arrays]
     assert all(m is not None for m in maps)
@@ -86,8 +91,21 @@ def test_the_pool_keeps_at_most_frames_kept_bytes_and_closes_the_oldest(monkeypa
     assert all(not m.closed for m in _reuse._frames)
 
 
-def test_dataset_frames_reuse_the_maps_of_dropped_samples_and_hold_the_frames(droid_fsr: Path) -> None:
-    """A sample dropped before the next is read lends its maps to it; the images are exact."""
+def test_a_main_process_decodes_into_numpys_memory(droid_fsr: Path) -> None:
+    """Outside a worker process the pool is not used: numpy's memory, the same images."""
+    ds = fr.Dataset(droid_fsr, channels=[JOINTS], cameras=["wrist"])
+    with fr.open(droid_fsr) as rec:
+        frames = [f.image for f in rec.frames("wrist")]
+    sample = ds[3]["wrist"]
+    assert _mmap_under(sample) is None
+    np.testing.assert_array_equal(sample, frames[3])
+
+
+def test_dataset_frames_reuse_the_maps_of_dropped_samples_and_hold_the_frames(
+    droid_fsr: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a worker process a dropped sample lends its maps to the next; the images are exact."""
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())  # as in a worker
     ds = fr.Dataset(droid_fsr, channels=[JOINTS], cameras=["wrist"])
     with fr.open(droid_fsr) as rec:
         frames = [f.image for f in rec.frames("wrist")]
@@ -108,8 +126,7 @@ def test_dataset_frames_reuse_the_maps_of_dropped_samples_and_hold_the_frames(dr
 
 
 def test_threads_taking_and_dropping_frames_never_share_a_live_map() -> None:
-    """Frames are taken on one thread and released on another (a DataLoader's pin thread):
-    no two live arrays ever share memory, and nothing raises."""
+    """Two threads taking and dropping frames at once never share a live map, and nothing raises."""
     import threading
 
     errors: list[BaseException] = []
@@ -136,3 +153,20 @@ def test_threads_taking_and_dropping_frames_never_share_a_live_map() -> None:
         t.join()
     assert not errors
     assert sum(len(m) for m in _reuse._frames) <= _reuse.FRAMES_KEPT
+
+
+def test_taking_a_frame_keeps_the_other_maps_in_release_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Taking a map of one size leaves the others in release order: the trim closes the oldest."""
+    x, y, z = _reuse.take_frames(2 * SIZE), _reuse.take_frames(SIZE), _reuse.take_frames(3 * SIZE)
+    mx, mz = _mmap_under(x), _mmap_under(z)
+    del x, y, z
+    gc.collect()  # released in the order x, y, z
+    again = _reuse.take_frames(SIZE)  # y's map
+    assert [len(m) for m in _reuse._frames] == [len(mx), len(mz)]  # type: ignore[arg-type]
+    monkeypatch.setattr(_reuse, "FRAMES_KEPT", len(mz) + len(again.base.obj))  # type: ignore[arg-type, union-attr]
+    del again
+    gc.collect()  # y's map comes back: one map too many, and the oldest (x's) goes
+    assert mx is not None
+    assert mx.closed
+    assert mz is not None
+    assert not mz.closed

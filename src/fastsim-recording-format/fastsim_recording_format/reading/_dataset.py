@@ -273,7 +273,7 @@ class _Cache:
         """The frames at camera rows ``rows`` (zeros where a row is -1), decoded in place."""
         spec = self.state.cameras[alias]["rgb"]
         codec = self.recording._cameras.image_codec(spec)
-        out = _reuse.take_frames(len(rows) * int(np.prod(codec.shape))).reshape((len(rows), *codec.shape))
+        out = _reuse.frames(len(rows) * int(np.prod(codec.shape))).reshape((len(rows), *codec.shape))
         camera = self._camera_rows(alias)
         for j, row in enumerate(rows.tolist()):
             if row < 0:

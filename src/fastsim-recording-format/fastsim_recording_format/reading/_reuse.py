@@ -29,16 +29,20 @@ was decoded into fresh pages: a worker spent 4.1 ms of CPU a 3-camera sample aga
 2.5 ms in a long-lived process (stop 47, ``docs/notes/stop-47.md``).  So frames live in
 maps of their own, and a map whose arrays are all gone goes back to a pool that the
 next frames take first (``_released``: it is reused only once ``_unused`` agrees).  At most
-``FRAMES_KEPT`` bytes of released maps are kept; a map released beyond that is closed.
-In a long-lived process, whose heap keeps its pages, the pool reads about as fast as numpy's
-memory in one A/B (within 2%) and 4-6% slower in ``bench_read``'s one-process arm; a worker
-gains about 60% (``docs/notes/stop-47.md``).
+``FRAMES_KEPT`` bytes of released maps are kept in each process, oldest first out, and they
+stay resident: marking them free-on-pressure (``MADV_FREE``) as ``take`` does cost both
+paths about 5% more (stop 47), so a worker keeps at most that much idle.
+The pool serves worker processes only (:func:`frames`, a process that ``multiprocessing``
+started: DataLoader workers, ``bench_read``'s pool).  A main process, whose heap keeps its
+pages, decodes into numpy's memory, which read 5-12% faster there in ``bench_read``'s
+one-process arm; a worker gains about 50% (``docs/notes/stop-47.md``).
 """
 
 from __future__ import annotations
 
 import collections
 import mmap
+import multiprocessing
 import os
 import threading
 import weakref
@@ -47,7 +51,7 @@ import numpy as np
 
 from fastsim_recording_format.encoding import Array
 
-__all__ = ["FRAMES_KEPT", "HUGE", "MIN_BYTES", "release", "take", "take_frames"]
+__all__ = ["FRAMES_KEPT", "HUGE", "MIN_BYTES", "frames", "release", "take", "take_frames"]
 
 MIN_BYTES = 4 << 20  # from here numpy asks for huge pages too; smaller results use numpy's allocator
 HUGE = 2 << 20  # a map is a whole number of huge pages (the kernel then aligns it to one)
@@ -120,7 +124,7 @@ def _released(m: mmap.mmap) -> None:
         if m.closed:
             return
         _frames.append(m)
-        kept = sum(len(k) for k in _frames)
+        kept = sum(map(len, list(_frames)))  # a snapshot: a nested release may append meanwhile
         while kept > FRAMES_KEPT:
             old = _frames.popleft()
             kept -= len(old)
@@ -136,14 +140,11 @@ def take_frames(size: int) -> Array:
         if not _sound:
             _sound.append(_check())
     with _frames_lock:
-        m = None
-        for _ in range(len(_frames)):
-            k = _frames.pop()
-            if len(k) == room and not k.closed and _unused(k):
-                m = k
-                break
-            _frames.appendleft(k)  # another size, or (cannot happen once released) still in use
-        if m is None:
+        # the newest released map of this size; the others keep their places (oldest first out)
+        m = next((k for k in reversed(list(_frames)) if len(k) == room and not k.closed and _unused(k)), None)
+        if m is not None:
+            _frames.remove(m)
+        else:
             try:
                 m = mmap.mmap(-1, room, flags=_FLAGS)
             except OSError as e:
@@ -153,6 +154,14 @@ def take_frames(size: int) -> Array:
         holder = root.base if isinstance(root.base, memoryview) else root
         weakref.finalize(holder, _released, m).atexit = False
     return root
+
+
+def frames(size: int) -> Array:
+    """``size`` bytes (uint8, uninitialised) for decoded frames: from the pool
+    (:func:`take_frames`) in a process that ``multiprocessing`` started, else numpy's."""
+    if multiprocessing.parent_process() is not None:
+        return take_frames(size)
+    return np.empty(size, np.uint8)
 
 
 def _forked() -> None:
