@@ -170,3 +170,31 @@ def test_taking_a_frame_keeps_the_other_maps_in_release_order(monkeypatch: pytes
     assert mx.closed
     assert mz is not None
     assert not mz.closed
+
+
+def test_a_map_released_while_frames_are_taken_on_the_same_thread_joins_the_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release that runs inside ``take_frames`` (its last array collected there) neither deadlocks nor is lost."""
+    import threading
+
+    held: list[np.ndarray | None] = [_reuse.take_frames(SIZE)]
+    other = _mmap_under(held[0])  # type: ignore[arg-type]
+    real_unused = _reuse._unused
+    spare = _reuse.take_frames(2 * SIZE)  # a map in the pool, so that take_frames checks one
+    del spare
+    gc.collect()
+
+    def unused_dropping_the_held_frame(m: object) -> bool:
+        held[0] = None  # the last array over ``other`` goes here: _released runs on this thread
+        gc.collect()
+        return real_unused(m)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_reuse, "_unused", unused_dropping_the_held_frame)
+    done: list[np.ndarray] = []
+    worker = threading.Thread(target=lambda: done.append(_reuse.take_frames(2 * SIZE)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive()  # no deadlock
+    assert done
+    assert other in list(_reuse._frames)  # the map released inside the call joined the pool
