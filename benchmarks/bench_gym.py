@@ -139,16 +139,16 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         peak.append(pool.open_peak if pool is not None else float("nan"))
         spills.append(getattr(pool, "spills", float("nan")) if pool is not None else float("nan"))
     med = statistics.median
-    pairs = median_ci([r / b for r, b in zip(rec_in, bare_in, strict=True)])  # each round's recorded/bare
+    rounds_ci = median_ci([r / b for r, b in zip(rec_in, bare_in, strict=True)])  # each round's recorded/bare
     return {
         f"{kind}_bare_us": med(bare_all) * 1e6,
         f"{kind}_recorded_us": med(rec_all) * 1e6,
         f"{kind}_ratio_all": med(rec_all) / med(bare_all),
         f"{kind}_ratio_steady": med(rec_in) / med(bare_in),
         # the same inside episodes, as the median of the rounds' own ratios with its ~95% CI
-        f"{kind}_ratio_steady_rounds": pairs[0],
-        f"{kind}_ratio_steady_rounds_ci_low": pairs[1],
-        f"{kind}_ratio_steady_rounds_ci_high": pairs[2],
+        f"{kind}_ratio_steady_rounds": rounds_ci[0],
+        f"{kind}_ratio_steady_rounds_ci_low": rounds_ci[1],
+        f"{kind}_ratio_steady_rounds_ci_high": rounds_ci[2],
         f"{kind}_env_thread_cpu_ratio_all": med(rec_cpu) / med(bare_cpu),
         f"{kind}_flow_waits_per_episode": med(waits),
         f"{kind}_open_files_peak": float(max(peak)),

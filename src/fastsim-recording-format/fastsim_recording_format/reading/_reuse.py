@@ -46,6 +46,7 @@ import multiprocessing
 import os
 import threading
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -87,6 +88,29 @@ def _check() -> bool:
     return seen and _unused(m)
 
 
+def _sound_now() -> bool:
+    """:func:`_check`'s answer, asked once a process."""
+    with _lock:
+        if not _sound:
+            _sound.append(_check())
+        return _sound[0]
+
+
+def _new_map(room: int, what: str) -> mmap.mmap:
+    """A fresh anonymous map of ``room`` bytes; ``MemoryError`` as numpy's allocator would say it."""
+    try:
+        return mmap.mmap(-1, room, flags=_FLAGS)
+    except OSError as e:
+        raise MemoryError(f"cannot allocate {room} bytes for {what}: {e}") from None
+
+
+def _when_unreferenced(root: Array, callback: Callable[[mmap.mmap], None], m: mmap.mmap) -> None:
+    """Call ``callback(m)`` when the last array over ``root`` goes: numpy's buffer of the map
+    (``root.base``) goes with it."""
+    holder = root.base if isinstance(root.base, memoryview) else root
+    weakref.finalize(holder, callback, m).atexit = False
+
+
 def _idle(m: mmap.mmap) -> None:
     """The last buffer over ``m`` is gone: its pages may be taken back under memory pressure."""
     if _FREE is not None and not m.closed and _unused(m):
@@ -96,24 +120,18 @@ def _idle(m: mmap.mmap) -> None:
 def take(size: int) -> Array:
     """``size`` bytes (uint8, uninitialised) in a map this module keeps for the next read."""
     room = -(-size // HUGE) * HUGE
+    sound = _sound_now()
     with _lock:
-        if not _sound:
-            _sound.append(_check())
         m = _kept[0] if _kept else None
         if m is None or not room <= len(m) <= 2 * room or not _unused(m):
-            try:
-                m = mmap.mmap(-1, room, flags=_FLAGS)
-            except OSError as e:  # as numpy's allocator would say it
-                raise MemoryError(f"cannot allocate {room} bytes for a read's result: {e}") from None
+            m = _new_map(room, "a read's result")
             if _HUGEPAGE is not None:
                 m.madvise(_HUGEPAGE)
-            _kept[:] = [m] if _sound[0] else []  # a map still in use stays with its arrays, not here
+            _kept[:] = [m] if sound else []  # a map still in use stays with its arrays, not here
         # the buffer is taken under the lock: another thread's ``take`` in between would
         # otherwise find the map unused and hand the same memory out twice
         root = np.frombuffer(m, np.uint8, size)
-    # numpy's buffer of the map (``root.base``) goes when the last array over it goes
-    holder = root.base if isinstance(root.base, memoryview) else root
-    weakref.finalize(holder, _idle, m).atexit = False
+    _when_unreferenced(root, _idle, m)
     return root
 
 
@@ -136,23 +154,17 @@ def take_frames(size: int) -> Array:
     """``size`` bytes (uint8, uninitialised) for decoded frames: a released map of the same
     page-rounded size when there is one that nothing refers to, else a new map."""
     room = -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
-    with _lock:
-        if not _sound:
-            _sound.append(_check())
+    sound = _sound_now()
     with _frames_lock:
         # the newest released map of this size; the others keep their places (oldest first out)
-        m = next((k for k in reversed(list(_frames)) if len(k) == room and not k.closed and _unused(k)), None)
+        m = next((k for k in reversed(list(_frames)) if len(k) == room and _unused(k)), None)
         if m is not None:
             _frames.remove(m)
         else:
-            try:
-                m = mmap.mmap(-1, room, flags=_FLAGS)
-            except OSError as e:
-                raise MemoryError(f"cannot allocate {room} bytes for decoded frames: {e}") from None
+            m = _new_map(room, "decoded frames")
         root = np.frombuffer(m, np.uint8, size)
-    if _sound[0]:  # else nothing is pooled: the map goes with its arrays
-        holder = root.base if isinstance(root.base, memoryview) else root
-        weakref.finalize(holder, _released, m).atexit = False
+    if sound:  # else nothing is pooled: the map goes with its arrays
+        _when_unreferenced(root, _released, m)
     return root
 
 
