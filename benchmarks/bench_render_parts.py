@@ -2,7 +2,7 @@
 
 A diagnostic beside ``bench_gym.py --only render`` (issue 23's <= 1.1x figure), with no
 target of its own.  Every arm runs ``HalfCheetah-v5`` at 640x480 with ``rgb_array`` and the
-same render settings as ``bench_gym`` (``offsamples=0``, ``shadowsize=0``): ``step()`` then
+same render settings, made by ``bench_gym._make`` (``offsamples=0``, ``shadowsize=0``): ``step()`` then
 ``render()``, through ``RecordEpisodes`` in every arm but ``bare``.  Each round makes a fresh
 env per arm, in a shuffled order, takes 10 warm-up steps and then times ``--steps`` steps;
 a round's figure is its median step.
@@ -42,26 +42,17 @@ from pathlib import Path
 from typing import Any
 
 from _report import Figures, add_json_flag, load_average, median_ci
+from bench_gym import _make  # the render env exactly as bench_gym's render figure makes it
 
 ARMS = ("bare", "recorded", "no_encode_cpu", "capture_only", "python_added")
 PYTHON_ADDED_S = 0.0003
-
-
-def _make() -> Any:
-    import gymnasium as gym
-
-    env = gym.make("HalfCheetah-v5", render_mode="rgb_array", width=640, height=480)
-    model = env.unwrapped.model  # type: ignore[attr-defined]
-    model.vis.quality.offsamples = 0
-    model.vis.quality.shadowsize = 0
-    return env
 
 
 def _encode_seconds() -> float:
     """The median time of one JPEG encode (Record's encoder, default settings) of this env's frame."""
     from fastsim_record.adapters.codecs import JpegEncoder
 
-    env = _make()
+    env = _make("render")
     env.reset(seed=0)
     frame = env.render()
     env.close()
@@ -130,7 +121,7 @@ def _round(name: str, steps: int, seed: int, workdir: Path, encode_s: float) -> 
     from fastsim_record.gym import RecordEpisodes
 
     with _arm(name, encode_s):
-        env = _make()
+        env = _make("render")
         if name != "bare":
             env = RecordEpisodes(env, workdir / f"{name}-{seed}")
         env.action_space.seed(seed)
