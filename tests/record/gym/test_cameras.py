@@ -255,3 +255,54 @@ def test_an_env_that_reuses_its_image_array_keeps_it_writable_and_records_each_f
     with fr.open(env.files[0].path) as rec:
         (alias,) = rec.cameras()
         assert [int(frame.image.max()) for frame in rec.frames(alias)] == [0, 10, 20, 30, 40]
+
+
+def test_a_frame_is_handed_to_its_publisher_as_the_next_frame_renders_and_none_is_lost(tmp_path: Path) -> None:
+    """Frame t's chunk is queued at step t + 1 just before the env renders (not while the env runs its Python),
+    the last one at the episode's end; the file has every frame, in order, of an episode ended by its own
+    truncation and of one ended by close()."""
+    from fastsim_embedded.gymnasium_host import episode as episode_module
+
+    events: list[tuple[str, int]] = []
+    real = episode_module.EpisodeWriter._enqueue
+    r, s = ("render", 0), ("stepped", 0)  # the env rendered; step() returned
+
+    def q(first: int) -> tuple[str, int]:
+        return ("queued", first)
+
+    def enqueue(self: Any, chunk: Any) -> None:
+        events.append(q(chunk.first))
+        real(self, chunk)
+
+    class Renders(gym.Wrapper[Any, Any, Any, Any]):
+        def render(self) -> Any:
+            events.append(r)
+            return self.env.render()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(episode_module.EpisodeWriter, "_enqueue", enqueue)
+        inner = Renders(gym.make("CartPole-v1", render_mode="rgb_array", max_episode_steps=5))
+        env = RecordEpisodes(inner, tmp_path / "out", encoding="png")
+        env.action_space.seed(0)
+        recorded: list[list[np.ndarray[Any, Any]]] = []
+        for episode in range(2):
+            env.reset(seed=episode)
+            frames = [env.render().copy()]
+            for _ in range(5 if episode == 0 else 3):  # the first ends by truncation, the second by close()
+                env.step(env.action_space.sample())
+                events.append(s)
+                frames.append(env.render().copy())
+            recorded.append(frames)
+            if episode == 0:  # ended by its truncation at step 5: its held chunk, then its final row
+                assert events == [r, r, s, q(0), r, s, q(1), r, s, q(2), r, s, q(3), r, q(4), q(5), s]
+                events.clear()
+        env.close()
+    assert events == [r, r, s, q(0), r, s, q(1), r, s, q(2), q(3)]  # ended by close() after step 3
+    assert len(env.files) == 2
+    for file, frames in zip(env.files, recorded, strict=True):
+        assert validate(file.path).validated_bytes == file.path.stat().st_size
+        with fr.open(file.path) as rec:
+            got = [f.image for f in rec.frames("render")]
+        assert len(got) == len(frames)
+        for image, frame in zip(got, frames, strict=True):
+            np.testing.assert_array_equal(image, frame)

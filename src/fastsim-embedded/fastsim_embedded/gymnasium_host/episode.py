@@ -9,7 +9,8 @@ the env thread only captures (``gymnasium_host.capture``: checked copies appende
 
     | # | who                   | what                                                             |
     |---|-----------------------|------------------------------------------------------------------|
-    | 1 | env thread: ``hand``  | a full chunk (or the episode's last) joins the queue; once the   |
+    | 1 | env thread: ``hand``  | a full chunk (or the episode's last) joins the queue (a frame's  |
+    |   | (``release``)         | is held until the next frame is rendered: ``release``); once the |
     |   |                       | Session is open a publisher task is scheduled for it.  Queued    |
     |   |                       | rows reach ``max_pending`` before a slot: a spill task is        |
     |   |                       | scheduled (``spills`` counts such episodes).  Either way the env |
@@ -123,6 +124,7 @@ class EpisodeWriter:
         self._ret = 0.0  # their return, summed in step order
         self.failure: str | None = None
         self.chunk = Chunk(0)  # the env thread's rows not handed over yet
+        self._held: Chunk | None = None  # handed over, not queued yet (``hand(hold=True)``)
         self.cameras: tuple[str, ...] = ()  # the camera aliases this episode declared
         self.bytes = 0  # raw bytes staged so far (``max_episode_bytes``)
         self.waits = 0  # times the env thread waited for the publisher (queued rows at ``max_pending``)
@@ -155,12 +157,29 @@ class EpisodeWriter:
             ret += step[1]
         return ret
 
-    def hand(self) -> None:
-        """Row 1: the current chunk goes to the queue (published off this thread)."""
+    def hand(self, *, hold: bool = False) -> None:
+        """Row 1: the current chunk goes to the queue (published off this thread), after the
+        one held; ``hold``: it is held instead, until ``release`` (or the next ``hand``)."""
         chunk = self.chunk
         self._ret = self.ret
         self._steps += len(chunk.steps)
         self.chunk = Chunk(chunk.first + len(chunk))
+        self.release()
+        if hold:
+            self._held = chunk
+        else:
+            self._enqueue(chunk)
+
+    def release(self) -> None:
+        """Row 1b: the held chunk, if any, goes to the queue.  A frame's chunk is held until
+        the env renders the next frame: the publisher then works while the env thread waits
+        for its renderer without the GIL, not while it runs Python (``RecordEpisodes.step``)."""
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._enqueue(held)
+
+    def _enqueue(self, chunk: Chunk) -> None:
         with self._lock:
             self._queue.append(chunk)
             self._queued += len(chunk)

@@ -11,7 +11,8 @@ the Record plugin (``fastsim.plugins``): its lanes, worker, writer, transaction,
     |   |                        | pool when a slot is free (``gymnasium_host.episode``)         |
     | 2 | ``step``               | checked copies of action t, reward, flags, then obs t + 1 and |
     |   |                        | frame t + 1's camera readings, appended to the episode's chunk|
-    |   |                        | (``gymnasium_host.capture``); a full chunk is handed over     |
+    |   |                        | (``gymnasium_host.capture``); a full chunk is handed over (a  |
+    |   |                        | frame's is held until ``release``, called before a render)    |
     | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
     |   |                        | to the commit pool                                            |
     | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped (reset/close) or |
@@ -73,9 +74,7 @@ class GymRecording:
         self, directory: Path, observation_space: Any, action_space: Any, envs: Sequence[Any],
         description: Mapping[str, object], options: RecordingOptions, *, vector: bool,
     ) -> None:
-        self.directory = Path(directory)
-        self.options = options
-        self.vector = vector
+        self.directory, self.options, self.vector = Path(directory), options, vector
         self.description = dict(description)
         self._envs = list(envs)
         # a MuJoCo env's joints (its robot state) and actuators, when the env is in this process
@@ -126,10 +125,6 @@ class GymRecording:
         self.flow_waits = 0  # times the env thread waited for a commit slot
         self.files: list[EpisodeFile] = []
 
-    def camera_recorded(self, index: int) -> bool:
-        """Whether sub-env ``index`` records any camera."""
-        return bool(self._cameras[index])
-
     def wants_render(self, index: int) -> bool:
         """Whether the wrapper must call ``render()`` for sub-env ``index`` (frames not in the observation)."""
         return self._renders[index]
@@ -149,8 +144,7 @@ class GymRecording:
             self.end(index, CompletionKind.STOPPED, "truncated: reset() started a new episode")
         o = self.options
         first = self.layout.observation(observation)  # ValueError: nothing opened
-        number = self._next
-        self._next += 1
+        number, self._next = self._next, self._next + 1
         shapes = {alias: (int(f.shape[0]), int(f.shape[1]), int(f.shape[2])) for alias, f in frames.items()}
         reset = {"seed": seed, "options": plain_value(reset_options), "sub_env": index if self.vector else None,
                  "how": how}
@@ -266,7 +260,7 @@ class GymRecording:
         if self._actuators:
             chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
         if (steps := len(chunk.steps)) >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
-            writer.hand()
+            writer.hand(hold=bool(writer.cameras))  # a frame's chunk: queued by ``release``
             self._due[index] = time.monotonic() + CHUNK_SECONDS
         self._observe(index, writer, self._observation(index, writer, observation), frames)
         if terminated or truncated:
@@ -319,6 +313,7 @@ class GymRecording:
                 trailing = ()
             if len(chunk):
                 writer.hand()
+            writer.release()
         finally:
             if not self._slots.acquire(blocking=False):  # at most 2 * writers episodes wait for their commit
                 self.flow_waits += 1
@@ -330,6 +325,11 @@ class GymRecording:
             future.add_done_callback(lambda _: self._slots.release())
             self._waiting.append((writer, index, future))
             self._collect(block=self.options.durable)  # durable: committed before the env goes on
+
+    def release(self) -> None:
+        """Row 2: the frames held since the last step go to their publishers (the wrappers: before a render)."""
+        for writer in self._open.values():
+            writer.release()
 
     def end(self, index: int, kind: CompletionKind, reason: str) -> None:
         """Row 4: end sub-env ``index``'s open episode as truncated (by reset or close)."""

@@ -6,7 +6,8 @@
     |   |                       | reset observation (and frame).  No seed: one is drawn, passed to  |
     |   |                       | the env and recorded                                              |
     | 2 | ``step(action)``      | one row: observation t, action t, reward, flags; the episode ends |
-    |   |                       | (and commits, off the env thread) on ``terminated or truncated``  |
+    |   |                       | (and commits, off the env thread) on ``terminated or truncated``. |
+    |   |                       | The last step's frame is published while this one renders        |
     | 3 | the env raises        | the open episode commits what it recorded, completion ``failed``  |
     |   |                       | with the exception's one line; the exception reaches the caller   |
     |   |                       | (a value outside its own space: the same, as ``GymWrapError``)    |
@@ -112,11 +113,16 @@ def env_call(recording: Any, call: Callable[..., Any], capture: Callable[[], Any
 
 
 def env_step(recording: Any, env: Any, capture: Callable[[], Any] | None, action: Any) -> tuple[Any, Any]:
-    """``env.step(action)``, then ``capture()`` (its frames; ``None``: none): ``env_call``'s rule
-    for ``RecordVectorEpisodes.step`` without the keyword packing (``RecordEpisodes.step``, the
-    cheapest env's hot path, spells it inline)."""
+    """``env.step(action)``, then ``capture()`` (its frames; ``None``: none) once the frames held
+    since the last step are released to their publishers (``release``: they publish while the env
+    renders): ``env_call``'s rule for ``RecordVectorEpisodes.step`` without the keyword packing
+    (``RecordEpisodes.step``, the cheapest env's hot path, spells it inline)."""
     try:
-        return env.step(action), capture() if capture is not None else None
+        result = env.step(action)
+        if capture is None:
+            return result, None
+        recording.release()
+        return result, capture()
     except Exception as exc:
         recording.fail(exc)
         raise
@@ -196,7 +202,11 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         try:  # env_step's rule, inline: the single env's hot path (a call less per step)
             result = self.env.step(action)
             observation, reward, terminated, truncated, info = result
-            frame = self._step_frame() if self._step_frame is not None else None
+            if self._step_frame is not None:  # the last frame goes to the publisher as this one renders
+                self._recording.release()
+                frame = self._step_frame()
+            else:
+                frame = None
         except Exception as exc:
             self._recording.fail(exc)
             raise
