@@ -146,7 +146,7 @@ class CameraReading:
     role: str  # "rgb" | "intrinsics" | "translation" | "quaternion_xyzw"
     value: Array  # read-only
     calibration_digest: str
-    profile: Mapping[str, object] | None = None  # present on intrinsics samples
+    profile: Mapping[str, object] | None = None  # present on intrinsics samples; never mutated once handed over
 
 
 class Backend(Protocol):

@@ -62,6 +62,9 @@ class ObservationPublisher:
     _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
     _stamp: PackedStamp | None = attrs.field(init=False, default=None)  # the bus's, bound with _packed
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
+    #: the last calibration profile handed over and its frozen copy: a backend hands the same
+    #: (never mutated) profile every tick of an epoch, frozen once instead of per frame
+    _frozen: tuple[object, object] = attrs.field(init=False, default=(None, None))
 
     def wants_observations(self) -> bool:
         """Whether the plan selects numeric channels (else: no polling at all)."""
@@ -223,6 +226,12 @@ class ObservationPublisher:
             alias, role, key = where
             seq = self._channel_seq.get(reading.channel, 0) + 1
             self._channel_seq[reading.channel] = seq
+            profile = reading.profile
+            if profile is not None:
+                kept = self._frozen
+                if kept[0] is not profile:
+                    kept = self._frozen = (profile, freeze(profile))
+                profile = kept[1]
             sample = CameraSample(
                 camera=alias,
                 channel=reading.channel,
@@ -230,6 +239,6 @@ class ObservationPublisher:
                 value=read_only(reading.value),
                 calibration_digest=reading.calibration_digest,
                 channel_sequence=seq,
-                profile=freeze(reading.profile) if reading.profile is not None else None,
+                profile=profile,
             )
             self.publish_now(SourceKind.CAMERA, sample, sequence_key=key)

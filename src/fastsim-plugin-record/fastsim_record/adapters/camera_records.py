@@ -128,7 +128,8 @@ class CameraRecordEncoder:
         self, sample: CameraSample, k: np.ndarray[Any, Any], stream: str
     ) -> dict[str, object]:
         last = self._validated
-        if last is not None and last[0] == sample.calibration_digest and last[1] == sample.profile:
+        if last is not None and last[0] == sample.calibration_digest and (
+                last[1] is sample.profile or last[1] == sample.profile):  # a host freezes a profile once
             # the same profile as the last validated one (rule 4 holds): only K is new; equal
             # bytes are equal values, other bytes (-0.0, another NaN) take numpy's comparison
             if k.tobytes() != last[4] and not np.array_equal(k, last[3], equal_nan=True):
