@@ -258,9 +258,7 @@ def test_an_env_that_reuses_its_image_array_keeps_it_writable_and_records_each_f
 
 
 def test_a_frame_is_handed_to_its_publisher_as_the_next_frame_renders_and_none_is_lost(tmp_path: Path) -> None:
-    """Frame t's chunk is queued at step t + 1 just before the env renders (not while the env runs its Python),
-    the last one at the episode's end; the file has every frame, in order, of an episode ended by its own
-    truncation and of one ended by close()."""
+    """Frame t's chunk is queued just before frame t + 1 renders, the last at the episode's end; no frame is lost."""
     from fastsim_embedded.gymnasium_host import episode as episode_module
 
     events: list[tuple[str, int]] = []
