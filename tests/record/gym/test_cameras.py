@@ -296,6 +296,16 @@ def test_a_frame_is_handed_to_its_publisher_as_the_next_frame_renders_and_none_i
                 events.clear()
         env.close()
     assert events == [r, r, s, q(0), r, s, q(1), r, s, q(2), q(3)]  # ended by close() after step 3
+    events.clear()
+    with pytest.MonkeyPatch.context() as mp:  # image observations, nothing rendered: queued within their step
+        mp.setattr(episode_module.EpisodeWriter, "_enqueue", enqueue)
+        images = RecordEpisodes(ImageEnv(), tmp_path / "images")
+        images.reset(seed=0)
+        for _ in range(2):
+            images.step(images.action_space.sample())
+            events.append(s)
+        images.close()
+    assert events == [q(0), s, q(1), s, q(2)]
     assert len(env.files) == 2
     for file, frames in zip(env.files, recorded, strict=True):
         assert validate(file.path).validated_bytes == file.path.stat().st_size

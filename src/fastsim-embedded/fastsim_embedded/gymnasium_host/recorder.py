@@ -12,7 +12,7 @@ the Record plugin (``fastsim.plugins``): its lanes, worker, writer, transaction,
     | 2 | ``step``               | checked copies of action t, reward, flags, then obs t + 1 and |
     |   |                        | frame t + 1's camera readings, appended to the episode's chunk|
     |   |                        | (``gymnasium_host.capture``); a full chunk is handed over (a  |
-    |   |                        | frame's is held until ``release``, called before a render)    |
+    |   |                        | rendered frame's is held until ``release``, before the next)  |
     | 3 | ``step`` that ends it  | then the final observation (the fill row); the episode goes   |
     |   |                        | to the commit pool                                            |
     | 4 | ``end``, ``fail``      | an open episode: final row, close as stopped (reset/close) or |
@@ -260,7 +260,7 @@ class GymRecording:
         if self._actuators:
             chunk.targets.append(np.array(action, dtype=np.float64).reshape(-1))
         if (steps := len(chunk.steps)) >= self._chunk_rows[index] or (not steps & 15 and time.monotonic() >= self._due[index]):
-            writer.hand(hold=bool(writer.cameras))  # a frame's chunk: queued by ``release``
+            writer.hand(hold=bool(writer.cameras) and self._renders[index])  # a rendered frame: ``release`` queues it
             self._due[index] = time.monotonic() + CHUNK_SECONDS
         self._observe(index, writer, self._observation(index, writer, observation), frames)
         if terminated or truncated:
