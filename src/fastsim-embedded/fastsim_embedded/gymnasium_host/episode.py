@@ -32,7 +32,7 @@ At most ``writers`` Sessions stream while their episode runs (the slots), and at
 a slot (short episodes, many sub-envs) is written whole at its commit.  An episode that
 outlives ``max_pending`` queued rows without a slot spills them to disk instead of opening
 beyond that bound, so open Sessions never exceed ``2 * writers`` and each waiting episode
-keeps at most ``max_pending`` rows (and its current chunk) in RAM.
+keeps at most ``max_pending`` rows (and its current chunk, and one held for the next render) in RAM.
 Nothing is encoded, hashed or written on the env thread.  A Session that could not open
 (or whose Run stopped) drops its rows and reports why in its ``SessionResult``/``failure``.
 """
@@ -171,9 +171,9 @@ class EpisodeWriter:
             self._enqueue(chunk)
 
     def release(self) -> None:
-        """Row 1b: the held chunk, if any, goes to the queue.  A frame's chunk is held until
-        the env renders the next frame: the publisher then works while the env thread waits
-        for its renderer without the GIL, not while it runs Python (``RecordEpisodes.step``)."""
+        """Row 1: the held chunk, if any, goes to the queue.  A rendered frame's chunk is held
+        until the wrapper renders the next frame (``RecordEpisodes.step``), so the publisher it
+        wakes does not take the GIL in the middle of the capture (its frame copy releases it)."""
         held = self._held
         if held is not None:
             self._held = None
