@@ -64,7 +64,7 @@ class ObservationPublisher:
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
     #: the last calibration profile handed over and its frozen copy: a backend hands the same
     #: (never mutated) profile every tick of an epoch, frozen once instead of per frame
-    _frozen: tuple[object, object] = attrs.field(init=False, default=(None, None))
+    _frozen: tuple[object, Any] = attrs.field(init=False, default=(None, None))
 
     def wants_observations(self) -> bool:
         """Whether the plan selects numeric channels (else: no polling at all)."""
