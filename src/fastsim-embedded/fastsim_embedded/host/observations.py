@@ -62,9 +62,9 @@ class ObservationPublisher:
     _gather: Any = attrs.field(init=False, default=None)  # byte index array, None: zero-copy
     _stamp: PackedStamp | None = attrs.field(init=False, default=None)  # the bus's, bound with _packed
     _camera_index: dict[str, tuple[str, str, str]] | None = attrs.field(init=False, default=None)
-    #: the last calibration profile handed over and its frozen copy: a backend hands the same
-    #: (never mutated) profile every tick of an epoch, frozen once instead of per frame
-    _frozen: tuple[object, Any] = attrs.field(init=False, default=(None, None))
+    #: per intrinsics channel, the last calibration profile handed over and its frozen copy: a
+    #: backend hands the same (never mutated) profile every tick of an epoch, frozen once
+    _frozen: dict[str, tuple[object, Any]] = attrs.field(init=False, factory=dict)
 
     def wants_observations(self) -> bool:
         """Whether the plan selects numeric channels (else: no polling at all)."""
@@ -228,9 +228,9 @@ class ObservationPublisher:
             self._channel_seq[reading.channel] = seq
             profile = reading.profile
             if profile is not None:
-                kept = self._frozen
-                if kept[0] is not profile:
-                    kept = self._frozen = (profile, freeze(profile))
+                kept = self._frozen.get(reading.channel)
+                if kept is None or kept[0] is not profile:
+                    kept = self._frozen[reading.channel] = (profile, freeze(profile))
                 profile = kept[1]
             sample = CameraSample(
                 camera=alias,
