@@ -32,9 +32,7 @@ Figures, each measured in this run against a baseline of the same run:
     the episodes that spilled their kept rows to disk while they waited for a slot (``spills``); and the CPU the
     other threads spent per episode file (``*_background_cpu_ms_per_episode``: opening,
     publishing, Record's worker, validation and commit; process CPU minus the env thread's),
-    and the committed files per wall second (``*_files_per_s``, the last commits included), and the
-    interpreter's switch interval while the wrapper was open (``*_switch_interval_us``: 100 when it
-    records frames, option ``switch_interval``).
+    and the committed files per wall second (``*_files_per_s``, the last commits included).
     Any tree's sources can be measured with this script (``PYTHONPATH``): counters it lacks
     are NaN.
 
@@ -115,7 +113,7 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
     from fastsim_record.gym import RecordEpisodes
 
     bare_all, bare_in, bare_cpu, rec_all, rec_in, rec_cpu = [], [], [], [], [], []
-    waits, peak, spills, background, files_per_s, switch = [], [], [], [], [], []
+    waits, peak, spills, background, files_per_s = [], [], [], [], []
     render = kind == "render"
     for r in range(rounds):
         bare = _make(kind)
@@ -125,7 +123,6 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         bare_in.append(i)
         bare_cpu.append(c)
         recorded = RecordEpisodes(_make(kind), workdir / f"{kind}-{r}")
-        switch.append(sys.getswitchinterval())  # the interpreter's, as the wrapper left it while open
         process = time.process_time()
         a, i, c = _loop(recorded, steps, render=render, seed=r)
         recording = recorded._recording  # the host's counters
@@ -158,7 +155,6 @@ def step_overhead(kind: str, steps: int, rounds: int, workdir: Path) -> dict[str
         f"{kind}_spills": float(max(spills)),
         f"{kind}_background_cpu_ms_per_episode": med(background) * 1e3,
         f"{kind}_files_per_s": med(files_per_s),
-        f"{kind}_switch_interval_us": med(switch) * 1e6,  # 5000: left alone (numeric), 100: while frames record
     }
 
 
