@@ -106,7 +106,6 @@ class GymRecording:
                 inner, state=options.render_state, geometry=options.geometry,
             ))
         self._renders = [any(src.leaf is None and src.alias in cams for src in self.sources) for cams in self._cameras]
-        self.records_frames = any(self._cameras)  # any camera of any sub-env (fastsim_record.gym's switch interval)
         self.layout = RowLayout(self.row)
         self._ready = (self.layout.action_scalar, *self.layout.observation_array)
         self._limit = options.max_episode_bytes
@@ -344,8 +343,10 @@ class GymRecording:
         for index in list(self._open):
             self._finish(index, False, False, CompletionKind.FAILED, f"the env raised {line}", line)
 
-    def _commit(self, writer: EpisodeWriter, index: int, kind: CompletionKind, reason: str,
-                trailing: tuple[ScenePluginEvent, ...]) -> EpisodeFile:
+    def _commit(
+        self, writer: EpisodeWriter, index: int, kind: CompletionKind, reason: str,
+        trailing: tuple[ScenePluginEvent, ...],
+    ) -> EpisodeFile:
         """In the commit pool: the commit and its ``EpisodeFile`` (the Session is freed there, not on the env thread)."""
         try:
             result = writer.finish(kind, reason, trailing)

@@ -35,9 +35,6 @@
     |   |                 |                | commit per episode on the env thread; ``False`` commits in the |
     |   |                 |                | pool while the env goes on (faster; a ``kill -9`` may then lose |
     |   |                 |                | the episodes that ended just before it)                        |
-    | 14| switch_interval | 100 µs         | the interpreter's switch interval while frames are recorded    |
-    |   |                 |                | (``_switch``: the env thread waits less for the GIL Record's   |
-    |   |                 |                | threads hold); ``None`` leaves the interpreter's alone         |
 
 Every refusal is a ``GymWrapError`` with one line.
 """
@@ -52,13 +49,12 @@ from pathlib import Path
 from typing import Any
 
 from fastsim_record.gym._host import GymWrapError
-from fastsim_record.gym._switch import DEFAULT_SWITCH_INTERVAL
 
-__all__ = ["OPTIONS", "check_directory", "describe", "host_options", "switch_interval"]
+__all__ = ["OPTIONS", "check_directory", "describe", "host_options"]
 
 OPTIONS = (
     "prefix", "resume", "fps", "cameras", "images", "camera_envs", "encoding", "quality", "render_state", "geometry",
-    "info_keys", "integrity", "writers", "max_episode_bytes", "durable", "switch_interval",
+    "info_keys", "integrity", "writers", "max_episode_bytes", "durable",
 )
 _PREFIX = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}$")
 
@@ -110,16 +106,6 @@ def host_options(host: Any, env: Any, options: Mapping[str, object], *, num_envs
         info_keys=tuple(info_keys),  # type: ignore[arg-type]
         integrity=integrity, writers=workers, max_episode_bytes=limit, durable=durable,
     )
-
-
-def switch_interval(options: Mapping[str, object]) -> float | None:
-    """Option 14: seconds from 1e-06 to 1, or ``None`` (``GymWrapError`` otherwise)."""
-    value = options.get("switch_interval", DEFAULT_SWITCH_INTERVAL)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 1e-6 <= value <= 1.0:
-        raise GymWrapError(f"switch_interval: must be a number of seconds from 1e-06 to 1, or None (got {value!r})")
-    return float(value)
 
 
 def check_directory(directory: str | Path, prefix: str, *, resume: bool) -> tuple[Path, int]:

@@ -35,8 +35,7 @@ import gymnasium as gym
 from fastsim_contract.values import CompletionKind
 from fastsim_record.gym._gl import CurrentContext
 from fastsim_record.gym._host import GymWrapError, gym_host
-from fastsim_record.gym._options import check_directory, describe, host_options, switch_interval
-from fastsim_record.gym._switch import SwitchInterval
+from fastsim_record.gym._options import check_directory, describe, host_options
 
 __all__ = ["EXIT_REASON", "RecordEpisodes", "commit_at_exit", "draw_seed", "env_call", "env_step", "open_recording", "warn_uncommitted"]
 
@@ -132,11 +131,9 @@ def env_step(recording: Any, env: Any, capture: Callable[[], Any] | None, action
 def open_recording(
     env: Any, directory: str | Path, options: dict[str, object], *, sub_envs: list[Any], vector: bool,
     observation_space: Any, action_space: Any,
-) -> tuple[Any, SwitchInterval]:
-    """The host's recording for ``env`` (``GymWrapError``: one line, nothing recorded) and its hold on
-    the switch interval (held when it records frames; the wrapper releases it at ``close_recording``)."""
+) -> Any:
+    """The host's recording for ``env`` (``GymWrapError``: one line, nothing recorded)."""
     host = gym_host()
-    interval = switch_interval(options)
     prefix = options.get("prefix", "episode")
     path, first = check_directory(directory, prefix if isinstance(prefix, str) else "episode",
                                   resume=bool(options.get("resume", False)))
@@ -155,9 +152,7 @@ def open_recording(
     except OSError as exc:
         recording.close()
         raise GymWrapError(f"{path}: cannot create the directory: {exc.strerror}") from None
-    switch = SwitchInterval(interval if recording.records_frames else None)
-    switch.hold()
-    return recording, switch
+    return recording
 
 
 class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
@@ -165,7 +160,7 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
 
     def __init__(self, env: gym.Env[Any, Any], directory: str | Path, **options: object) -> None:
         super().__init__(env)
-        self._recording, self._switch = open_recording(
+        self._recording = open_recording(
             env, directory, dict(options), sub_envs=[env], vector=False,
             observation_space=env.observation_space, action_space=env.action_space,
         )
@@ -229,10 +224,7 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
         """Commit every open episode (``reason``) and wait for every commit, once: ``files``."""
         if not self._committed:
             self._committed = True
-            try:
-                self.files = self._recording.close(reason)
-            finally:
-                self._switch.release()
+            self.files = self._recording.close(reason)
             warn_uncommitted(self.files)
 
     def close(self) -> None:

@@ -86,7 +86,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         self.n = int(env.num_envs)
         subs = getattr(env.unwrapped, "envs", None)
         sub_envs = list(subs) if isinstance(subs, list | tuple) and len(subs) == self.n else [None] * self.n
-        self._recording, self._switch = single.open_recording(
+        self._recording = single.open_recording(
             env, directory, dict(options), sub_envs=sub_envs, vector=True,
             observation_space=env.single_observation_space, action_space=env.single_action_space,
         )
@@ -162,10 +162,7 @@ class RecordVectorEpisodes(gym.vector.VectorWrapper):
         """Commit every open episode (``reason``) and wait for every commit, once: ``files``."""
         if not self._committed:
             self._committed = True
-            try:
-                self.files = self._recording.close(reason)
-            finally:
-                self._switch.release()
+            self.files = self._recording.close(reason)
             single.warn_uncommitted(self.files)
 
     def close(self, **kwargs: Any) -> None:
