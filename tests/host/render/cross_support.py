@@ -70,7 +70,9 @@ def _mujoco_frames(backend: Any, cameras: tuple[str, ...], sizes: dict[str, tupl
             renderer.enable_segmentation_rendering()
             seg = renderer.render().copy()
         geom, kind = seg[..., 0], seg[..., 1]  # (-1, -1) background; particles (-1, mjOBJ_UNKNOWN)
-        is_geom = (geom >= 0) & (kind == int(mujoco.mjtObj.mjOBJ_GEOM))
+        # a model geom has an id below ngeom; a pixel read back with another (seen once, in a fluid Run on
+        # Python 3.12, cause not found) is not taken as a model geom (not a body: not counted as moving)
+        is_geom = (geom >= 0) & (geom < int(source.model.ngeom)) & (kind == int(mujoco.mjtObj.mjOBJ_GEOM))
         body = np.asarray(source.model.geom_bodyid)[np.where(is_geom, geom, 0)]
         particle = kind == int(mujoco.mjtObj.mjOBJ_UNKNOWN)
         moving = (is_geom & (np.asarray(source.model.body_weldid)[body] != 0)) | particle
